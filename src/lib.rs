@@ -1,0 +1,24 @@
+//! ocibuild: a daemonless, reproducible OCI image builder.
+//!
+//! Modules, foundations first; a module uses only those above it:
+//! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
+//! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
+//! - [`store`]: the content-addressed blob store and the layer cache.
+//! - [`image`]: OCI config, manifest and index documents.
+//! - [`recipe`]: the recipe TOML schema and its validation.
+//! - [`output`]: OCI layout, oci-archive and docker-archive writers.
+//! - [`build`]: the planner: recipe → layers → image → output.
+//! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
+//! - [`cli`]: clap types and subcommands; the only module that prints.
+
+pub mod build;
+pub mod cli;
+pub mod digest;
+pub mod image;
+pub mod json;
+pub mod layer;
+pub mod output;
+pub mod progress;
+pub mod recipe;
+pub mod run;
+pub mod store;
