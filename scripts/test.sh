@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# ocibuild's test command: what a new user and CI run (see docs/testing.md).
+#
+#   ./scripts/test.sh [ARGS...]     ARGS go to `cargo test` (e.g. a test name filter)
+#
+# 1. Installs, only when missing, the Debian packages that the tests drive (podman, skopeo,
+#    umoci, ...) with apt-get (through sudo when not root). OCIBUILD_NO_INSTALL=1 skips this.
+# 2. Exports the settings the tests read (each can be overridden from the environment):
+#      OCIBUILD_REQUIRE_TOOLS=1   a missing tool fails a test instead of skipping it
+#      OCIBUILD_PODMAN_ARGS       flags for `podman run` that work in a sandboxed host
+#      OCIBUILD_ONLINE            passed through; 1 enables tests that reach PyPI / Debian
+# 3. Runs cargo fmt --check, cargo clippy (warnings are errors) and cargo test.
+# It starts nothing long-lived: tests start their own registry / containers on 127.0.0.1.
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+
+# Debian packages the test suite needs, by the command it uses from each.
+PACKAGES=(
+    podman          # podman run / load of built images
+    runc            # OCI runtime for podman (crun rejects hybrid cgroup v1 hosts)
+    conmon          # podman's container monitor (a dependency; named for clarity)
+    uidmap          # newuidmap/newgidmap for podman when not root
+    skopeo          # skopeo inspect / copy
+    umoci           # umoci unpack / repack (0.4.7: gzip layers only)
+    oci-image-tool  # oci-image-tool validate
+    busybox-static  # a static /bin/busybox to put in hand-made test images
+    docker-registry # CNCF Distribution 2.8: a local registry on 127.0.0.1
+    pigz            # parallel gzip, compared against our compressor
+    zstd            # zstd command line tool
+    gzip
+    tar
+    python3
+    ca-certificates # TLS to PyPI / Debian for the online tests
+)
+
+log() { printf '==> %s\n' "$*" >&2; }
+
+as_root() {
+    if [[ $(id -u) -eq 0 ]]; then
+        "$@"
+    elif command -v sudo >/dev/null; then
+        sudo "$@"
+    else
+        log "need root (or sudo) to run: $*"
+        exit 1
+    fi
+}
+
+install_missing_packages() {
+    local missing=() pkg
+    for pkg in "${PACKAGES[@]}"; do
+        if ! dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'install ok installed'; then
+            missing+=("$pkg")
+        fi
+    done
+    if [[ ${#missing[@]} -eq 0 ]]; then
+        log "Debian packages: all ${#PACKAGES[@]} present"
+        return
+    fi
+    log "installing missing Debian packages: ${missing[*]}"
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get update -q
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${missing[@]}"
+}
+
+if [[ ${OCIBUILD_NO_INSTALL:-0} == 1 ]]; then
+    log "OCIBUILD_NO_INSTALL=1: not installing Debian packages"
+elif ! command -v apt-get >/dev/null; then
+    log "no apt-get: install by hand: ${PACKAGES[*]}"
+else
+    install_missing_packages
+fi
+
+# Fail, don't skip, when a tool is missing: a green run must mean the readers really ran.
+export OCIBUILD_REQUIRE_TOOLS="${OCIBUILD_REQUIRE_TOOLS:-1}"
+# `podman run` flags for hosts without cgroup v2 delegation or CAP_SYS_RESOURCE (CI boxes,
+# containers in VMs): runc (crun rejects hybrid cgroups), no network namespace setup, and
+# rlimits at or below the usual hard limits (podman's defaults raise them: EPERM).
+# Set OCIBUILD_PODMAN_ARGS (even to "") to replace them.
+default_podman_args="--runtime runc --network none --ulimit nofile=1024:1024 --ulimit nproc=1000:1000"
+export OCIBUILD_PODMAN_ARGS="${OCIBUILD_PODMAN_ARGS-$default_podman_args}"
+export OCIBUILD_ONLINE="${OCIBUILD_ONLINE:-0}"
+log "OCIBUILD_REQUIRE_TOOLS=$OCIBUILD_REQUIRE_TOOLS OCIBUILD_ONLINE=$OCIBUILD_ONLINE"
+log "OCIBUILD_PODMAN_ARGS=$OCIBUILD_PODMAN_ARGS"
+
+log "cargo fmt --check"
+cargo fmt --all -- --check
+
+log "cargo clippy"
+cargo clippy --all-targets --locked -- -D warnings
+
+log "cargo test"
+cargo test --locked "$@"

@@ -1,0 +1,521 @@
+//! Shared harness for the integration tests (`mod common;` in each `tests/*.rs`).
+//!
+//! Tests drive the `ocibuild` binary and real, independent readers of its output (skopeo, umoci,
+//! oci-image-tool, podman); nothing here uses the library's internals. See docs/testing.md.
+//!
+//! Environment (set by scripts/test.sh):
+//! - `OCIBUILD_REQUIRE_TOOLS=1`: a missing tool fails the test instead of skipping it.
+//! - `OCIBUILD_PODMAN_ARGS`: `podman run` flags, whitespace-separated; unset: [`DEFAULT_PODMAN_ARGS`].
+//! - `OCIBUILD_ONLINE=1`: tests that reach PyPI / Debian run; otherwise they skip.
+
+// Each test crate uses a different part of the harness.
+#![allow(dead_code)]
+
+use std::collections::HashSet;
+use std::ffi::OsStr;
+use std::io::Read;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// `podman run` flags that work on a host without cgroup v2 delegation and without
+/// CAP_SYS_RESOURCE (this sandbox, CI): see docs/testing.md.
+pub const DEFAULT_PODMAN_ARGS: &[&str] = &[
+    "--runtime",
+    "runc",
+    "--network",
+    "none",
+    "--ulimit",
+    "nofile=1024:1024",
+    "--ulimit",
+    "nproc=1000:1000",
+];
+
+/// Longest any one external tool may run before the test fails (instead of hanging CI).
+pub const TOOL_TIMEOUT: Duration = Duration::from_secs(600);
+
+// ---------------------------------------------------------------------------------------------
+// Test identity, scratch directories
+
+/// The running test's name (libtest names each test's thread after it).
+pub fn test_name() -> String {
+    std::thread::current()
+        .name()
+        .unwrap_or("unnamed-test")
+        .to_string()
+}
+
+/// A fresh temporary directory, removed when dropped. Its name may contain upper-case letters:
+/// fine for every tool here; [`podman_run`] takes care of podman's naming rules itself.
+pub fn tempdir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("ocibuild-test-")
+        .tempdir()
+        .expect("create a temporary directory")
+}
+
+/// A directory of this test's own under cargo's target tmp dir, emptied the first time this
+/// process asks for it and kept after the test (to look at after a failure).
+pub fn test_dir(what: &str) -> PathBuf {
+    static WIPED: Mutex<Option<HashSet<PathBuf>>> = Mutex::new(None);
+    let name: String = test_name()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join(env!("CARGO_CRATE_NAME"))
+        .join(name)
+        .join(what);
+    let mut wiped = WIPED.lock().unwrap_or_else(|e| e.into_inner());
+    if wiped.get_or_insert_with(HashSet::new).insert(dir.clone()) && dir.exists() {
+        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("empty {}: {e}", dir.display()));
+    }
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    dir
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running commands
+
+/// The `ocibuild` binary under test, with SOURCE_DATE_EPOCH cleared and `OCIBUILD_CACHE` set to
+/// a cache dir of this test's own (shared by the calls in one test; `.env(...)` overrides it).
+pub fn ocibuild() -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ocibuild"));
+    cmd.env_remove("SOURCE_DATE_EPOCH");
+    cmd.env("OCIBUILD_CACHE", test_dir("cache"));
+    cmd
+}
+
+/// `program arg arg ...`, for messages.
+pub fn describe(cmd: &Command) -> String {
+    let mut s = cmd.get_program().to_string_lossy().into_owned();
+    for arg in cmd.get_args() {
+        s.push(' ');
+        s.push_str(&arg.to_string_lossy());
+    }
+    s
+}
+
+/// Runs `cmd` with no stdin, capturing its output; panics if it can't start or runs longer
+/// than [`TOOL_TIMEOUT`]. The exit status is the caller's to check (see [`assert_success`]).
+pub fn run(cmd: &mut Command) -> Output {
+    run_timeout(cmd, TOOL_TIMEOUT)
+}
+
+/// [`run`] with a time limit of the caller's.
+pub fn run_timeout(cmd: &mut Command, timeout: Duration) -> Output {
+    cmd.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start `{}`: {e}", describe(cmd)));
+    fn drain(mut pipe: impl Read + Send + 'static) -> mpsc::Receiver<Vec<u8>> {
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = pipe.read_to_end(&mut buf);
+            let _ = tx.send(buf);
+        });
+        rx
+    }
+    let stdout = drain(child.stdout.take().expect("piped stdout"));
+    let stderr = drain(child.stderr.take().expect("piped stderr"));
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for child") {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "`{}` still running after {timeout:?}: killed",
+                describe(cmd)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // A daemonised grandchild could keep a pipe open: don't wait on it for ever.
+    let collect = |rx: mpsc::Receiver<Vec<u8>>| {
+        rx.recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| {
+                panic!("`{}` exited but its output pipe stayed open", describe(cmd))
+            })
+    };
+    Output {
+        status,
+        stdout: collect(stdout),
+        stderr: collect(stderr),
+    }
+}
+
+/// Panics, showing the command's output, unless it exited 0.
+pub fn assert_success(out: &Output, what: &str) {
+    assert!(
+        out.status.success(),
+        "{what} failed ({})\n--- stdout\n{}\n--- stderr\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// [`run`] and [`assert_success`].
+pub fn run_ok(cmd: &mut Command) -> Output {
+    let out = run(cmd);
+    assert_success(&out, &format!("`{}`", describe(cmd)));
+    out
+}
+
+/// Stdout as text.
+pub fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools and skipping
+
+fn require_tools() -> bool {
+    std::env::var("OCIBUILD_REQUIRE_TOOLS").as_deref() == Ok("1")
+}
+
+/// A missing prerequisite: panics under `OCIBUILD_REQUIRE_TOOLS=1`, else says SKIPPED; false.
+fn missing(what: &str) -> bool {
+    if require_tools() {
+        panic!("missing tool {what}: run ./scripts/test.sh (OCIBUILD_REQUIRE_TOOLS=1)");
+    }
+    notice(&format!("SKIPPED: {} needs {what}", test_name()));
+    false
+}
+
+/// A line on stderr that libtest's output capture does not swallow (eprintln! would be hidden
+/// for a passing test): skips must show in CI's log.
+pub fn notice(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr().lock(), "{line}");
+}
+
+/// Where `name` is on PATH, if it is an executable file there.
+pub fn which(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.mode() & 0o111 != 0)
+        })
+}
+
+/// True if `name` is on PATH. Otherwise panics under `OCIBUILD_REQUIRE_TOOLS=1`, or prints
+/// `SKIPPED: <test> needs <name>` and returns false: `if !require_tool("skopeo") { return; }`.
+pub fn require_tool(name: &str) -> bool {
+    which(name).is_some() || missing(name)
+}
+
+/// [`require_tool`] for several tools.
+pub fn require_tools_all(names: &[&str]) -> bool {
+    names.iter().all(|n| require_tool(n))
+}
+
+/// True when the online tests may run (`OCIBUILD_ONLINE=1`); otherwise prints
+/// `SKIPPED (offline): <test>: <why>` and returns false.
+pub fn online(why: &str) -> bool {
+    if std::env::var("OCIBUILD_ONLINE").as_deref() == Ok("1") {
+        return true;
+    }
+    notice(&format!("SKIPPED (offline): {}: {why}", test_name()));
+    false
+}
+
+/// True when this process runs as root.
+pub fn is_root() -> bool {
+    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+}
+
+/// True if the ELF file at `path` has no program interpreter (is statically linked).
+pub fn is_static_elf(path: &Path) -> bool {
+    let Ok(bytes) = std::fs::read(path) else {
+        return false;
+    };
+    // ELF64 little-endian only (every host we test on); PT_INTERP marks a dynamic executable.
+    if bytes.len() < 64 || &bytes[..4] != b"\x7fELF" || bytes[4] != 2 || bytes[5] != 1 {
+        return false;
+    }
+    let u16_at = |o: usize| u16::from_le_bytes([bytes[o], bytes[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(bytes[0x20..0x28].try_into().unwrap()) as usize;
+    let (phentsize, phnum) = (u16_at(0x36), u16_at(0x38));
+    (0..phnum).all(|i| {
+        let at = phoff + i * phentsize;
+        bytes
+            .get(at..at + 4)
+            .is_some_and(|t| u32::from_le_bytes(t.try_into().unwrap()) != 3)
+    })
+}
+
+/// A statically linked busybox (Debian's busybox-static) to put into hand-made images, or
+/// None after [`require_tool`]'s panic-or-skip.
+pub fn require_static_busybox() -> Option<PathBuf> {
+    match which("busybox") {
+        Some(p) if is_static_elf(&p) => Some(p),
+        Some(p) => {
+            missing(&format!("busybox-static ({} is dynamic)", p.display()));
+            None
+        }
+        None => {
+            missing("busybox (busybox-static)");
+            None
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Fixtures
+
+/// Builds, with umoci, an OCI image layout at `dir/layout` holding one image tagged `tag`: a
+/// single layer with a static busybox at /bin/busybox and /bin/sh, /bin/echo links to it.
+/// Needs umoci and busybox-static: call [`require_busybox_layout_tools`] first.
+pub fn busybox_layout(dir: &Path, tag: &str) -> PathBuf {
+    let busybox = which("busybox").expect("busybox on PATH");
+    let layout = dir.join("layout");
+    let bundle = dir.join("bundle");
+    let image = format!("{}:{tag}", layout.display());
+    run_ok(
+        Command::new("umoci")
+            .arg("init")
+            .arg("--layout")
+            .arg(&layout),
+    );
+    run_ok(Command::new("umoci").args(["new", "--image", &image]));
+    umoci_unpack(&layout, tag, &bundle);
+    let bin = bundle.join("rootfs/bin");
+    std::fs::create_dir_all(&bin).expect("mkdir rootfs/bin");
+    std::fs::copy(&busybox, bin.join("busybox")).expect("copy busybox");
+    for link in ["sh", "echo"] {
+        std::os::unix::fs::symlink("busybox", bin.join(link)).expect("symlink");
+    }
+    run_ok(
+        Command::new("umoci")
+            .args(["repack", "--image", &image])
+            .arg(&bundle),
+    );
+    layout
+}
+
+/// The tools [`busybox_layout`] needs: true, or panic / SKIPPED and false.
+pub fn require_busybox_layout_tools() -> bool {
+    require_tool("umoci") && require_static_busybox().is_some()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Readers: skopeo, umoci, oci-image-tool
+
+/// `skopeo ARGS...` that must succeed, its stdout parsed as JSON.
+pub fn skopeo_json<I, S>(args: I) -> serde_json::Value
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let out = run_ok(Command::new("skopeo").args(args));
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("skopeo printed no JSON ({e}):\n{}", stdout(&out)))
+}
+
+/// `skopeo inspect REF` (e.g. `oci:/path/layout:tag`, `docker-archive:/path/x.tar`).
+pub fn skopeo_inspect(transport_ref: &str) -> serde_json::Value {
+    skopeo_json(["inspect", transport_ref])
+}
+
+/// `skopeo inspect --raw REF`: the manifest (or index) as stored.
+pub fn skopeo_inspect_raw(transport_ref: &str) -> serde_json::Value {
+    skopeo_json(["inspect", "--raw", transport_ref])
+}
+
+/// `skopeo inspect --config REF`: the image config.
+pub fn skopeo_inspect_config(transport_ref: &str) -> serde_json::Value {
+    skopeo_json(["inspect", "--config", transport_ref])
+}
+
+/// `skopeo copy SRC DST`, which must succeed.
+pub fn skopeo_copy(src: &str, dst: &str) {
+    run_ok(Command::new("skopeo").args(["copy", "--quiet", src, dst]));
+}
+
+/// `umoci unpack --image LAYOUT:TAG DEST` (with `--rootless` when not root); must succeed.
+/// umoci 0.4.7 reads gzip (and uncompressed) layers only, not zstd.
+pub fn umoci_unpack(layout: &Path, tag: &str, dest: &Path) {
+    let mut cmd = Command::new("umoci");
+    cmd.arg("unpack");
+    if !is_root() {
+        cmd.arg("--rootless");
+    }
+    cmd.arg("--image")
+        .arg(format!("{}:{tag}", layout.display()))
+        .arg(dest);
+    run_ok(&mut cmd);
+}
+
+/// `oci-image-tool validate --type image LAYOUT`, whatever its outcome.
+pub fn oci_image_tool_validate_output(layout: &Path) -> Output {
+    run(Command::new("oci-image-tool")
+        .args(["validate", "--type", "image"])
+        .arg(layout))
+}
+
+/// Validates an image layout directory with oci-image-tool (1.0.0-rc1): every ref in
+/// index.json, digests and sizes of manifests, configs and layers. Panics on failure.
+/// Beware: it skips (with a warning) a nested image index, so a multi-platform layout needs its
+/// manifests checked too (`oci-image-tool validate --type manifest|config FILE`).
+pub fn oci_image_tool_validate(layout: &Path) -> String {
+    let out = oci_image_tool_validate_output(layout);
+    assert_success(
+        &out,
+        &format!("oci-image-tool validate {}", layout.display()),
+    );
+    let text = stdout(&out);
+    assert!(text.contains("Validation succeeded"), "{text}");
+    text
+}
+
+// ---------------------------------------------------------------------------------------------
+// podman
+
+/// `podman run` flags: `OCIBUILD_PODMAN_ARGS` split on whitespace when set (even empty),
+/// else [`DEFAULT_PODMAN_ARGS`].
+pub fn podman_args() -> Vec<String> {
+    match std::env::var("OCIBUILD_PODMAN_ARGS") {
+        Ok(s) => s.split_whitespace().map(String::from).collect(),
+        Err(_) => DEFAULT_PODMAN_ARGS.iter().map(|s| s.to_string()).collect(),
+    }
+}
+
+/// True if every `/`-separated component of `path` is a valid repository path component of a
+/// container image reference (lower case; `.`, `_`, `__`, `-`+ only between alphanumerics).
+/// podman names an image pulled from `oci:PATH` `localhost/PATH`, so PATH must pass this.
+pub fn podman_nameable(path: &str) -> bool {
+    fn component_ok(c: &str) -> bool {
+        let b = c.as_bytes();
+        let alnum = |x: u8| x.is_ascii_lowercase() || x.is_ascii_digit();
+        if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
+            return false;
+        }
+        let mut i = 0;
+        while i < b.len() {
+            if alnum(b[i]) {
+                i += 1;
+                continue;
+            }
+            let start = i;
+            while i < b.len() && !alnum(b[i]) {
+                i += 1;
+            }
+            let sep = &c[start..i];
+            if !(sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|x| x == b'-')) {
+                return false;
+            }
+        }
+        true
+    }
+    path.len() < 200 && path.starts_with('/') && path[1..].split('/').all(component_ok)
+}
+
+/// A symlink to a layout at a path podman can name an image after; removes the image podman
+/// made from it, and the link, when dropped.
+struct PodmanAlias {
+    dir: PathBuf,
+    link: PathBuf,
+}
+
+impl PodmanAlias {
+    fn new(layout: &Path) -> Self {
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let layout = std::fs::canonicalize(layout)
+            .unwrap_or_else(|e| panic!("layout {}: {e}", layout.display()));
+        let tmp = std::env::temp_dir();
+        let base = match tmp.to_str() {
+            Some(t) if podman_nameable(t) => tmp.clone(),
+            _ => PathBuf::from("/tmp"),
+        };
+        loop {
+            let n = NEXT.fetch_add(1, Ordering::Relaxed);
+            let dir = base.join(format!("ocibuild-podman-{}-{n}", std::process::id()));
+            match std::fs::create_dir(&dir) {
+                Ok(()) => {
+                    let link = dir.join("layout");
+                    std::os::unix::fs::symlink(&layout, &link).expect("symlink layout");
+                    return PodmanAlias { dir, link };
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => panic!("create {}: {e}", dir.display()),
+            }
+        }
+    }
+
+    fn image_ref(&self, tag: &str) -> String {
+        format!("oci:{}:{tag}", self.link.display())
+    }
+}
+
+impl Drop for PodmanAlias {
+    fn drop(&mut self) {
+        // podman names the image localhost/<path>:latest, whatever the tag was.
+        podman_rmi(&format!("localhost{}", self.link.display()));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// `podman run --rm --quiet <podman_args()> oci:LAYOUT:TAG ARGS...`, whatever its outcome.
+/// The layout may live at any path: it is linked from one podman accepts (a path component
+/// that starts with a dot or has upper case is refused as an image name), and the image that
+/// podman copies into its storage is removed afterwards.
+pub fn podman_run(layout_dir: &Path, tag: &str, args: &[&str]) -> Output {
+    let alias = PodmanAlias::new(layout_dir);
+    podman_run_image(&alias.image_ref(tag), &[], args)
+}
+
+/// `podman run --rm --quiet <podman_args()> FLAGS... IMAGE ARGS...`, whatever its outcome;
+/// IMAGE is a name in podman's storage (from [`podman_load`]: pass `--pull=never`) or a
+/// transport reference.
+pub fn podman_run_image(image: &str, flags: &[&str], args: &[&str]) -> Output {
+    run(Command::new("podman")
+        .args(["run", "--rm", "--quiet"])
+        .args(podman_args())
+        .args(flags)
+        .arg(image)
+        .args(args))
+}
+
+/// `podman load -i ARCHIVE` (docker-archive or oci-archive); returns the loaded image's name
+/// as podman printed it (e.g. `docker.io/library/x:t`). Remove it with [`podman_rmi`].
+pub fn podman_load(archive: &Path) -> String {
+    let out = run_ok(
+        Command::new("podman")
+            .args(["load", "--quiet", "--input"])
+            .arg(archive),
+    );
+    let text = format!("{}{}", stdout(&out), String::from_utf8_lossy(&out.stderr));
+    // "Loaded image: NAME" or "Loaded image(s): NAME,NAME"
+    text.lines()
+        .filter_map(|l| l.strip_prefix("Loaded image"))
+        .filter_map(|rest| rest.split_once(':').map(|(_, names)| names))
+        .filter_map(|names| names.split(',').next())
+        .map(|name| name.trim().to_string())
+        .find(|name| !name.is_empty())
+        .unwrap_or_else(|| panic!("no image name in podman load's output:\n{text}"))
+}
+
+/// `podman rmi --force NAME...`, ignoring failures (cleanup).
+pub fn podman_rmi(name: &str) {
+    let _ = run(Command::new("podman").args(["rmi", "--force", name]));
+}
+
+/// True if podman's storage has an image of that name.
+pub fn podman_image_exists(name: &str) -> bool {
+    run(Command::new("podman").args(["image", "exists", name]))
+        .status
+        .success()
+}
