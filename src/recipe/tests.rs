@@ -1011,3 +1011,27 @@ fn errors_are_one_line() {
     );
     assert_eq!(one_line("a\n  b\n\nc"), "a; b; c");
 }
+
+/// The examples in docs/recipe.md parse, and mean what the docs say.
+#[test]
+fn docs_examples_parse() {
+    let doc = include_str!("../../docs/recipe.md");
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert_eq!(blocks.len(), 2, "a complete and a minimal example");
+    let d = fixture();
+    fs::create_dir(d.path().join("deploy")).unwrap();
+    fs::write(d.path().join("deploy/app.conf"), "x\n").unwrap();
+    let r = parse_in(&d, blocks[0]).unwrap();
+    assert_eq!(r.image.reference(), "example.com/team/hello:1.0");
+    assert_eq!(r.image.platform.to_string(), "linux/arm64/v8");
+    assert_eq!(r.layers.len(), 2);
+    assert_eq!(r.config.exposed_ports, ["53/udp", "8080/tcp"]);
+    assert_eq!(r.tests[1].gpu, Gpu::Optional);
+    let r = parse_in(&d, blocks[1]).unwrap();
+    assert_eq!(r.image.reference(), "hello:latest");
+    assert_eq!(r.image.platform, Platform::host());
+}
