@@ -1,0 +1,396 @@
+//! The recipe, format v1: a TOML file that says what goes into the image. This module parses it
+//! and validates it; every error carries the recipe path and the 1-based line and column of the
+//! offending key or value. The format reference is `docs/recipe.md`.
+//!
+//! - [`raw`]: serde types that mirror the TOML, with spans.
+//! - [`validate`]: the checks, turning raw types into [`Recipe`].
+//! - [`grammar`]: pure checks of single values (names, tags, paths, ports, patterns).
+//! - [`platform`]: target platforms (`linux/arm64/v8`).
+
+mod grammar;
+mod platform;
+mod raw;
+mod validate;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::io;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use platform::Platform;
+
+use crate::layer::{Compression, CopySpec};
+
+/// Built-in test checks, usable as `check = "<name>"` in a `[[test]]`.
+pub const KNOWN_CHECKS: &[&str] = &["cuda-smoke"];
+
+/// A parsed and validated recipe.
+#[derive(Clone, Debug)]
+pub struct Recipe {
+    /// The recipe path as given (for messages).
+    pub path: PathBuf,
+    /// Absolute directory containing the recipe; relative paths in it resolve against this.
+    pub dir: PathBuf,
+    pub image: Image,
+    pub base: Base,
+    /// In recipe order, which is layer order (first = lowest).
+    pub layers: Vec<Layer>,
+    pub config: Config,
+    /// In recipe order.
+    pub tests: Vec<Test>,
+    pub podman: Podman,
+}
+
+/// `[image]`: what the result is called and how it is built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Image {
+    /// Repository name, e.g. `example.com/team/hello` (no tag, no digest).
+    pub name: String,
+    pub tag: String,
+    pub compression: Compression,
+    /// From the recipe only; `SOURCE_DATE_EPOCH` in the environment wins (decided by `build`).
+    pub source_date_epoch: Option<u64>,
+    pub platform: Platform,
+}
+
+impl Image {
+    /// `name:tag`.
+    pub fn reference(&self) -> String {
+        format!("{}:{}", self.name, self.tag)
+    }
+}
+
+/// `[base]`: what the image starts from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Base {
+    Scratch,
+    /// An image reference, kept verbatim as written.
+    Image {
+        reference: String,
+    },
+}
+
+/// One `[[layer]]`: a file or directory copied into the image.
+#[derive(Clone, Debug)]
+pub struct Layer {
+    pub name: String,
+    /// `src` resolved to an absolute path; `dest` normalized; `ignore` = ignore-file patterns
+    /// first, then the recipe's `ignore` list.
+    pub spec: CopySpec,
+}
+
+/// `[config]`: the image config. `None` / empty means "inherit from the base".
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Config {
+    pub env: BTreeMap<String, String>,
+    /// `Some(vec![])` clears the base's value.
+    pub entrypoint: Option<Vec<String>>,
+    /// `Some(vec![])` clears the base's value.
+    pub cmd: Option<Vec<String>>,
+    pub workdir: Option<String>,
+    pub user: Option<String>,
+    pub labels: BTreeMap<String, String>,
+    /// Normalized `"80/tcp"`, sorted (as strings), deduplicated.
+    pub exposed_ports: Vec<String>,
+    /// Manifest annotations.
+    pub annotations: BTreeMap<String, String>,
+    pub stop_signal: Option<String>,
+}
+
+/// One `[[test]]`, run against the built image by the test stage.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Test {
+    pub name: String,
+    pub run: TestRun,
+    pub env: BTreeMap<String, String>,
+    pub workdir: Option<String>,
+    pub user: Option<String>,
+    pub exit_code: i32,
+    /// A substring that stdout + stderr must contain.
+    pub expect_output: Option<String>,
+    pub timeout_secs: u64,
+    pub gpu: Gpu,
+}
+
+/// What a test runs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TestRun {
+    /// `run = [...]`: an argv, not empty.
+    Command(Vec<String>),
+    /// `check = "..."`: a built-in check, one of [`KNOWN_CHECKS`].
+    Check(String),
+}
+
+/// Whether a test gets the host's GPUs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gpu {
+    /// Pass GPUs; fail the test when there are none.
+    Required,
+    /// Pass GPUs when the host has any; run without otherwise.
+    Optional,
+    /// Never pass GPUs.
+    Off,
+}
+
+/// `[podman]`: settings for the test stage.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Podman {
+    /// Extra flags for `podman run`, placed before the image.
+    pub args: Vec<String>,
+}
+
+/// Why a recipe could not be loaded. Display is one line: `path:line:col: message`.
+#[derive(Debug, thiserror::Error)]
+pub enum RecipeError {
+    /// The recipe file could not be read.
+    #[error("{}: cannot read recipe: {source}", path.display())]
+    Read { path: PathBuf, source: io::Error },
+    /// Not valid TOML (or not UTF-8).
+    #[error("{}:{line}:{col}: {message}", path.display())]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    /// Valid TOML, but not a valid recipe: unknown key, wrong type, bad value, missing source.
+    #[error("{}:{line}:{col}: {message}", path.display())]
+    Invalid {
+        path: PathBuf,
+        line: usize,
+        col: usize,
+        message: String,
+    },
+}
+
+impl RecipeError {
+    /// The recipe path, as given.
+    pub fn path(&self) -> &Path {
+        match self {
+            RecipeError::Read { path, .. }
+            | RecipeError::Syntax { path, .. }
+            | RecipeError::Invalid { path, .. } => path,
+        }
+    }
+
+    /// 1-based line and column (in characters), where there is one.
+    pub fn location(&self) -> Option<(usize, usize)> {
+        match self {
+            RecipeError::Read { .. } => None,
+            RecipeError::Syntax { line, col, .. } | RecipeError::Invalid { line, col, .. } => {
+                Some((*line, *col))
+            }
+        }
+    }
+}
+
+/// Reads and validates the recipe at `path`. Relative paths in it resolve against its directory
+/// (made absolute against the current directory, symlinks not resolved).
+pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
+    let read_err = |source| RecipeError::Read {
+        path: path.to_path_buf(),
+        source,
+    };
+    let bytes = std::fs::read(path).map_err(read_err)?;
+    let abs = std::path::absolute(path).map_err(read_err)?;
+    let dir = abs.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let text = match String::from_utf8(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            let valid = e.utf8_error().valid_up_to();
+            let prefix = String::from_utf8_lossy(&e.as_bytes()[..valid]);
+            let (line, col) = line_col(&prefix, valid);
+            return Err(RecipeError::Syntax {
+                path: path.to_path_buf(),
+                line,
+                col,
+                message: "invalid UTF-8: a recipe must be UTF-8 text".into(),
+            });
+        }
+    };
+    parse(&text, path, &dir)
+}
+
+/// Parses and validates recipe text. `path` is only used in messages; `dir` is the directory that
+/// relative paths resolve against. The only filesystem access: checking that layer sources exist
+/// and reading ignore files.
+pub fn parse(text: &str, path: &Path, dir: &Path) -> Result<Recipe, RecipeError> {
+    let ctx = Ctx { path, text };
+    let root = toml::de::DeTable::parse(text).map_err(|e| {
+        let (line, col) = ctx.start_of(e.span());
+        RecipeError::Syntax {
+            path: path.to_path_buf(),
+            line,
+            col,
+            message: one_line(e.message()),
+        }
+    })?;
+    check_shape(&ctx, root.get_ref())?;
+    let raw = raw::RawRecipe::deserialize(toml::Deserializer::from(root))
+        .map_err(|e| ctx.err_at(e.span(), toml_words(e.message())))?;
+    validate::recipe(&ctx, raw, dir)
+}
+
+/// What errors need to say where they are.
+pub(crate) struct Ctx<'a> {
+    path: &'a Path,
+    text: &'a str,
+}
+
+impl Ctx<'_> {
+    fn start_of(&self, span: Option<Range<usize>>) -> (usize, usize) {
+        match span {
+            Some(s) => line_col(self.text, s.start),
+            None => (1, 1),
+        }
+    }
+
+    fn err_at(&self, span: Option<Range<usize>>, message: impl Into<String>) -> RecipeError {
+        let (line, col) = self.start_of(span);
+        RecipeError::Invalid {
+            path: self.path.to_path_buf(),
+            line,
+            col,
+            message: escape_controls(&message.into()),
+        }
+    }
+
+    /// An [`RecipeError::Invalid`] pointing at `span`.
+    fn err(&self, span: Range<usize>, message: impl Into<String>) -> RecipeError {
+        self.err_at(Some(span), message)
+    }
+
+    /// 1-based line of a byte offset (for "first defined at line N").
+    fn line_of(&self, offset: usize) -> usize {
+        line_col(self.text, offset).0
+    }
+}
+
+/// 1-based line and column (counted in characters) of a byte offset.
+fn line_col(text: &str, offset: usize) -> (usize, usize) {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    let before = &text[..offset];
+    let line = before.matches('\n').count() + 1;
+    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
+    let col = before[line_start..].chars().count() + 1;
+    (line, col)
+}
+
+/// Keeps a message on one line, and free of terminal control characters: values from the recipe
+/// are quoted in messages, and TOML strings may hold newlines, tabs or NUL.
+fn escape_controls(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    for c in message.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Joins a multi-line message (from the TOML parser) into one line.
+fn one_line(message: &str) -> String {
+    message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// serde speaks of Rust types; a recipe's author thinks in TOML's.
+/// Also explains a top-level key that TOML put into the table above it.
+fn toml_words(message: &str) -> String {
+    const TOP: &[&str] = &["image", "base", "layer", "config", "podman", "test"];
+    let nested_top = message
+        .strip_prefix("unknown field `")
+        .and_then(|rest| rest.split_once('`'))
+        .is_some_and(|(key, _)| TOP.contains(&key));
+    let hint = if nested_top {
+        "; keys after a `[table]` header belong to that table: move top-level keys above the \
+         first header"
+    } else {
+        ""
+    };
+    let message = message
+        .replace("invalid type: sequence", "invalid type: array")
+        .replace("invalid type: map", "invalid type: table")
+        .replace("expected a sequence", "expected an array")
+        .replace("expected a map", "expected a table")
+        .replace("expected i64", "expected an integer");
+    format!("{message}{hint}")
+}
+
+/// Checks that the top-level tables are tables and the arrays of tables are arrays of tables,
+/// before serde sees them: serde would otherwise accept a struct written as an array (by position)
+/// and report the mix-up in terms of Rust types. The first problem in document order wins.
+fn check_shape(ctx: &Ctx<'_>, root: &toml::de::DeTable<'_>) -> Result<(), RecipeError> {
+    let mut problems: Vec<(Range<usize>, String)> = Vec::new();
+    for (key, value) in root.iter() {
+        let key = key.get_ref().as_ref();
+        let v = value.get_ref();
+        match key {
+            "image" | "base" | "config" | "podman" => match v {
+                toml::de::DeValue::Table(_) => {}
+                toml::de::DeValue::Array(_) => problems.push((
+                    value.span(),
+                    format!("`{key}` is a single table, not an array of tables: write `[{key}]`"),
+                )),
+                other => problems.push((
+                    value.span(),
+                    format!(
+                        "invalid type: {}, expected a table: write `[{key}]`",
+                        other.type_str()
+                    ),
+                )),
+            },
+            "layer" | "test" => match v {
+                toml::de::DeValue::Array(items) => {
+                    for item in items.iter() {
+                        if !item.get_ref().is_table() {
+                            problems.push((
+                                item.span(),
+                                format!(
+                                    "invalid type: {}, expected a table: write `[[{key}]]` \
+                                     for each entry",
+                                    item.get_ref().type_str()
+                                ),
+                            ));
+                        }
+                    }
+                }
+                toml::de::DeValue::Table(_) => problems.push((
+                    value.span(),
+                    format!(
+                        "`{key}` is an array of tables: write `[[{key}]]` (double brackets) \
+                         for each entry"
+                    ),
+                )),
+                other => problems.push((
+                    value.span(),
+                    format!(
+                        "invalid type: {}, expected an array of tables: write `[[{key}]]` for \
+                         each entry",
+                        other.type_str()
+                    ),
+                )),
+            },
+            // Unknown keys are reported by serde, with the list of known ones.
+            _ => {}
+        }
+    }
+    match problems.into_iter().min_by_key(|(span, _)| span.start) {
+        Some((span, message)) => Err(ctx.err(span, message)),
+        None => Ok(()),
+    }
+}

@@ -1,0 +1,145 @@
+//! The recipe as written: serde types that mirror the TOML one to one, with spans on every value
+//! that a semantic check may need to point at. `deny_unknown_fields` everywhere, so a typo is an
+//! error with the list of keys that were expected.
+//!
+//! Required keys are `Option`s here: `validate` reports them missing with context (which layer,
+//! which test) instead of serde's bare "missing field".
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::de::{self, Deserializer, SeqAccess, Visitor};
+use serde::Deserialize;
+use toml::Spanned;
+
+pub(super) type SpannedMap = BTreeMap<Spanned<String>, Spanned<String>>;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawRecipe {
+    pub image: Option<Spanned<RawImage>>,
+    pub base: Option<RawBase>,
+    #[serde(default)]
+    pub layer: Vec<Spanned<RawLayer>>,
+    pub config: Option<RawConfig>,
+    pub podman: Option<RawPodman>,
+    #[serde(default)]
+    pub test: Vec<Spanned<RawTest>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawImage {
+    pub name: Option<Spanned<String>>,
+    pub tag: Option<Spanned<String>>,
+    pub compression: Option<Spanned<String>>,
+    pub source_date_epoch: Option<Spanned<i64>>,
+    pub platform: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawBase {
+    pub image: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawLayer {
+    pub name: Option<Spanned<String>>,
+    pub src: Option<Spanned<String>>,
+    pub dest: Option<Spanned<String>>,
+    pub ignore: Option<Vec<Spanned<String>>>,
+    pub ignore_file: Option<Spanned<String>>,
+    pub owner: Option<Spanned<String>>,
+    pub mode: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawConfig {
+    pub env: Option<SpannedMap>,
+    pub entrypoint: Option<Argv>,
+    pub cmd: Option<Argv>,
+    pub workdir: Option<Spanned<String>>,
+    pub user: Option<Spanned<String>>,
+    pub labels: Option<SpannedMap>,
+    pub exposed_ports: Option<Vec<Spanned<PortValue>>>,
+    pub annotations: Option<SpannedMap>,
+    pub stop_signal: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawPodman {
+    pub args: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawTest {
+    pub name: Option<Spanned<String>>,
+    pub run: Option<Spanned<Argv>>,
+    pub check: Option<Spanned<String>>,
+    pub env: Option<SpannedMap>,
+    pub workdir: Option<Spanned<String>>,
+    pub user: Option<Spanned<String>>,
+    pub exit_code: Option<Spanned<i64>>,
+    pub expect_output: Option<String>,
+    pub timeout: Option<Spanned<i64>>,
+    pub gpu: Option<Spanned<String>>,
+}
+
+/// An argv: an array of strings. Its own type so that `run = "make test"` (a shell string) fails
+/// with a message that shows the array form.
+#[derive(Debug)]
+pub(super) struct Argv(pub Vec<String>);
+
+impl<'de> Deserialize<'de> for Argv {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Argv;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"an array of strings (argv), like ["/bin/sh", "-c", "echo hi"]"#)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Argv, A::Error> {
+                let mut v = Vec::new();
+                while let Some(s) = seq.next_element::<String>()? {
+                    v.push(s);
+                }
+                Ok(Argv(v))
+            }
+        }
+        d.deserialize_seq(V)
+    }
+}
+
+/// An exposed port as written: `"8080"`, `"53/udp"` or the integer `8080`.
+#[derive(Debug)]
+pub(super) enum PortValue {
+    Int(i64),
+    Str(String),
+}
+
+impl<'de> Deserialize<'de> for PortValue {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl Visitor<'_> for V {
+            type Value = PortValue;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(r#"a port like 8080, "8080" or "53/udp""#)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<PortValue, E> {
+                Ok(PortValue::Int(v))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<PortValue, E> {
+                Ok(PortValue::Int(i64::try_from(v).unwrap_or(i64::MAX)))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<PortValue, E> {
+                Ok(PortValue::Str(v.to_string()))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}

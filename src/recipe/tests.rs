@@ -1,0 +1,1037 @@
+use std::fs;
+use std::path::Path;
+
+use tempfile::TempDir;
+
+use super::*;
+use crate::layer::ModePolicy;
+
+/// A recipe directory: `app/` (with a .dockerignore), `plain/` (without), `one.txt`,
+/// `extra.ignore`, `bad.ignore`.
+fn fixture() -> TempDir {
+    let d = tempfile::tempdir().unwrap();
+    fs::create_dir(d.path().join("app")).unwrap();
+    fs::write(d.path().join("app/main.py"), "print('hi')\n").unwrap();
+    fs::write(
+        d.path().join("app/.dockerignore"),
+        "\u{feff}# build output\n*.pyc  \n\n   \n!keep.pyc\n",
+    )
+    .unwrap();
+    fs::create_dir(d.path().join("plain")).unwrap();
+    fs::write(d.path().join("one.txt"), "1\n").unwrap();
+    fs::write(d.path().join("extra.ignore"), "build/\n# c\n**/tmp\n").unwrap();
+    fs::write(d.path().join("bad.ignore"), "ok\n\nfoo[a-\n").unwrap();
+    d
+}
+
+fn parse_in(d: &TempDir, text: &str) -> Result<Recipe, RecipeError> {
+    parse(text, Path::new("recipe.toml"), d.path())
+}
+
+/// The error's Display, with the fixture directory written as `{dir}`.
+fn err(text: &str) -> String {
+    let d = fixture();
+    match parse_in(&d, text) {
+        Ok(r) => panic!("expected an error, got {r:?}"),
+        Err(e) => e
+            .to_string()
+            .replace(&d.path().display().to_string(), "{dir}"),
+    }
+}
+
+const IMG: &str = "[image]\nname = \"hello\"\n";
+
+fn with_img(rest: &str) -> String {
+    format!("{IMG}{rest}")
+}
+
+const FULL: &str = r#"
+# A complete recipe.
+[image]
+name = "example.com:5000/team/hello"
+tag = "1.0"
+compression = "zstd"
+source-date-epoch = 1700000000
+platform = "linux/aarch64"
+
+[base]
+image = "debian:bookworm-slim@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+
+[[layer]]
+name = "app"
+src = "./app/"
+dest = "/srv//app/./"
+ignore = ["*.log", "!keep.log"]
+owner = "1000:1001"
+mode = "preserve"
+
+[[layer]]
+name = "one.txt"
+src = "one.txt"
+dest = "/"
+
+[[layer]]
+name = "plain"
+src = "plain"
+dest = "/plain"
+ignore-file = "extra.ignore"
+
+[config]
+env = { PYTHONUNBUFFERED = "1", "PATH" = "/usr/bin" }
+entrypoint = ["/usr/bin/python3", "/srv/app/main.py"]
+cmd = []
+workdir = "/srv/app/"
+user = "app:app"
+labels = { "org.opencontainers.image.source" = "https://example.com/hello" }
+exposed-ports = ["8080", 443, "53/UDP", "8080/tcp", "9000/sctp"]
+annotations = { "org.example.team" = "ml" }
+stop-signal = "SIGRTMIN+3"
+
+[podman]
+args = ["--runtime", "runc", "--network", "none"]
+
+[[test]]
+name = "version"
+run = ["/usr/bin/python3", "--version"]
+env = { A = "1" }
+workdir = "/"
+user = "0"
+exit-code = 0
+expect-output = "Python 3"
+timeout = 30
+
+[[test]]
+name = "gpu"
+check = "cuda-smoke"
+
+[[test]]
+name = "maybe gpu"
+check = "cuda-smoke"
+gpu = "optional"
+exit-code = 3
+"#;
+
+#[test]
+fn full_recipe() {
+    let d = fixture();
+    let r = parse_in(&d, FULL).unwrap();
+    assert_eq!(r.path, Path::new("recipe.toml"));
+    assert_eq!(r.dir, d.path());
+    assert_eq!(
+        r.image,
+        Image {
+            name: "example.com:5000/team/hello".into(),
+            tag: "1.0".into(),
+            compression: Compression::Zstd,
+            source_date_epoch: Some(1_700_000_000),
+            platform: Platform {
+                os: "linux".into(),
+                architecture: "arm64".into(),
+                variant: Some("v8".into()),
+            },
+        }
+    );
+    assert_eq!(r.image.reference(), "example.com:5000/team/hello:1.0");
+    assert_eq!(
+        r.base,
+        Base::Image {
+            reference: "debian:bookworm-slim@sha256:0000000000000000000000000000000000000000000000000000000000000000".into()
+        }
+    );
+
+    assert_eq!(r.layers.len(), 3);
+    let app = &r.layers[0];
+    assert_eq!(app.name, "app");
+    assert_eq!(app.spec.src, d.path().join("app"));
+    assert_eq!(app.spec.dest, "/srv/app");
+    // The .dockerignore in src first (BOM, comment, blanks dropped, trailing space trimmed),
+    // then the recipe's list.
+    assert_eq!(
+        app.spec.ignore,
+        ["*.pyc", "!keep.pyc", "*.log", "!keep.log"]
+    );
+    assert_eq!((app.spec.uid, app.spec.gid), (1000, 1001));
+    assert_eq!(app.spec.mode, ModePolicy::Preserve);
+    let one = &r.layers[1];
+    assert_eq!(one.spec.src, d.path().join("one.txt"));
+    assert_eq!(one.spec.dest, "/");
+    assert!(one.spec.ignore.is_empty());
+    assert_eq!((one.spec.uid, one.spec.gid), (0, 0));
+    assert_eq!(one.spec.mode, ModePolicy::Normalize);
+    assert_eq!(r.layers[2].spec.ignore, ["build/", "**/tmp"]);
+
+    let c = &r.config;
+    assert_eq!(
+        c.env.iter().collect::<Vec<_>>(),
+        [
+            (&"PATH".to_string(), &"/usr/bin".to_string()),
+            (&"PYTHONUNBUFFERED".to_string(), &"1".to_string())
+        ]
+    );
+    assert_eq!(
+        c.entrypoint.as_deref(),
+        Some(
+            &[
+                "/usr/bin/python3".to_string(),
+                "/srv/app/main.py".to_string()
+            ][..]
+        )
+    );
+    assert_eq!(c.cmd, Some(vec![]));
+    assert_eq!(c.workdir.as_deref(), Some("/srv/app"));
+    assert_eq!(c.user.as_deref(), Some("app:app"));
+    assert_eq!(
+        c.labels
+            .get("org.opencontainers.image.source")
+            .map(String::as_str),
+        Some("https://example.com/hello")
+    );
+    assert_eq!(
+        c.exposed_ports,
+        ["443/tcp", "53/udp", "8080/tcp", "9000/sctp"]
+    );
+    assert_eq!(
+        c.annotations.get("org.example.team").map(String::as_str),
+        Some("ml")
+    );
+    assert_eq!(c.stop_signal.as_deref(), Some("SIGRTMIN+3"));
+
+    assert_eq!(r.podman.args, ["--runtime", "runc", "--network", "none"]);
+
+    assert_eq!(
+        r.tests[0],
+        Test {
+            name: "version".into(),
+            run: TestRun::Command(vec!["/usr/bin/python3".into(), "--version".into()]),
+            env: [("A".to_string(), "1".to_string())].into(),
+            workdir: Some("/".into()),
+            user: Some("0".into()),
+            exit_code: 0,
+            expect_output: Some("Python 3".into()),
+            timeout_secs: 30,
+            gpu: Gpu::Off,
+        }
+    );
+    assert_eq!(r.tests[1].run, TestRun::Check("cuda-smoke".into()));
+    assert_eq!(r.tests[1].gpu, Gpu::Required);
+    assert_eq!(r.tests[1].timeout_secs, 300);
+    assert_eq!(r.tests[2].name, "maybe gpu");
+    assert_eq!(r.tests[2].gpu, Gpu::Optional);
+    assert_eq!(r.tests[2].exit_code, 3);
+}
+
+#[test]
+fn minimal_recipe_defaults() {
+    let d = fixture();
+    let r = parse_in(&d, IMG).unwrap();
+    assert_eq!(r.image.name, "hello");
+    assert_eq!(r.image.tag, "latest");
+    assert_eq!(r.image.compression, Compression::Gzip);
+    assert_eq!(r.image.source_date_epoch, None);
+    assert_eq!(r.image.platform, Platform::host());
+    assert_eq!(r.base, Base::Scratch);
+    assert!(r.layers.is_empty());
+    assert_eq!(r.config, Config::default());
+    assert!(r.tests.is_empty());
+    assert_eq!(r.podman, Podman::default());
+
+    let r = parse_in(
+        &d,
+        &with_img("[base]\nimage = \"scratch\"\n[config]\n[podman]\n"),
+    )
+    .unwrap();
+    assert_eq!(r.base, Base::Scratch);
+    assert_eq!(r.config.entrypoint, None);
+
+    // Inline tables and arrays of inline tables are the same thing to TOML.
+    let r = parse_in(
+        &d,
+        "image = { name = \"localhost/x\", platform = \"linux/amd64\" }\n\
+         layer = [{ name = \"a\", src = \"one.txt\", dest = \"/a\" }]\n\
+         test = [{ name = \"t\", run = [\"true\"], gpu = \"required\" }]\n",
+    )
+    .unwrap();
+    assert_eq!(r.image.platform.to_string(), "linux/amd64");
+    assert_eq!(r.layers[0].spec.dest, "/a");
+    assert_eq!(r.tests[0].gpu, Gpu::Required);
+}
+
+#[test]
+fn absolute_src_and_no_default_ignore_for_files() {
+    let d = fixture();
+    let abs = d.path().join("app");
+    let r = parse_in(
+        &d,
+        &with_img(&format!(
+            "[[layer]]\nname = \"a\"\nsrc = '{}'\ndest = \"/a\"\n",
+            abs.display()
+        )),
+    )
+    .unwrap();
+    assert_eq!(r.layers[0].spec.src, abs);
+    assert_eq!(r.layers[0].spec.ignore, ["*.pyc", "!keep.pyc"]);
+
+    // An explicit ignore-file replaces the default <src>/.dockerignore.
+    let r = parse_in(
+        &d,
+        &with_img(
+            "[[layer]]\nname = \"a\"\nsrc = \"app\"\ndest = \"/a\"\nignore-file = \"extra.ignore\"\n",
+        ),
+    )
+    .unwrap();
+    assert_eq!(r.layers[0].spec.ignore, ["build/", "**/tmp"]);
+}
+
+#[test]
+fn load_reads_and_resolves_against_the_recipe_dir() {
+    let d = fixture();
+    let path = d.path().join("recipe.toml");
+    fs::write(
+        &path,
+        with_img("[[layer]]\nname = \"a\"\nsrc = \"one.txt\"\ndest = \"/a\"\n"),
+    )
+    .unwrap();
+    let r = load(&path).unwrap();
+    assert_eq!(r.path, path);
+    assert_eq!(r.dir, d.path());
+    assert_eq!(r.layers[0].spec.src, d.path().join("one.txt"));
+}
+
+#[test]
+fn load_errors() {
+    let d = fixture();
+    let missing = d.path().join("nope.toml");
+    let e = load(&missing).unwrap_err();
+    assert!(matches!(e, RecipeError::Read { .. }));
+    assert_eq!(e.location(), None);
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}: cannot read recipe: No such file or directory (os error 2)",
+            missing.display()
+        )
+    );
+
+    let bad = d.path().join("bad.toml");
+    fs::write(&bad, b"[image]\nname = \"h\xc3llo\"\n").unwrap();
+    let e = load(&bad).unwrap_err();
+    assert!(matches!(e, RecipeError::Syntax { .. }));
+    assert_eq!(e.location(), Some((2, 10)));
+    assert_eq!(
+        e.to_string(),
+        format!(
+            "{}:2:10: invalid UTF-8: a recipe must be UTF-8 text",
+            bad.display()
+        )
+    );
+}
+
+#[test]
+fn error_accessors() {
+    let d = fixture();
+    let e = parse_in(&d, "[image]\nname = 1\n").unwrap_err();
+    assert!(matches!(
+        e,
+        RecipeError::Invalid {
+            line: 2,
+            col: 8,
+            ..
+        }
+    ));
+    assert_eq!(e.path(), Path::new("recipe.toml"));
+    assert_eq!(e.location(), Some((2, 8)));
+    let e = parse_in(&d, "[image\n").unwrap_err();
+    assert!(matches!(
+        e,
+        RecipeError::Syntax {
+            line: 1,
+            col: 7,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn columns_count_characters() {
+    // `é` is two bytes, one column; a tab is one column.
+    assert_eq!(
+        err("[image]\nname = \"hello\" # é\n\ttag = \"é\"\n"),
+        "recipe.toml:3:8: invalid image tag `é`: expected 1 to 128 of `A-Z a-z 0-9 _ . -`, \
+         not starting with `.` or `-`"
+    );
+    assert_eq!(line_col("ab\r\ncd", 4), (2, 1));
+    assert_eq!(line_col("ab", 99), (1, 3));
+}
+
+/// (recipe text, expected Display of the error). `{dir}` stands for the recipe directory.
+fn check_all(cases: &[(&str, &str)]) {
+    let mut failures = Vec::new();
+    for (text, want) in cases {
+        let got = err(text);
+        if got != *want {
+            failures.push(format!("recipe:\n{text}\n  want: {want}\n   got: {got}\n"));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn syntax_errors() {
+    check_all(&[
+        (
+            "[image\nname = 'x'\n",
+            "recipe.toml:1:7: unclosed table, expected `]`",
+        ),
+        (
+            "[image]\nname = 'x\n",
+            "recipe.toml:2:10: invalid literal string, expected `'`",
+        ),
+        (
+            "[image]\nname = 'x'\nname = 'y'\n",
+            "recipe.toml:3:1: duplicate key",
+        ),
+        (
+            "[image]\nname = \"hello\"\n[image]\n",
+            "recipe.toml:3:2: duplicate key",
+        ),
+    ]);
+}
+
+#[test]
+fn schema_errors() {
+    check_all(&[
+        (
+            "[image]\nname = \"hello\"\n[images]\n",
+            "recipe.toml:3:2: unknown field `images`, expected one of `image`, `base`, `layer`, \
+             `config`, `podman`, `test`",
+        ),
+        (
+            "[image]\nname = \"hello\"\nversion = 2\n",
+            "recipe.toml:3:1: unknown field `version`, expected one of `name`, `tag`, \
+             `compression`, `source-date-epoch`, `platform`",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsorce = \"app\"\n"),
+            "recipe.toml:5:1: unknown field `sorce`, expected one of `name`, `src`, `dest`, \
+             `ignore`, `ignore-file`, `owner`, `mode`",
+        ),
+        (
+            &with_img("[config]\nentry-point = []\n"),
+            "recipe.toml:4:1: unknown field `entry-point`, expected one of `env`, `entrypoint`, \
+             `cmd`, `workdir`, `user`, `labels`, `exposed-ports`, `annotations`, `stop-signal`",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"true\"]\nexit_code = 1\n"),
+            "recipe.toml:6:1: unknown field `exit_code`, expected one of `name`, `run`, `check`, \
+             `env`, `workdir`, `user`, `exit-code`, `expect-output`, `timeout`, `gpu`",
+        ),
+        (
+            &with_img("[podman]\nflags = []\n"),
+            "recipe.toml:4:1: unknown field `flags`, expected `args`",
+        ),
+        (
+            &with_img("[base]\nref = \"x\"\n"),
+            "recipe.toml:4:1: unknown field `ref`, expected `image`",
+        ),
+        (
+            "[image]\nname = 1\n",
+            "recipe.toml:2:8: invalid type: integer `1`, expected a string",
+        ),
+        (
+            "[image]\nname = \"hello\"\nsource-date-epoch = \"now\"\n",
+            "recipe.toml:3:21: invalid type: string \"now\", expected an integer",
+        ),
+        (
+            &with_img("[layer]\nname = \"app\"\n"),
+            "recipe.toml:3:1: `layer` is an array of tables: write `[[layer]]` (double \
+             brackets) for each entry",
+        ),
+        (
+            "[[image]]\nname = \"hello\"\n",
+            "recipe.toml:1:1: `image` is a single table, not an array of tables: write `[image]`",
+        ),
+        (
+            "image = [\"hello\"]\n",
+            "recipe.toml:1:9: `image` is a single table, not an array of tables: write `[image]`",
+        ),
+        (
+            "image = \"hello\"\n",
+            "recipe.toml:1:9: invalid type: string, expected a table: write `[image]`",
+        ),
+        (
+            &with_img("[[config]]\n"),
+            "recipe.toml:3:1: `config` is a single table, not an array of tables: write \
+             `[config]`",
+        ),
+        (
+            // Reported in document order, whatever the key order.
+            "podman = 1\nbase = 2\n",
+            "recipe.toml:1:10: invalid type: integer, expected a table: write `[podman]`",
+        ),
+        (
+            &format!("layer = 1\n{IMG}"),
+            "recipe.toml:1:9: invalid type: integer, expected an array of tables: write \
+             `[[layer]]` for each entry",
+        ),
+        (
+            &format!("test = [{{ name = \"t\", run = [\"x\"] }}, \"x\"]\n{IMG}"),
+            "recipe.toml:1:38: invalid type: string, expected a table: write `[[test]]` for \
+             each entry",
+        ),
+        (
+            &with_img("[podman]\nargs = \"--privileged\"\n"),
+            "recipe.toml:4:8: invalid type: string \"--privileged\", expected an array",
+        ),
+        (
+            &with_img("layer = []\n"),
+            "recipe.toml:3:1: unknown field `layer`, expected one of `name`, `tag`, \
+             `compression`, `source-date-epoch`, `platform`; keys after a `[table]` header \
+             belong to that table: move top-level keys above the first header",
+        ),
+        (
+            "[image.name]\n",
+            "recipe.toml:1:1: invalid type: table, expected a string",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = \"make test\"\n"),
+            "recipe.toml:5:7: invalid type: string \"make test\", expected an array of strings \
+             (argv), like [\"/bin/sh\", \"-c\", \"echo hi\"]",
+        ),
+        (
+            &with_img("[config]\ncmd = [\"a\", 1]\n"),
+            "recipe.toml:4:13: invalid type: integer `1`, expected a string",
+        ),
+        (
+            &with_img("[config]\nenv = { PORT = 8080 }\n"),
+            "recipe.toml:4:16: invalid type: integer `8080`, expected a string",
+        ),
+        (
+            &with_img("[config]\nexposed-ports = [true]\n"),
+            "recipe.toml:4:18: invalid type: boolean `true`, expected a port like 8080, \"8080\" \
+             or \"53/udp\"",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"a\"\nsrc = \"app\"\ndest = \"/a\"\nignore = \"*.pyc\"\n",
+            ),
+            "recipe.toml:7:10: invalid type: string \"*.pyc\", expected an array",
+        ),
+    ]);
+}
+
+#[test]
+fn image_errors() {
+    check_all(&[
+        (
+            "",
+            "recipe.toml:1:1: missing table `[image]`: a recipe needs at least `[image]` with \
+             `name = \"...\"`",
+        ),
+        (
+            "[base]\nimage = \"scratch\"\n",
+            "recipe.toml:1:1: missing table `[image]`: a recipe needs at least `[image]` with \
+             `name = \"...\"`",
+        ),
+        (
+            "# comment\n[image]\ntag = \"1\"\n",
+            "recipe.toml:2:1: [image]: missing required key `name` (the repository, like \
+             `example.com/team/app`)",
+        ),
+        (
+            "[image]\nname = \"Hello\"\n",
+            "recipe.toml:2:8: invalid image name `Hello`: must be lowercase; expected a \
+             repository like `app` or `example.com/team/app`",
+        ),
+        (
+            "[image]\nname = \"\"\n",
+            "recipe.toml:2:8: invalid image name ``: must not be empty; expected a repository \
+             like `app` or `example.com/team/app`",
+        ),
+        (
+            "[image]\nname = \"example.com/hello:1.0\"\n",
+            "recipe.toml:2:8: invalid image name `example.com/hello:1.0`: must not contain a \
+             tag; put it in `tag = \"...\"`",
+        ),
+        (
+            "[image]\nname = \"hello@sha256:abc\"\n",
+            "recipe.toml:2:8: invalid image name `hello@sha256:abc`: must not contain a digest; \
+             expected a repository like `app` or `example.com/team/app`",
+        ),
+        (
+            "[image]\nname = \"team/-hello\"\n",
+            "recipe.toml:2:8: invalid image name `team/-hello`: invalid path component \
+             `-hello`: expected lowercase letters and digits, separated by `.`, `_`, `__` or \
+             `-`; expected a repository like `app` or `example.com/team/app`",
+        ),
+        (
+            "[image]\nname = \"team//hello\"\n",
+            "recipe.toml:2:8: invalid image name `team//hello`: invalid path component ``: \
+             expected lowercase letters and digits, separated by `.`, `_`, `__` or `-`; \
+             expected a repository like `app` or `example.com/team/app`",
+        ),
+        (
+            "[image]\nname = \"a___b\"\n",
+            "recipe.toml:2:8: invalid image name `a___b`: invalid path component `a___b`: \
+             expected lowercase letters and digits, separated by `.`, `_`, `__` or `-`; \
+             expected a repository like `app` or `example.com/team/app`",
+        ),
+        (
+            "[image]\nname = \"localhost:99999/hello\"\n",
+            "recipe.toml:2:8: invalid image name `localhost:99999/hello`: invalid registry \
+             host `localhost:99999`: invalid port `99999`, expected 1 to 65535",
+        ),
+        (
+            "[image]\nname = \"exa_mple.com/hello\"\n",
+            "recipe.toml:2:8: invalid image name `exa_mple.com/hello`: invalid registry host \
+             `exa_mple.com`: expected a host name like `example.com` or `localhost`",
+        ),
+        (
+            "[image]\nname = \"hello\"\ntag = \".1\"\n",
+            "recipe.toml:3:7: invalid image tag `.1`: expected 1 to 128 of `A-Z a-z 0-9 _ . -`, \
+             not starting with `.` or `-`",
+        ),
+        (
+            "[image]\nname = \"hello\"\ntag = \"\"\n",
+            "recipe.toml:3:7: invalid image tag ``: expected 1 to 128 of `A-Z a-z 0-9 _ . -`, \
+             not starting with `.` or `-`",
+        ),
+        (
+            "[image]\nname = \"hello\"\ncompression = \"xz\"\n",
+            "recipe.toml:3:15: unknown compression `xz`, expected `gzip`, `zstd` or `none`",
+        ),
+        (
+            "[image]\nname = \"hello\"\nsource-date-epoch = -1\n",
+            "recipe.toml:3:21: invalid source-date-epoch `-1`: expected seconds since \
+             1970-01-01 UTC (an integer >= 0)",
+        ),
+        (
+            "[image]\nname = \"hello\"\nplatform = \"linux\"\n",
+            "recipe.toml:3:12: invalid platform `linux`: expected `os/arch[/variant]`, like \
+             `linux/amd64` or `linux/arm64/v8`",
+        ),
+        (
+            "[image]\nname = \"hello\"\nplatform = \"darwin/arm64\"\n",
+            "recipe.toml:3:12: invalid platform `darwin/arm64`: unsupported os `darwin`: \
+             ocibuild builds `linux` images",
+        ),
+        (
+            &with_img("[base]\nimage = \"\"\n"),
+            "recipe.toml:4:9: invalid base image ``: expected `scratch` or an image reference \
+             like `debian:bookworm-slim` or `example.com/team/base@sha256:...`",
+        ),
+        (
+            &with_img("[base]\nimage = \"debian bookworm\"\n"),
+            "recipe.toml:4:9: invalid base image `debian bookworm`: expected `scratch` or an \
+             image reference like `debian:bookworm-slim` or `example.com/team/base@sha256:...`",
+        ),
+    ]);
+    // Long but valid names and tags.
+    let d = fixture();
+    let tag = "a".repeat(128);
+    assert!(parse_in(
+        &d,
+        &format!("[image]\nname = \"team/a__b.c-d--e/f\"\ntag = \"{tag}\"\n")
+    )
+    .is_ok());
+    assert!(parse_in(&d, "[image]\nname = \"[::1]:5000/x\"\n").is_ok());
+    assert!(parse_in(&d, "[image]\nname = \"Registry.Example.com/x\"\n").is_ok());
+    assert_eq!(
+        err(&format!("[image]\nname = \"hello\"\ntag = \"{tag}a\"\n")),
+        format!(
+            "recipe.toml:3:7: invalid image tag `{tag}a`: expected 1 to 128 of \
+             `A-Z a-z 0-9 _ . -`, not starting with `.` or `-`"
+        )
+    );
+}
+
+#[test]
+fn layer_errors() {
+    check_all(&[
+        (
+            &with_img("[[layer]]\nsrc = \"app\"\ndest = \"/app\"\n"),
+            "recipe.toml:3:1: layer #1: missing required key `name` (a unique name like `app`)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"App\"\n"),
+            "recipe.toml:4:8: invalid layer name `App`: expected lowercase letters, digits, `.`, \
+             `_` and `-`, starting with a letter or digit",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"-x\"\n"),
+            "recipe.toml:4:8: invalid layer name `-x`: expected lowercase letters, digits, `.`, \
+             `_` and `-`, starting with a letter or digit",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n\n\
+                 [[layer]]\nname = \"app\"\n",
+            ),
+            "recipe.toml:9:8: duplicate layer name `app` (first used at line 4)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\ndest = \"/app\"\n"),
+            "recipe.toml:3:1: layer `app`: missing required key `src` (a file or directory, \
+             relative to the recipe's directory)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsrc = \"\"\n"),
+            "recipe.toml:5:7: layer `app`: `src` is empty; use \".\" for the recipe's directory",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsrc = \"ap\"\ndest = \"/app\"\n"),
+            "recipe.toml:5:7: layer `app`: source `ap` does not exist (resolved to {dir}/ap)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsrc = \"./app/../nope\"\ndest = \"/app\"\n"),
+            "recipe.toml:5:7: layer `app`: source `./app/../nope` does not exist (resolved to \
+             {dir}/app/../nope)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"null\"\nsrc = \"/dev/null\"\ndest = \"/x\"\n"),
+            "recipe.toml:5:7: layer `null`: source `/dev/null` is neither a file nor a \
+             directory (resolved to /dev/null)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsrc = \"app\"\n"),
+            "recipe.toml:3:1: layer `app`: missing required key `dest` (an absolute path in the \
+             image, like `/app`)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"app\"\n"),
+            "recipe.toml:6:8: layer `app`: invalid dest `app`: expected an absolute path in the \
+             image (starting with `/`)",
+        ),
+        (
+            &with_img("[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/srv/../etc\"\n"),
+            "recipe.toml:6:8: layer `app`: invalid dest `/srv/../etc`: must not contain `..`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n\
+                 ignore-file = \".dockerignore\"\n",
+            ),
+            "recipe.toml:7:15: layer `app`: ignore file `.dockerignore` does not exist \
+             (resolved to {dir}/.dockerignore)",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n\
+                 ignore-file = \"plain\"\n",
+            ),
+            "recipe.toml:7:15: layer `app`: cannot read ignore file `plain` (resolved to \
+             {dir}/plain): Is a directory (os error 21)",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n\
+                 ignore-file = \"bad.ignore\"\n",
+            ),
+            "recipe.toml:7:15: layer `app`: invalid ignore pattern `foo[a-` at \
+             {dir}/bad.ignore:3: unclosed `[`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n\
+                 ignore = [\"ok\", \"[abc\"]\n",
+            ),
+            "recipe.toml:7:17: layer `app`: invalid ignore pattern `[abc`: unclosed `[`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nignore = [\"!\"]\n",
+            ),
+            "recipe.toml:7:11: layer `app`: invalid ignore pattern `!`: `!` must be followed by \
+             a pattern",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nignore = [\"\"]\n",
+            ),
+            "recipe.toml:7:11: layer `app`: invalid ignore pattern ``: empty pattern",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nignore = [\"a\\\\\"]\n",
+            ),
+            "recipe.toml:7:11: layer `app`: invalid ignore pattern `a\\`: ends with an \
+             unescaped `\\`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nignore = [\"[]\"]\n",
+            ),
+            "recipe.toml:7:11: layer `app`: invalid ignore pattern `[]`: `-` or `]` out of \
+             place in `[...]` (escape it with `\\`)",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nowner = \"root\"\n",
+            ),
+            "recipe.toml:7:9: layer `app`: invalid owner `root`: expected numeric `uid:gid`, \
+             like `1000:1000`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nowner = \"1000\"\n",
+            ),
+            "recipe.toml:7:9: layer `app`: invalid owner `1000`: expected numeric `uid:gid`, \
+             like `1000:1000`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n\
+                 owner = \"1:4294967296\"\n",
+            ),
+            "recipe.toml:7:9: layer `app`: invalid owner `1:4294967296`: expected numeric \
+             `uid:gid`, like `1000:1000`",
+        ),
+        (
+            &with_img(
+                "[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\nmode = \"keep\"\n",
+            ),
+            "recipe.toml:7:8: layer `app`: unknown mode `keep`, expected `normalize` or \
+             `preserve`",
+        ),
+    ]);
+}
+
+#[test]
+fn valid_ignore_patterns() {
+    for p in [
+        "*.pyc",
+        "!keep.pyc",
+        "**/__pycache__",
+        "a?c",
+        "[abc]",
+        "[^a-z]x",
+        "[\\]]",
+        "[a\\-z]",
+        "\\[literal",
+        "dir/",
+    ] {
+        assert_eq!(grammar::check_pattern(p), Ok(()), "{p}");
+    }
+}
+
+#[test]
+fn config_errors() {
+    check_all(&[
+        (
+            &with_img("[config]\nenv = { \"\" = \"x\" }\n"),
+            "recipe.toml:4:9: [config]: invalid env name ``: must not be empty",
+        ),
+        (
+            &with_img("[config]\nenv = { \"A=B\" = \"x\" }\n"),
+            "recipe.toml:4:9: [config]: invalid env name `A=B`: must not contain `=`",
+        ),
+        (
+            &with_img("[config]\nenv = { A = \"a\\u0000b\" }\n"),
+            "recipe.toml:4:13: [config]: env `A`: value must not contain NUL",
+        ),
+        (
+            &with_img("[config]\nworkdir = \"/a\\u0000\"\n"),
+            "recipe.toml:4:11: [config]: invalid workdir `/a\\0`: must not contain NUL",
+        ),
+        (
+            &with_img("[config]\nworkdir = \"app\"\n"),
+            "recipe.toml:4:11: [config]: invalid workdir `app`: expected an absolute path in \
+             the image (starting with `/`)",
+        ),
+        (
+            &with_img("[config]\nworkdir = \"/app/..\"\n"),
+            "recipe.toml:4:11: [config]: invalid workdir `/app/..`: must not contain `..`",
+        ),
+        (
+            &with_img("[config]\nuser = \"\"\n"),
+            "recipe.toml:4:8: [config]: invalid user ``: expected `name`, `uid`, `name:group` \
+             or `uid:gid`",
+        ),
+        (
+            &with_img("[config]\nuser = \"a:b:c\"\n"),
+            "recipe.toml:4:8: [config]: invalid user `a:b:c`: expected `name`, `uid`, \
+             `name:group` or `uid:gid`",
+        ),
+        (
+            &with_img("[config]\nuser = \"app user\"\n"),
+            "recipe.toml:4:8: [config]: invalid user `app user`: expected `name`, `uid`, \
+             `name:group` or `uid:gid`",
+        ),
+        (
+            &with_img("[config]\nlabels = { \"\" = \"x\" }\n"),
+            "recipe.toml:4:12: [config]: label keys must not be empty",
+        ),
+        (
+            &with_img("[config]\nannotations = { \" \" = \"x\" }\n"),
+            "recipe.toml:4:17: [config]: annotation keys must not be empty",
+        ),
+        (
+            &with_img("[config]\nexposed-ports = [\"80\", 0]\n"),
+            "recipe.toml:4:24: invalid exposed port `0`: expected `port[/tcp|udp|sctp]` with \
+             port 1 to 65535, like `8080` or `53/udp`",
+        ),
+        (
+            &with_img("[config]\nexposed-ports = [\"65536\"]\n"),
+            "recipe.toml:4:18: invalid exposed port `65536`: expected `port[/tcp|udp|sctp]` \
+             with port 1 to 65535, like `8080` or `53/udp`",
+        ),
+        (
+            &with_img("[config]\nexposed-ports = [\"80/icmp\"]\n"),
+            "recipe.toml:4:18: invalid exposed port `80/icmp`: expected `port[/tcp|udp|sctp]` \
+             with port 1 to 65535, like `8080` or `53/udp`",
+        ),
+        (
+            &with_img("[config]\nexposed-ports = [\"8000-8010\"]\n"),
+            "recipe.toml:4:18: invalid exposed port `8000-8010`: expected \
+             `port[/tcp|udp|sctp]` with port 1 to 65535, like `8080` or `53/udp`",
+        ),
+        (
+            &with_img("[config]\nexposed-ports = [-80]\n"),
+            "recipe.toml:4:18: invalid exposed port `-80`: expected `port[/tcp|udp|sctp]` with \
+             port 1 to 65535, like `8080` or `53/udp`",
+        ),
+        (
+            &with_img("[config]\nstop-signal = \"SIGTERN\"\n"),
+            "recipe.toml:4:15: invalid stop-signal `SIGTERN`: expected a signal name like \
+             `SIGTERM` or `SIGRTMIN+3`, or a number 1 to 64",
+        ),
+        (
+            &with_img("[config]\nstop-signal = \"65\"\n"),
+            "recipe.toml:4:15: invalid stop-signal `65`: expected a signal name like `SIGTERM` \
+             or `SIGRTMIN+3`, or a number 1 to 64",
+        ),
+        (
+            &with_img("[config]\nstop-signal = \"SIGRTMAX+1\"\n"),
+            "recipe.toml:4:15: invalid stop-signal `SIGRTMAX+1`: expected a signal name like \
+             `SIGTERM` or `SIGRTMIN+3`, or a number 1 to 64",
+        ),
+    ]);
+    let d = fixture();
+    for s in [
+        "SIGTERM",
+        "TERM",
+        "SIGKILL",
+        "9",
+        "SIGRTMIN+3",
+        "RTMAX-2",
+        "SIGWINCH",
+    ] {
+        let text = with_img(&format!("[config]\nstop-signal = \"{s}\"\n"));
+        assert!(parse_in(&d, &text).is_ok(), "{s}");
+    }
+}
+
+#[test]
+fn test_errors() {
+    check_all(&[
+        (
+            &with_img("[[test]]\nrun = [\"true\"]\n"),
+            "recipe.toml:3:1: test #1: missing required key `name` (a unique name like `smoke`)",
+        ),
+        (
+            &with_img("[[test]]\nname = \"\"\nrun = [\"true\"]\n"),
+            "recipe.toml:4:8: invalid test name \"\": expected a non-empty name without control \
+             characters",
+        ),
+        (
+            &with_img(
+                "[[test]]\nname = \"t\"\nrun = [\"true\"]\n[[test]]\nname = \"t\"\nrun = [\"x\"]\n",
+            ),
+            "recipe.toml:7:8: duplicate test name `t` (first used at line 4)",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"true\"]\ncheck = \"cuda-smoke\"\n"),
+            "recipe.toml:6:9: test `t`: has both `run` and `check`; keep one",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\n"),
+            "recipe.toml:3:1: test `t`: needs `run = [...]` (a command) or `check = \"...\"` \
+             (one of `cuda-smoke`)",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = []\n"),
+            "recipe.toml:5:7: test `t`: `run` is empty; give the command's argv, like \
+             [\"/bin/app\", \"--version\"]",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\ncheck = \"cuda\"\n"),
+            "recipe.toml:5:9: test `t`: unknown check `cuda`, expected one of `cuda-smoke`",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\nexit-code = 256\n"),
+            "recipe.toml:6:13: test `t`: invalid exit-code `256`: expected 0 to 255",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\nexit-code = -1\n"),
+            "recipe.toml:6:13: test `t`: invalid exit-code `-1`: expected 0 to 255",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\ntimeout = 0\n"),
+            "recipe.toml:6:11: test `t`: invalid timeout `0`: expected a number of seconds >= 1",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\ngpu = \"yes\"\n"),
+            "recipe.toml:6:7: test `t`: unknown gpu `yes`, expected `required`, `optional` or \
+             `off`",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\ncheck = \"cuda-smoke\"\ngpu = \"off\"\n"),
+            "recipe.toml:6:7: test `t`: check `cuda-smoke` needs a GPU; use `gpu = \"required\"` \
+             (the default) or `\"optional\"` (skip on hosts without one)",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\nenv = { \"=\" = \"\" }\n"),
+            "recipe.toml:6:9: test `t`: invalid env name `=`: must not contain `=`",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\nworkdir = \"tmp\"\n"),
+            "recipe.toml:6:11: test `t`: invalid workdir `tmp`: expected an absolute path in \
+             the image (starting with `/`)",
+        ),
+        (
+            &with_img("[[test]]\nname = \"t\"\nrun = [\"x\"]\nuser = \":0\"\n"),
+            "recipe.toml:6:8: test `t`: invalid user `:0`: expected `name`, `uid`, \
+             `name:group` or `uid:gid`",
+        ),
+    ]);
+}
+
+#[test]
+fn errors_are_one_line() {
+    assert_eq!(
+        err("[image]\nname = \"\"\"\nmulti\tline\"\"\"\n"),
+        "recipe.toml:2:8: invalid image name `multi\\tline`: invalid path component \
+         `multi\\tline`: expected lowercase letters and digits, separated by `.`, `_`, `__` or \
+         `-`; expected a repository like `app` or `example.com/team/app`"
+    );
+    assert_eq!(
+        err("[image]\nname = \"a\\nb\"\n"),
+        "recipe.toml:2:8: invalid image name `a\\nb`: invalid path component `a\\nb`: expected \
+         lowercase letters and digits, separated by `.`, `_`, `__` or `-`; expected a \
+         repository like `app` or `example.com/team/app`"
+    );
+    assert_eq!(one_line("a\n  b\n\nc"), "a; b; c");
+}
+
+/// The examples in docs/recipe.md parse, and mean what the docs say.
+#[test]
+fn docs_examples_parse() {
+    let doc = include_str!("../../docs/recipe.md");
+    let blocks: Vec<&str> = doc
+        .split("```toml\n")
+        .skip(1)
+        .filter_map(|b| b.split("```").next())
+        .collect();
+    assert_eq!(blocks.len(), 2, "a complete and a minimal example");
+    let d = fixture();
+    fs::create_dir(d.path().join("deploy")).unwrap();
+    fs::write(d.path().join("deploy/app.conf"), "x\n").unwrap();
+    let r = parse_in(&d, blocks[0]).unwrap();
+    assert_eq!(r.image.reference(), "example.com/team/hello:1.0");
+    assert_eq!(r.image.platform.to_string(), "linux/arm64/v8");
+    assert_eq!(r.layers.len(), 2);
+    assert_eq!(r.config.exposed_ports, ["53/udp", "8080/tcp"]);
+    assert_eq!(r.tests[1].gpu, Gpu::Optional);
+    let r = parse_in(&d, blocks[1]).unwrap();
+    assert_eq!(r.image.reference(), "hello:latest");
+    assert_eq!(r.image.platform, Platform::host());
+}

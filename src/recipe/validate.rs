@@ -1,0 +1,661 @@
+//! Semantic checks: raw recipe → [`Recipe`], or the first error, pointing at the offending value.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::ops::Range;
+use std::path::{Component, Path, PathBuf};
+
+use toml::Spanned;
+
+use super::grammar::{
+    check_pattern, check_repository, check_signal, check_tag, is_layer_name, is_user,
+    normalize_abs, parse_owner, parse_port,
+};
+use super::raw::{Argv, RawConfig, RawImage, RawLayer, RawRecipe, RawTest, SpannedMap};
+use super::{
+    Base, Config, Ctx, Gpu, Image, Layer, Platform, Podman, Recipe, RecipeError, Test, TestRun,
+    KNOWN_CHECKS,
+};
+use crate::layer::{Compression, CopySpec, ModePolicy};
+
+type Result<T> = std::result::Result<T, RecipeError>;
+
+const DEFAULT_TIMEOUT_SECS: u64 = 300;
+
+pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe> {
+    let image = image(ctx, raw.image)?;
+    let base = base(ctx, raw.base.and_then(|b| b.image))?;
+    let layers = layers(ctx, raw.layer, dir)?;
+    let config = match raw.config {
+        Some(c) => config(ctx, c)?,
+        None => Config::default(),
+    };
+    let podman = Podman {
+        args: raw.podman.and_then(|p| p.args).unwrap_or_default(),
+    };
+    let mut tests = Vec::with_capacity(raw.test.len());
+    let mut seen = BTreeMap::new();
+    for (i, t) in raw.test.into_iter().enumerate() {
+        tests.push(test(ctx, t, i, &mut seen)?);
+    }
+    Ok(Recipe {
+        path: ctx.path.to_path_buf(),
+        dir: dir.to_path_buf(),
+        image,
+        base,
+        layers,
+        config,
+        tests,
+        podman,
+    })
+}
+
+fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
+    let Some(raw) = raw else {
+        return Err(ctx.err_at(
+            None,
+            "missing table `[image]`: a recipe needs at least `[image]` with `name = \"...\"`",
+        ));
+    };
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let name = raw.name.ok_or_else(|| {
+        ctx.err(
+            span,
+            "[image]: missing required key `name` (the repository, like `example.com/team/app`)",
+        )
+    })?;
+    check_repository(name.get_ref()).map_err(|m| {
+        ctx.err(
+            name.span(),
+            format!("invalid image name `{}`: {m}", name.get_ref()),
+        )
+    })?;
+    let tag = match raw.tag {
+        None => "latest".to_string(),
+        Some(t) => {
+            check_tag(t.get_ref()).map_err(|m| {
+                ctx.err(
+                    t.span(),
+                    format!("invalid image tag `{}`: {m}", t.get_ref()),
+                )
+            })?;
+            t.into_inner()
+        }
+    };
+    let compression = match raw.compression {
+        None => Compression::Gzip,
+        Some(c) => match c.get_ref().as_str() {
+            "gzip" => Compression::Gzip,
+            "zstd" => Compression::Zstd,
+            "none" => Compression::None,
+            other => {
+                return Err(ctx.err(
+                    c.span(),
+                    format!("unknown compression `{other}`, expected `gzip`, `zstd` or `none`"),
+                ))
+            }
+        },
+    };
+    let source_date_epoch = match raw.source_date_epoch {
+        None => None,
+        Some(s) => Some(u64::try_from(*s.get_ref()).map_err(|_| {
+            ctx.err(
+                s.span(),
+                format!(
+                    "invalid source-date-epoch `{}`: expected seconds since 1970-01-01 UTC \
+                     (an integer >= 0)",
+                    s.get_ref()
+                ),
+            )
+        })?),
+    };
+    let platform = match raw.platform {
+        None => Platform::host(),
+        Some(p) => Platform::parse(p.get_ref())
+            .map_err(|m| ctx.err(p.span(), format!("invalid platform `{}`: {m}", p.get_ref())))?,
+    };
+    Ok(Image {
+        name: name.into_inner(),
+        tag,
+        compression,
+        source_date_epoch,
+        platform,
+    })
+}
+
+fn base(ctx: &Ctx<'_>, raw: Option<Spanned<String>>) -> Result<Base> {
+    let Some(r) = raw else {
+        return Ok(Base::Scratch);
+    };
+    let s = r.get_ref();
+    if s == "scratch" {
+        return Ok(Base::Scratch);
+    }
+    if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(ctx.err(
+            r.span(),
+            format!(
+                "invalid base image `{s}`: expected `scratch` or an image reference like \
+                 `debian:bookworm-slim` or `example.com/team/base@sha256:...`"
+            ),
+        ));
+    }
+    Ok(Base::Image {
+        reference: r.into_inner(),
+    })
+}
+
+fn layers(ctx: &Ctx<'_>, raw: Vec<Spanned<RawLayer>>, dir: &Path) -> Result<Vec<Layer>> {
+    let mut out = Vec::with_capacity(raw.len());
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for (i, l) in raw.into_iter().enumerate() {
+        let span = l.span();
+        out.push(layer(ctx, span, l.into_inner(), i, dir, &mut seen)?);
+    }
+    Ok(out)
+}
+
+fn layer(
+    ctx: &Ctx<'_>,
+    span: Range<usize>,
+    l: RawLayer,
+    index: usize,
+    dir: &Path,
+    seen: &mut BTreeMap<String, usize>,
+) -> Result<Layer> {
+    let missing = |what: &str, key: &str, hint: &str| {
+        ctx.err(
+            span.clone(),
+            format!("{what}: missing required key `{key}` ({hint})"),
+        )
+    };
+    let name = l.name.ok_or_else(|| {
+        missing(
+            &format!("layer #{}", index + 1),
+            "name",
+            "a unique name like `app`",
+        )
+    })?;
+    let ns = name.get_ref();
+    if !is_layer_name(ns) {
+        return Err(ctx.err(
+            name.span(),
+            format!(
+                "invalid layer name `{ns}`: expected lowercase letters, digits, `.`, `_` and `-`, \
+                 starting with a letter or digit"
+            ),
+        ));
+    }
+    if let Some(first) = seen.get(ns) {
+        return Err(ctx.err(
+            name.span(),
+            format!("duplicate layer name `{ns}` (first used at line {first})"),
+        ));
+    }
+    seen.insert(ns.clone(), ctx.line_of(name.span().start));
+    let what = format!("layer `{ns}`");
+
+    let src = l.src.ok_or_else(|| {
+        missing(
+            &what,
+            "src",
+            "a file or directory, relative to the recipe's directory",
+        )
+    })?;
+    if src.get_ref().is_empty() {
+        return Err(ctx.err(
+            src.span(),
+            format!("{what}: `src` is empty; use \".\" for the recipe's directory"),
+        ));
+    }
+    let src_path = resolve(dir, src.get_ref());
+    let is_dir = match std::fs::metadata(&src_path) {
+        Ok(m) if m.is_dir() => true,
+        Ok(m) if m.is_file() => false,
+        Ok(_) => {
+            return Err(ctx.err(
+                src.span(),
+                format!(
+                    "{what}: source `{}` is neither a file nor a directory (resolved to {})",
+                    src.get_ref(),
+                    src_path.display()
+                ),
+            ))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(ctx.err(
+                src.span(),
+                format!(
+                    "{what}: source `{}` does not exist (resolved to {})",
+                    src.get_ref(),
+                    src_path.display()
+                ),
+            ))
+        }
+        Err(e) => {
+            return Err(ctx.err(
+                src.span(),
+                format!(
+                    "{what}: cannot access source `{}` (resolved to {}): {e}",
+                    src.get_ref(),
+                    src_path.display()
+                ),
+            ))
+        }
+    };
+
+    let dest = l
+        .dest
+        .ok_or_else(|| missing(&what, "dest", "an absolute path in the image, like `/app`"))?;
+    let dest_norm = normalize_abs(dest.get_ref()).map_err(|m| {
+        ctx.err(
+            dest.span(),
+            format!("{what}: invalid dest `{}`: {m}", dest.get_ref()),
+        )
+    })?;
+
+    // Ignore patterns: the ignore file's first, then the recipe's list.
+    let mut ignore = Vec::new();
+    match &l.ignore_file {
+        Some(f) => {
+            let path = resolve(dir, f.get_ref());
+            let lines = read_ignore_file(&path).map_err(|e| {
+                let m = if e.kind() == io::ErrorKind::NotFound {
+                    format!(
+                        "{what}: ignore file `{}` does not exist (resolved to {})",
+                        f.get_ref(),
+                        path.display()
+                    )
+                } else {
+                    format!(
+                        "{what}: cannot read ignore file `{}` (resolved to {}): {e}",
+                        f.get_ref(),
+                        path.display()
+                    )
+                };
+                ctx.err(f.span(), m)
+            })?;
+            push_file_patterns(ctx, &what, f.span(), &path, lines, &mut ignore)?;
+        }
+        None if is_dir => {
+            let path = src_path.join(".dockerignore");
+            if path.is_file() {
+                let lines = read_ignore_file(&path).map_err(|e| {
+                    ctx.err(
+                        src.span(),
+                        format!("{what}: cannot read ignore file {}: {e}", path.display()),
+                    )
+                })?;
+                push_file_patterns(ctx, &what, src.span(), &path, lines, &mut ignore)?;
+            }
+        }
+        None => {}
+    }
+    for p in l.ignore.unwrap_or_default() {
+        check_pattern(p.get_ref()).map_err(|m| {
+            ctx.err(
+                p.span(),
+                format!("{what}: invalid ignore pattern `{}`: {m}", p.get_ref()),
+            )
+        })?;
+        ignore.push(p.into_inner());
+    }
+
+    let (uid, gid) = match &l.owner {
+        None => (0, 0),
+        Some(o) => parse_owner(o.get_ref()).ok_or_else(|| {
+            ctx.err(
+                o.span(),
+                format!(
+                    "{what}: invalid owner `{}`: expected numeric `uid:gid`, like `1000:1000`",
+                    o.get_ref()
+                ),
+            )
+        })?,
+    };
+    let mode = match &l.mode {
+        None => ModePolicy::Normalize,
+        Some(m) => match m.get_ref().as_str() {
+            "normalize" => ModePolicy::Normalize,
+            "preserve" => ModePolicy::Preserve,
+            other => {
+                return Err(ctx.err(
+                    m.span(),
+                    format!("{what}: unknown mode `{other}`, expected `normalize` or `preserve`"),
+                ))
+            }
+        },
+    };
+    Ok(Layer {
+        name: name.into_inner(),
+        spec: CopySpec {
+            src: src_path,
+            dest: dest_norm,
+            ignore,
+            uid,
+            gid,
+            mode,
+        },
+    })
+}
+
+fn push_file_patterns(
+    ctx: &Ctx<'_>,
+    what: &str,
+    span: Range<usize>,
+    path: &Path,
+    lines: Vec<(usize, String)>,
+    out: &mut Vec<String>,
+) -> Result<()> {
+    for (n, p) in lines {
+        check_pattern(&p).map_err(|m| {
+            ctx.err(
+                span.clone(),
+                format!(
+                    "{what}: invalid ignore pattern `{p}` at {}:{n}: {m}",
+                    path.display()
+                ),
+            )
+        })?;
+        out.push(p);
+    }
+    Ok(())
+}
+
+fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
+    let env = env_map(ctx, "[config]", c.env)?;
+    let workdir = opt_abs(ctx, "[config]", "workdir", c.workdir)?;
+    let user = opt_user(ctx, "[config]", c.user)?;
+    let labels = keyed_map(ctx, "label", c.labels)?;
+    let annotations = keyed_map(ctx, "annotation", c.annotations)?;
+    let mut ports = BTreeSet::new();
+    for p in c.exposed_ports.unwrap_or_default() {
+        let port = parse_port(p.get_ref()).map_err(|m| ctx.err(p.span(), m))?;
+        ports.insert(port);
+    }
+    let stop_signal = match c.stop_signal {
+        None => None,
+        Some(s) => {
+            check_signal(s.get_ref()).map_err(|m| {
+                ctx.err(
+                    s.span(),
+                    format!("invalid stop-signal `{}`: {m}", s.get_ref()),
+                )
+            })?;
+            Some(s.into_inner())
+        }
+    };
+    Ok(Config {
+        env,
+        entrypoint: c.entrypoint.map(|Argv(v)| v),
+        cmd: c.cmd.map(|Argv(v)| v),
+        workdir,
+        user,
+        labels,
+        exposed_ports: ports.into_iter().collect(),
+        annotations,
+        stop_signal,
+    })
+}
+
+fn test(
+    ctx: &Ctx<'_>,
+    t: Spanned<RawTest>,
+    index: usize,
+    seen: &mut BTreeMap<String, usize>,
+) -> Result<Test> {
+    let span = t.span();
+    let t = t.into_inner();
+    let name = t.name.ok_or_else(|| {
+        ctx.err(
+            span.clone(),
+            format!(
+                "test #{}: missing required key `name` (a unique name like `smoke`)",
+                index + 1
+            ),
+        )
+    })?;
+    let ns = name.get_ref();
+    if ns.trim().is_empty() || ns.chars().any(char::is_control) {
+        return Err(ctx.err(
+            name.span(),
+            format!(
+                "invalid test name {ns:?}: expected a non-empty name without control characters"
+            ),
+        ));
+    }
+    if let Some(first) = seen.get(ns) {
+        return Err(ctx.err(
+            name.span(),
+            format!("duplicate test name `{ns}` (first used at line {first})"),
+        ));
+    }
+    seen.insert(ns.clone(), ctx.line_of(name.span().start));
+    let what = format!("test `{ns}`");
+
+    let run = match (t.run, t.check) {
+        (Some(_), Some(c)) => {
+            return Err(ctx.err(
+                c.span(),
+                format!("{what}: has both `run` and `check`; keep one"),
+            ))
+        }
+        (None, None) => {
+            return Err(ctx.err(
+                span,
+                format!(
+                    "{what}: needs `run = [...]` (a command) or `check = \"...\"` (one of {})",
+                    backticked(KNOWN_CHECKS)
+                ),
+            ))
+        }
+        (Some(r), None) => {
+            if r.get_ref().0.is_empty() {
+                return Err(ctx.err(
+                    r.span(),
+                    format!("{what}: `run` is empty; give the command's argv, like [\"/bin/app\", \"--version\"]"),
+                ));
+            }
+            TestRun::Command(r.into_inner().0)
+        }
+        (None, Some(c)) => {
+            if !KNOWN_CHECKS.contains(&c.get_ref().as_str()) {
+                return Err(ctx.err(
+                    c.span(),
+                    format!(
+                        "{what}: unknown check `{}`, expected one of {}",
+                        c.get_ref(),
+                        backticked(KNOWN_CHECKS)
+                    ),
+                ));
+            }
+            TestRun::Check(c.into_inner())
+        }
+    };
+    let needs_gpu = matches!(&run, TestRun::Check(c) if c == "cuda-smoke");
+
+    let env = env_map(ctx, &what, t.env)?;
+    let workdir = opt_abs(ctx, &what, "workdir", t.workdir)?;
+    let user = opt_user(ctx, &what, t.user)?;
+    let exit_code = match t.exit_code {
+        None => 0,
+        Some(e) => match i32::try_from(*e.get_ref()) {
+            Ok(v) if (0..=255).contains(&v) => v,
+            _ => {
+                return Err(ctx.err(
+                    e.span(),
+                    format!(
+                        "{what}: invalid exit-code `{}`: expected 0 to 255",
+                        e.get_ref()
+                    ),
+                ))
+            }
+        },
+    };
+    let timeout_secs = match t.timeout {
+        None => DEFAULT_TIMEOUT_SECS,
+        Some(s) => match u64::try_from(*s.get_ref()) {
+            Ok(v) if v >= 1 => v,
+            _ => {
+                return Err(ctx.err(
+                    s.span(),
+                    format!(
+                        "{what}: invalid timeout `{}`: expected a number of seconds >= 1",
+                        s.get_ref()
+                    ),
+                ))
+            }
+        },
+    };
+    let gpu = match &t.gpu {
+        None if needs_gpu => Gpu::Required,
+        None => Gpu::Off,
+        Some(g) => {
+            let gpu = match g.get_ref().as_str() {
+                "required" => Gpu::Required,
+                "optional" => Gpu::Optional,
+                "off" => Gpu::Off,
+                other => {
+                    return Err(ctx.err(
+                        g.span(),
+                        format!(
+                        "{what}: unknown gpu `{other}`, expected `required`, `optional` or `off`"
+                    ),
+                    ))
+                }
+            };
+            if needs_gpu && gpu == Gpu::Off {
+                return Err(ctx.err(
+                    g.span(),
+                    format!(
+                        "{what}: check `cuda-smoke` needs a GPU; use `gpu = \"required\"` \
+                         (the default) or `\"optional\"` (skip on hosts without one)"
+                    ),
+                ));
+            }
+            gpu
+        }
+    };
+    Ok(Test {
+        name: name.into_inner(),
+        run,
+        env,
+        workdir,
+        user,
+        exit_code,
+        expect_output: t.expect_output,
+        timeout_secs,
+        gpu,
+    })
+}
+
+// ---- shared field checks ---------------------------------------------------------------------
+
+fn env_map(ctx: &Ctx<'_>, what: &str, m: Option<SpannedMap>) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (k, v) in m.unwrap_or_default() {
+        let key = k.get_ref();
+        let problem = if key.is_empty() {
+            Some("must not be empty")
+        } else if key.contains('=') {
+            Some("must not contain `=`")
+        } else if key.contains('\0') {
+            Some("must not contain NUL")
+        } else {
+            None
+        };
+        if let Some(p) = problem {
+            return Err(ctx.err(k.span(), format!("{what}: invalid env name `{key}`: {p}")));
+        }
+        if v.get_ref().contains('\0') {
+            return Err(ctx.err(
+                v.span(),
+                format!("{what}: env `{key}`: value must not contain NUL"),
+            ));
+        }
+        out.insert(k.into_inner(), v.into_inner());
+    }
+    Ok(out)
+}
+
+fn keyed_map(ctx: &Ctx<'_>, kind: &str, m: Option<SpannedMap>) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for (k, v) in m.unwrap_or_default() {
+        if k.get_ref().trim().is_empty() {
+            return Err(ctx.err(k.span(), format!("[config]: {kind} keys must not be empty")));
+        }
+        out.insert(k.into_inner(), v.into_inner());
+    }
+    Ok(out)
+}
+
+fn opt_abs(
+    ctx: &Ctx<'_>,
+    what: &str,
+    key: &str,
+    v: Option<Spanned<String>>,
+) -> Result<Option<String>> {
+    v.map(|v| {
+        normalize_abs(v.get_ref()).map_err(|m| {
+            ctx.err(
+                v.span(),
+                format!("{what}: invalid {key} `{}`: {m}", v.get_ref()),
+            )
+        })
+    })
+    .transpose()
+}
+
+fn opt_user(ctx: &Ctx<'_>, what: &str, v: Option<Spanned<String>>) -> Result<Option<String>> {
+    match v {
+        None => Ok(None),
+        Some(u) => {
+            if !is_user(u.get_ref()) {
+                return Err(ctx.err(
+                    u.span(),
+                    format!(
+                        "{what}: invalid user `{}`: expected `name`, `uid`, `name:group` or `uid:gid`",
+                        u.get_ref()
+                    ),
+                ));
+            }
+            Ok(Some(u.into_inner()))
+        }
+    }
+}
+
+fn backticked(items: &[&str]) -> String {
+    items
+        .iter()
+        .map(|i| format!("`{i}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// `p` if absolute, else `dir/p`; `.` components and doubled slashes dropped (`..` kept:
+/// symlinks make it meaningful on the host).
+fn resolve(dir: &Path, p: &str) -> PathBuf {
+    let joined = dir.join(p);
+    let mut out = PathBuf::new();
+    for c in joined.components() {
+        if c != Component::CurDir {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// Reads an ignore file: lines with trailing whitespace stripped; blank lines and lines starting
+/// with `#` skipped; a UTF-8 byte order mark dropped. Returns (1-based line number, pattern).
+fn read_ignore_file(path: &Path) -> io::Result<Vec<(usize, String)>> {
+    let text = std::fs::read_to_string(path)?;
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    Ok(text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| (i + 1, l.trim_end()))
+        .filter(|(_, l)| !l.is_empty() && !l.starts_with('#'))
+        .map(|(i, l)| (i, l.to_string()))
+        .collect())
+}
