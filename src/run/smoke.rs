@@ -199,7 +199,14 @@ pub fn run_with(elements: usize) -> Result<SmokeReport, SmokeError> {
     check_driver()?;
     let elements = elements.min(1 << 24);
     let step = std::cell::Cell::new("loading the CUDA driver");
-    match catch_unwind(AssertUnwindSafe(|| cuda_vadd(elements, &step))) {
+    // cudarc panics on a missing symbol (a libcuda too old or not NVIDIA's): catch it, and keep
+    // the default hook from printing a panic message and backtrace meanwhile (the caller prints
+    // the error). The hook is process-wide; the check runs once, in its own process.
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let caught = catch_unwind(AssertUnwindSafe(|| cuda_vadd(elements, &step)));
+    std::panic::set_hook(previous);
+    match caught {
         Ok(r) => r,
         Err(payload) => {
             let message = payload
