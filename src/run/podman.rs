@@ -1,0 +1,363 @@
+//! Running one container with podman: the command line, output capture, timeout and cleanup.
+
+use std::ffi::OsString;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use super::capture::{OutputCapture, TAIL_LINES};
+use super::RunError;
+
+/// podman's global options (podman 4/5) that take a value; they go before `run` and are repeated
+/// for the `kill`/`rm` cleanup so it talks to the same storage and runtime.
+const GLOBAL_WITH_VALUE: &[&str] = &[
+    "--cgroup-manager",
+    "--cni-config-dir",
+    "--conmon",
+    "--connection",
+    "-c",
+    "--events-backend",
+    "--hooks-dir",
+    "--identity",
+    "--imagestore",
+    "--log-level",
+    "--module",
+    "--network-cmd-path",
+    "--network-config-dir",
+    "--root",
+    "--runroot",
+    "--runtime",
+    "--runtime-flag",
+    "--ssh",
+    "--storage-driver",
+    "--storage-opt",
+    "--tmpdir",
+    "--url",
+    "--volumepath",
+];
+/// podman's global boolean options.
+const GLOBAL_FLAGS: &[&str] = &["--noout", "--remote", "-r", "--syslog", "--transient-store"];
+
+/// Splits user podman arguments into global options and `run` options.
+pub fn split_global_args(args: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut global = Vec::new();
+    let mut run = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
+        if GLOBAL_WITH_VALUE.contains(&name) {
+            global.push(a.clone());
+            if !a.contains('=') {
+                if let Some(v) = it.next() {
+                    global.push(v.clone());
+                }
+            }
+        } else if GLOBAL_FLAGS.contains(&name) {
+            global.push(a.clone());
+        } else {
+            run.push(a.clone());
+        }
+    }
+    (global, run)
+}
+
+/// Finds `podman`: a path with a `/` is taken as is, a bare name is looked up on `PATH`.
+pub fn find_executable(name: &Path, path_var: Option<OsString>) -> Result<PathBuf, RunError> {
+    let missing = || RunError::PodmanMissing {
+        podman: name.to_path_buf(),
+    };
+    if name.components().count() > 1 || name.is_absolute() {
+        return if is_executable(name) {
+            Ok(name.to_path_buf())
+        } else {
+            Err(missing())
+        };
+    }
+    let path_var = path_var.ok_or_else(missing)?;
+    std::env::split_paths(&path_var)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+        .ok_or_else(missing)
+}
+
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+}
+
+/// A unique container name for this process.
+pub fn container_name() -> String {
+    static N: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!(
+        "ocibuild-test-{}-{nanos:x}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    )
+}
+
+/// One `podman run`.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    pub podman: PathBuf,
+    /// Global podman options (before `run`, and for cleanup).
+    pub global: Vec<String>,
+    /// Everything between `run` and the image: `--rm`, `--name`, user flags, GPU flags, -e/-w/-u…
+    pub run_args: Vec<String>,
+    /// `oci:DIR:TAG`
+    pub image: String,
+    /// Arguments after the image.
+    pub args: Vec<String>,
+    pub name: String,
+    pub timeout: Duration,
+    pub expect_output: Option<String>,
+}
+
+impl Invocation {
+    /// The full argument list after the podman executable.
+    pub fn argv(&self) -> Vec<String> {
+        let mut v = self.global.clone();
+        v.push("run".into());
+        v.extend(self.run_args.iter().cloned());
+        v.push(self.image.clone());
+        v.extend(self.args.iter().cloned());
+        v
+    }
+}
+
+/// What happened to one container.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// None when killed by a signal (or on timeout).
+    pub exit_code: Option<i32>,
+    pub signal: Option<i32>,
+    pub timed_out: bool,
+    pub duration: Duration,
+    pub tail: Vec<String>,
+    pub matched: bool,
+}
+
+fn status_parts(s: ExitStatus) -> (Option<i32>, Option<i32>) {
+    use std::os::unix::process::ExitStatusExt;
+    (s.code(), s.signal())
+}
+
+/// Runs the container; output is captured with bounded memory; on timeout the container is killed
+/// by name (`podman kill`, `podman rm -f`) and so is the podman client.
+pub fn execute(inv: &Invocation) -> Result<RunOutcome, RunError> {
+    let start = Instant::now();
+    let mut child = Command::new(&inv.podman)
+        .args(inv.argv())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| RunError::Spawn {
+            program: inv.podman.clone(),
+            source: e,
+        })?;
+    let (tx, rx) = mpsc::channel::<(usize, Vec<u8>)>();
+    if let Some(out) = child.stdout.take() {
+        spawn_reader(out, 0, tx.clone());
+    }
+    if let Some(err) = child.stderr.take() {
+        spawn_reader(err, 1, tx.clone());
+    }
+    drop(tx);
+
+    let mut capture = OutputCapture::new(2, inv.expect_output.as_deref(), TAIL_LINES);
+    let deadline = start + inv.timeout;
+    let mut timed_out = false;
+    let mut drain_until: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        let until = drain_until.unwrap_or(deadline);
+        if now >= until {
+            if drain_until.is_some() {
+                break; // grace period over; reader threads end when the pipes close
+            }
+            timed_out = true;
+            kill_container(inv);
+            let _ = child.kill();
+            drain_until = Some(Instant::now() + Duration::from_secs(5));
+            continue;
+        }
+        match rx.recv_timeout(until - now) {
+            Ok((stream, chunk)) => capture.feed(stream, &chunk),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => break,
+        }
+    }
+    let status =
+        wait_bounded(&mut child, Duration::from_secs(10)).map_err(|e| RunError::Spawn {
+            program: inv.podman.clone(),
+            source: e,
+        })?;
+    let duration = start.elapsed();
+    if timed_out {
+        // `--rm` normally removes it; make sure, in case the client was killed first.
+        remove_container(inv);
+    }
+    let (exit_code, signal) = status.map(status_parts).unwrap_or((None, None));
+    let matched = capture.matched();
+    Ok(RunOutcome {
+        exit_code: if timed_out { None } else { exit_code },
+        signal,
+        timed_out,
+        duration,
+        tail: capture.finish(),
+        matched,
+    })
+}
+
+fn spawn_reader(
+    mut r: impl Read + Send + 'static,
+    stream: usize,
+    tx: mpsc::Sender<(usize, Vec<u8>)>,
+) {
+    std::thread::spawn(move || {
+        let mut buf = vec![0u8; 8192];
+        loop {
+            match r.read(&mut buf) {
+                Ok(0) => break,
+                Ok(n) => {
+                    if tx.send((stream, buf[..n].to_vec())).is_err() {
+                        break;
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(_) => break,
+            }
+        }
+    });
+}
+
+fn wait_bounded(child: &mut Child, limit: Duration) -> std::io::Result<Option<ExitStatus>> {
+    let end = Instant::now() + limit;
+    loop {
+        if let Some(s) = child.try_wait()? {
+            return Ok(Some(s));
+        }
+        if Instant::now() >= end {
+            let _ = child.kill();
+            return child.wait().map(Some);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn podman_quiet(inv: &Invocation, args: &[&str]) {
+    let _ = Command::new(&inv.podman)
+        .args(&inv.global)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// `podman rmi --ignore NAME`, errors ignored.
+pub fn remove_image(podman: &Path, global: &[String], name: &str) {
+    let _ = Command::new(podman)
+        .args(global)
+        .args(["rmi", "--ignore", name])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+fn kill_container(inv: &Invocation) {
+    podman_quiet(inv, &["kill", "--signal", "KILL", &inv.name]);
+    remove_container(inv);
+}
+
+fn remove_container(inv: &Invocation) {
+    podman_quiet(
+        inv,
+        &["rm", "--force", "--ignore", "--time", "0", &inv.name],
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn splits_global_options() {
+        let args: Vec<String> = [
+            "--runtime",
+            "runc",
+            "--network",
+            "none",
+            "--root=/tmp/r",
+            "--ulimit",
+            "nofile=1024:1024",
+            "--syslog",
+            "--cgroup-manager",
+            "cgroupfs",
+            "-e",
+            "A=1",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (g, r) = split_global_args(&args);
+        assert_eq!(
+            g,
+            [
+                "--runtime",
+                "runc",
+                "--root=/tmp/r",
+                "--syslog",
+                "--cgroup-manager",
+                "cgroupfs"
+            ]
+        );
+        assert_eq!(
+            r,
+            [
+                "--network",
+                "none",
+                "--ulimit",
+                "nofile=1024:1024",
+                "-e",
+                "A=1"
+            ]
+        );
+    }
+
+    #[test]
+    fn podman_missing_from_path_is_a_clear_error() {
+        let t = tempfile::tempdir().unwrap();
+        let e = find_executable(Path::new("podman"), Some(t.path().as_os_str().to_owned()))
+            .unwrap_err();
+        let msg = e.to_string();
+        assert!(msg.contains("apt-get install podman runc"), "{msg}");
+        assert!(find_executable(Path::new("podman"), None).is_err());
+        assert!(find_executable(&t.path().join("podman"), None).is_err());
+        // found on PATH when present and executable
+        let p = t.path().join("podman");
+        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        assert!(
+            find_executable(Path::new("podman"), Some(t.path().as_os_str().to_owned())).is_err()
+        );
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        assert_eq!(
+            find_executable(Path::new("podman"), Some(t.path().as_os_str().to_owned())).unwrap(),
+            p
+        );
+    }
+
+    #[test]
+    fn container_names_are_unique() {
+        assert_ne!(container_name(), container_name());
+    }
+}
