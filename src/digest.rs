@@ -124,7 +124,10 @@ pub struct HashingWriter<W> {
 
 impl<W: Write> HashingWriter<W> {
     pub fn new(inner: W) -> Self {
-        HashingWriter { inner, hasher: Hasher::new() }
+        HashingWriter {
+            inner,
+            hasher: Hasher::new(),
+        }
     }
     pub fn bytes_written(&self) -> u64 {
         self.hasher.len()
@@ -158,7 +161,10 @@ pub struct HashingReader<R> {
 
 impl<R: Read> HashingReader<R> {
     pub fn new(inner: R) -> Self {
-        HashingReader { inner, hasher: Hasher::new() }
+        HashingReader {
+            inner,
+            hasher: Hasher::new(),
+        }
     }
     pub fn finish(self) -> (R, Digest, u64) {
         let (d, n) = self.hasher.finish();

@@ -10,7 +10,10 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
     #[error("cannot encode {what} as JSON: {source}")]
-    Encode { what: &'static str, source: serde_json::Error },
+    Encode {
+        what: &'static str,
+        source: serde_json::Error,
+    },
 }
 
 /// Serialize `value` canonically.
@@ -74,6 +77,9 @@ mod tests {
     fn nested_and_escapes() {
         let v = serde_json::json!({"b": {"y": "a\"b", "x": null}, "a": true});
         let out = to_canonical_vec("test", &v).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap(), r#"{"a":true,"b":{"x":null,"y":"a\"b"}}"#);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a":true,"b":{"x":null,"y":"a\"b"}}"#
+        );
     }
 }
