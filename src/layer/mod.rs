@@ -1,1 +1,424 @@
-//! (in progress)
+//! Deterministic layers: the determinism contract (version [`CONTRACT_VERSION`]) lives here.
+//!
+//! A layer is a pure function of its entries, the epoch and the compressor:
+//!
+//! - Entries are sorted by path bytes; every parent directory comes before its children
+//!   (ancestors of a copy destination are synthesized with mode 0755, uid/gid 0); no duplicates.
+//! - Every header carries mtime = the caller's epoch (`SOURCE_DATE_EPOCH`), uid/gid from the
+//!   owner policy, empty uname/gname, zero devmajor/devminor, no atime/ctime, no xattrs.
+//! - Modes follow [`ModePolicy`]: `Normalize` (dirs 0755, files 0755 if any execute bit is set
+//!   on the host else 0644, symlinks 0777) or `Preserve` (host bits & 0o7777).
+//! - Symlinks are kept verbatim and never followed; regular files sharing an inode within the
+//!   layer become hardlinks pointing back to the first one in sorted order.
+//! - USTAR headers; a PAX extended header (`././@PaxHeader`, keys in sorted order) only when a
+//!   field does not fit. The archive ends with two zero blocks and no record padding.
+//! - Compression is pinned (see [`Compression::describe`]) and never depends on the thread count.
+//!
+//! Nothing of the host leaks into the bytes: not its uid/gid, umask, timestamps, `read_dir`
+//! order, locale or time zone. Changing any of this is a contract change: bump
+//! [`CONTRACT_VERSION`] and the golden digests in `tests/layer_contract.rs`.
+
+mod compress;
+pub mod ignore;
+mod tar;
+mod walk;
+
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+use crate::digest::{Digest, HashingWriter};
+
+pub use self::tar::TarWriter;
+pub use self::walk::scan;
+
+/// Version of the determinism contract; recorded in an image annotation.
+pub const CONTRACT_VERSION: u32 = 1;
+
+/// The layer compression, with a pinned compressor.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    Gzip,
+    Zstd,
+    None,
+}
+
+impl Compression {
+    /// The OCI layer media type.
+    pub fn media_type(self) -> &'static str {
+        match self {
+            Compression::Gzip => "application/vnd.oci.image.layer.v1.tar+gzip",
+            Compression::Zstd => "application/vnd.oci.image.layer.v1.tar+zstd",
+            Compression::None => "application/vnd.oci.image.layer.v1.tar",
+        }
+    }
+
+    /// Stable identity of the compressor recorded in an image annotation. Changing it (or the
+    /// pinned backend versions in Cargo.lock) is a contract change: the compressed digest moves.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Compression::Gzip => compress::GZIP_DESCRIPTION,
+            Compression::Zstd => compress::ZSTD_DESCRIPTION,
+            Compression::None => "none",
+        }
+    }
+}
+
+/// How permission bits get from the host into the layer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ModePolicy {
+    /// Dirs 0755, files 0755 if any execute bit is set on the host else 0644, symlinks 0777.
+    Normalize,
+    /// The host permission bits (& 0o7777).
+    Preserve,
+}
+
+/// One copy of a host file or directory into the image.
+#[derive(Clone, Debug)]
+pub struct CopySpec {
+    /// Absolute host path: a file or a directory. If it is a symlink it is resolved (like
+    /// `docker COPY` does); symlinks beneath a directory are kept as symlinks.
+    pub src: PathBuf,
+    /// Absolute path in the image, e.g. "/app" or "/etc/app.conf". For a file source, a
+    /// destination ending in "/" means "into this directory, under the source's file name".
+    pub dest: String,
+    /// .dockerignore-style patterns, relative to `src` (see [`ignore`]).
+    pub ignore: Vec<String>,
+    pub uid: u32,
+    pub gid: u32,
+    pub mode: ModePolicy,
+}
+
+/// What an entry is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EntryKind {
+    Dir,
+    /// A regular file, streamed from `src`; `size` as seen at scan time.
+    File {
+        src: PathBuf,
+        size: u64,
+    },
+    /// A symlink; the target is kept verbatim.
+    Symlink {
+        target: String,
+    },
+    /// A hardlink to an earlier entry (its tar path).
+    Hardlink {
+        target: String,
+    },
+}
+
+/// Host metadata used ONLY as a cache fingerprint (never written into a tar). All zero for
+/// synthesized parent dirs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct StatKey {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub mode: u32,
+}
+
+/// One tar entry.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Tar path: relative, no leading "/" or "./", directories end with "/".
+    pub path: String,
+    pub kind: EntryKind,
+    /// Permission bits (07777 mask) after the mode policy.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    pub stat: StatKey,
+}
+
+/// How to write a layer.
+#[derive(Clone, Copy, Debug)]
+pub struct LayerOptions {
+    /// The mtime of every entry (SOURCE_DATE_EPOCH), decided by the caller.
+    pub epoch: u64,
+    pub compression: Compression,
+    /// Compression worker threads (0 counts as 1). Never changes the output bytes.
+    pub threads: usize,
+}
+
+/// What [`write_layer`] produced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerStats {
+    /// sha256 of the uncompressed tar.
+    pub diff_id: Digest,
+    /// sha256 of the bytes written to `out`.
+    pub digest: Digest,
+    /// Bytes written to `out`.
+    pub size: u64,
+    /// Bytes of the uncompressed tar.
+    pub uncompressed_size: u64,
+}
+
+/// Everything that can go wrong while scanning sources or writing a layer.
+#[derive(Debug, thiserror::Error)]
+pub enum LayerError {
+    #[error("I/O error on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{} changed while reading: {expected} bytes at scan time, {found} bytes now", path.display())]
+    Changed {
+        path: PathBuf,
+        expected: u64,
+        found: u64,
+    },
+    #[error("{}: {kind} cannot be put in a layer (only regular files, directories and symlinks)", path.display())]
+    Unsupported { path: PathBuf, kind: &'static str },
+    #[error("{}: file name is not valid UTF-8, which a layer cannot represent deterministically", path.display())]
+    NonUtf8 { path: PathBuf },
+    #[error("`/{path}` is produced twice: by {first} and by {second}")]
+    Conflict {
+        path: String,
+        first: String,
+        second: String,
+    },
+    #[error("copy of {}: invalid destination `{dest}`: {reason}", src.display())]
+    InvalidDest {
+        src: PathBuf,
+        dest: String,
+        reason: &'static str,
+    },
+    #[error("ignore patterns for {}: invalid pattern `{pattern}`: {reason}", src.display())]
+    IgnorePattern {
+        src: PathBuf,
+        pattern: String,
+        reason: &'static str,
+    },
+    #[error("tar entry `{entry}`: content yielded {found} bytes, the header says {expected}")]
+    SizeMismatch {
+        entry: String,
+        expected: u64,
+        found: u64,
+    },
+    #[error("tar entry `{entry}`: reading its content failed")]
+    ReadContent {
+        entry: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("tar entry `{entry}`: writing the layer stream failed")]
+    Write {
+        entry: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("tar entry `{entry}`: invalid path: {reason}")]
+    InvalidPath { entry: String, reason: &'static str },
+    #[error("tar entry `{entry}` breaks the layer contract: {reason}")]
+    Contract { entry: String, reason: &'static str },
+    #[error("finishing the {what} stream failed")]
+    Compress {
+        what: &'static str,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Counts file content bytes for the progress callback.
+struct ProgressReader<'a, R> {
+    inner: R,
+    progress: &'a dyn Fn(u64),
+}
+
+impl<R: Read> Read for ProgressReader<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n > 0 {
+            (self.progress)(n as u64);
+        }
+        Ok(n)
+    }
+}
+
+/// One streaming pass: tar → sha256 (diff_id) → compress → sha256 (digest) → `out`. Memory
+/// bounded (about threads × block size) whatever the layer size. `progress(n)` is called with
+/// file-content byte deltas.
+///
+/// `entries` must already follow the contract (as [`scan`] returns them): strictly ascending
+/// path bytes, every parent directory before its children, hardlinks pointing at an earlier
+/// regular file. A violation is a [`LayerError::Contract`] error, never a silently different tar.
+pub fn write_layer(
+    entries: &[Entry],
+    opts: &LayerOptions,
+    out: &mut dyn Write,
+    progress: &dyn Fn(u64),
+) -> Result<LayerStats, LayerError> {
+    check_order(entries)?;
+    let compressed = HashingWriter::new(out);
+    let compressor = compress::Compressor::new(opts.compression, opts.threads, compressed)
+        .map_err(|source| LayerError::Write {
+            entry: String::new(),
+            source,
+        })?;
+    let mut tar = TarWriter::new(HashingWriter::new(compressor), opts.epoch);
+    for e in entries {
+        match &e.kind {
+            EntryKind::Dir => tar.append_dir(&e.path, e.mode, e.uid, e.gid)?,
+            EntryKind::Symlink { target } => tar.append_symlink(&e.path, target, e.uid, e.gid)?,
+            EntryKind::Hardlink { target } => tar.append_hardlink(&e.path, target, e.uid, e.gid)?,
+            EntryKind::File { src, size } => {
+                let file = fs_err::File::open(src).map_err(|source| LayerError::Io {
+                    path: src.clone(),
+                    source,
+                })?;
+                let mut reader = ProgressReader {
+                    inner: file,
+                    progress,
+                };
+                tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
+                    .map_err(|err| match err {
+                        LayerError::SizeMismatch {
+                            expected, found, ..
+                        } => LayerError::Changed {
+                            path: src.clone(),
+                            expected,
+                            found,
+                        },
+                        LayerError::ReadContent { source, .. } => LayerError::Io {
+                            path: src.clone(),
+                            source,
+                        },
+                        other => other,
+                    })?;
+            }
+        }
+    }
+    let (compressor, diff_id, uncompressed_size) = tar.finish()?.finish();
+    let compressed = compressor.finish().map_err(|source| LayerError::Compress {
+        what: opts.compression.describe(),
+        source,
+    })?;
+    let (_, digest, size) = compressed.finish();
+    Ok(LayerStats {
+        diff_id,
+        digest,
+        size,
+        uncompressed_size,
+    })
+}
+
+/// Checks the ordering half of the contract on entries handed to [`write_layer`].
+fn check_order(entries: &[Entry]) -> Result<(), LayerError> {
+    use std::collections::HashSet;
+    let mut dirs: HashSet<&str> = HashSet::new();
+    let mut files: HashSet<&str> = HashSet::new();
+    let mut prev: Option<&str> = None;
+    for e in entries {
+        let err = |reason| {
+            Err(LayerError::Contract {
+                entry: e.path.clone(),
+                reason,
+            })
+        };
+        if let Some(p) = prev {
+            if p.as_bytes() >= e.path.as_bytes() {
+                return err("entries are not in strictly ascending path order");
+            }
+        }
+        prev = Some(&e.path);
+        let is_dir = matches!(e.kind, EntryKind::Dir);
+        if is_dir != e.path.ends_with('/') {
+            return err("directory paths (and only they) end with `/`");
+        }
+        let trimmed = e.path.strip_suffix('/').unwrap_or(&e.path);
+        if let Some(i) = trimmed.rfind('/') {
+            if !dirs.contains(&trimmed[..=i]) {
+                return err("its parent directory is not an earlier entry");
+            }
+        }
+        match &e.kind {
+            EntryKind::Dir => {
+                dirs.insert(&e.path);
+            }
+            EntryKind::File { .. } => {
+                files.insert(&e.path);
+            }
+            EntryKind::Hardlink { target } if !files.contains(target.as_str()) => {
+                return err("a hardlink must point at an earlier regular file");
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(path: &str) -> Entry {
+        Entry {
+            path: path.into(),
+            kind: EntryKind::Dir,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+            stat: StatKey::default(),
+        }
+    }
+
+    fn opts(compression: Compression) -> LayerOptions {
+        LayerOptions {
+            epoch: 0,
+            compression,
+            threads: 2,
+        }
+    }
+
+    #[test]
+    fn media_types_and_descriptions() {
+        assert_eq!(
+            Compression::None.media_type(),
+            "application/vnd.oci.image.layer.v1.tar"
+        );
+        assert!(Compression::Gzip.media_type().ends_with("+gzip"));
+        assert!(Compression::Zstd.media_type().ends_with("+zstd"));
+        assert_eq!(
+            Compression::Gzip.describe(),
+            "gzip;zlib-rs;level=6;block=1048576"
+        );
+        assert_eq!(Compression::Zstd.describe(), "zstd;libzstd;level=3;mt");
+        assert_eq!(
+            serde_json::to_string(&Compression::Zstd).unwrap(),
+            "\"zstd\""
+        );
+    }
+
+    #[test]
+    fn uncompressed_digest_equals_diff_id() {
+        let mut out = Vec::new();
+        let s = write_layer(&[dir("a/")], &opts(Compression::None), &mut out, &|_| {}).unwrap();
+        assert_eq!(s.digest, s.diff_id);
+        assert_eq!(s.size, out.len() as u64);
+        assert_eq!(s.uncompressed_size, 512 * 3);
+        assert_eq!(s.diff_id, Digest::of(&out));
+    }
+
+    #[test]
+    fn contract_violations_are_errors() {
+        let none = opts(Compression::None);
+        let mut sink = Vec::new();
+        let unsorted = [dir("b/"), dir("a/")];
+        let missing_parent = [dir("a/b/")];
+        let dup = [dir("a/"), dir("a/")];
+        let no_slash = [dir("a")];
+        let link = Entry {
+            path: "l".into(),
+            kind: EntryKind::Hardlink { target: "x".into() },
+            ..dir("l")
+        };
+        for bad in [&unsorted[..], &missing_parent, &dup, &no_slash, &[link]] {
+            let err = write_layer(bad, &none, &mut sink, &|_| {}).unwrap_err();
+            assert!(matches!(err, LayerError::Contract { .. }), "{err}");
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Pinned, deterministic compressors whose output never depends on the thread count.
+//!
+//! - gzip: pigz-style parallel deflate with flate2's zlib-rs backend at level 6. The stream is
+//!   cut into fixed 1 MiB blocks; each is compressed as raw deflate with the previous block's
+//!   last 32 KiB as preset dictionary, non-final blocks end with a sync flush, the last with
+//!   finish. A block's bytes depend only on its input and that dictionary, so any number of
+//!   workers produces the same stream. One gzip member: fixed 10-byte header (mtime 0, xfl 0,
+//!   OS 255), CRC32 and ISIZE trailer.
+//! - zstd: vendored libzstd at level 3 with `NbWorkers` = threads (always ≥ 1: libzstd's output
+//!   is identical for every worker count ≥ 1, but differs from single-threaded mode 0).
+
+use std::collections::VecDeque;
+use std::io::{self, Write};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use flate2::{Compress, FlushCompress, Status};
+
+use super::Compression;
+
+pub(crate) const GZIP_DESCRIPTION: &str = "gzip;zlib-rs;level=6;block=1048576";
+pub(crate) const ZSTD_DESCRIPTION: &str = "zstd;libzstd;level=3;mt";
+
+const GZIP_LEVEL: u32 = 6;
+const ZSTD_LEVEL: i32 = 3;
+/// Uncompressed bytes per gzip block (part of [`GZIP_DESCRIPTION`]).
+const BLOCK_SIZE: usize = 1 << 20;
+/// The deflate window: how much of the previous block primes the next.
+const WINDOW: usize = 32 * 1024;
+/// Fixed gzip header: magic, CM=deflate, FLG=0, MTIME=0, XFL=0, OS=255 (unknown).
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 255];
+
+/// A streaming compressor in front of `W`.
+pub(crate) enum Compressor<W: Write> {
+    None(W),
+    Gzip(ParallelGzip<W>),
+    Zstd(zstd::stream::write::Encoder<'static, W>),
+}
+
+impl<W: Write> Compressor<W> {
+    pub(crate) fn new(c: Compression, threads: usize, out: W) -> io::Result<Self> {
+        let threads = threads.max(1);
+        Ok(match c {
+            Compression::None => Compressor::None(out),
+            Compression::Gzip => Compressor::Gzip(ParallelGzip::new(out, threads)?),
+            Compression::Zstd => {
+                let mut enc = zstd::stream::write::Encoder::new(out, ZSTD_LEVEL)?;
+                let workers = u32::try_from(threads).unwrap_or(u32::MAX);
+                enc.multithread(workers)?;
+                // Pinned explicitly rather than left to library defaults.
+                enc.include_checksum(false)?;
+                enc.include_contentsize(false)?;
+                enc.include_dictid(false)?;
+                Compressor::Zstd(enc)
+            }
+        })
+    }
+
+    /// Ends the stream and returns the inner writer, flushed.
+    pub(crate) fn finish(self) -> io::Result<W> {
+        let mut w = match self {
+            Compressor::None(w) => w,
+            Compressor::Gzip(g) => g.finish()?,
+            Compressor::Zstd(z) => z.finish()?,
+        };
+        w.flush()?;
+        Ok(w)
+    }
+}
+
+impl<W: Write> Write for Compressor<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Compressor::None(w) => w.write(buf),
+            Compressor::Gzip(g) => g.write(buf),
+            Compressor::Zstd(z) => z.write(buf),
+        }
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        // Flushing must not change the bytes (a zstd or deflate flush would), so only the
+        // pass-through forwards it; the others flush at finish.
+        match self {
+            Compressor::None(w) => w.flush(),
+            Compressor::Gzip(_) | Compressor::Zstd(_) => Ok(()),
+        }
+    }
+}
+
+struct Job {
+    data: Vec<u8>,
+    dict: Vec<u8>,
+    last: bool,
+    reply: SyncSender<Done>,
+}
+
+struct Done {
+    compressed: Result<Vec<u8>, String>,
+    crc: crc32fast::Hasher,
+    data: Vec<u8>,
+}
+
+/// pigz-style parallel gzip writer. Memory: at most `2 × threads + 1` blocks of input in flight
+/// plus their compressed output.
+pub(crate) struct ParallelGzip<W: Write> {
+    out: Option<W>,
+    block: Vec<u8>,
+    dict: Vec<u8>,
+    jobs: Option<SyncSender<Job>>,
+    inflight: VecDeque<Receiver<Done>>,
+    max_inflight: usize,
+    workers: Vec<JoinHandle<()>>,
+    crc: crc32fast::Hasher,
+    total: u64,
+    spare: Vec<Vec<u8>>,
+}
+
+impl<W: Write> ParallelGzip<W> {
+    pub(crate) fn new(mut out: W, threads: usize) -> io::Result<Self> {
+        out.write_all(&GZIP_HEADER)?;
+        let (tx, rx) = sync_channel::<Job>(threads);
+        let rx = Arc::new(Mutex::new(rx));
+        let mut workers = Vec::with_capacity(threads);
+        for i in 0..threads {
+            let rx = Arc::clone(&rx);
+            let handle = std::thread::Builder::new()
+                .name(format!("gzip-{i}"))
+                .spawn(move || worker(&rx))?;
+            workers.push(handle);
+        }
+        Ok(ParallelGzip {
+            out: Some(out),
+            block: Vec::with_capacity(BLOCK_SIZE),
+            dict: Vec::new(),
+            jobs: Some(tx),
+            inflight: VecDeque::new(),
+            max_inflight: 2 * threads,
+            workers,
+            crc: crc32fast::Hasher::new(),
+            total: 0,
+            spare: Vec::new(),
+        })
+    }
+
+    /// Sends the current block to a worker; keeps at most `max_inflight` blocks in flight.
+    fn dispatch(&mut self, last: bool) -> io::Result<()> {
+        let fresh = self
+            .spare
+            .pop()
+            .unwrap_or_else(|| Vec::with_capacity(BLOCK_SIZE));
+        let data = std::mem::replace(&mut self.block, fresh);
+        let mut next_dict = Vec::with_capacity(WINDOW);
+        next_dict.extend_from_slice(&data[data.len().saturating_sub(WINDOW)..]);
+        let dict = std::mem::replace(&mut self.dict, next_dict);
+        let (reply, rx) = sync_channel(1);
+        let jobs = self.jobs.as_ref().ok_or_else(worker_gone)?;
+        jobs.send(Job {
+            data,
+            dict,
+            last,
+            reply,
+        })
+        .map_err(|_| worker_gone())?;
+        self.inflight.push_back(rx);
+        while self.inflight.len() > self.max_inflight {
+            self.collect_one()?;
+        }
+        Ok(())
+    }
+
+    /// Waits for the oldest block and writes it out.
+    fn collect_one(&mut self) -> io::Result<()> {
+        let Some(rx) = self.inflight.pop_front() else {
+            return Ok(());
+        };
+        let done = rx.recv().map_err(|_| worker_gone())?;
+        let compressed = done.compressed.map_err(io::Error::other)?;
+        self.out
+            .as_mut()
+            .ok_or_else(worker_gone)?
+            .write_all(&compressed)?;
+        self.crc.combine(&done.crc);
+        self.total += done.data.len() as u64;
+        if self.spare.len() < 2 {
+            let mut data = done.data;
+            data.clear();
+            self.spare.push(data);
+        }
+        Ok(())
+    }
+
+    /// Compresses the final block, writes the trailer and returns the inner writer.
+    pub(crate) fn finish(mut self) -> io::Result<W> {
+        self.dispatch(true)?;
+        while !self.inflight.is_empty() {
+            self.collect_one()?;
+        }
+        let mut out = self.out.take().ok_or_else(worker_gone)?;
+        let crc = std::mem::replace(&mut self.crc, crc32fast::Hasher::new()).finalize();
+        out.write_all(&crc.to_le_bytes())?;
+        out.write_all(&(self.total as u32).to_le_bytes())?; // ISIZE: length mod 2^32
+        Ok(out)
+    }
+}
+
+impl<W: Write> Write for ParallelGzip<W> {
+    fn write(&mut self, mut buf: &[u8]) -> io::Result<usize> {
+        let len = buf.len();
+        while !buf.is_empty() {
+            // A full block is sent only once more input proves it is not the last.
+            if self.block.len() == BLOCK_SIZE {
+                self.dispatch(false)?;
+            }
+            let n = (BLOCK_SIZE - self.block.len()).min(buf.len());
+            self.block.extend_from_slice(&buf[..n]);
+            buf = &buf[n..];
+        }
+        Ok(len)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<W: Write> Drop for ParallelGzip<W> {
+    fn drop(&mut self) {
+        // Closing the job channel ends the workers; replies never block (capacity 1).
+        self.jobs = None;
+        self.inflight.clear();
+        for w in self.workers.drain(..) {
+            let _ = w.join();
+        }
+    }
+}
+
+fn worker_gone() -> io::Error {
+    io::Error::other("a gzip compression worker stopped unexpectedly")
+}
+
+fn worker(rx: &Mutex<Receiver<Job>>) {
+    let mut c = Compress::new(flate2::Compression::new(GZIP_LEVEL), false);
+    loop {
+        let job = match rx.lock() {
+            Ok(guard) => match guard.recv() {
+                Ok(job) => job,
+                Err(_) => return,
+            },
+            Err(_) => return,
+        };
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(&job.data);
+        let compressed = deflate_block(&mut c, &job.dict, &job.data, job.last);
+        // The writer may be gone (error path); nothing to do then.
+        let _ = job.reply.send(Done {
+            compressed,
+            crc,
+            data: job.data,
+        });
+    }
+}
+
+/// Raw deflate of one block primed with `dict`; sync flush unless `last`, then finish.
+fn deflate_block(
+    c: &mut Compress,
+    dict: &[u8],
+    data: &[u8],
+    last: bool,
+) -> Result<Vec<u8>, String> {
+    c.reset();
+    if !dict.is_empty() {
+        c.set_dictionary(dict)
+            .map_err(|e| format!("deflate dictionary: {e}"))?;
+    }
+    let flush = if last {
+        FlushCompress::Finish
+    } else {
+        FlushCompress::Sync
+    };
+    let mut out = Vec::with_capacity(data.len() + data.len() / 8 + 1024);
+    loop {
+        if out.capacity() - out.len() < 64 {
+            out.reserve(out.capacity().max(4096));
+        }
+        let (in_before, out_before) = (c.total_in(), c.total_out());
+        let consumed = in_before as usize;
+        let status = c
+            .compress_vec(&data[consumed..], &mut out, flush)
+            .map_err(|e| format!("deflate: {e}"))?;
+        let all_in = c.total_in() as usize == data.len();
+        let room_left = out.len() < out.capacity();
+        match status {
+            Status::StreamEnd => return Ok(out),
+            // zlib: a flush is complete once deflate returns with output space left.
+            _ if !last && all_in && room_left => return Ok(out),
+            Status::BufError
+                if c.total_in() == in_before && c.total_out() == out_before && room_left =>
+            {
+                return Err("deflate made no progress".into())
+            }
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Read;
+
+    /// Deterministic pseudo-random bytes mixed with text-like runs.
+    fn sample(n: usize) -> Vec<u8> {
+        let mut x: u64 = 0x9e3779b97f4a7c15;
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            if x % 3 == 0 {
+                v.extend_from_slice(b"the quick brown fox jumps over the lazy dog; ");
+            } else {
+                v.extend_from_slice(&x.to_le_bytes());
+            }
+        }
+        v.truncate(n);
+        v
+    }
+
+    fn compress(c: Compression, threads: usize, data: &[u8], chunk: usize) -> Vec<u8> {
+        let mut w = Compressor::new(c, threads, Vec::new()).unwrap();
+        for part in data.chunks(chunk.max(1)) {
+            w.write_all(part).unwrap();
+        }
+        w.finish().unwrap()
+    }
+
+    #[test]
+    fn gzip_identical_for_any_thread_count_and_decodes() {
+        // Sizes around block boundaries, including empty and exactly one block.
+        for n in [
+            0,
+            1,
+            BLOCK_SIZE - 1,
+            BLOCK_SIZE,
+            BLOCK_SIZE + 1,
+            3 * BLOCK_SIZE + 12345,
+        ] {
+            let data = sample(n);
+            let one = compress(Compression::Gzip, 1, &data, 100_000);
+            for threads in [2, 4, 8] {
+                assert_eq!(
+                    one,
+                    compress(Compression::Gzip, threads, &data, 77_777),
+                    "n={n} t={threads}"
+                );
+            }
+            let mut back = Vec::new();
+            flate2::read::GzDecoder::new(&one[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert!(back == data, "gzip round trip n={n}");
+            let mut back = Vec::new();
+            flate2::read::MultiGzDecoder::new(&one[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert!(back == data, "multi gzip round trip n={n}");
+            assert_eq!(&one[..10], &GZIP_HEADER);
+        }
+    }
+
+    #[test]
+    fn gzip_passes_system_gzip_test() {
+        let data = sample(2 * BLOCK_SIZE + 999);
+        let gz = compress(Compression::Gzip, 3, &data, 65536);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.gz");
+        std::fs::write(&path, &gz).unwrap();
+        let out = std::process::Command::new("gzip")
+            .arg("-t")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "gzip -t: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(out.stdout == data);
+    }
+
+    #[test]
+    fn zstd_identical_for_any_thread_count_and_decodes() {
+        let data = sample(9 * BLOCK_SIZE + 7);
+        let one = compress(Compression::Zstd, 1, &data, 100_000);
+        for threads in [2, 4] {
+            assert!(
+                one == compress(Compression::Zstd, threads, &data, 33_333),
+                "t={threads}"
+            );
+        }
+        assert!(zstd::decode_all(&one[..]).unwrap() == data);
+    }
+
+    #[test]
+    fn none_is_pass_through() {
+        let data = sample(1000);
+        assert_eq!(compress(Compression::None, 4, &data, 10), data);
+    }
+}

@@ -1,0 +1,511 @@
+//! Scanning copy sources into contract-ordered entries (metadata only).
+
+use std::collections::btree_map::{BTreeMap, Entry as MapEntry};
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
+use std::path::{Path, PathBuf};
+
+use super::ignore::IgnoreMatcher;
+use super::{CopySpec, Entry, EntryKind, LayerError, ModePolicy, StatKey};
+
+/// Walk the sources (metadata only, no content read except an open() check that each regular
+/// file is readable) and return the layer's entries in contract order:
+///
+/// - sorted by path bytes, parents before children, ancestors of each `dest` synthesized
+///   (mode 0755, uid/gid 0, zero [`StatKey`]);
+/// - a top-level `src` that is a symlink is resolved (like `docker COPY`); every symlink beneath
+///   a directory source is kept as a symlink, target verbatim, never followed;
+/// - regular files sharing (dev, ino) with nlink > 1 (and the same mode/uid/gid) become
+///   hardlinks to the first of them in sorted order;
+/// - an excluded directory is pruned unless a `!` pattern could re-include something beneath
+///   it; it is then emitted (with its own metadata) only if something beneath it is included;
+/// - the same path from two specs: identical directories merge, a synthesized ancestor yields to
+///   a real directory, anything else is a [`LayerError::Conflict`] naming both sources.
+///
+/// Sockets, FIFOs and device nodes are [`LayerError::Unsupported`] (unless ignored); non-UTF-8
+/// names are [`LayerError::NonUtf8`].
+pub fn scan(specs: &[CopySpec]) -> Result<Vec<Entry>, LayerError> {
+    let mut acc = Acc::default();
+    for spec in specs {
+        scan_spec(spec, &mut acc)?;
+    }
+    let mut entries: Vec<Entry> = std::mem::take(&mut acc.map)
+        .into_values()
+        .map(|(e, _)| e)
+        .collect();
+    entries.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    link_hardlinks(&mut entries, &acc.multi_link);
+    Ok(entries)
+}
+
+/// Where an entry came from, for conflict messages.
+#[derive(Clone, Debug)]
+enum Origin {
+    Synthesized(String),
+    Host(PathBuf),
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Synthesized(dest) => {
+                write!(f, "the parent directories of destination `{dest}`")
+            }
+            Origin::Host(p) => write!(f, "{}", p.display()),
+        }
+    }
+}
+
+/// Entries keyed by path without the trailing "/", so a file and a directory of the same name
+/// collide.
+#[derive(Default)]
+struct Acc {
+    map: BTreeMap<String, (Entry, Origin)>,
+    /// (dev, ino) of regular files with nlink > 1.
+    multi_link: HashSet<(u64, u64)>,
+}
+
+impl Acc {
+    fn insert(&mut self, entry: Entry, origin: Origin, nlink: u64) -> Result<(), LayerError> {
+        let key = entry.path.trim_end_matches('/').to_string();
+        match self.map.entry(key) {
+            MapEntry::Vacant(v) => {
+                if matches!(entry.kind, EntryKind::File { .. }) && nlink > 1 {
+                    self.multi_link.insert((entry.stat.dev, entry.stat.ino));
+                }
+                v.insert((entry, origin));
+                Ok(())
+            }
+            MapEntry::Occupied(mut o) => {
+                let (old, old_origin) = o.get();
+                let both_dirs = old.kind == EntryKind::Dir && entry.kind == EntryKind::Dir;
+                let same = old.mode == entry.mode && old.uid == entry.uid && old.gid == entry.gid;
+                match (old_origin, &origin) {
+                    _ if both_dirs && same => Ok(()),
+                    (_, Origin::Synthesized(_)) if both_dirs => Ok(()),
+                    (Origin::Synthesized(_), Origin::Host(_)) if both_dirs => {
+                        o.insert((entry, origin));
+                        Ok(())
+                    }
+                    _ => Err(LayerError::Conflict {
+                        path: o.key().clone(),
+                        first: old_origin.to_string(),
+                        second: origin.to_string(),
+                    }),
+                }
+            }
+        }
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LayerError + '_ {
+    move |source| LayerError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// The destination as components; a file destination ending in "/" gets the source's name.
+fn dest_components(spec: &CopySpec, is_file: bool) -> Result<Vec<String>, LayerError> {
+    let bad = |reason| LayerError::InvalidDest {
+        src: spec.src.clone(),
+        dest: spec.dest.clone(),
+        reason,
+    };
+    if !spec.dest.starts_with('/') {
+        return Err(bad("must be an absolute path"));
+    }
+    if spec.dest.contains('\0') {
+        return Err(bad("contains a NUL byte"));
+    }
+    let mut comps = Vec::new();
+    for c in spec.dest.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return Err(bad("contains a `..` component")),
+            c => comps.push(c.to_string()),
+        }
+    }
+    if is_file && (spec.dest.ends_with('/') || comps.is_empty()) {
+        let name = spec
+            .src
+            .file_name()
+            .ok_or_else(|| bad("the source has no file name"))?;
+        let name = name.to_str().ok_or_else(|| LayerError::NonUtf8 {
+            path: spec.src.clone(),
+        })?;
+        comps.push(name.to_string());
+    }
+    Ok(comps)
+}
+
+fn stat_key(m: &std::fs::Metadata) -> StatKey {
+    StatKey {
+        dev: m.dev(),
+        ino: m.ino(),
+        size: m.size(),
+        mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
+        ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
+        mode: m.mode(),
+    }
+}
+
+fn scan_spec(spec: &CopySpec, acc: &mut Acc) -> Result<(), LayerError> {
+    // Follows a top-level symlink, like docker COPY.
+    let meta = fs_err::metadata(&spec.src).map_err(io_err(&spec.src))?;
+    let is_file = meta.file_type().is_file();
+    let comps = dest_components(spec, is_file)?;
+    // Ancestors of the destination are synthesized; the destination itself is the source.
+    let mut path = String::new();
+    for c in comps.iter().take(comps.len().saturating_sub(1)) {
+        path.push_str(c);
+        path.push('/');
+        let synth = Entry {
+            path: path.clone(),
+            kind: EntryKind::Dir,
+            mode: 0o755,
+            uid: 0,
+            gid: 0,
+            stat: StatKey::default(),
+        };
+        acc.insert(synth, Origin::Synthesized(spec.dest.clone()), 1)?;
+    }
+    let origin = Origin::Host(spec.src.clone());
+    let Some(last) = comps.last() else {
+        // A directory copied to "/": its contents land at the root, the root has no entry.
+        return walk_source(spec, acc, "");
+    };
+    path.push_str(last);
+    if meta.is_dir() {
+        path.push('/');
+        acc.insert(make_entry(spec, &spec.src, &path, &meta)?, origin, 1)?;
+        walk_source(spec, acc, &path)
+    } else {
+        acc.insert(
+            make_entry(spec, &spec.src, &path, &meta)?,
+            origin,
+            meta.nlink(),
+        )
+    }
+}
+
+/// Walks a directory source into `tar` (a tar dir path with trailing "/", or "" for the root).
+fn walk_source(spec: &CopySpec, acc: &mut Acc, tar: &str) -> Result<(), LayerError> {
+    let ignore = IgnoreMatcher::new(&spec.ignore).map_err(|e| LayerError::IgnorePattern {
+        src: spec.src.clone(),
+        pattern: e.pattern,
+        reason: e.reason,
+    })?;
+    let mut w = Walker { spec, ignore, acc };
+    w.walk_dir(&spec.src, "", tar)?;
+    Ok(())
+}
+
+struct Walker<'a> {
+    spec: &'a CopySpec,
+    ignore: IgnoreMatcher,
+    acc: &'a mut Acc,
+}
+
+impl Walker<'_> {
+    /// Walks the children of `host` (relative path `rel` to the source, tar path `tar` with a
+    /// trailing "/" or empty at the root). Returns how many entries were added beneath.
+    fn walk_dir(&mut self, host: &Path, rel: &str, tar: &str) -> Result<usize, LayerError> {
+        let mut children = Vec::new();
+        for item in fs_err::read_dir(host).map_err(io_err(host))? {
+            let item = item.map_err(io_err(host))?;
+            let host_child = item.path();
+            let name = item.file_name();
+            let name = name.to_str().ok_or_else(|| LayerError::NonUtf8 {
+                path: host_child.clone(),
+            })?;
+            children.push((name.to_string(), host_child));
+        }
+        // Order does not matter for the result (entries are sorted at the end); sorting keeps
+        // error reporting deterministic too.
+        children.sort();
+        let mut added = 0;
+        for (name, host_child) in children {
+            let rel_child = if rel.is_empty() {
+                name.clone()
+            } else {
+                format!("{rel}/{name}")
+            };
+            let excluded = !self.ignore.is_empty() && self.ignore.excluded(&rel_child);
+            let meta = fs_err::symlink_metadata(&host_child).map_err(io_err(&host_child))?;
+            if meta.is_dir() {
+                if excluded && !self.ignore.may_reinclude_beneath(&rel_child) {
+                    continue;
+                }
+                let tar_child = format!("{tar}{name}/");
+                let beneath = self.walk_dir(&host_child, &rel_child, &tar_child)?;
+                if !excluded || beneath > 0 {
+                    let e = make_entry(self.spec, &host_child, &tar_child, &meta)?;
+                    self.acc.insert(e, Origin::Host(host_child), 1)?;
+                    added += beneath + 1;
+                }
+            } else if !excluded {
+                let e = make_entry(self.spec, &host_child, &format!("{tar}{name}"), &meta)?;
+                self.acc.insert(e, Origin::Host(host_child), meta.nlink())?;
+                added += 1;
+            }
+        }
+        Ok(added)
+    }
+}
+
+/// One entry from host metadata (`lstat` beneath a source, `stat` for the source itself).
+fn make_entry(
+    spec: &CopySpec,
+    host: &Path,
+    tar: &str,
+    meta: &std::fs::Metadata,
+) -> Result<Entry, LayerError> {
+    let ft = meta.file_type();
+    let host_mode = meta.mode() & 0o7777;
+    let (kind, normalized) = if ft.is_dir() {
+        (EntryKind::Dir, 0o755)
+    } else if ft.is_file() {
+        // The open() check: fail at scan time, not halfway through writing the layer.
+        drop(fs_err::File::open(host).map_err(io_err(host))?);
+        let exec = if host_mode & 0o111 != 0 { 0o755 } else { 0o644 };
+        (
+            EntryKind::File {
+                src: host.to_path_buf(),
+                size: meta.len(),
+            },
+            exec,
+        )
+    } else if ft.is_symlink() {
+        let target = fs_err::read_link(host).map_err(io_err(host))?;
+        let target = target.to_str().ok_or_else(|| LayerError::NonUtf8 {
+            path: host.to_path_buf(),
+        })?;
+        (
+            EntryKind::Symlink {
+                target: target.to_string(),
+            },
+            0o777,
+        )
+    } else {
+        let kind = if ft.is_socket() {
+            "a socket"
+        } else if ft.is_fifo() {
+            "a FIFO"
+        } else if ft.is_block_device() {
+            "a block device"
+        } else if ft.is_char_device() {
+            "a character device"
+        } else {
+            "an unknown file type"
+        };
+        return Err(LayerError::Unsupported {
+            path: host.to_path_buf(),
+            kind,
+        });
+    };
+    let mode = match spec.mode {
+        ModePolicy::Normalize => normalized,
+        ModePolicy::Preserve => host_mode,
+    };
+    Ok(Entry {
+        path: tar.to_string(),
+        kind,
+        mode,
+        uid: spec.uid,
+        gid: spec.gid,
+        stat: stat_key(meta),
+    })
+}
+
+/// Regular files with nlink > 1 sharing (dev, ino), mode and owner: the first in sorted order
+/// stays a file, later ones become hardlinks to it.
+fn link_hardlinks(entries: &mut [Entry], multi_link: &HashSet<(u64, u64)>) {
+    let mut first: HashMap<(u64, u64, u32, u32, u32), String> = HashMap::new();
+    for e in entries.iter_mut() {
+        let EntryKind::File { .. } = e.kind else {
+            continue;
+        };
+        if !multi_link.contains(&(e.stat.dev, e.stat.ino)) {
+            continue;
+        }
+        let key = (e.stat.dev, e.stat.ino, e.mode, e.uid, e.gid);
+        match first.get(&key) {
+            Some(target) => {
+                e.kind = EntryKind::Hardlink {
+                    target: target.clone(),
+                }
+            }
+            None => {
+                first.insert(key, e.path.clone());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(src: &Path, dest: &str) -> CopySpec {
+        CopySpec {
+            src: src.to_path_buf(),
+            dest: dest.into(),
+            ignore: vec![],
+            uid: 1000,
+            gid: 1000,
+            mode: ModePolicy::Normalize,
+        }
+    }
+
+    fn paths(entries: &[Entry]) -> Vec<&str> {
+        entries.iter().map(|e| e.path.as_str()).collect()
+    }
+
+    #[test]
+    fn file_dest_forms_and_synthesized_parents() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("app.conf");
+        std::fs::write(&f, "x").unwrap();
+        let e = scan(&[spec(&f, "/etc/app.conf")]).unwrap();
+        assert_eq!(paths(&e), ["etc/", "etc/app.conf"]);
+        assert_eq!(
+            (e[0].mode, e[0].uid, e[0].stat),
+            (0o755, 0, StatKey::default())
+        );
+        assert_eq!((e[1].mode, e[1].uid), (0o644, 1000));
+        let e = scan(&[spec(&f, "/usr/./local//etc/")]).unwrap();
+        assert_eq!(
+            paths(&e),
+            [
+                "usr/",
+                "usr/local/",
+                "usr/local/etc/",
+                "usr/local/etc/app.conf"
+            ]
+        );
+        assert_eq!(paths(&scan(&[spec(&f, "/")]).unwrap()), ["app.conf"]);
+        for bad in ["relative", "/a/../b"] {
+            assert!(matches!(
+                scan(&[spec(&f, bad)]),
+                Err(LayerError::InvalidDest { .. })
+            ));
+        }
+    }
+
+    #[test]
+    fn merges_and_conflicts() {
+        let d = tempfile::tempdir().unwrap();
+        let a = d.path().join("a");
+        std::fs::create_dir(&a).unwrap();
+        std::fs::write(a.join("x"), "1").unwrap();
+        let f = d.path().join("f");
+        std::fs::write(&f, "2").unwrap();
+        // Synthesized "opt/" yields to the real dir "opt/" (uid 1000), in either order.
+        for order in [
+            [spec(&f, "/opt/app/f"), spec(&a, "/opt")],
+            [spec(&a, "/opt"), spec(&f, "/opt/app/f")],
+        ] {
+            let e = scan(&order).unwrap();
+            assert_eq!(paths(&e), ["opt/", "opt/app/", "opt/app/f", "opt/x"]);
+            assert_eq!(e[0].uid, 1000);
+        }
+        // Identical directories merge; the same file twice is still a conflict.
+        let empty = d.path().join("empty");
+        std::fs::create_dir(&empty).unwrap();
+        assert_eq!(
+            paths(&scan(&[spec(&empty, "/a"), spec(&a, "/a")]).unwrap()),
+            ["a/", "a/x"]
+        );
+        assert!(matches!(
+            scan(&[spec(&a, "/a"), spec(&a, "/a")]),
+            Err(LayerError::Conflict { .. })
+        ));
+        // A file where a directory is needed, or the same file path twice: errors naming both.
+        let err = scan(&[spec(&f, "/opt"), spec(&a, "/opt")])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains(&f.display().to_string()) && err.contains(&a.display().to_string()),
+            "{err}"
+        );
+        let err = scan(&[spec(&f, "/opt"), spec(&f, "/opt/x")]).unwrap_err();
+        assert!(matches!(err, LayerError::Conflict { .. }), "{err}");
+        let mut other = spec(&a, "/a");
+        other.uid = 5;
+        assert!(matches!(
+            scan(&[spec(&a, "/a"), other]),
+            Err(LayerError::Conflict { .. })
+        ));
+    }
+
+    #[test]
+    fn ignore_prunes_and_reincludes() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path();
+        for p in ["build/sub", "src", "target/debug"] {
+            std::fs::create_dir_all(root.join(p)).unwrap();
+        }
+        for p in [
+            "build/sub/keep.txt",
+            "build/drop",
+            "src/main.rs",
+            "target/debug/x",
+        ] {
+            std::fs::write(root.join(p), p).unwrap();
+        }
+        let mut s = spec(root, "/app");
+        s.ignore = vec![
+            "build".into(),
+            "target".into(),
+            "!build/sub/keep.txt".into(),
+        ];
+        // Unreadable but pruned: proves `target` is never read.
+        let e = scan(&[s]).unwrap();
+        assert_eq!(
+            paths(&e),
+            [
+                "app/",
+                "app/build/",
+                "app/build/sub/",
+                "app/build/sub/keep.txt",
+                "app/src/",
+                "app/src/main.rs"
+            ]
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn fifo_is_unsupported_unless_ignored() {
+        let d = tempfile::tempdir().unwrap();
+        let fifo = d.path().join("pipe");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = scan(&[spec(d.path(), "/x")]).unwrap_err();
+        assert!(
+            matches!(&err, LayerError::Unsupported { path, .. } if *path == fifo),
+            "{err}"
+        );
+        assert!(err.to_string().contains("FIFO"));
+        let mut s = spec(d.path(), "/x");
+        s.ignore = vec!["pipe".into()];
+        assert_eq!(paths(&scan(&[s]).unwrap()), ["x/"]);
+    }
+
+    #[test]
+    fn non_utf8_names_are_errors() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let bad = d.path().join(std::ffi::OsStr::from_bytes(b"bad\xff"));
+        std::fs::write(&bad, "x").unwrap();
+        let err = scan(&[spec(d.path(), "/x")]).unwrap_err();
+        assert!(
+            matches!(&err, LayerError::NonUtf8 { path } if *path == bad),
+            "{err}"
+        );
+    }
+}
