@@ -1,1 +1,437 @@
-//! (in progress)
+//! The planner: recipe → layers (cached or built into the store) → config and manifest.
+//!
+//! A layer is a pure function of its inputs. Its cache key is the sha256 of a canonical
+//! description of those inputs: the determinism contract version, the compressor identity,
+//! SOURCE_DATE_EPOCH, and for every entry its path, type, mode, owner and content digest (or link
+//! target). Computing that key means reading every file, so a second, cheaper key sits in front of
+//! it: a fingerprint of the entries' host metadata (device, inode, size, mtime, ctime). When the
+//! fingerprint is known, the files are not read at all; when it is not (a touched file, a fresh
+//! checkout), contents are hashed and the content key decides.
+
+use std::collections::BTreeMap;
+use std::io::{self, Read};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use fs_err as fs;
+use serde_json::json;
+
+use crate::digest::{Digest, Hasher};
+use crate::image::{
+    self, annotations, Descriptor, History, ImageConfig, ImageRecord, LayerRecord, Manifest,
+    RootFs, RunConfig,
+};
+use crate::json::{self as cjson, JsonError};
+use crate::layer::{self, Compression, Entry, EntryKind, LayerError, LayerOptions};
+use crate::progress::Reporter;
+use crate::recipe::{Base, Recipe};
+use crate::store::{CachedLayer, Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum BuildError {
+    #[error("base image `{reference}`: registry base images are not supported by this version of ocibuild; use `image = \"scratch\"`")]
+    RegistryBase { reference: String },
+    #[error("layer `{layer}`: {source}")]
+    Layer { layer: String, source: LayerError },
+    #[error("layer `{layer}`: reading {path}: {source}")]
+    Read {
+        layer: String,
+        path: PathBuf,
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Json(#[from] JsonError),
+}
+
+/// Knobs that do not change the image (except `epoch_override`, which is SOURCE_DATE_EPOCH).
+#[derive(Clone, Debug)]
+pub struct BuildOptions {
+    /// Worker threads for hashing and compression. Never changes any output byte.
+    pub threads: usize,
+    /// SOURCE_DATE_EPOCH from the environment; wins over the recipe's `source-date-epoch`.
+    pub epoch_override: Option<u64>,
+    /// Ignore the layer cache (still writes into it).
+    pub no_cache: bool,
+}
+
+/// The result of a build, with per-layer cache information.
+#[derive(Clone, Debug)]
+pub struct Built {
+    pub image: ImageRecord,
+    /// For each layer, in order: (name, came from the cache).
+    pub cached: Vec<(String, bool)>,
+}
+
+/// Build every layer of `recipe` into `store` and assemble the image documents.
+pub fn build(
+    recipe: &Recipe,
+    opts: &BuildOptions,
+    store: &Store,
+    reporter: &dyn Reporter,
+) -> Result<Built, BuildError> {
+    if let Base::Image { reference } = &recipe.base {
+        return Err(BuildError::RegistryBase {
+            reference: reference.clone(),
+        });
+    }
+    let epoch = opts
+        .epoch_override
+        .or(recipe.image.source_date_epoch)
+        .unwrap_or(0);
+    let compression = recipe.image.compression;
+    let threads = opts.threads.max(1);
+
+    let mut layers = Vec::with_capacity(recipe.layers.len());
+    let mut cached = Vec::with_capacity(recipe.layers.len());
+    let mut history = Vec::with_capacity(recipe.layers.len());
+    let created = image::rfc3339(epoch);
+    for l in &recipe.layers {
+        let (rec, was_cached) = build_layer(
+            l,
+            epoch,
+            compression,
+            threads,
+            opts.no_cache,
+            store,
+            reporter,
+        )?;
+        layers.push(rec);
+        cached.push((l.name.clone(), was_cached));
+        history.push(History {
+            created: Some(created.clone()),
+            created_by: Some(format!("ocibuild layer {}: {}", l.name, l.spec.dest)),
+            comment: None,
+            empty_layer: false,
+        });
+    }
+
+    let c = &recipe.config;
+    let run = RunConfig {
+        env: c.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        entrypoint: c.entrypoint.clone(),
+        cmd: c.cmd.clone(),
+        working_dir: c.workdir.clone(),
+        user: c.user.clone(),
+        labels: c.labels.clone(),
+        exposed_ports: c
+            .exposed_ports
+            .iter()
+            .map(|p| (p.clone(), json!({})))
+            .collect(),
+        stop_signal: c.stop_signal.clone(),
+    };
+    let platform = &recipe.image.platform;
+    let config = ImageConfig {
+        created: Some(created.clone()),
+        architecture: platform.architecture.clone(),
+        os: platform.os.clone(),
+        variant: platform.variant.clone(),
+        config: run,
+        rootfs: RootFs {
+            kind: "layers".into(),
+            diff_ids: layers.iter().map(|l| l.diff_id).collect(),
+        },
+        history,
+    };
+    let config_bytes = cjson::to_canonical_vec("image config", &config)?;
+    let config_desc = Descriptor::new(
+        image::MEDIA_TYPE_CONFIG,
+        store.put_bytes(&config_bytes)?,
+        config_bytes.len() as u64,
+    );
+
+    let mut notes: BTreeMap<String, String> = c.annotations.clone();
+    notes.insert(annotations::CREATED.into(), created);
+    notes.insert(
+        annotations::CONTRACT.into(),
+        layer::CONTRACT_VERSION.to_string(),
+    );
+    notes.insert(
+        annotations::COMPRESSION.into(),
+        compression.describe().into(),
+    );
+    let manifest = Manifest {
+        schema_version: 2,
+        media_type: image::MEDIA_TYPE_MANIFEST.into(),
+        config: config_desc.clone(),
+        layers: layers.iter().map(|l| l.descriptor.clone()).collect(),
+        annotations: notes,
+    };
+    let manifest_bytes = cjson::to_canonical_vec("image manifest", &manifest)?;
+    let mut manifest_desc = Descriptor::new(
+        image::MEDIA_TYPE_MANIFEST,
+        store.put_bytes(&manifest_bytes)?,
+        manifest_bytes.len() as u64,
+    );
+    manifest_desc.platform = Some(image::Platform {
+        architecture: platform.architecture.clone(),
+        os: platform.os.clone(),
+        variant: platform.variant.clone(),
+    });
+
+    Ok(Built {
+        image: ImageRecord {
+            name: recipe.image.name.clone(),
+            tag: recipe.image.tag.clone(),
+            manifest: manifest_desc,
+            config: config_desc,
+            layers,
+            epoch,
+        },
+        cached,
+    })
+}
+
+fn build_layer(
+    l: &crate::recipe::Layer,
+    epoch: u64,
+    compression: Compression,
+    threads: usize,
+    no_cache: bool,
+    store: &Store,
+    reporter: &dyn Reporter,
+) -> Result<(LayerRecord, bool), BuildError> {
+    let lerr = |source| BuildError::Layer {
+        layer: l.name.clone(),
+        source,
+    };
+    let entries = layer::scan(std::slice::from_ref(&l.spec)).map_err(lerr)?;
+    let total: u64 = entries
+        .iter()
+        .map(|e| {
+            if let EntryKind::File { size, .. } = e.kind {
+                size
+            } else {
+                0
+            }
+        })
+        .sum();
+
+    let fp = fingerprint(l, &entries, epoch, compression)?;
+    if !no_cache {
+        if let Some(key) = store.fingerprint(&fp)? {
+            if let Some(hit) = store.cached_layer(&key)? {
+                reporter.layer_finished(&l.name, true);
+                return Ok((record(&l.name, hit), true));
+            }
+        }
+    }
+
+    let key = content_key(l, &entries, epoch, compression, threads)?;
+    let _guard = store.lock(&key.hex())?;
+    if !no_cache {
+        if let Some(hit) = store.cached_layer(&key)? {
+            store.put_fingerprint(&fp, &key)?;
+            reporter.layer_finished(&l.name, true);
+            return Ok((record(&l.name, hit), true));
+        }
+    }
+
+    reporter.layer_started(&l.name, total);
+    let mut w = store.blob_writer()?;
+    let stats = layer::write_layer(
+        &entries,
+        &LayerOptions {
+            epoch,
+            compression,
+            threads,
+        },
+        &mut w,
+        &|n| reporter.layer_progress(n),
+    )
+    .map_err(lerr)?;
+    let digest = w.commit(Some(stats.digest))?;
+    let cached = CachedLayer {
+        media_type: compression.media_type().into(),
+        digest,
+        size: stats.size,
+        diff_id: stats.diff_id,
+        uncompressed_size: stats.uncompressed_size,
+    };
+    store.put_cached_layer(&key, &cached)?;
+    store.put_fingerprint(&fp, &key)?;
+    reporter.layer_finished(&l.name, false);
+    Ok((record(&l.name, cached), false))
+}
+
+fn record(name: &str, c: CachedLayer) -> LayerRecord {
+    let mut descriptor = Descriptor::new(&c.media_type, c.digest, c.size);
+    descriptor
+        .annotations
+        .insert(annotations::LAYER_NAME.into(), name.into());
+    LayerRecord {
+        descriptor,
+        diff_id: c.diff_id,
+        uncompressed_size: c.uncompressed_size,
+    }
+}
+
+fn kind_code(k: &EntryKind) -> &'static str {
+    match k {
+        EntryKind::Dir => "dir",
+        EntryKind::File { .. } => "file",
+        EntryKind::Symlink { .. } => "symlink",
+        EntryKind::Hardlink { .. } => "hardlink",
+    }
+}
+
+/// The host-metadata fingerprint: cheap, and only ever used to find a content key computed before.
+fn fingerprint(
+    l: &crate::recipe::Layer,
+    entries: &[Entry],
+    epoch: u64,
+    compression: Compression,
+) -> Result<Digest, BuildError> {
+    let s = &l.spec;
+    let rows: Vec<_> = entries
+        .iter()
+        .map(|e| {
+            let st = &e.stat;
+            json!([
+                e.path,
+                kind_code(&e.kind),
+                e.mode,
+                e.uid,
+                e.gid,
+                link_target(&e.kind),
+                st.dev,
+                st.ino,
+                st.size,
+                st.mtime_ns.to_string(),
+                st.ctime_ns.to_string(),
+                st.mode
+            ])
+        })
+        .collect();
+    let doc = json!({
+        "kind": "fingerprint/1",
+        "contract": layer::CONTRACT_VERSION,
+        "compression": compression.describe(),
+        "epoch": epoch,
+        "spec": {"src": s.src.to_string_lossy(), "dest": s.dest, "ignore": s.ignore, "uid": s.uid, "gid": s.gid,
+                 "mode": format!("{:?}", s.mode)},
+        "entries": rows,
+    });
+    Ok(Digest::of(&cjson::to_canonical_vec(
+        "layer fingerprint",
+        &doc,
+    )?))
+}
+
+fn link_target(k: &EntryKind) -> &str {
+    match k {
+        EntryKind::Symlink { target } | EntryKind::Hardlink { target } => target,
+        _ => "",
+    }
+}
+
+/// The content key: what the layer's bytes are a function of. Hashes file contents on `threads` threads.
+fn content_key(
+    l: &crate::recipe::Layer,
+    entries: &[Entry],
+    epoch: u64,
+    compression: Compression,
+    threads: usize,
+) -> Result<Digest, BuildError> {
+    let files: Vec<(usize, &PathBuf, u64)> = entries
+        .iter()
+        .enumerate()
+        .filter_map(|(i, e)| match &e.kind {
+            EntryKind::File { src, size } => Some((i, src, *size)),
+            _ => None,
+        })
+        .collect();
+    let mut digests: Vec<Option<Digest>> = vec![None; entries.len()];
+    let next = AtomicU64::new(0);
+    let results: Vec<Result<Vec<(usize, Digest)>, BuildError>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads.min(files.len()).max(1))
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut out = Vec::new();
+                    let mut buf = vec![0u8; 256 * 1024];
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                        let Some(&(idx, path, size)) = files.get(i) else {
+                            break;
+                        };
+                        let d =
+                            hash_file(path, size, &mut buf).map_err(|source| BuildError::Read {
+                                layer: l.name.clone(),
+                                path: path.clone(),
+                                source,
+                            })?;
+                        out.push((idx, d));
+                    }
+                    Ok(out)
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join().unwrap_or_else(|_| {
+                    Err(BuildError::Read {
+                        layer: l.name.clone(),
+                        path: PathBuf::new(),
+                        source: io::Error::other("hashing thread panicked"),
+                    })
+                })
+            })
+            .collect()
+    });
+    for r in results {
+        for (idx, d) in r? {
+            digests[idx] = Some(d);
+        }
+    }
+    let rows: Vec<_> = entries
+        .iter()
+        .zip(&digests)
+        .map(|(e, d)| {
+            let size = if let EntryKind::File { size, .. } = e.kind {
+                size
+            } else {
+                0
+            };
+            json!([
+                e.path,
+                kind_code(&e.kind),
+                e.mode,
+                e.uid,
+                e.gid,
+                size,
+                link_target(&e.kind),
+                d.map(|d| d.to_string()).unwrap_or_default()
+            ])
+        })
+        .collect();
+    let doc = json!({
+        "kind": "layer/1",
+        "contract": layer::CONTRACT_VERSION,
+        "compression": compression.describe(),
+        "epoch": epoch,
+        "entries": rows,
+    });
+    Ok(Digest::of(&cjson::to_canonical_vec("layer key", &doc)?))
+}
+
+fn hash_file(path: &PathBuf, size: u64, buf: &mut [u8]) -> io::Result<Digest> {
+    let mut f = fs::File::open(path)?;
+    let mut h = Hasher::new();
+    loop {
+        let n = f.read(buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    let (d, n) = h.finish();
+    if n != size {
+        return Err(io::Error::other(format!(
+            "file changed while reading: expected {size} bytes, read {n}"
+        )));
+    }
+    Ok(d)
+}

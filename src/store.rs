@@ -1,1 +1,336 @@
-//! (in progress)
+//! The content-addressed store and the layer cache.
+//!
+//! Layout under the store root (default `$OCIBUILD_CACHE`, else `$XDG_CACHE_HOME/ocibuild`, else
+//! `~/.cache/ocibuild`), shared by every recipe and every build:
+//!
+//! ```text
+//! blobs/sha256/<hex>     content-addressed blobs (layers, configs, manifests), verified on write
+//! layers/<key>.json      layer cache: hash of a layer's inputs → the layer it produced
+//! fingerprints/<fp>      stat fast path: hash of the inputs' host metadata → layer cache key
+//! locks/<key>.lock       advisory locks, so two builds of the same layer do the work once
+//! tmp/                   temporary files, renamed into place when complete
+//! ```
+//!
+//! Every write goes to a temporary file that is renamed into place only once its digest has been
+//! checked, so a crash or a concurrent build never leaves a blob whose name lies about its content.
+
+use std::io::{self, Read, Write};
+use std::path::{Path, PathBuf};
+
+use fs_err as fs;
+use serde::{Deserialize, Serialize};
+
+use crate::digest::{Digest, HashingWriter};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error(transparent)]
+    Io(#[from] io::Error),
+    #[error("cannot find a cache directory: set OCIBUILD_CACHE, XDG_CACHE_HOME or HOME")]
+    NoCacheDir,
+    #[error("blob {path}: expected digest {expected}, found {found}")]
+    DigestMismatch {
+        path: PathBuf,
+        expected: Digest,
+        found: Digest,
+    },
+    #[error("blob {digest} is not in the store {root}")]
+    MissingBlob { root: PathBuf, digest: Digest },
+    #[error("cache entry {path} is corrupt: {source}")]
+    CorruptEntry {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+}
+
+/// A layer the cache knows: enough to put it in a manifest without reading it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CachedLayer {
+    pub media_type: String,
+    pub digest: Digest,
+    pub size: u64,
+    pub diff_id: Digest,
+    pub uncompressed_size: u64,
+}
+
+/// The store: a root directory with the layout described in the module docs.
+#[derive(Clone, Debug)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// The default store root: `$OCIBUILD_CACHE`, `$XDG_CACHE_HOME/ocibuild` or `~/.cache/ocibuild`.
+    pub fn default_root() -> Result<PathBuf, StoreError> {
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
+        if let Some(p) = env("OCIBUILD_CACHE") {
+            return Ok(p);
+        }
+        if let Some(p) = env("XDG_CACHE_HOME") {
+            return Ok(p.join("ocibuild"));
+        }
+        env("HOME")
+            .map(|h| h.join(".cache").join("ocibuild"))
+            .ok_or(StoreError::NoCacheDir)
+    }
+
+    /// Open (creating if needed) the store at `root`.
+    pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
+        let root = root.into();
+        for sub in ["blobs/sha256", "layers", "fingerprints", "locks", "tmp"] {
+            fs::create_dir_all(root.join(sub))?;
+        }
+        Ok(Store { root })
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.root.join("blobs/sha256").join(digest.hex())
+    }
+
+    pub fn has_blob(&self, digest: &Digest) -> bool {
+        self.blob_path(digest).is_file()
+    }
+
+    /// Open a stored blob for reading.
+    pub fn open_blob(&self, digest: &Digest) -> Result<fs::File, StoreError> {
+        let path = self.blob_path(digest);
+        if !path.is_file() {
+            return Err(StoreError::MissingBlob {
+                root: self.root.clone(),
+                digest: *digest,
+            });
+        }
+        Ok(fs::File::open(path)?)
+    }
+
+    /// Read a whole (small) blob, verifying its digest.
+    pub fn read_blob(&self, digest: &Digest) -> Result<Vec<u8>, StoreError> {
+        let path = self.blob_path(digest);
+        let mut data = Vec::new();
+        self.open_blob(digest)?.read_to_end(&mut data)?;
+        let found = Digest::of(&data);
+        if found != *digest {
+            return Err(StoreError::DigestMismatch {
+                path,
+                expected: *digest,
+                found,
+            });
+        }
+        Ok(data)
+    }
+
+    /// Store a byte slice; returns its digest.
+    pub fn put_bytes(&self, data: &[u8]) -> Result<Digest, StoreError> {
+        let digest = Digest::of(data);
+        if self.has_blob(&digest) {
+            return Ok(digest);
+        }
+        let mut w = self.blob_writer()?;
+        w.write_all(data)?;
+        w.commit(Some(digest))
+    }
+
+    /// A writer for a new blob; call [`BlobWriter::commit`] to put it in place.
+    pub fn blob_writer(&self) -> Result<BlobWriter, StoreError> {
+        let file = tempfile::Builder::new()
+            .prefix("blob-")
+            .tempfile_in(self.root.join("tmp"))?;
+        Ok(BlobWriter {
+            inner: HashingWriter::new(io::BufWriter::with_capacity(256 * 1024, file)),
+            blobs: self.root.join("blobs/sha256"),
+        })
+    }
+
+    /// Take an exclusive advisory lock named `name` (blocks until free). Released on drop.
+    pub fn lock(&self, name: &str) -> Result<LockGuard, StoreError> {
+        let path = self.root.join("locks").join(format!("{name}.lock"));
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)?;
+        file.file()
+            .lock()
+            .map_err(|e| io::Error::new(e.kind(), format!("locking {}: {e}", path.display())))?;
+        Ok(LockGuard { _file: file })
+    }
+
+    /// The cached layer for an input key, if it and its blob are present.
+    pub fn cached_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
+        let path = self.root.join("layers").join(format!("{}.json", key.hex()));
+        let data = match fs::read(&path) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e.into()),
+        };
+        let layer: CachedLayer = serde_json::from_slice(&data)
+            .map_err(|source| StoreError::CorruptEntry { path, source })?;
+        Ok(self.has_blob(&layer.digest).then_some(layer))
+    }
+
+    /// Record the layer built for an input key.
+    pub fn put_cached_layer(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
+        let path = self.root.join("layers").join(format!("{}.json", key.hex()));
+        let data = serde_json::to_vec(layer).map_err(|source| StoreError::CorruptEntry {
+            path: path.clone(),
+            source,
+        })?;
+        self.write_small(&path, &data)
+    }
+
+    /// The layer cache key recorded for a stat fingerprint, if any.
+    pub fn fingerprint(&self, fp: &Digest) -> Result<Option<Digest>, StoreError> {
+        let path = self.root.join("fingerprints").join(fp.hex());
+        match fs::read_to_string(&path) {
+            Ok(s) => Ok(s.trim().parse().ok()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    pub fn put_fingerprint(&self, fp: &Digest, key: &Digest) -> Result<(), StoreError> {
+        let path = self.root.join("fingerprints").join(fp.hex());
+        self.write_small(&path, key.to_string().as_bytes())
+    }
+
+    fn write_small(&self, path: &Path, data: &[u8]) -> Result<(), StoreError> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix("meta-")
+            .tempfile_in(self.root.join("tmp"))?;
+        tmp.write_all(data)?;
+        tmp.persist(path).map_err(|e| {
+            io::Error::new(
+                e.error.kind(),
+                format!("renaming into {}: {}", path.display(), e.error),
+            )
+        })?;
+        Ok(())
+    }
+}
+
+/// Holds a store lock until dropped.
+pub struct LockGuard {
+    _file: fs::File,
+}
+
+/// A blob being written: hashed while streaming, renamed into place on [`commit`](Self::commit).
+pub struct BlobWriter {
+    inner: HashingWriter<io::BufWriter<tempfile::NamedTempFile>>,
+    blobs: PathBuf,
+}
+
+impl BlobWriter {
+    pub fn bytes_written(&self) -> u64 {
+        self.inner.bytes_written()
+    }
+
+    /// Finish the blob. With `expected`, a different digest is an error and nothing is kept.
+    pub fn commit(self, expected: Option<Digest>) -> Result<Digest, StoreError> {
+        let (buf, digest, _) = self.inner.finish();
+        let tmp = buf.into_inner().map_err(|e| e.into_error())?;
+        if let Some(expected) = expected {
+            if expected != digest {
+                return Err(StoreError::DigestMismatch {
+                    path: tmp.path().to_path_buf(),
+                    expected,
+                    found: digest,
+                });
+            }
+        }
+        let dest = self.blobs.join(digest.hex());
+        tmp.as_file().sync_data()?;
+        tmp.persist(&dest).map_err(|e| {
+            io::Error::new(
+                e.error.kind(),
+                format!("renaming into {}: {}", dest.display(), e.error),
+            )
+        })?;
+        Ok(digest)
+    }
+}
+
+impl Write for BlobWriter {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.inner.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn put_read_and_verify() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let d = store.put_bytes(b"hello").unwrap();
+        assert_eq!(d, Digest::of(b"hello"));
+        assert_eq!(store.read_blob(&d).unwrap(), b"hello");
+        // A blob whose bytes changed on disk is caught on read.
+        std::fs::write(store.blob_path(&d), b"evil").unwrap();
+        assert!(matches!(
+            store.read_blob(&d),
+            Err(StoreError::DigestMismatch { .. })
+        ));
+    }
+
+    #[test]
+    fn wrong_expected_digest_keeps_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut w = store.blob_writer().unwrap();
+        w.write_all(b"abc").unwrap();
+        let err = w.commit(Some(Digest::of(b"xyz"))).unwrap_err();
+        assert!(matches!(err, StoreError::DigestMismatch { .. }));
+        assert!(!store.has_blob(&Digest::of(b"abc")));
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
+            0
+        );
+    }
+
+    #[test]
+    fn layer_cache_needs_its_blob() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = Digest::of(b"key");
+        let layer = CachedLayer {
+            media_type: "m".into(),
+            digest: Digest::of(b"layer"),
+            size: 5,
+            diff_id: Digest::of(b"tar"),
+            uncompressed_size: 3,
+        };
+        store.put_cached_layer(&key, &layer).unwrap();
+        assert_eq!(store.cached_layer(&key).unwrap(), None);
+        store.put_bytes(b"layer").unwrap();
+        assert_eq!(store.cached_layer(&key).unwrap(), Some(layer));
+        let fp = Digest::of(b"fp");
+        assert_eq!(store.fingerprint(&fp).unwrap(), None);
+        store.put_fingerprint(&fp, &key).unwrap();
+        assert_eq!(store.fingerprint(&fp).unwrap(), Some(key));
+    }
+
+    #[test]
+    fn locks_are_exclusive_across_handles() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let g = store.lock("k").unwrap();
+        let path = dir.path().join("locks/k.lock");
+        let other = std::fs::File::open(&path).unwrap();
+        assert!(other.try_lock().is_err());
+        drop(g);
+        assert!(other.try_lock().is_ok());
+    }
+}

@@ -68,9 +68,10 @@ fn make_layout(dir: &Path, glibc: bool) -> PathBuf {
     if glibc {
         sh(&format!(
             "set -e; mkdir -p {r}/lib64 {r}/lib/x86_64-linux-gnu {r}/lib/aarch64-linux-gnu
-             for lib in $(ldd /bin/true | awk '/=>/ {{print $3}} /ld-linux/ {{print $1}}') $(ldconfig -p | awk '/libgcc_s.so.1 / {{print $NF; exit}}'); do
+             for lib in $(ldd {exe} | awk '/=>/ {{print $3}} /ld-linux/ {{print $1}}') $(ldconfig -p | awk '/libgcc_s.so.1 / {{print $NF; exit}}'); do
                cp -L \"$lib\" \"{r}$lib\"
-             done"
+             done",
+            exe = env!("CARGO_BIN_EXE_ocibuild")
         ));
     }
     sh(&format!(
@@ -80,7 +81,7 @@ fn make_layout(dir: &Path, glibc: bool) -> PathBuf {
 }
 
 fn podman_args() -> Vec<String> {
-    std::env::var("OCIBUILD_TEST_PODMAN_ARGS")
+    std::env::var("OCIBUILD_PODMAN_ARGS")
         .unwrap_or_else(|_| DEFAULT_PODMAN_ARGS.to_string())
         .split_whitespace()
         .map(str::to_string)

@@ -1,4 +1,147 @@
 //! Command line: clap types and one file per subcommand. The only module that prints.
-pub fn main() -> std::process::ExitCode {
-    std::process::ExitCode::SUCCESS
+
+mod build;
+mod progress;
+mod test;
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+use crate::store::Store;
+
+const AFTER_HELP: &str = "\
+`ocibuild RECIPE.toml` is short for `ocibuild build RECIPE.toml`.
+
+Environment:
+  SOURCE_DATE_EPOCH   timestamp for every file and history entry (wins over the recipe; default 0)
+  OCIBUILD_CACHE      content store and layer cache directory (default $XDG_CACHE_HOME/ocibuild)
+  OCIBUILD_JOBS       worker threads (default: all cores); never changes the output
+
+Docs: README.md and docs/recipe.md in the ocibuild repository.";
+
+#[derive(Parser, Debug)]
+#[command(name = "ocibuild", version, about = "Daemonless, reproducible OCI image builder", after_help = AFTER_HELP)]
+pub struct Cli {
+    /// No progress output; only results and errors.
+    #[arg(short, long, global = true)]
+    quiet: bool,
+    /// Content store and layer cache directory.
+    #[arg(long, global = true, env = "OCIBUILD_CACHE", value_name = "DIR")]
+    cache_dir: Option<PathBuf>,
+    /// Worker threads for hashing and compression (default: all cores). Never changes the output.
+    #[arg(short, long, global = true, env = "OCIBUILD_JOBS", value_name = "N")]
+    jobs: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Build an image from a recipe and write it to an OCI layout or archive.
+    Build(build::BuildArgs),
+    /// Run the recipe's [[test]] entries under podman against the image already built.
+    Test(test::TestArgs),
+    /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
+    #[command(name = "cuda-smoke", hide = true)]
+    CudaSmoke(test::SmokeArgs),
+}
+
+/// Subcommand names, for the `ocibuild RECIPE.toml` shorthand.
+const SUBCOMMANDS: &[&str] = &["build", "test", "cuda-smoke", "help"];
+
+/// Insert `build` before the first positional argument when no subcommand was given.
+fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
+    let takes_value = ["--cache-dir", "-j", "--jobs"];
+    let mut i = 1;
+    while i < args.len() {
+        let a = args[i].to_string_lossy();
+        if takes_value.contains(&a.as_ref()) {
+            i += 2;
+            continue;
+        }
+        if a.starts_with('-') {
+            i += 1;
+            continue;
+        }
+        if SUBCOMMANDS.contains(&a.as_ref()) {
+            return args;
+        }
+        let mut out = args;
+        out.insert(i, OsString::from("build"));
+        return out;
+    }
+    args
+}
+
+pub fn main() -> ExitCode {
+    let args = with_default_subcommand(std::env::args_os().collect());
+    let cli = Cli::parse_from(args);
+    let result = match &cli.command {
+        Command::Build(a) => build::run(&cli, a),
+        Command::Test(a) => test::run(&cli, a),
+        Command::CudaSmoke(a) => return test::smoke(a),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+impl Cli {
+    fn threads(&self) -> usize {
+        self.jobs.filter(|&n| n > 0).unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        })
+    }
+
+    fn store(&self) -> anyhow::Result<Store> {
+        let root = match &self.cache_dir {
+            Some(p) => p.clone(),
+            None => Store::default_root()?,
+        };
+        Ok(Store::open(root)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn shorthand_inserts_build() {
+        assert_eq!(
+            with_default_subcommand(v(&["ocibuild", "r.toml"])),
+            v(&["ocibuild", "build", "r.toml"])
+        );
+        assert_eq!(
+            with_default_subcommand(v(&["ocibuild", "-q", "--jobs", "2", "r.toml", "-o", "x"])),
+            v(&["ocibuild", "-q", "--jobs", "2", "build", "r.toml", "-o", "x"])
+        );
+        assert_eq!(
+            with_default_subcommand(v(&["ocibuild", "build", "r.toml"])),
+            v(&["ocibuild", "build", "r.toml"])
+        );
+        assert_eq!(
+            with_default_subcommand(v(&["ocibuild", "--help"])),
+            v(&["ocibuild", "--help"])
+        );
+    }
+
+    #[test]
+    fn clap_definition_is_valid() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
 }

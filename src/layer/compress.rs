@@ -315,7 +315,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            if x % 3 == 0 {
+            if x.is_multiple_of(3) {
                 v.extend_from_slice(b"the quick brown fox jumps over the lazy dog; ");
             } else {
                 v.extend_from_slice(&x.to_le_bytes());

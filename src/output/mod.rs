@@ -1,1 +1,138 @@
-//! (in progress)
+//! Output writers: OCI image layout directory, `oci-archive` tar, `docker-archive` tar.
+//!
+//! Every writer is atomic: blobs are renamed into place before anything names them, and the
+//! file that names them (`index.json`, or the archive itself) is renamed into place last.
+
+mod archive;
+mod layout;
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use crate::digest::Digest;
+use crate::image::ImageRecord;
+use crate::json::JsonError;
+use crate::layer::LayerError;
+use crate::store::{Store, StoreError};
+
+pub use layout::{read_index, write_layout};
+
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    /// An fs-err error: its message already names the path.
+    #[error(transparent)]
+    Fs(#[from] io::Error),
+    #[error(
+        "refusing to write into {path}: it exists and is neither empty nor an OCI image layout"
+    )]
+    NotALayout { path: PathBuf },
+    #[error("{path}: invalid index.json: {source}")]
+    BadIndex {
+        path: PathBuf,
+        source: serde_json::Error,
+    },
+    #[error("layer {digest}: decompressed content has diff_id {found}, expected {expected}")]
+    DiffIdMismatch {
+        digest: Digest,
+        expected: Digest,
+        found: Digest,
+    },
+    #[error(
+        "unknown output `{0}`: expected DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE"
+    )]
+    BadTarget(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Layer(#[from] LayerError),
+    #[error(transparent)]
+    Json(#[from] JsonError),
+}
+
+pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> OutputError {
+    let path = path.into();
+    move |source| OutputError::Io { path, source }
+}
+
+/// Where a built image goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// An OCI image layout directory (`DIR` or `oci:DIR`).
+    Layout(PathBuf),
+    /// A tar of an OCI image layout (`oci-archive:FILE`).
+    OciArchive(PathBuf),
+    /// A `docker save` style tar that `docker load` and `podman load` accept (`docker-archive:FILE`).
+    DockerArchive(PathBuf),
+}
+
+impl FromStr for Target {
+    type Err = OutputError;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let nonempty = |p: &str| {
+            if p.is_empty() {
+                Err(OutputError::BadTarget(s.to_string()))
+            } else {
+                Ok(PathBuf::from(p))
+            }
+        };
+        if let Some(p) = s.strip_prefix("oci-archive:") {
+            Ok(Target::OciArchive(nonempty(p)?))
+        } else if let Some(p) = s.strip_prefix("docker-archive:") {
+            Ok(Target::DockerArchive(nonempty(p)?))
+        } else if let Some(p) = s.strip_prefix("oci:") {
+            Ok(Target::Layout(nonempty(p)?))
+        } else {
+            Ok(Target::Layout(nonempty(s)?))
+        }
+    }
+}
+
+impl fmt::Display for Target {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Target::Layout(p) => write!(f, "oci:{}", p.display()),
+            Target::OciArchive(p) => write!(f, "oci-archive:{}", p.display()),
+            Target::DockerArchive(p) => write!(f, "docker-archive:{}", p.display()),
+        }
+    }
+}
+
+/// Write `image` (whose blobs are in `store`) to `target`.
+pub fn write(target: &Target, store: &Store, image: &ImageRecord) -> Result<(), OutputError> {
+    match target {
+        Target::Layout(dir) => write_layout(dir, store, image),
+        Target::OciArchive(file) => archive::write_oci_archive(file, store, image),
+        Target::DockerArchive(file) => archive::write_docker_archive(file, store, image),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_targets() {
+        assert_eq!(
+            "out".parse::<Target>().unwrap(),
+            Target::Layout("out".into())
+        );
+        assert_eq!(
+            "oci:/a/b".parse::<Target>().unwrap(),
+            Target::Layout("/a/b".into())
+        );
+        assert_eq!(
+            "oci-archive:x.tar".parse::<Target>().unwrap(),
+            Target::OciArchive("x.tar".into())
+        );
+        assert_eq!(
+            "docker-archive:d.tar".parse::<Target>().unwrap(),
+            Target::DockerArchive("d.tar".into())
+        );
+        assert!("oci-archive:".parse::<Target>().is_err());
+        assert!("".parse::<Target>().is_err());
+    }
+}

@@ -519,3 +519,38 @@ pub fn podman_image_exists(name: &str) -> bool {
         .status
         .success()
 }
+
+/// `podman ARGS...`, which must succeed; returns its stdout.
+pub fn podman(args: &[&str]) -> String {
+    stdout(&run_ok(Command::new("podman").args(args)))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Reading what ocibuild wrote
+
+/// The OCI architecture name of this host (`amd64`, `arm64`, ...).
+pub fn host_arch() -> &'static str {
+    match std::env::consts::ARCH {
+        "x86_64" => "amd64",
+        "aarch64" => "arm64",
+        other => other,
+    }
+}
+
+/// One line per member of a (gzip or plain) tar, read by Python's tarfile, an independent
+/// reader: `TYPE MODE UID:GID PATH[ -> TARGET]`, TYPE one of d f l h.
+pub fn tar_listing(path: &Path) -> Vec<String> {
+    const SCRIPT: &str = r#"
+import sys, tarfile
+with tarfile.open(sys.argv[1], "r:*") as t:
+    for m in t.getmembers():
+        kind = "d" if m.isdir() else "l" if m.issym() else "h" if m.islnk() else "f" if m.isfile() else "?"
+        name = m.name + ("/" if m.isdir() and not m.name.endswith("/") else "")
+        line = "%s %04o %d:%d %s" % (kind, m.mode, m.uid, m.gid, name)
+        if m.issym() or m.islnk():
+            line += " -> " + m.linkname
+        print(line)
+"#;
+    let out = run_ok(Command::new("python3").args(["-c", SCRIPT]).arg(path));
+    stdout(&out).lines().map(String::from).collect()
+}

@@ -1,0 +1,132 @@
+//! `ocibuild build RECIPE`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use serde_json::json;
+
+use super::progress::Bars;
+use super::Cli;
+use crate::build::{self, BuildOptions, Built};
+use crate::output::{self, Target};
+use crate::recipe;
+
+#[derive(Args, Debug)]
+pub struct BuildArgs {
+    /// The recipe (TOML).
+    pub recipe: PathBuf,
+    /// Where to write the image: DIR or oci:DIR (OCI image layout), oci-archive:FILE, or
+    /// docker-archive:FILE (for `docker load` / `podman load`). Default: ./<recipe name>.oci
+    #[arg(short, long, value_name = "TARGET")]
+    pub output: Option<String>,
+    /// Rebuild every layer instead of taking it from the layer cache.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Print the result as JSON (manifest digest, layers with diff_id, digest, size) on stdout.
+    #[arg(long)]
+    pub json: bool,
+    /// After building, run the recipe's [[test]] entries (the image must go to an OCI layout).
+    #[arg(long)]
+    pub test: bool,
+    #[command(flatten)]
+    pub test_opts: super::test::TestOptions,
+}
+
+/// The output a recipe builds to when `--output` is not given: `./<recipe file stem>.oci`.
+pub fn default_output(recipe: &Path) -> PathBuf {
+    let stem = recipe
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "image".into());
+    PathBuf::from(format!("{stem}.oci"))
+}
+
+/// SOURCE_DATE_EPOCH from the environment, if set.
+pub fn env_epoch() -> anyhow::Result<Option<u64>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().parse().with_context(|| {
+            format!("SOURCE_DATE_EPOCH={v:?} is not a non-negative integer of seconds")
+        })?)),
+        _ => Ok(None),
+    }
+}
+
+pub fn build_recipe(
+    cli: &Cli,
+    args: &BuildArgs,
+) -> anyhow::Result<(Built, Target, recipe::Recipe)> {
+    let target: Target = match &args.output {
+        Some(o) => o.parse()?,
+        None => Target::Layout(default_output(&args.recipe)),
+    };
+    let recipe = recipe::load(&args.recipe)?;
+    let store = cli.store()?;
+    let opts = BuildOptions {
+        threads: cli.threads(),
+        epoch_override: env_epoch()?,
+        no_cache: args.no_cache,
+    };
+    let bars = Bars::new(cli.quiet);
+    let built = build::build(&recipe, &opts, &store, &bars)?;
+    if args.test && !matches!(target, Target::Layout(_)) {
+        anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
+    }
+    output::write(&target, &store, &built.image)?;
+    Ok((built, target, recipe))
+}
+
+pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
+    if args.test && args.json {
+        anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
+    }
+    let (built, target, recipe) = build_recipe(cli, args)?;
+    let img = &built.image;
+    if args.json {
+        let layers: Vec<_> = img
+            .layers
+            .iter()
+            .zip(&built.cached)
+            .map(|(l, (name, cached))| {
+                json!({
+                    "name": name,
+                    "mediaType": l.descriptor.media_type,
+                    "digest": l.descriptor.digest,
+                    "size": l.descriptor.size,
+                    "diffId": l.diff_id,
+                    "uncompressedSize": l.uncompressed_size,
+                    "cached": cached,
+                })
+            })
+            .collect();
+        let doc = json!({
+            "image": img.full_name(),
+            "output": target.to_string(),
+            "manifest": img.manifest.digest,
+            "manifestSize": img.manifest.size,
+            "config": img.config.digest,
+            "layers": layers,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        println!("{} -> {}", img.full_name(), target);
+        println!("manifest {}", img.manifest.digest);
+        if !cli.quiet {
+            for (l, (name, cached)) in img.layers.iter().zip(&built.cached) {
+                println!(
+                    "  layer {name}: {} ({} bytes{})",
+                    l.descriptor.digest,
+                    l.descriptor.size,
+                    if *cached { ", cached" } else { "" }
+                );
+            }
+        }
+    }
+    if args.test {
+        if let Target::Layout(dir) = &target {
+            return super::test::run_stage(&recipe, dir, &args.test_opts, false);
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

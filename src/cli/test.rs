@@ -1,0 +1,183 @@
+//! `ocibuild test RECIPE` and the hidden `ocibuild cuda-smoke`.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use clap::Args;
+use serde_json::json;
+
+use super::build::default_output;
+use super::Cli;
+use crate::output::Target;
+use crate::recipe::{self, Gpu, Recipe, TestRun};
+use crate::run::{
+    self, GpuPolicy, Outcome, RunOptions, Summary, TestCommand, TestResult, TestSpec,
+};
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct TestOptions {
+    /// Run only these tests (repeatable); default: all of the recipe's [[test]] entries.
+    #[arg(long = "only", value_name = "NAME")]
+    pub only: Vec<String>,
+    /// The podman to use (a path, or a name looked up on PATH).
+    #[arg(
+        long,
+        value_name = "PATH",
+        default_value = "podman",
+        env = "OCIBUILD_PODMAN"
+    )]
+    pub podman: PathBuf,
+    /// An extra `podman run` flag (repeatable), after the recipe's [podman] args and
+    /// OCIBUILD_PODMAN_ARGS (whitespace-separated).
+    #[arg(long = "podman-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub podman_args: Vec<String>,
+    /// Run GPU tests even where no GPU is found (to see how the check fails there).
+    #[arg(long)]
+    pub force_gpu: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct TestArgs {
+    /// The recipe whose image (already built) is tested.
+    pub recipe: PathBuf,
+    /// The OCI layout the image was built into (DIR or oci:DIR). Default: ./<recipe name>.oci
+    #[arg(short, long, value_name = "TARGET")]
+    pub output: Option<String>,
+    /// Print the results as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub opts: TestOptions,
+}
+
+/// The recipe's tests in the test stage's terms.
+fn specs(recipe: &Recipe) -> Result<Vec<TestSpec>, run::RunError> {
+    recipe
+        .tests
+        .iter()
+        .map(|t| {
+            Ok(TestSpec {
+                name: t.name.clone(),
+                run: match &t.run {
+                    TestRun::Command(argv) => TestCommand::Argv(argv.clone()),
+                    TestRun::Check(name) => TestCommand::check(name)?,
+                },
+                env: t.env.clone(),
+                workdir: t.workdir.clone(),
+                user: t.user.clone(),
+                exit_code: t.exit_code,
+                expect_output: t.expect_output.clone(),
+                timeout: Duration::from_secs(t.timeout_secs),
+                gpu: match t.gpu {
+                    Gpu::Required => GpuPolicy::Required,
+                    Gpu::Optional => GpuPolicy::Optional,
+                    Gpu::Off => GpuPolicy::Off,
+                },
+            })
+        })
+        .collect()
+}
+
+/// Run `recipe`'s tests against the image tagged `recipe.image.tag` in `layout`; prints each
+/// result and the closing counts. Returns the exit code.
+pub fn run_stage(
+    recipe: &Recipe,
+    layout: &std::path::Path,
+    opts: &TestOptions,
+    json_out: bool,
+) -> anyhow::Result<ExitCode> {
+    let all = specs(recipe)?;
+    let selected: Vec<TestSpec> = run::select_tests(&all, &opts.only)?
+        .into_iter()
+        .cloned()
+        .collect();
+    let mut podman_args = recipe.podman.args.clone();
+    if let Ok(env) = std::env::var("OCIBUILD_PODMAN_ARGS") {
+        podman_args.extend(env.split_whitespace().map(String::from));
+    }
+    podman_args.extend(opts.podman_args.iter().cloned());
+    let run_opts = RunOptions {
+        podman: opts.podman.clone(),
+        podman_args,
+        self_exe: std::env::current_exe()?,
+        force_gpu: opts.force_gpu,
+    };
+    let report = |r: &TestResult| {
+        if json_out {
+            return;
+        }
+        let secs = r.duration.as_secs_f64();
+        match &r.outcome {
+            Outcome::Passed => println!("test {} ... passed ({secs:.1}s)", r.name),
+            Outcome::Skipped { reason } => println!("test {} ... skipped: {reason}", r.name),
+            Outcome::Failed { reason } => {
+                let code = r
+                    .exit_code
+                    .map(|c| format!(", exit code {c}"))
+                    .unwrap_or_default();
+                println!("test {} ... FAILED ({secs:.1}s{code}): {reason}", r.name);
+                for line in &r.output_tail {
+                    println!("    | {line}");
+                }
+            }
+        }
+    };
+    let results = run::run_tests(layout, &recipe.image.tag, &selected, &run_opts, &report)?;
+    let summary = Summary::of(&results);
+    if json_out {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"summary": summary, "tests": results}))?
+        );
+    } else {
+        println!("{summary}");
+    }
+    Ok(if summary.any_failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub fn run(_cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
+    let layout = match &args.output {
+        Some(o) => match o.parse::<Target>()? {
+            Target::Layout(dir) => dir,
+            other => anyhow::bail!(
+                "`ocibuild test` runs images from an OCI layout directory, not {other}"
+            ),
+        },
+        None => default_output(&args.recipe),
+    };
+    let recipe = recipe::load(&args.recipe)?;
+    if !layout.join("index.json").is_file() {
+        anyhow::bail!(
+            "no OCI layout at {}: build it first with `ocibuild build {} --output {}`",
+            layout.display(),
+            args.recipe.display(),
+            layout.display()
+        );
+    }
+    run_stage(&recipe, &layout, &args.opts, args.json)
+}
+
+#[derive(Args, Debug)]
+pub struct SmokeArgs {
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The built-in GPU check, run inside the container under test (hidden subcommand).
+pub fn smoke(args: &SmokeArgs) -> ExitCode {
+    let r = run::smoke::run();
+    match &r {
+        Ok(rep) if args.json => {
+            println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default())
+        }
+        Ok(rep) => println!("{rep}"),
+        Err(e) => eprintln!("cuda-smoke: {e}"),
+    }
+    ExitCode::from(run::smoke::exit_code(&r))
+}

@@ -1,0 +1,463 @@
+//! Core build: golden digests, reproducibility across host conditions, layout atomicity, and
+//! bad input. Drives the real `ocibuild` binary.
+
+mod common;
+
+use std::fs;
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::Output;
+use std::time::{Duration, SystemTime};
+
+use serde_json::Value;
+
+/// A fixed app tree. `order` flips the creation order (so read_dir order differs) and `mode` is
+/// the permission base the host gives new files (like a umask would).
+fn make_tree(root: &Path, reverse: bool, file_mode: u32) {
+    let mut files: Vec<(&str, &[u8], bool)> = vec![
+        ("app/main.sh", b"#!/bin/sh\necho hello\n", true),
+        ("app/data/values.txt", b"1 2 3\n", false),
+        ("app/data/z-last.bin", &[0u8, 1, 2, 255], false),
+        ("app/README", b"readme\n", false),
+        ("app/skip.pyc", b"bytecode", false),
+        ("app/nested/deeper/leaf.txt", b"leaf\n", false),
+    ];
+    if reverse {
+        files.reverse();
+    }
+    for (p, content, exec) in files {
+        let path = root.join(p);
+        fs::create_dir_all(path.parent().unwrap()).unwrap();
+        fs::write(&path, content).unwrap();
+        let mode = if exec { file_mode | 0o111 } else { file_mode };
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+    }
+    symlink("../../etc/hostname", root.join("app/outside-link")).unwrap();
+    symlink("data/values.txt", root.join("app/values-link")).unwrap();
+    fs::write(root.join("app/.dockerignore"), "*.pyc\n").unwrap();
+}
+
+fn recipe_text(compression: &str) -> String {
+    format!(
+        r#"[image]
+name = "example.com/ocibuild/golden"
+tag = "v1"
+compression = "{compression}"
+platform = "linux/amd64"
+
+[[layer]]
+name = "app"
+src = "app"
+dest = "/srv/app"
+owner = "1000:1000"
+
+[config]
+env = {{ GREETING = "hello", PATH = "/usr/bin:/bin" }}
+entrypoint = ["/srv/app/main.sh"]
+cmd = ["--verbose"]
+workdir = "/srv/app"
+user = "1000:1000"
+labels = {{ "org.opencontainers.image.source" = "https://example.com/golden" }}
+exposed-ports = ["8080", "53/udp"]
+annotations = {{ "org.example.team" = "ml" }}
+"#
+    )
+}
+
+fn write_project(dir: &Path, compression: &str, reverse: bool, file_mode: u32) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    make_tree(dir, reverse, file_mode);
+    let recipe = dir.join("golden.toml");
+    fs::write(&recipe, recipe_text(compression)).unwrap();
+    recipe
+}
+
+fn build_json(mut cmd: std::process::Command) -> Value {
+    let out = cmd.output().unwrap();
+    assert!(
+        out.status.success(),
+        "build failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "bad --json output ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+fn build_cmd(recipe: &Path, out: &Path, cache: &Path) -> std::process::Command {
+    let mut c = common::ocibuild();
+    c.arg("build")
+        .arg(recipe)
+        .arg("--output")
+        .arg(out)
+        .arg("--json")
+        .env("OCIBUILD_CACHE", cache);
+    c
+}
+
+/// Every blob file name under a layout, sorted.
+fn blob_names(layout: &Path) -> Vec<String> {
+    let mut v: Vec<String> = fs::read_dir(layout.join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+// Golden digests pin determinism contract v1. A change here is a deliberate, visible event:
+// bump layer::CONTRACT_VERSION and say why in the commit.
+const GOLDEN_GZIP: &str = "sha256:9bab141ee9b3469ec80f3484f629eab449365c730d05ca6d16102b5ab40b9fdf";
+const GOLDEN_ZSTD: &str = "sha256:4ac99ae97c204d523d3e75d1c6e35e99f52c8f7c529b128c95ae05a1d1a70d05";
+const GOLDEN_NONE: &str = "sha256:ee9b4b44fc3c4b1b1933ed1dac3d1d6d36e9fd022221dadcb85926b9e2aaadb7";
+
+#[test]
+fn golden_manifest_digests() {
+    let mut changed = Vec::new();
+    for (compression, golden) in [
+        ("gzip", GOLDEN_GZIP),
+        ("zstd", GOLDEN_ZSTD),
+        ("none", GOLDEN_NONE),
+    ] {
+        let tmp = common::tempdir();
+        let recipe = write_project(&tmp.path().join("p"), compression, false, 0o644);
+        let v = build_json(build_cmd(
+            &recipe,
+            &tmp.path().join("out"),
+            &tmp.path().join("cache"),
+        ));
+        if v["manifest"] != golden {
+            changed.push(format!(
+                "{compression}: expected {golden}, built {}",
+                v["manifest"]
+            ));
+        }
+    }
+    assert!(
+        changed.is_empty(),
+        "golden manifest digests changed:\n{}",
+        changed.join("\n")
+    );
+}
+
+#[test]
+fn reproducible_across_hosts_conditions() {
+    let tmp = common::tempdir();
+    // A: plain conditions, one thread, cold cache.
+    let ra = write_project(&tmp.path().join("a/project"), "gzip", false, 0o644);
+    let mut ca = build_cmd(&ra, &tmp.path().join("a/out"), &tmp.path().join("a/cache"));
+    ca.current_dir(tmp.path().join("a"))
+        .env("OCIBUILD_JOBS", "1")
+        .env("TZ", "UTC")
+        .env("LANG", "C");
+    let a = build_json(ca);
+
+    // B: another directory, files created in reverse order with other permission bits, odd
+    // mtimes and atimes, other owners, a strict umask, another TZ and LANG, two threads, cold cache.
+    let rb = write_project(&tmp.path().join("b/elsewhere/project"), "gzip", true, 0o600);
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_234_567_890);
+    for entry in walk(&tmp.path().join("b/elsewhere/project/app")) {
+        let f = fs::File::options().read(true).open(&entry).ok();
+        if let Some(f) = f {
+            let times = fs::FileTimes::new()
+                .set_accessed(t)
+                .set_modified(t + Duration::from_secs(77));
+            let _ = f.set_times(times);
+        }
+        if common::is_root() {
+            std::os::unix::fs::lchown(&entry, Some(4321), Some(8765)).unwrap();
+        }
+    }
+    let mut cb = std::process::Command::new("sh");
+    cb.arg("-c")
+        .arg("umask 077; exec \"$@\"")
+        .arg("sh")
+        .arg(env!("CARGO_BIN_EXE_ocibuild"))
+        .arg("build")
+        .arg(&rb)
+        .arg("--output")
+        .arg(tmp.path().join("b/out"))
+        .arg("--json")
+        .current_dir(tmp.path().join("b/elsewhere"))
+        .env("OCIBUILD_CACHE", tmp.path().join("b/cache"))
+        .env("OCIBUILD_JOBS", "2")
+        .env("TZ", "Asia/Tokyo")
+        .env("LANG", "de_DE.UTF-8")
+        .env_remove("SOURCE_DATE_EPOCH");
+    let b = build_json(cb);
+
+    // C: B's project again with a warm cache and eight threads.
+    let mut cc = build_cmd(&rb, &tmp.path().join("c/out"), &tmp.path().join("b/cache"));
+    cc.env("OCIBUILD_JOBS", "8");
+    let c = build_json(cc);
+    assert_eq!(
+        c["layers"][0]["cached"], true,
+        "warm build should hit the cache: {c:#}"
+    );
+
+    for (name, v) in [("B", &b), ("C", &c)] {
+        assert_eq!(
+            a["manifest"], v["manifest"],
+            "A vs {name}: manifest digest differs"
+        );
+        assert_eq!(
+            a["config"], v["config"],
+            "A vs {name}: config digest differs"
+        );
+        for i in 0..a["layers"].as_array().unwrap().len() {
+            assert_eq!(
+                a["layers"][i]["digest"], v["layers"][i]["digest"],
+                "A vs {name}: layer {i}"
+            );
+            assert_eq!(
+                a["layers"][i]["diffId"], v["layers"][i]["diffId"],
+                "A vs {name}: layer {i}"
+            );
+        }
+    }
+    // The layouts hold the same blobs, byte for byte, and the same index.json.
+    let (la, lb) = (tmp.path().join("a/out"), tmp.path().join("b/out"));
+    assert_eq!(blob_names(&la), blob_names(&lb));
+    assert_eq!(
+        fs::read(la.join("index.json")).unwrap(),
+        fs::read(lb.join("index.json")).unwrap()
+    );
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = vec![dir.to_path_buf()];
+    for e in fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() && !p.is_symlink() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn source_date_epoch_env_wins_and_changes_the_digest() {
+    let tmp = common::tempdir();
+    let recipe = write_project(&tmp.path().join("p"), "gzip", false, 0o644);
+    let cache = tmp.path().join("cache");
+    let base = build_json(build_cmd(&recipe, &tmp.path().join("o1"), &cache));
+    let mut c = build_cmd(&recipe, &tmp.path().join("o2"), &cache);
+    c.env("SOURCE_DATE_EPOCH", "1700000000");
+    let dated = build_json(c);
+    assert_ne!(base["manifest"], dated["manifest"]);
+    let layout = tmp.path().join("o2");
+    let manifest: Value = serde_json::from_slice(
+        &fs::read(blob(&layout, dated["manifest"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.created"],
+        "2023-11-14T22:13:20Z"
+    );
+    let config: Value = serde_json::from_slice(
+        &fs::read(blob(&layout, dated["config"].as_str().unwrap())).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(config["created"], "2023-11-14T22:13:20Z");
+    assert_eq!(config["history"][0]["created"], "2023-11-14T22:13:20Z");
+}
+
+fn blob(layout: &Path, digest: &str) -> PathBuf {
+    layout
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"))
+}
+
+#[test]
+fn layout_contents_and_config() {
+    let tmp = common::tempdir();
+    let recipe = write_project(&tmp.path().join("p"), "gzip", false, 0o644);
+    let layout = tmp.path().join("out");
+    let v = build_json(build_cmd(&recipe, &layout, &tmp.path().join("cache")));
+    assert_eq!(
+        fs::read_to_string(layout.join("oci-layout")).unwrap(),
+        r#"{"imageLayoutVersion":"1.0.0"}"#
+    );
+    let index: Value =
+        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let m = &index["manifests"][0];
+    assert_eq!(m["digest"], v["manifest"]);
+    assert_eq!(m["annotations"]["org.opencontainers.image.ref.name"], "v1");
+    assert_eq!(
+        m["annotations"]["io.containerd.image.name"],
+        "example.com/ocibuild/golden:v1"
+    );
+    assert_eq!(m["platform"]["architecture"], "amd64");
+    let config: Value =
+        serde_json::from_slice(&fs::read(blob(&layout, v["config"].as_str().unwrap())).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["config"]["Env"],
+        serde_json::json!(["GREETING=hello", "PATH=/usr/bin:/bin"])
+    );
+    assert_eq!(
+        config["config"]["ExposedPorts"],
+        serde_json::json!({"53/udp": {}, "8080/tcp": {}})
+    );
+    assert_eq!(config["rootfs"]["diff_ids"][0], v["layers"][0]["diffId"]);
+    assert_eq!(config["history"].as_array().unwrap().len(), 1);
+    assert_eq!(config["created"], "1970-01-01T00:00:00Z");
+    // Canonical JSON: no whitespace, sorted keys.
+    let raw = fs::read_to_string(layout.join("index.json")).unwrap();
+    assert!(!raw.contains(": ") && !raw.contains('\n'), "{raw}");
+
+    // The layer lists what the contract says: sorted, parents first, owner and modes by policy,
+    // the ignored file absent, symlinks kept verbatim (also the one pointing outside).
+    let listing = common::tar_listing(&blob(&layout, v["layers"][0]["digest"].as_str().unwrap()));
+    let expected = [
+        "d 0755 0:0 srv/",
+        "d 0755 1000:1000 srv/app/",
+        "f 0644 1000:1000 srv/app/.dockerignore",
+        "f 0644 1000:1000 srv/app/README",
+        "d 0755 1000:1000 srv/app/data/",
+        "f 0644 1000:1000 srv/app/data/values.txt",
+        "f 0644 1000:1000 srv/app/data/z-last.bin",
+        "f 0755 1000:1000 srv/app/main.sh",
+        "d 0755 1000:1000 srv/app/nested/",
+        "d 0755 1000:1000 srv/app/nested/deeper/",
+        "f 0644 1000:1000 srv/app/nested/deeper/leaf.txt",
+        "l 0777 1000:1000 srv/app/outside-link -> ../../etc/hostname",
+        "l 0777 1000:1000 srv/app/values-link -> data/values.txt",
+    ];
+    assert_eq!(listing, expected);
+
+    // A second build into the same layout with another tag keeps both tags.
+    let recipe2 = tmp.path().join("p/second.toml");
+    fs::write(
+        &recipe2,
+        recipe_text("gzip").replace("tag = \"v1\"", "tag = \"v2\""),
+    )
+    .unwrap();
+    build_json(build_cmd(&recipe2, &layout, &tmp.path().join("cache")));
+    let index: Value =
+        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let tags: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["annotations"]["org.opencontainers.image.ref.name"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(tags, ["v1", "v2"]);
+}
+
+fn run_fail(args: &[&str], cwd: &Path, cache: &Path) -> String {
+    let out: Output = common::ocibuild()
+        .args(args)
+        .current_dir(cwd)
+        .env("OCIBUILD_CACHE", cache)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "expected failure for {args:?}");
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    let lines: Vec<&str> = err.lines().collect();
+    assert_eq!(lines.len(), 1, "expected a one-line error, got: {err}");
+    err
+}
+
+#[test]
+fn bad_input_is_a_one_line_error_and_writes_nothing() {
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let cache = dir.join("cache");
+    fs::create_dir_all(dir.join("app")).unwrap();
+    fs::write(dir.join("app/ok.txt"), "ok").unwrap();
+    let good =
+        "[image]\nname = \"t\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n";
+
+    fs::write(dir.join("malformed.toml"), "[image\nname = \"t\"\n").unwrap();
+    let e = run_fail(&["build", "malformed.toml", "-o", "out1"], dir, &cache);
+    assert!(e.contains("malformed.toml:1:"), "{e}");
+
+    fs::write(
+        dir.join("unknown.toml"),
+        good.replace("dest = \"/app\"", "dest = \"/app\"\nsorce = \"x\""),
+    )
+    .unwrap();
+    let e = run_fail(&["build", "unknown.toml", "-o", "out2"], dir, &cache);
+    assert!(e.contains("unknown.toml:8:1") && e.contains("sorce"), "{e}");
+
+    fs::write(
+        dir.join("missing.toml"),
+        good.replace("src = \"app\"", "src = \"nope\""),
+    )
+    .unwrap();
+    let e = run_fail(&["build", "missing.toml", "-o", "out3"], dir, &cache);
+    assert!(e.contains("missing.toml:6:7") && e.contains("nope"), "{e}");
+
+    // An unreadable file: as root, drop to nobody so permission bits apply.
+    fs::create_dir_all(dir.join("locked")).unwrap();
+    fs::write(dir.join("locked/secret"), "s").unwrap();
+    fs::set_permissions(dir.join("locked/secret"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::write(
+        dir.join("locked.toml"),
+        good.replace("src = \"app\"", "src = \"locked\""),
+    )
+    .unwrap();
+    for p in [dir.to_path_buf(), dir.join("locked")] {
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o777)).unwrap();
+    }
+    let mut cmd = if common::is_root() {
+        let mut c = std::process::Command::new("setpriv");
+        c.args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            env!("CARGO_BIN_EXE_ocibuild"),
+        ]);
+        c
+    } else {
+        std::process::Command::new(env!("CARGO_BIN_EXE_ocibuild"))
+    };
+    let out = cmd
+        .args(["build", "locked.toml", "-o", "out4"])
+        .current_dir(dir)
+        .env("OCIBUILD_CACHE", dir.join("nobody-cache"))
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("locked/secret") && err.to_lowercase().contains("permission denied"),
+        "{err}"
+    );
+
+    for o in ["out1", "out2", "out3", "out4"] {
+        assert!(
+            !dir.join(o).exists(),
+            "{o} must not exist after a failed build"
+        );
+    }
+}
+
+#[test]
+fn refuses_to_overwrite_a_directory_that_is_not_a_layout() {
+    let tmp = common::tempdir();
+    let recipe = write_project(&tmp.path().join("p"), "gzip", false, 0o644);
+    let out = tmp.path().join("precious");
+    fs::create_dir_all(&out).unwrap();
+    fs::write(out.join("notes.txt"), "keep me").unwrap();
+    let o = build_cmd(&recipe, &out, &tmp.path().join("cache"))
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("neither empty nor an OCI image layout"));
+    assert_eq!(
+        fs::read_to_string(out.join("notes.txt")).unwrap(),
+        "keep me"
+    );
+}
