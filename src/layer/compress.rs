@@ -7,7 +7,7 @@
 //!   workers produces the same stream. One gzip member: fixed 10-byte header (mtime 0, xfl 0,
 //!   OS 255), CRC32 and ISIZE trailer.
 //! - zstd: vendored libzstd at level 3 with `NbWorkers` = threads (always ≥ 1: libzstd's output
-//!   is identical for every worker count ≥ 1, but differs from single-threaded mode 0).
+//!   is identical for every worker count ≥ 1, but may differ from single-threaded mode 0).
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
