@@ -137,6 +137,11 @@ pub enum SmokeError {
          ({detail})"
     )]
     NoDriver { detail: String },
+    #[error(
+        "libcuda.so.1 was found but cannot be loaded: {detail} (the image lacks a library the \
+         NVIDIA driver links against, such as libdl.so.2, libpthread.so.0 or librt.so.1)"
+    )]
+    DriverUnloadable { detail: String },
     #[error("the NVIDIA driver reports no CUDA device")]
     NoDevice,
     #[error("CUDA error while {step}: {message}")]
@@ -150,8 +155,25 @@ pub fn exit_code(result: &Result<SmokeReport, SmokeError>) -> u8 {
     match result {
         Ok(r) if r.passed() => 0,
         Ok(_) => 1,
-        Err(SmokeError::NoDriver { .. } | SmokeError::NoDevice) => 3,
+        Err(
+            SmokeError::NoDriver { .. }
+            | SmokeError::DriverUnloadable { .. }
+            | SmokeError::NoDevice,
+        ) => 3,
         Err(_) => 2,
+    }
+}
+
+/// Tells "libcuda.so.1 is not there" from "it is there but a library it needs is missing":
+/// glibc's dlerror names the file it could not open first.
+fn dlopen_error(msg: &str, ld_library_path: &str) -> SmokeError {
+    let detail = format!("{msg}; LD_LIBRARY_PATH={ld_library_path:?}");
+    let missing_self =
+        msg.starts_with("libcuda.so.1:") || !msg.contains("cannot open shared object file");
+    if missing_self {
+        SmokeError::NoDriver { detail }
+    } else {
+        SmokeError::DriverUnloadable { detail }
     }
 }
 
@@ -173,9 +195,7 @@ pub fn check_driver() -> Result<(), SmokeError> {
                 .into_owned()
         };
         let ld = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
-        return Err(SmokeError::NoDriver {
-            detail: format!("{msg}; LD_LIBRARY_PATH={ld:?}"),
-        });
+        return Err(dlopen_error(&msg, &ld));
     }
     // SAFETY: handle is a live handle from dlopen above.
     unsafe { libc::dlclose(handle) };
@@ -393,5 +413,21 @@ mod tests {
             first_mismatch: None,
             elapsed_ms: 0.0,
         }
+    }
+
+    #[test]
+    fn dlopen_errors_tell_missing_driver_from_missing_dependency() {
+        let none = dlopen_error(
+            "libcuda.so.1: cannot open shared object file: No such file or directory",
+            "",
+        );
+        assert!(matches!(none, SmokeError::NoDriver { .. }), "{none}");
+        let dep = dlopen_error(
+            "libdl.so.2: cannot open shared object file: No such file or directory",
+            "/usr/lib",
+        );
+        assert!(matches!(dep, SmokeError::DriverUnloadable { .. }), "{dep}");
+        assert!(dep.to_string().contains("libdl.so.2"), "{dep}");
+        assert_eq!(exit_code(&Err(dep)), 3);
     }
 }
