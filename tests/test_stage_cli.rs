@@ -1,0 +1,308 @@
+//! `ocibuild build --test` and `ocibuild test` on images ocibuild built, under real podman.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+const STAGE_RECIPE: &str = r#"[image]
+name = "localhost/ocibuild-test/stage"
+tag = "t"
+
+[[layer]]
+name = "busybox"
+src = "/bin/busybox"
+dest = "/bin/busybox"
+
+[config]
+entrypoint = ["/bin/busybox"]
+
+[[test]]
+name = "pass"
+run = ["/bin/busybox", "echo", "hello stage"]
+expect-output = "hello stage"
+
+[[test]]
+name = "fails"
+run = ["/bin/busybox", "sh", "-c", "echo about to fail; exit 3"]
+
+[[test]]
+name = "expected-exit"
+run = ["/bin/busybox", "sh", "-c", "exit 3"]
+exit-code = 3
+
+[[test]]
+name = "timeout"
+run = ["/bin/busybox", "sleep", "60"]
+timeout = 2
+
+[[test]]
+name = "wrong-output"
+run = ["/bin/busybox", "echo", "something else"]
+expect-output = "hello stage"
+
+[[test]]
+name = "missing-command"
+run = ["/usr/bin/python3", "-c", "print(1)"]
+
+[[test]]
+name = "env-workdir-user"
+run = ["/bin/busybox", "sh", "-c", "echo \"$GREETING from $(/bin/busybox pwd) as $(/bin/busybox id -u)\""]
+env = { GREETING = "hi" }
+workdir = "/bin"
+user = "1234"
+expect-output = "hi from /bin as 1234"
+
+[[test]]
+name = "gpu-optional"
+run = ["/bin/busybox", "true"]
+gpu = "optional"
+
+[[test]]
+name = "no-glibc-smoke"
+check = "cuda-smoke"
+"#;
+
+fn project(dir: &Path, recipe: &str) -> PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    let p = dir.join("stage.toml");
+    fs::write(&p, recipe).unwrap();
+    p
+}
+
+fn ready() -> bool {
+    common::require_tool("podman") && common::require_static_busybox().is_some()
+}
+
+fn gpu_here() -> bool {
+    ocibuild::run::discover_gpu().is_available()
+}
+
+#[test]
+fn build_test_reports_each_outcome() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let recipe = project(tmp.path(), STAGE_RECIPE);
+    let layout = tmp.path().join("layout");
+    let out = common::run(
+        common::ocibuild()
+            .arg("build")
+            .arg(&recipe)
+            .arg("--output")
+            .arg(&layout)
+            .arg("--test"),
+    );
+    let text = common::stdout(&out);
+    assert!(
+        !out.status.success(),
+        "a failing test must fail the command:\n{text}"
+    );
+    for line in [
+        "test pass ... passed",
+        "test fails ... FAILED",
+        "test expected-exit ... passed",
+        "test timeout ... FAILED",
+        "test wrong-output ... FAILED",
+        "test missing-command ... FAILED",
+        "test env-workdir-user ... passed",
+        "test no-glibc-smoke ... FAILED",
+    ] {
+        assert!(text.contains(line), "missing `{line}` in:\n{text}");
+    }
+    assert!(
+        text.contains("    | about to fail"),
+        "the output tail of a failed test is shown:\n{text}"
+    );
+    if !gpu_here() {
+        assert!(
+            text.contains("test gpu-optional ... skipped: no GPU"),
+            "{text}"
+        );
+        assert!(text.contains("3 passed, 5 failed, 1 skipped"), "{text}");
+    }
+
+    // The same through `ocibuild test --json`, with the reasons.
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("--output")
+            .arg(&layout)
+            .arg("--json"),
+    );
+    assert!(!out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let by_name = |n: &str| {
+        v["tests"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["name"] == n)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(by_name("pass")["status"], "passed");
+    assert_eq!(by_name("fails")["exit_code"], 3);
+    let reason = |n: &str| {
+        by_name(n)["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(
+        reason("timeout").contains("timed out"),
+        "{}",
+        reason("timeout")
+    );
+    assert!(
+        reason("wrong-output").contains("hello stage"),
+        "{}",
+        reason("wrong-output")
+    );
+    assert!(
+        reason("missing-command").contains("not found"),
+        "{}",
+        reason("missing-command")
+    );
+    assert!(
+        reason("no-glibc-smoke").contains("needs glibc"),
+        "{}",
+        reason("no-glibc-smoke")
+    );
+    assert!(by_name("timeout")["duration_secs"].as_f64().unwrap() < 30.0);
+    common::podman(&["ps", "-a", "--format", "{{.Names}}"])
+        .lines()
+        .for_each(|n| assert!(!n.starts_with("ocibuild-"), "container {n} left behind"));
+
+    // --only selects; an unknown name is a clear error.
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout)
+            .args(["--only", "pass"]),
+    );
+    assert!(out.status.success(), "{}", common::stdout(&out));
+    assert!(common::stdout(&out).contains("1 passed, 0 failed, 0 skipped"));
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout)
+            .args(["--only", "nope"]),
+    );
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown test `nope`") && err.contains("pass"),
+        "{err}"
+    );
+}
+
+#[test]
+fn podman_missing_and_no_layout_are_clear_errors() {
+    if common::require_static_busybox().is_none() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let recipe = project(tmp.path(), STAGE_RECIPE);
+    let layout = tmp.path().join("layout");
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("no OCI layout at") && err.contains("ocibuild build"),
+        "{err}"
+    );
+
+    let built = common::run(
+        common::ocibuild()
+            .arg("build")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    common::assert_success(&built, "build");
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout)
+            .args(["--podman", "/nonexistent/podman"]),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("podman not found") && err.contains("apt-get install podman"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+}
+
+/// The repository's cuda-smoke recipe builds here; without a GPU its test fails cleanly: by
+/// discovery ("no NVIDIA GPU/driver found"), and forced, from the check itself inside the
+/// container ("libcuda.so.1 not found"), never with a panic.
+#[test]
+fn cuda_smoke_without_a_gpu_fails_cleanly() {
+    if !common::require_tool("podman") || gpu_here() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let layout = tmp.path().join("layout");
+    let recipe = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/cuda-smoke.toml");
+    common::assert_success(
+        &common::run(
+            common::ocibuild()
+                .arg("build")
+                .arg(&recipe)
+                .arg("-o")
+                .arg(&layout),
+        ),
+        "build",
+    );
+
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let text = common::stdout(&out);
+    assert!(!out.status.success());
+    assert!(
+        text.contains("test cuda-smoke ... FAILED") && text.contains("no NVIDIA GPU/driver found"),
+        "{text}"
+    );
+
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout)
+            .arg("--force-gpu"),
+    );
+    let text = format!(
+        "{}{}",
+        common::stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!out.status.success());
+    assert!(text.contains("libcuda.so.1 not found"), "{text}");
+    assert!(text.contains("exit code 3"), "{text}");
+    assert!(!text.contains("panicked"), "{text}");
+}
