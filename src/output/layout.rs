@@ -1,9 +1,18 @@
 //! The OCI image layout directory writer.
 //!
-//! Order of work: blobs first (each copied to a temporary file in the layout, then renamed to
-//! `blobs/sha256/<hex>`), `oci-layout`, and `index.json` last, through a temporary file and a
-//! rename. An interrupted write therefore leaves at worst unreferenced blobs or a stray
-//! `.ocibuild-tmp-*` file, never an index that names a blob the layout lacks.
+//! Order of work: claim the directory (create it, or check it is empty or a layout, and write
+//! `oci-layout`), then the blobs (each copied to a temporary file in the layout, then renamed to
+//! `blobs/sha256/<hex>`), and `index.json` last, through a temporary file and a rename. An
+//! interrupted write therefore leaves at worst unreferenced blobs or a stray `.ocibuild-tmp-*`
+//! file, never an index that names a blob the layout lacks.
+//!
+//! Concurrent writers: several `ocibuild` processes may write into one layout at once (different
+//! tags, or the same one: then the last to finish wins). Claiming the directory and the
+//! read-modify-write of `index.json` happen under an exclusive advisory lock (`flock`) on the
+//! layout directory itself, so no writer's tag is lost to another's rename; blobs are written
+//! without it (content-addressed, each rename is atomic and puts the same bytes in place). The
+//! lock goes with the process, also when it is killed. Only ocibuild takes it: another tool
+//! editing the same layout at the same time is not coordinated with.
 
 use std::io::Write;
 use std::path::Path;
@@ -15,6 +24,9 @@ use crate::digest::Digest;
 use crate::image::{annotations, Descriptor, ImageRecord, Index};
 use crate::json::to_canonical_vec;
 use crate::store::Store;
+
+/// Name prefix of the temporary files written inside a layout.
+const TEMP_PREFIX: &str = ".ocibuild-tmp-";
 
 const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
 
@@ -28,7 +40,7 @@ pub fn read_index(dir: &Path) -> Result<Index, OutputError> {
 /// Write `image` into the layout at `dir` (created if missing), tagging it `image.tag`. An existing
 /// layout keeps its other images; an entry with the same tag is replaced.
 pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<(), OutputError> {
-    let existing = prepare_dir(dir)?;
+    claim_dir(dir)?;
     let blobs = dir.join("blobs").join("sha256");
     fs::create_dir_all(&blobs)?;
 
@@ -43,11 +55,6 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
         copy_blob(dir, store, &digest, size)?;
     }
 
-    let layout_file = dir.join("oci-layout");
-    if !layout_file.is_file() {
-        write_atomic(dir, &layout_file, OCI_LAYOUT)?;
-    }
-
     let mut entry: Descriptor = image.manifest.clone();
     entry
         .annotations
@@ -55,6 +62,14 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
     entry
         .annotations
         .insert(annotations::CONTAINERD_NAME.into(), image.full_name());
+
+    // Held from reading index.json to the rename of the new one.
+    let _lock = lock_dir(dir)?;
+    let existing = if dir.join("index.json").is_file() {
+        Some(read_index(dir)?)
+    } else {
+        None
+    };
     let mut index = existing.unwrap_or_else(|| Index::new(Vec::new()));
     index.manifests.retain(|d| {
         d.annotations.get(annotations::REF_NAME) != Some(&image.tag)
@@ -69,26 +84,40 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
     write_atomic(dir, &dir.join("index.json"), &bytes)
 }
 
-/// Create `dir` or check it is empty or a layout; returns the existing index, if any.
-fn prepare_dir(dir: &Path) -> Result<Option<Index>, OutputError> {
-    if !dir.exists() {
-        fs::create_dir_all(dir)?;
-        return Ok(None);
+/// Holds the exclusive advisory lock on a layout directory until dropped.
+struct DirLock {
+    _dir: fs::File,
+}
+
+/// Take the exclusive advisory lock on the layout directory `dir` (blocks until free).
+fn lock_dir(dir: &Path) -> Result<DirLock, OutputError> {
+    let file = fs::File::open(dir)?;
+    file.file().lock().map_err(|source| OutputError::Lock {
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    Ok(DirLock { _dir: file })
+}
+
+/// Create `dir` or check it is empty or a layout, and make it a layout (`oci-layout`) at once, so
+/// that a concurrent writer into the same new directory finds a layout, not a foreign non-empty
+/// directory. Stray `.ocibuild-tmp-*` files (from an interrupted write) do not count as content.
+fn claim_dir(dir: &Path) -> Result<(), OutputError> {
+    fs::create_dir_all(dir)?;
+    let _lock = lock_dir(dir)?;
+    let layout_file = dir.join("oci-layout");
+    if layout_file.is_file() {
+        return Ok(());
     }
-    if dir.join("oci-layout").is_file() {
-        return if dir.join("index.json").is_file() {
-            read_index(dir).map(Some)
-        } else {
-            Ok(None)
-        };
+    for entry in fs::read_dir(dir)? {
+        let name = entry?.file_name();
+        if !name.to_string_lossy().starts_with(TEMP_PREFIX) {
+            return Err(OutputError::NotALayout {
+                path: dir.to_path_buf(),
+            });
+        }
     }
-    let mut it = fs::read_dir(dir)?;
-    if it.next().is_some() {
-        return Err(OutputError::NotALayout {
-            path: dir.to_path_buf(),
-        });
-    }
-    Ok(None)
+    write_atomic(dir, &layout_file, OCI_LAYOUT)
 }
 
 /// Copy one blob from the store unless the layout already holds a file of that name and size.
@@ -117,7 +146,7 @@ fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<()
 
 fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
     tempfile::Builder::new()
-        .prefix(".ocibuild-tmp-")
+        .prefix(TEMP_PREFIX)
         .tempfile_in(dir)
         .map_err(io_err(dir))
 }

@@ -30,6 +30,8 @@ pub enum OutputError {
         "refusing to write into {path}: it exists and is neither empty nor an OCI image layout"
     )]
     NotALayout { path: PathBuf },
+    #[error("locking the image layout {path}: {source}")]
+    Lock { path: PathBuf, source: io::Error },
     #[error("{path}: invalid index.json: {source}")]
     BadIndex {
         path: PathBuf,

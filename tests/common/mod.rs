@@ -554,3 +554,241 @@ with tarfile.open(sys.argv[1], "r:*") as t:
     let out = run_ok(Command::new("python3").args(["-c", SCRIPT]).arg(path));
     stdout(&out).lines().map(String::from).collect()
 }
+
+/// sha256 of a file, as `sha256:<hex>`, computed here (the sha2 crate), not by ocibuild.
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
+    use sha2::Digest as _;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = sha2::Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(format!("sha256:{:x}", h.finalize()))
+}
+
+/// Checks the invariant an OCI image layout written by ocibuild must keep at every instant,
+/// also right after the writer was killed: `index.json` parses and names each tag at most once;
+/// every manifest it names is a blob of the stated size and sha256, parses as an image manifest,
+/// and its config and layers are blobs of the stated sizes (and sha256, for those of at most
+/// `hash_limit` bytes); nothing names a `.ocibuild-tmp-*` temporary file. Stray temporary files
+/// may exist (an interrupted write leaves them; they are never referenced).
+///
+/// Returns tag → manifest digest, or a description of every violation found.
+pub fn check_layout(
+    layout: &Path,
+    hash_limit: u64,
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let mut errors = Vec::new();
+    let raw = std::fs::read(layout.join("index.json"))
+        .map_err(|e| format!("{}/index.json: {e}", layout.display()))?;
+    if String::from_utf8_lossy(&raw).contains(".ocibuild-tmp") {
+        errors.push("index.json mentions a .ocibuild-tmp file".to_string());
+    }
+    let index: serde_json::Value = serde_json::from_slice(&raw).map_err(|e| {
+        format!(
+            "index.json does not parse ({e}): {}",
+            String::from_utf8_lossy(&raw)
+        )
+    })?;
+    let Some(manifests) = index["manifests"].as_array() else {
+        return Err(format!("index.json has no manifests array: {index}"));
+    };
+    // Checks one descriptor's blob; returns its bytes when it was small enough to read whole.
+    let check_blob = |what: &str, desc: &serde_json::Value, errors: &mut Vec<String>| {
+        let (Some(digest), Some(size)) = (desc["digest"].as_str(), desc["size"].as_u64()) else {
+            errors.push(format!("{what}: descriptor without digest or size: {desc}"));
+            return None;
+        };
+        let Some(hex) = digest.strip_prefix("sha256:") else {
+            errors.push(format!("{what}: not a sha256 digest: {digest}"));
+            return None;
+        };
+        let path = layout.join("blobs/sha256").join(hex);
+        let len = match std::fs::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) => {
+                errors.push(format!("{what} {digest}: blob missing ({e})"));
+                return None;
+            }
+        };
+        if len != size {
+            errors.push(format!(
+                "{what} {digest}: blob has {len} bytes, descriptor says {size}"
+            ));
+            return None;
+        }
+        if size > hash_limit {
+            return None;
+        }
+        match sha256_file(&path) {
+            Ok(found) if found == digest => std::fs::read(&path).ok(),
+            Ok(found) => {
+                errors.push(format!("{what} {digest}: blob content hashes to {found}"));
+                None
+            }
+            Err(e) => {
+                errors.push(format!("{what} {digest}: reading the blob: {e}"));
+                None
+            }
+        }
+    };
+    let mut tags = std::collections::BTreeMap::new();
+    for m in manifests {
+        let tag = m["annotations"]["org.opencontainers.image.ref.name"]
+            .as_str()
+            .unwrap_or("<untagged>")
+            .to_string();
+        let digest = m["digest"].as_str().unwrap_or("").to_string();
+        if tags.insert(tag.clone(), digest).is_some() {
+            errors.push(format!("tag {tag} is named more than once in index.json"));
+        }
+        let what = format!("manifest of {tag}");
+        if m["size"].as_u64().is_some_and(|s| s > hash_limit) {
+            errors.push(format!("{what}: implausibly large ({m})"));
+            continue;
+        }
+        let Some(bytes) = check_blob(&what, m, &mut errors) else {
+            continue;
+        };
+        if String::from_utf8_lossy(&bytes).contains(".ocibuild-tmp") {
+            errors.push(format!("{what} mentions a .ocibuild-tmp file"));
+        }
+        let manifest: serde_json::Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                errors.push(format!("{what}: does not parse: {e}"));
+                continue;
+            }
+        };
+        if manifest["mediaType"] != "application/vnd.oci.image.manifest.v1+json" {
+            errors.push(format!(
+                "{what}: unexpected mediaType {}",
+                manifest["mediaType"]
+            ));
+        }
+        check_blob(
+            &format!("config of {tag}"),
+            &manifest["config"],
+            &mut errors,
+        );
+        match manifest["layers"].as_array() {
+            Some(layers) => {
+                for (i, l) in layers.iter().enumerate() {
+                    check_blob(&format!("layer {i} of {tag}"), l, &mut errors);
+                }
+            }
+            None => errors.push(format!("{what}: no layers array")),
+        }
+    }
+    if errors.is_empty() {
+        Ok(tags)
+    } else {
+        Err(errors.join("\n"))
+    }
+}
+
+/// The names of the `.ocibuild-tmp-*` files directly in a layout directory.
+pub fn layout_temp_files(layout: &Path) -> Vec<String> {
+    std::fs::read_dir(layout)
+        .map(|it| {
+            it.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".ocibuild-tmp-"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated data
+
+/// Deterministic pseudo-random bytes: a splitmix64 stream seeded with `seed`. Incompressible
+/// for deflate and zstd alike; the same seed gives the same bytes on every host.
+pub struct PseudoRandom(u64);
+
+impl PseudoRandom {
+    pub fn new(seed: u64) -> Self {
+        PseudoRandom(seed)
+    }
+
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    pub fn fill(&mut self, buf: &mut [u8]) {
+        let mut chunks = buf.chunks_exact_mut(8);
+        for c in &mut chunks {
+            c.copy_from_slice(&self.next_u64().to_le_bytes());
+        }
+        let rest = chunks.into_remainder();
+        let last = self.next_u64().to_le_bytes();
+        let n = rest.len();
+        rest.copy_from_slice(&last[..n]);
+    }
+}
+
+/// Writes `len` pseudo-random bytes from `seed` to `path`.
+pub fn write_pseudo_random(path: &Path, seed: u64, len: u64) {
+    use std::io::Write;
+    let mut rng = PseudoRandom::new(seed);
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())),
+    );
+    let mut buf = vec![0u8; 1 << 20];
+    let mut left = len;
+    while left > 0 {
+        let n = left.min(buf.len() as u64) as usize;
+        rng.fill(&mut buf[..n]);
+        f.write_all(&buf[..n])
+            .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        left -= n as u64;
+    }
+    f.flush()
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Writes about `len` bytes of text-like, compressible data (lines of words and numbers, like
+/// source code or logs) from `seed` to `path`.
+pub fn write_text_like(path: &Path, seed: u64, len: u64) {
+    use std::io::Write;
+    const WORDS: &[&str] = &[
+        "import", "def", "return", "self", "value", "layer", "tar", "digest", "config", "error",
+        "for", "in", "range", "print", "class", "None", "True", "False", "lambda", "yield",
+        "alpha", "beta", "gamma", "delta", "numpy", "torch", "cuda", "tensor", "shape", "dtype",
+    ];
+    let mut rng = PseudoRandom::new(seed);
+    let mut f = std::io::BufWriter::new(
+        std::fs::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())),
+    );
+    let mut line = String::with_capacity(256);
+    let mut written = 0u64;
+    while written < len {
+        line.clear();
+        let r = rng.next_u64();
+        for _ in 0..(r % 4) {
+            line.push_str("    ");
+        }
+        let words = 3 + (r >> 8) % 10;
+        for i in 0..words {
+            if i > 0 {
+                line.push(' ');
+            }
+            line.push_str(WORDS[(rng.next_u64() % WORDS.len() as u64) as usize]);
+        }
+        line.push_str(&format!(" = {}\n", (r >> 16) % 100_000));
+        f.write_all(line.as_bytes())
+            .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+        written += line.len() as u64;
+    }
+    f.flush()
+        .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
