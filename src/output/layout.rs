@@ -54,6 +54,8 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
     for (digest, size) in digests {
         copy_blob(dir, store, &digest, size)?;
     }
+    // The blobs' names are durable before index.json names them.
+    fs::File::open(dir.join("blobs").join("sha256"))?.sync_all()?;
 
     let mut entry: Descriptor = image.manifest.clone();
     entry
@@ -140,6 +142,8 @@ fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<()
     let tmp = temp_in(dir)?;
     // std::fs::copy uses copy_file_range, so same-filesystem copies may share extents (reflink).
     fs::copy(&src, tmp.path())?;
+    // Durable before anything names it: index.json is written (and synced) after the blobs.
+    fs::File::open(tmp.path())?.sync_all()?;
     tmp.persist(&dest).map_err(|e| io_err(&dest)(e.error))?;
     Ok(())
 }
@@ -157,5 +161,7 @@ pub(super) fn write_atomic(dir: &Path, path: &Path, data: &[u8]) -> Result<(), O
     tmp.write_all(data).map_err(io_err(tmp.path()))?;
     tmp.as_file().sync_data().map_err(io_err(tmp.path()))?;
     tmp.persist(path).map_err(|e| io_err(path)(e.error))?;
+    // The rename itself is durable once the directory is synced.
+    fs::File::open(dir)?.sync_all()?;
     Ok(())
 }
