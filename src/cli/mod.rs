@@ -15,10 +15,19 @@ use crate::store::Store;
 const AFTER_HELP: &str = "\
 `ocibuild RECIPE.toml` is short for `ocibuild build RECIPE.toml`.
 
+Examples:
+  ocibuild recipes/hello.toml                        build into ./hello.oci (an OCI layout)
+  ocibuild build app.toml -o oci-archive:app.tar     one tar holding the layout
+  ocibuild build app.toml -o docker-archive:app.tar  for `docker load` / `podman load`
+  ocibuild build app.toml --test                     build, then run the recipe's [[test]]s
+  ocibuild test app.toml --only smoke --json         run one test again, JSON results
+  ocibuild build app.toml --json | jq -r .manifest   the manifest digest, for scripts
+
 Environment:
-  SOURCE_DATE_EPOCH   timestamp for every file and history entry (wins over the recipe; default 0)
-  OCIBUILD_CACHE      content store and layer cache directory (default $XDG_CACHE_HOME/ocibuild)
-  OCIBUILD_JOBS       worker threads (default: all cores); never changes the output
+  SOURCE_DATE_EPOCH     timestamp for every file and history entry (wins over the recipe; default 0)
+  OCIBUILD_CACHE        content store and layer cache directory (default $XDG_CACHE_HOME/ocibuild)
+  OCIBUILD_JOBS         worker threads (default: all cores); never changes the output
+  OCIBUILD_PODMAN_ARGS  extra `podman run` flags for the test stage (whitespace-separated)
 
 Docs: README.md and docs/recipe.md in the ocibuild repository.";
 
