@@ -15,6 +15,7 @@
 //! checked, so a crash or a concurrent build never leaves a blob whose name lies about its content.
 
 use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use fs_err as fs;
@@ -246,6 +247,9 @@ impl BlobWriter {
             }
         }
         let dest = self.blobs.join(digest.hex());
+        // Read-only: output layouts may hard-link store blobs, so no one should edit one in place.
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o444))?;
         tmp.as_file().sync_data()?;
         tmp.persist(&dest).map_err(|e| {
             io::Error::new(
@@ -277,8 +281,14 @@ mod tests {
         let d = store.put_bytes(b"hello").unwrap();
         assert_eq!(d, Digest::of(b"hello"));
         assert_eq!(store.read_blob(&d).unwrap(), b"hello");
-        // A blob whose bytes changed on disk is caught on read.
-        std::fs::write(store.blob_path(&d), b"evil").unwrap();
+        // Blobs are read-only; one whose bytes changed on disk anyway is caught on read.
+        let path = store.blob_path(&d);
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o444
+        );
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        std::fs::write(&path, b"evil").unwrap();
         assert!(matches!(
             store.read_blob(&d),
             Err(StoreError::DigestMismatch { .. })

@@ -307,6 +307,18 @@ fn layout_contents_and_config() {
     assert_eq!(config["rootfs"]["diff_ids"][0], v["layers"][0]["diffId"]);
     assert_eq!(config["history"].as_array().unwrap().len(), 1);
     assert_eq!(config["created"], "1970-01-01T00:00:00Z");
+    // The layer is written to disk once: the layout's blob is the store's (same filesystem here).
+    {
+        use std::os::unix::fs::MetadataExt;
+        let digest = v["layers"][0]["digest"].as_str().unwrap();
+        let in_layout = fs::metadata(blob(&layout, digest)).unwrap();
+        let in_store = fs::metadata(blob(&tmp.path().join("cache"), digest)).unwrap();
+        assert_eq!(
+            (in_layout.dev(), in_layout.ino()),
+            (in_store.dev(), in_store.ino())
+        );
+        assert_eq!(in_store.mode() & 0o777, 0o444, "store blobs are read-only");
+    }
     // Canonical JSON: no whitespace, sorted keys.
     let raw = fs::read_to_string(layout.join("index.json")).unwrap();
     assert!(!raw.contains(": ") && !raw.contains('\n'), "{raw}");

@@ -139,10 +139,18 @@ fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<()
         }
         .into());
     }
+    // Same filesystem: hard-link the store's (read-only, already durable) blob, so a layer is
+    // written to disk once. Linked under a temporary name, then renamed, so the blob's final
+    // name never exists half-made.
     let tmp = temp_in(dir)?;
-    // std::fs::copy uses copy_file_range, so same-filesystem copies may share extents (reflink).
+    let tmp_path = tmp.path().to_path_buf();
+    tmp.close().map_err(io_err(&tmp_path))?;
+    if fs::hard_link(&src, &tmp_path).is_ok() {
+        return fs::rename(&tmp_path, &dest).map_err(Into::into);
+    }
+    // Another filesystem: copy (copy_file_range, which may share extents), sync, rename.
+    let tmp = temp_in(dir)?;
     fs::copy(&src, tmp.path())?;
-    // Durable before anything names it: index.json is written (and synced) after the blobs.
     fs::File::open(tmp.path())?.sync_all()?;
     tmp.persist(&dest).map_err(|e| io_err(&dest)(e.error))?;
     Ok(())
