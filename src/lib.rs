@@ -6,6 +6,7 @@
 //! - [`store`]: the content-addressed blob store and the layer cache.
 //! - [`image`]: OCI config, manifest and index documents.
 //! - [`recipe`]: the recipe TOML schema and its validation.
+//! - [`lock`]: the lock file, every input pinned by digest.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
@@ -17,6 +18,7 @@ pub mod digest;
 pub mod image;
 pub mod json;
 pub mod layer;
+pub mod lock;
 pub mod output;
 pub mod progress;
 pub mod recipe;
