@@ -20,5 +20,6 @@ pub mod layer;
 pub mod output;
 pub mod progress;
 pub mod recipe;
+pub mod registry;
 pub mod run;
 pub mod store;
