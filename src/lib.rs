@@ -22,5 +22,6 @@ pub mod lock;
 pub mod output;
 pub mod progress;
 pub mod recipe;
+pub mod registry;
 pub mod run;
 pub mod store;

@@ -1,0 +1,438 @@
+//! The registry client against a real registry: Debian's `docker-registry` (CNCF Distribution
+//! 2.8), started here on 127.0.0.1 with an ephemeral port and htpasswd Basic auth; once over
+//! plain HTTP (explicitly allowed) and once behind TLS with a CA this test makes. skopeo, an
+//! independent client, reads back what was pushed.
+
+mod common;
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use ocibuild::digest::Digest;
+use ocibuild::image::{Platform, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
+use ocibuild::registry::auth::AuthEnv;
+use ocibuild::registry::client::{BlobPush, NoProgress};
+use ocibuild::registry::{Client, ClientConfig, Reference, RegistryError, RegistrySettings};
+use ocibuild::store::Store;
+
+const USER: &str = "ocibuild";
+const PASS: &str = "test-password-123";
+
+/// A docker-registry process, killed on drop.
+struct Registry {
+    child: Child,
+    addr: String,
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start docker-registry with htpasswd auth, and TLS when `tls` has (cert, key) PEM files.
+fn start_registry(tls: Option<(&Path, &Path)>) -> Registry {
+    let dir = common::tempdir();
+    let htpasswd = dir.path().join("htpasswd");
+    let hash = bcrypt::hash(PASS, 4).unwrap();
+    std::fs::write(&htpasswd, format!("{USER}:{hash}\n")).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let tls_yaml = match tls {
+        Some((cert, key)) => format!(
+            "  tls:\n    certificate: {}\n    key: {}\n",
+            cert.display(),
+            key.display()
+        ),
+        None => String::new(),
+    };
+    let config = format!(
+        "version: 0.1\n\
+         log:\n  level: info\n  accesslog:\n    disabled: true\n\
+         storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
+         http:\n  addr: {addr}\n  secret: ocibuild-test-secret\n{tls_yaml}\
+         auth:\n  htpasswd:\n    realm: ocibuild-test\n    path: {}\n",
+        data.display(),
+        htpasswd.display()
+    );
+    let config_path = dir.path().join("config.yml");
+    std::fs::write(&config_path, config).unwrap();
+    let log = dir.path().join("registry.log");
+    let child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(dir.path().join("registry.err")).unwrap())
+        .spawn()
+        .expect("start docker-registry");
+    let mut reg = Registry {
+        child,
+        addr,
+        _dir: dir,
+        log,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if TcpStream::connect(&reg.addr).is_ok() {
+            break;
+        }
+        if let Ok(Some(status)) = reg.child.try_wait() {
+            let err =
+                std::fs::read_to_string(reg.log.with_file_name("registry.err")).unwrap_or_default();
+            panic!("docker-registry exited ({status}):\n{err}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "docker-registry did not listen on {}",
+            reg.addr
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reg
+}
+
+fn auth_env(dir: &Path, registry: &str, pass: &str) -> AuthEnv {
+    let f = dir.join("auth.json");
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{pass}"));
+    std::fs::write(
+        &f,
+        serde_json::to_vec(&serde_json::json!({"auths": {registry: {"auth": auth}}})).unwrap(),
+    )
+    .unwrap();
+    AuthEnv::empty().with("REGISTRY_AUTH_FILE", f)
+}
+
+fn client(reg: &Registry, env: AuthEnv, settings: RegistrySettings) -> Client {
+    let mut cfg = ClientConfig {
+        auth_env: env,
+        backoff: Duration::from_millis(20),
+        ..ClientConfig::default()
+    };
+    cfg.registries.insert(reg.addr.clone(), settings);
+    Client::new(cfg)
+}
+
+fn data(n: usize, seed: u32) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            x as u8
+        })
+        .collect()
+}
+
+struct Pushed {
+    index: Vec<u8>,
+    index_digest: Digest,
+    manifests: Vec<(String, Vec<u8>, Digest)>,
+    blobs: Vec<(Digest, Vec<u8>)>,
+}
+
+/// Push a two-platform image (plus `one`, the amd64 manifest alone) and read it all back.
+fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
+    let work = common::tempdir();
+    let env = auth_env(work.path(), &reg.addr, PASS);
+    let client = client(reg, env.clone(), settings.clone());
+    let store = Store::open(work.path().join("store")).unwrap();
+    let repo = Reference::parse(&format!("{}/ocibuild/test:multi", reg.addr)).unwrap();
+
+    let mut descs = vec![];
+    let mut manifests = vec![];
+    let mut blobs = vec![];
+    for (i, arch) in ["amd64", "arm64"].into_iter().enumerate() {
+        let layer = data((3 << 20) + i * 1000, i as u32 + 1);
+        let cfg = format!(
+            r#"{{"architecture":"{arch}","os":"linux","rootfs":{{"type":"layers","diff_ids":[]}}}}"#
+        );
+        let ld = store.put_bytes(&layer).unwrap();
+        let cd = store.put_bytes(cfg.as_bytes()).unwrap();
+        for (d, bytes) in [(ld, layer.clone()), (cd, cfg.clone().into_bytes())] {
+            let how = client
+                .push_blob(&repo, &d, bytes.len() as u64, &store, None, &NoProgress)
+                .unwrap();
+            assert_eq!(how, BlobPush::Uploaded);
+            blobs.push((d, bytes));
+        }
+        let m = serde_json::to_vec(&serde_json::json!({
+            "schemaVersion": 2,
+            "mediaType": MEDIA_TYPE_MANIFEST,
+            "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": cfg.len()},
+            "layers": [{"mediaType": "application/vnd.oci.image.layer.v1.tar+gzip", "digest": ld, "size": layer.len()}],
+        }))
+        .unwrap();
+        let md = client
+            .push_manifest(&repo, &Digest::of(&m).to_string(), &m, MEDIA_TYPE_MANIFEST)
+            .unwrap();
+        assert_eq!(md, Digest::of(&m));
+        descs.push(
+            serde_json::json!({"mediaType": MEDIA_TYPE_MANIFEST, "digest": md, "size": m.len(),
+            "platform": {"os": "linux", "architecture": arch}}),
+        );
+        manifests.push((arch.to_string(), m, md));
+    }
+    // The same blob again: HEAD finds it.
+    let (d0, b0) = &blobs[0];
+    assert_eq!(
+        client
+            .push_blob(&repo, d0, b0.len() as u64, &store, None, &NoProgress)
+            .unwrap(),
+        BlobPush::Existed
+    );
+    // Cross-repository mount into another repository.
+    let other = Reference::parse(&format!("{}/ocibuild/other:x", reg.addr)).unwrap();
+    assert_eq!(
+        client
+            .push_blob(
+                &other,
+                d0,
+                b0.len() as u64,
+                &store,
+                Some(&repo),
+                &NoProgress
+            )
+            .unwrap(),
+        BlobPush::Mounted
+    );
+    // A chunked upload (PATCH) to the real registry.
+    let chunky = {
+        let mut cfg = ClientConfig {
+            auth_env: env.clone(),
+            monolithic_limit: 0,
+            chunk_size: 1 << 20,
+            ..ClientConfig::default()
+        };
+        cfg.registries.insert(reg.addr.clone(), settings.clone());
+        Client::new(cfg)
+    };
+    let big = data((2 << 20) + 123, 99);
+    let bd = store.put_bytes(&big).unwrap();
+    assert_eq!(
+        chunky
+            .push_blob(&other, &bd, big.len() as u64, &store, None, &NoProgress)
+            .unwrap(),
+        BlobPush::UploadedChunked
+    );
+    blobs.push((bd, big));
+
+    let index = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2, "mediaType": MEDIA_TYPE_INDEX, "manifests": descs}))
+    .unwrap();
+    let index_digest = client
+        .push_manifest(&repo, "multi", &index, MEDIA_TYPE_INDEX)
+        .unwrap();
+    let one = repo.with_tag("one").unwrap();
+    client
+        .push_manifest(&one, "one", &manifests[0].1, MEDIA_TYPE_MANIFEST)
+        .unwrap();
+
+    // Read everything back with a fresh client and an empty store.
+    let reader = self::client(reg, env, settings.clone());
+    let got = reader.get_manifest(&repo).unwrap();
+    assert_eq!(got.bytes, index);
+    assert_eq!(got.digest, index_digest);
+    assert_eq!(got.media_type, MEDIA_TYPE_INDEX);
+    let pulled = Store::open(work.path().join("pulled")).unwrap();
+    for (arch, m, md) in &manifests {
+        let p = Platform {
+            os: "linux".into(),
+            architecture: arch.clone(),
+            variant: None,
+        };
+        let (im, idx) = reader.get_image_manifest(&repo, &p, &NoProgress).unwrap();
+        assert_eq!(&im.bytes, m);
+        assert_eq!(im.digest, *md);
+        assert_eq!(idx.unwrap().digest, index_digest);
+        let parsed: ocibuild::image::Manifest = serde_json::from_slice(&im.bytes).unwrap();
+        let mut want = parsed.layers.clone();
+        want.push(parsed.config.clone());
+        reader
+            .pull_blobs(&repo, &want, &pulled, &NoProgress)
+            .unwrap();
+    }
+    reader
+        .pull_blob(
+            &other,
+            &blobs[4].0,
+            Some(blobs[4].1.len() as u64),
+            &pulled,
+            &NoProgress,
+        )
+        .unwrap();
+    for (d, bytes) in &blobs {
+        assert_eq!(&pulled.read_blob(d).unwrap(), bytes, "blob {d}");
+    }
+    let pinned = repo.with_digest(manifests[1].2);
+    assert_eq!(reader.get_manifest(&pinned).unwrap().bytes, manifests[1].1);
+
+    // Clear errors: unknown tag, wrong password, no credentials.
+    let e = reader
+        .get_manifest(&repo.with_tag("nope").unwrap())
+        .unwrap_err();
+    assert!(matches!(e, RegistryError::ManifestUnknown { .. }), "{e}");
+    let bad = common::tempdir();
+    let wrong = self::client(
+        reg,
+        auth_env(bad.path(), &reg.addr, "wrong"),
+        settings.clone(),
+    );
+    let e = wrong.get_manifest(&repo).unwrap_err();
+    assert!(
+        matches!(e, RegistryError::Unauthorized { status: 401, .. }),
+        "{e}"
+    );
+    let msg = e.to_string();
+    assert!(
+        msg.contains(&reg.addr) && msg.contains("ocibuild/test") && msg.contains("log in again"),
+        "{msg}"
+    );
+    let anon = self::client(reg, AuthEnv::empty(), settings);
+    let msg = anon.get_manifest(&repo).unwrap_err().to_string();
+    assert!(msg.contains(&format!("podman login {}", reg.addr)), "{msg}");
+
+    Pushed {
+        index,
+        index_digest,
+        manifests,
+        blobs,
+    }
+}
+
+/// skopeo, an independent client, sees what was pushed.
+fn skopeo_agrees(reg: &Registry, pushed: &Pushed) {
+    if !common::require_tool("skopeo") {
+        return;
+    }
+    let creds = format!("{USER}:{PASS}");
+    let base = format!("docker://{}/ocibuild/test", reg.addr);
+    let inspect = |args: &[&str]| {
+        let out = common::run_ok(
+            Command::new("skopeo")
+                .args(["inspect", "--tls-verify=false", "--creds", &creds])
+                .args(args),
+        );
+        out.stdout
+    };
+    let raw = inspect(&["--raw", &format!("{base}:multi")]);
+    assert_eq!(raw, pushed.index);
+    assert_eq!(Digest::of(&raw), pushed.index_digest);
+    let one: serde_json::Value =
+        serde_json::from_slice(&inspect(&[&format!("{base}:one")])).unwrap();
+    assert_eq!(one["Digest"], pushed.manifests[0].2.to_string());
+    let layer = pushed.blobs[0].0.to_string();
+    assert_eq!(one["Layers"][0], layer);
+}
+
+#[test]
+fn real_registry_plain_http_with_basic_auth() {
+    if !common::require_tool("docker-registry") {
+        return;
+    }
+    let reg = start_registry(None);
+    let pushed = push_and_pull(
+        &reg,
+        RegistrySettings {
+            insecure_http: true,
+            ..Default::default()
+        },
+    );
+    skopeo_agrees(&reg, &pushed);
+}
+
+#[test]
+fn real_registry_behind_tls_with_own_ca() {
+    if !common::require_tool("docker-registry") {
+        return;
+    }
+    let dir = common::tempdir();
+    let (ca_pem, cert_pem, key_pem) = make_ca_and_server_cert();
+    let ca = dir.path().join("ca.pem");
+    let cert = dir.path().join("server.crt");
+    let key = dir.path().join("server.key");
+    std::fs::write(&ca, ca_pem).unwrap();
+    std::fs::write(&cert, cert_pem).unwrap();
+    std::fs::write(&key, key_pem).unwrap();
+    let reg = start_registry(Some((&cert, &key)));
+
+    // Without the CA: a certificate error that says what to do.
+    let work = common::tempdir();
+    let env = auth_env(work.path(), &reg.addr, PASS);
+    let r = Reference::parse(&format!("{}/ocibuild/test:multi", reg.addr)).unwrap();
+    let mut cfg = ClientConfig {
+        auth_env: env,
+        backoff: Duration::from_millis(5),
+        max_attempts: 2,
+        ..ClientConfig::default()
+    };
+    cfg.registries.clear();
+    let e = Client::new(cfg).get_manifest(&r).unwrap_err().to_string();
+    assert!(e.contains(&reg.addr) && e.contains("CA file"), "{e}");
+
+    // With the CA file, and with a certs.d-style directory.
+    let pushed = push_and_pull(
+        &reg,
+        RegistrySettings {
+            ca_file: Some(ca.clone()),
+            ..Default::default()
+        },
+    );
+    let certs_d = dir.path().join("certs.d");
+    std::fs::create_dir(&certs_d).unwrap();
+    std::fs::copy(&ca, certs_d.join("ca.crt")).unwrap();
+    let via_dir = client(
+        &reg,
+        auth_env(work.path(), &reg.addr, PASS),
+        RegistrySettings {
+            cert_dir: Some(certs_d),
+            ..Default::default()
+        },
+    );
+    assert_eq!(via_dir.get_manifest(&r).unwrap().bytes, pushed.index);
+    skopeo_agrees(&reg, &pushed);
+}
+
+/// A CA, and a certificate for 127.0.0.1 it signed: (CA PEM, server cert PEM, server key PEM).
+fn make_ca_and_server_cert() -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "ocibuild test CA");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut srv =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    srv.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+    srv.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = srv.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
