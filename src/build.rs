@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use fs_err as fs;
 use serde_json::json;
 
+use crate::base::BaseImage;
 use crate::digest::{Digest, Hasher};
 use crate::image::{
     self, annotations, Descriptor, History, ImageConfig, ImageRecord, LayerRecord, Manifest,
@@ -29,8 +30,10 @@ use crate::store::{CachedLayer, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BuildError {
-    #[error("base image `{reference}`: registry base images are not supported by this version of ocibuild; use `image = \"scratch\"`")]
+    #[error("base image `{reference}` was not resolved (internal: build needs the resolved base)")]
     RegistryBase { reference: String },
+    #[error("base image config: {problem}")]
+    BaseConfig { problem: String },
     #[error("layer `{layer}`: {source}")]
     Layer { layer: String, source: LayerError },
     #[error("layer `{layer}`: reading {path}: {source}")]
@@ -65,13 +68,17 @@ pub struct Built {
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
+///
+/// A recipe with a registry base needs `base`, resolved by [`crate::base::resolve`]: its layers
+/// come first, byte for byte, and its config is inherited with the recipe's overrides.
 pub fn build(
     recipe: &Recipe,
+    base: Option<&BaseImage>,
     opts: &BuildOptions,
     store: &Store,
     reporter: &dyn Reporter,
 ) -> Result<Built, BuildError> {
-    if let Base::Image { reference } = &recipe.base {
+    if let (Base::Image { reference }, None) = (&recipe.base, base) {
         return Err(BuildError::RegistryBase {
             reference: reference.clone(),
         });
@@ -83,8 +90,12 @@ pub fn build(
     let compression = recipe.image.compression;
     let threads = opts.threads.max(1);
 
-    let mut layers = Vec::with_capacity(recipe.layers.len());
-    let mut cached = Vec::with_capacity(recipe.layers.len());
+    // The base's layers first, byte for byte, as the store holds them.
+    let mut layers: Vec<LayerRecord> = base.map(|b| b.layers.clone()).unwrap_or_default();
+    let mut cached: Vec<(String, bool)> = (0..layers.len())
+        .map(|i| (format!("base#{i}"), true))
+        .collect();
+    let ours_from = layers.len();
     let mut history = Vec::with_capacity(recipe.layers.len());
     let created = image::rfc3339(epoch);
     for l in &recipe.layers {
@@ -131,11 +142,14 @@ pub fn build(
         config: run,
         rootfs: RootFs {
             kind: "layers".into(),
-            diff_ids: layers.iter().map(|l| l.diff_id).collect(),
+            diff_ids: layers[ours_from..].iter().map(|l| l.diff_id).collect(),
         },
         history,
     };
-    let config_bytes = cjson::to_canonical_vec("image config", &config)?;
+    let config_bytes = match base {
+        None => cjson::to_canonical_vec("image config", &config)?,
+        Some(b) => cjson::to_canonical_vec("image config", &inherit(&b.config, &config, c)?)?,
+    };
     let config_desc = Descriptor::new(
         image::MEDIA_TYPE_CONFIG,
         store.put_bytes(&config_bytes)?,
@@ -143,6 +157,13 @@ pub fn build(
     );
 
     let mut notes: BTreeMap<String, String> = c.annotations.clone();
+    if let Some(b) = base {
+        notes.insert(annotations::BASE_NAME.into(), b.reference.clone());
+        notes.insert(
+            annotations::BASE_DIGEST.into(),
+            b.manifest_digest.to_string(),
+        );
+    }
     notes.insert(annotations::CREATED.into(), created);
     notes.insert(
         annotations::CONTRACT.into(),
@@ -264,7 +285,7 @@ fn record(name: &str, c: CachedLayer) -> LayerRecord {
     LayerRecord {
         descriptor,
         diff_id: c.diff_id,
-        uncompressed_size: c.uncompressed_size,
+        uncompressed_size: Some(c.uncompressed_size),
     }
 }
 
@@ -434,4 +455,117 @@ fn hash_file(path: &PathBuf, size: u64, buf: &mut [u8]) -> io::Result<Digest> {
         )));
     }
     Ok(d)
+}
+
+/// The base's config with ours on top: rootfs and history appended, `created` ours, and the
+/// recipe's settings overriding the base's (env by name, labels by key, ports added). Setting an
+/// entrypoint without a cmd clears the base's cmd, as a Dockerfile's ENTRYPOINT does. Fields
+/// ocibuild does not know (Healthcheck, Volumes, …) are kept as the base had them.
+fn inherit(
+    base: &serde_json::Value,
+    ours: &ImageConfig,
+    c: &crate::recipe::Config,
+) -> Result<serde_json::Value, BuildError> {
+    use serde_json::Value;
+    let bad = |problem: &str| BuildError::BaseConfig {
+        problem: problem.to_string(),
+    };
+    let mut out = base.clone();
+    let top = out
+        .as_object_mut()
+        .ok_or_else(|| bad("not a JSON object"))?;
+    top.insert("created".into(), json!(ours.created));
+
+    let rootfs = top
+        .entry("rootfs")
+        .or_insert_with(|| json!({"type": "layers", "diff_ids": []}));
+    let diff_ids = rootfs
+        .get_mut("diff_ids")
+        .and_then(Value::as_array_mut)
+        .ok_or_else(|| bad("rootfs.diff_ids is not a list"))?;
+    diff_ids.extend(ours.rootfs.diff_ids.iter().map(|d| json!(d)));
+
+    let history = top.entry("history").or_insert_with(|| json!([]));
+    let history = history
+        .as_array_mut()
+        .ok_or_else(|| bad("history is not a list"))?;
+    for h in &ours.history {
+        history.push(serde_json::to_value(h).map_err(|_| bad("history entry"))?);
+    }
+
+    let cfg = top.entry("config").or_insert_with(|| json!({}));
+    if cfg.is_null() {
+        *cfg = json!({});
+    }
+    let cfg = cfg
+        .as_object_mut()
+        .ok_or_else(|| bad("config is not an object"))?;
+    if !c.env.is_empty() {
+        let mut env: Vec<String> = cfg
+            .get("Env")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(String::from))
+                    .collect()
+            })
+            .unwrap_or_default();
+        for (k, v) in &c.env {
+            let entry = format!("{k}={v}");
+            match env
+                .iter_mut()
+                .find(|e| e.split('=').next() == Some(k.as_str()))
+            {
+                Some(e) => *e = entry,
+                None => env.push(entry),
+            }
+        }
+        cfg.insert("Env".into(), json!(env));
+    }
+    if let Some(ep) = &c.entrypoint {
+        cfg.insert("Entrypoint".into(), json!(ep));
+        if c.cmd.is_none() {
+            cfg.remove("Cmd");
+        }
+    }
+    if let Some(cmd) = &c.cmd {
+        cfg.insert("Cmd".into(), json!(cmd));
+    }
+    for (key, value) in [
+        ("WorkingDir", &c.workdir),
+        ("User", &c.user),
+        ("StopSignal", &c.stop_signal),
+    ] {
+        if let Some(v) = value {
+            cfg.insert(key.into(), json!(v));
+        }
+    }
+    for (key, add) in [("Labels", &c.labels)] {
+        if add.is_empty() {
+            continue;
+        }
+        let slot = cfg.entry(key).or_insert_with(|| json!({}));
+        if slot.is_null() {
+            *slot = json!({});
+        }
+        let map = slot
+            .as_object_mut()
+            .ok_or_else(|| bad("config.Labels is not an object"))?;
+        for (k, v) in add {
+            map.insert(k.clone(), json!(v));
+        }
+    }
+    if !c.exposed_ports.is_empty() {
+        let slot = cfg.entry("ExposedPorts").or_insert_with(|| json!({}));
+        if slot.is_null() {
+            *slot = json!({});
+        }
+        let map = slot
+            .as_object_mut()
+            .ok_or_else(|| bad("config.ExposedPorts is not an object"))?;
+        for p in &c.exposed_ports {
+            map.insert(p.clone(), json!({}));
+        }
+    }
+    Ok(out)
 }

@@ -20,6 +20,9 @@ pub mod annotations {
     pub const CONTRACT: &str = "dev.ocibuild.contract";
     /// Identity of the layer compressor (backend, level, block size).
     pub const COMPRESSION: &str = "dev.ocibuild.compression";
+    /// The base image's normalized reference and manifest digest.
+    pub const BASE_NAME: &str = "org.opencontainers.image.base.name";
+    pub const BASE_DIGEST: &str = "org.opencontainers.image.base.digest";
     /// Name of the recipe layer a layer descriptor came from.
     pub const LAYER_NAME: &str = "dev.ocibuild.layer";
 }
@@ -178,7 +181,8 @@ pub struct ImageRecord {
 pub struct LayerRecord {
     pub descriptor: Descriptor,
     pub diff_id: Digest,
-    pub uncompressed_size: u64,
+    /// Known for layers ocibuild built; `None` for base layers until someone decompresses them.
+    pub uncompressed_size: Option<u64>,
 }
 
 impl ImageRecord {

@@ -8,10 +8,12 @@
 //! - [`recipe`]: the recipe TOML schema and its validation.
 //! - [`lock`]: the lock file, every input pinned by digest.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
+//! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
+pub mod base;
 pub mod build;
 pub mod cli;
 pub mod digest;

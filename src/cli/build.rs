@@ -69,7 +69,9 @@ pub fn build_recipe(
         no_cache: args.no_cache,
     };
     let bars = Bars::new(cli.quiet);
-    let built = build::build(&recipe, &opts, &store, &bars)?;
+    let base =
+        super::lock::resolve_base(cli, &recipe, &args.recipe, crate::base::Pin::Locked, &store)?;
+    let built = build::build(&recipe, base.as_ref().map(|(b, _)| b), &opts, &store, &bars)?;
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
     }

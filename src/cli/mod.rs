@@ -1,6 +1,7 @@
 //! Command line: clap types and one file per subcommand. The only module that prints.
 
 mod build;
+mod lock;
 mod progress;
 mod test;
 
@@ -28,6 +29,8 @@ Environment:
   OCIBUILD_CACHE        content store and layer cache directory (default $XDG_CACHE_HOME/ocibuild)
   OCIBUILD_JOBS         worker threads (default: all cores); never changes the output
   OCIBUILD_PODMAN_ARGS  extra `podman run` flags for the test stage (whitespace-separated)
+  OCIBUILD_REGISTRIES   the registries file (plain HTTP, CA files, mirrors)
+  REGISTRY_AUTH_FILE    registry credentials (else containers' auth.json, else ~/.docker/config.json)
 
 Docs: README.md and docs/recipe.md in the ocibuild repository.";
 
@@ -43,6 +46,10 @@ pub struct Cli {
     /// Worker threads for hashing and compression (default: all cores). Never changes the output.
     #[arg(short, long, global = true, env = "OCIBUILD_JOBS", value_name = "N")]
     jobs: Option<usize>,
+    /// Registries file: per-registry plain HTTP / CA settings and mirrors (default:
+    /// $OCIBUILD_REGISTRIES, else ~/.config/ocibuild/registries.toml when it exists).
+    #[arg(long, global = true, value_name = "FILE")]
+    registries: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -51,6 +58,8 @@ pub struct Cli {
 enum Command {
     /// Build an image from a recipe and write it to an OCI layout or archive.
     Build(build::BuildArgs),
+    /// Pin the recipe's inputs (the base image's digests) into NAME.lock without building.
+    Lock(lock::LockArgs),
     /// Run the recipe's [[test]] entries under podman against the image already built.
     Test(test::TestArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
@@ -59,11 +68,11 @@ enum Command {
 }
 
 /// Subcommand names, for the `ocibuild RECIPE.toml` shorthand.
-const SUBCOMMANDS: &[&str] = &["build", "test", "cuda-smoke", "help"];
+const SUBCOMMANDS: &[&str] = &["build", "lock", "test", "cuda-smoke", "help"];
 
 /// Insert `build` before the first positional argument when no subcommand was given.
 fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
-    let takes_value = ["--cache-dir", "-j", "--jobs"];
+    let takes_value = ["--cache-dir", "-j", "--jobs", "--registries"];
     let mut i = 1;
     while i < args.len() {
         let a = args[i].to_string_lossy();
@@ -90,6 +99,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse_from(args);
     let result = match &cli.command {
         Command::Build(a) => build::run(&cli, a),
+        Command::Lock(a) => lock::run(&cli, a),
         Command::Test(a) => test::run(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };

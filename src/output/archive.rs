@@ -25,7 +25,7 @@ enum Member {
         digest: Digest,
         media_type: String,
         diff_id: Digest,
-        size: u64,
+        size: Option<u64>,
     },
 }
 
@@ -119,6 +119,21 @@ pub fn write_docker_archive(
     write_archive(file, store, image.epoch, &[], members)
 }
 
+/// A layer blob's uncompressed stream.
+fn decoded(store: &Store, digest: &Digest, media_type: &str) -> Result<Box<dyn Read>, OutputError> {
+    let blob = io::BufReader::with_capacity(256 * 1024, store.open_blob(digest)?);
+    Ok(if media_type.ends_with("+gzip") {
+        Box::new(flate2::read::MultiGzDecoder::new(blob))
+    } else if media_type.ends_with("+zstd") {
+        Box::new(
+            zstd::stream::read::Decoder::with_buffer(blob)
+                .map_err(io_err(store.blob_path(digest)))?,
+        )
+    } else {
+        Box::new(blob)
+    })
+}
+
 fn write_archive(
     file: &Path,
     store: &Store,
@@ -155,18 +170,13 @@ fn write_archive(
                 diff_id,
                 size,
             } => {
-                let blob = io::BufReader::with_capacity(256 * 1024, store.open_blob(&digest)?);
-                let decoded: Box<dyn Read> = if media_type.ends_with("+gzip") {
-                    Box::new(flate2::read::MultiGzDecoder::new(blob))
-                } else if media_type.ends_with("+zstd") {
-                    Box::new(
-                        zstd::stream::read::Decoder::with_buffer(blob)
-                            .map_err(io_err(store.blob_path(&digest)))?,
-                    )
-                } else {
-                    Box::new(blob)
+                // A base layer's uncompressed size is not known until it is decompressed once.
+                let size = match size {
+                    Some(n) => n,
+                    None => io::copy(&mut decoded(store, &digest, &media_type)?, &mut io::sink())
+                        .map_err(io_err(store.blob_path(&digest)))?,
                 };
-                let mut r = HashingReader::new(decoded);
+                let mut r = HashingReader::new(decoded(store, &digest, &media_type)?);
                 tar.append_file(&name, 0o644, 0, 0, size, &mut r)?;
                 let (_, found, _) = r.finish();
                 if found != diff_id {

@@ -11,6 +11,7 @@
 pub mod auth;
 pub mod client;
 pub mod reference;
+pub mod settings;
 
 pub use client::{Client, ClientConfig, Progress, RegistryError, RegistrySettings};
 pub use reference::{Reference, ReferenceError};

@@ -11,6 +11,8 @@
 // Each test crate uses a different part of the harness.
 #![allow(dead_code)]
 
+pub mod registry;
+
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::io::Read;

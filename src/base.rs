@@ -1,0 +1,283 @@
+//! The base image: resolved through the lock file, fetched (verified) into the store, and
+//! described as the layers and config the build starts from.
+//!
+//! Resolution: a base the lock pins (same normalized reference, same platform) is used by its
+//! manifest digest; the tag is not asked again. Otherwise the reference is resolved (index →
+//! platform manifest) and the lock records it. [`Pin::Update`] re-resolves a locked tag and
+//! reports when it moved. With the lock present and every blob in the store, nothing touches
+//! the network.
+//!
+//! The base's layers go into the output byte for byte. Docker schema 2 media types are
+//! rewritten to their OCI equivalents (the bytes are the same; this is what skopeo does when it
+//! writes an OCI layout).
+
+use serde::Deserialize;
+
+use crate::digest::Digest;
+use crate::image::{Descriptor, LayerRecord};
+use crate::lock::{Lock, LockedBase};
+use crate::recipe::Platform;
+use crate::registry::client::NoProgress;
+use crate::registry::{Client, Reference, ReferenceError, RegistryError};
+use crate::store::{Store, StoreError};
+
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
+const OCI_MANIFEST: &str = crate::image::MEDIA_TYPE_MANIFEST;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BaseError {
+    #[error("base image `{reference}`: {source}")]
+    Reference {
+        reference: String,
+        source: ReferenceError,
+    },
+    #[error(transparent)]
+    Registry(Box<RegistryError>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("base image {reference} ({digest}): {problem}")]
+    Bad {
+        reference: String,
+        digest: Digest,
+        problem: String,
+    },
+    #[error("base image {reference} is {found}, but the recipe builds for {wanted}: set [image] platform or pick a base for {wanted}")]
+    Platform {
+        reference: String,
+        found: String,
+        wanted: String,
+    },
+}
+
+impl From<RegistryError> for BaseError {
+    fn from(e: RegistryError) -> Self {
+        BaseError::Registry(Box::new(e))
+    }
+}
+
+/// How to treat a base the lock already pins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pin {
+    /// Use the locked digest; resolve only what the lock lacks.
+    Locked,
+    /// Resolve the reference again and update the lock.
+    Update,
+}
+
+/// A base image ready to build on: every blob it names is in the store.
+#[derive(Clone, Debug)]
+pub struct BaseImage {
+    /// Normalized reference as written into the lock and the `base.name` annotation.
+    pub reference: String,
+    pub manifest_digest: Digest,
+    /// The base's image config, to inherit from.
+    pub config: serde_json::Value,
+    /// Its layers, in order, with OCI media types and the diff_ids from its config.
+    pub layers: Vec<LayerRecord>,
+}
+
+/// What resolution changed in the lock, for the caller to report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LockChange {
+    Unchanged,
+    /// Newly pinned (no lock entry before, or the recipe's base changed).
+    Pinned {
+        digest: Digest,
+    },
+    /// `Pin::Update` found the tag pointing elsewhere.
+    Moved {
+        from: Digest,
+        to: Digest,
+    },
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnyManifest {
+    #[serde(default)]
+    media_type: Option<String>,
+    config: Descriptor,
+    layers: Vec<Descriptor>,
+}
+
+#[derive(Deserialize)]
+struct ConfigHead {
+    architecture: Option<String>,
+    os: Option<String>,
+    #[serde(default)]
+    variant: Option<String>,
+    rootfs: RootFsHead,
+}
+
+#[derive(Deserialize)]
+struct RootFsHead {
+    diff_ids: Vec<Digest>,
+}
+
+/// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
+pub fn resolve(
+    reference: &str,
+    platform: &Platform,
+    lock: &mut Lock,
+    pin: Pin,
+    client: &Client,
+    store: &Store,
+) -> Result<(BaseImage, LockChange), BaseError> {
+    let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
+        reference: reference.to_string(),
+        source,
+    })?;
+    let name = r.to_string();
+    let platform_s = platform.to_string();
+    let locked = lock
+        .base
+        .as_ref()
+        .filter(|b| b.reference == name && b.platform == platform_s)
+        .cloned();
+
+    let (manifest_digest, change) = match (&locked, pin, r.digest()) {
+        (Some(b), Pin::Locked, _) => (b.manifest_digest, LockChange::Unchanged),
+        _ => {
+            let want = crate::image::Platform {
+                architecture: platform.architecture.clone(),
+                os: platform.os.clone(),
+                variant: platform.variant.clone(),
+            };
+            let (manifest, index) = client.get_image_manifest(&r, &want, &NoProgress)?;
+            store.put_bytes(&manifest.bytes)?;
+            if let Some(ix) = &index {
+                store.put_bytes(&ix.bytes)?;
+            }
+            let change = match &locked {
+                Some(b) if b.manifest_digest == manifest.digest => LockChange::Unchanged,
+                Some(b) => LockChange::Moved {
+                    from: b.manifest_digest,
+                    to: manifest.digest,
+                },
+                None => LockChange::Pinned {
+                    digest: manifest.digest,
+                },
+            };
+            lock.base = Some(LockedBase {
+                reference: name.clone(),
+                platform: platform_s.clone(),
+                index_digest: index.map(|i| i.digest),
+                manifest_digest: manifest.digest,
+            });
+            (manifest.digest, change)
+        }
+    };
+
+    // The manifest by digest: from the store, else from the registry (verified either way).
+    let manifest_bytes = if store.has_blob(&manifest_digest) {
+        store.read_blob(&manifest_digest)?
+    } else {
+        let m = client.get_manifest(&r.with_digest(manifest_digest))?;
+        store.put_bytes(&m.bytes)?;
+        m.bytes
+    };
+    let bad = |problem: String| BaseError::Bad {
+        reference: name.clone(),
+        digest: manifest_digest,
+        problem,
+    };
+    let manifest: AnyManifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
+        bad(format!(
+            "is not an image manifest ({e}); an index must be resolved for a platform first"
+        ))
+    })?;
+    if let Some(mt) = &manifest.media_type {
+        if mt != OCI_MANIFEST && mt != DOCKER_MANIFEST {
+            return Err(bad(format!("has unsupported media type {mt}")));
+        }
+    }
+
+    let mut blobs = vec![manifest.config.clone()];
+    blobs.extend(manifest.layers.iter().cloned());
+    client.pull_blobs(&r, &blobs, store, &NoProgress)?;
+
+    let config_bytes = store.read_blob(&manifest.config.digest)?;
+    let config: serde_json::Value = serde_json::from_slice(&config_bytes)
+        .map_err(|e| bad(format!("config is not JSON ({e})")))?;
+    let head: ConfigHead = serde_json::from_value(config.clone())
+        .map_err(|e| bad(format!("config lacks rootfs.diff_ids ({e})")))?;
+    if head.rootfs.diff_ids.len() != manifest.layers.len() {
+        return Err(bad(format!(
+            "config lists {} diff_ids for {} layers",
+            head.rootfs.diff_ids.len(),
+            manifest.layers.len()
+        )));
+    }
+    let found = Platform {
+        os: head.os.unwrap_or_default(),
+        architecture: head.architecture.unwrap_or_default(),
+        variant: head.variant,
+    };
+    if found.os != platform.os || found.architecture != platform.architecture {
+        return Err(BaseError::Platform {
+            reference: name,
+            found: found.to_string(),
+            wanted: platform_s,
+        });
+    }
+
+    let layers = manifest
+        .layers
+        .iter()
+        .zip(head.rootfs.diff_ids)
+        .map(|(d, diff_id)| LayerRecord {
+            descriptor: Descriptor {
+                media_type: oci_layer_media_type(&d.media_type).to_string(),
+                digest: d.digest,
+                size: d.size,
+                annotations: d.annotations.clone(),
+                platform: None,
+            },
+            diff_id,
+            uncompressed_size: None,
+        })
+        .collect();
+    Ok((
+        BaseImage {
+            reference: name,
+            manifest_digest,
+            config,
+            layers,
+        },
+        change,
+    ))
+}
+
+/// The OCI media type of a layer with the same bytes.
+pub fn oci_layer_media_type(media_type: &str) -> &str {
+    match media_type {
+        "application/vnd.docker.image.rootfs.diff.tar.gzip" => {
+            "application/vnd.oci.image.layer.v1.tar+gzip"
+        }
+        "application/vnd.docker.image.rootfs.diff.tar.zstd" => {
+            "application/vnd.oci.image.layer.v1.tar+zstd"
+        }
+        "application/vnd.docker.image.rootfs.diff.tar" => "application/vnd.oci.image.layer.v1.tar",
+        "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip" => {
+            "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip"
+        }
+        other => other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn docker_layer_types_map_to_oci() {
+        assert_eq!(
+            oci_layer_media_type("application/vnd.docker.image.rootfs.diff.tar.gzip"),
+            "application/vnd.oci.image.layer.v1.tar+gzip"
+        );
+        assert_eq!(
+            oci_layer_media_type("application/vnd.oci.image.layer.v1.tar+zstd"),
+            "application/vnd.oci.image.layer.v1.tar+zstd"
+        );
+    }
+}

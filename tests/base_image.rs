@@ -1,0 +1,315 @@
+//! Building on a registry base: Debian's docker-registry on 127.0.0.1 (htpasswd auth, plain HTTP
+//! allowed for it by a registries file), a base pushed there with skopeo, and ocibuild pulling
+//! it pinned by digest through NAME.lock.
+
+mod common;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use common::registry::{auth_file, start_registry, PASS, USER};
+use serde_json::Value;
+
+fn ready() -> bool {
+    common::require_tool("docker-registry")
+        && common::require_tool("skopeo")
+        && common::require_static_busybox().is_some()
+}
+
+/// Build a busybox base (with `marker` in its env) and push it to `dest` with skopeo.
+fn push_base(dir: &Path, addr: &str, dest: &str, marker: &str) -> String {
+    fs::create_dir_all(dir).unwrap();
+    let recipe = dir.join("base.toml");
+    fs::write(
+        &recipe,
+        format!(
+            r#"[image]
+name = "localhost/base"
+tag = "b"
+[[layer]]
+name = "busybox"
+src = "/bin/busybox"
+dest = "/bin/busybox"
+[config]
+env = {{ PATH = "/bin", BASE_MARKER = "{marker}" }}
+cmd = ["/bin/busybox", "echo", "from base"]
+labels = {{ "base.label" = "x" }}
+"#
+        ),
+    )
+    .unwrap();
+    let layout = dir.join("layout");
+    common::assert_success(
+        &common::run(
+            common::ocibuild()
+                .arg("build")
+                .arg(&recipe)
+                .arg("-o")
+                .arg(&layout),
+        ),
+        "base build",
+    );
+    common::run_ok(
+        std::process::Command::new("skopeo")
+            .args([
+                "copy",
+                "--quiet",
+                "--dest-tls-verify=false",
+                "--dest-creds",
+                &format!("{USER}:{PASS}"),
+            ])
+            .arg(format!("oci:{}:b", layout.display()))
+            .arg(format!("docker://{addr}/{dest}")),
+    );
+    let v = common::skopeo_json([
+        "inspect",
+        "--tls-verify=false",
+        "--creds",
+        &format!("{USER}:{PASS}"),
+        &format!("docker://{addr}/{dest}"),
+    ]);
+    v["Digest"].as_str().unwrap().to_string()
+}
+
+struct App {
+    recipe: PathBuf,
+    registries: PathBuf,
+    auth: PathBuf,
+}
+
+fn app_project(dir: &Path, addr: &str, base: &str) -> App {
+    fs::create_dir_all(dir.join("app")).unwrap();
+    fs::write(
+        dir.join("app/hello.sh"),
+        "echo \"app on $BASE_MARKER base, APP=$APP\"\n",
+    )
+    .unwrap();
+    let recipe = dir.join("app.toml");
+    fs::write(
+        &recipe,
+        format!(
+            r#"[image]
+name = "localhost/app"
+tag = "a"
+[base]
+image = "{addr}/{base}"
+[[layer]]
+name = "app"
+src = "app"
+dest = "/app"
+[config]
+env = {{ APP = "yes" }}
+cmd = ["/bin/busybox", "sh", "/app/hello.sh"]
+labels = {{ "app.label" = "y" }}
+"#
+        ),
+    )
+    .unwrap();
+    let registries = dir.join("registries.toml");
+    fs::write(
+        &registries,
+        format!("[[registry]]\nname = \"{addr}\"\ninsecure-http = true\n"),
+    )
+    .unwrap();
+    let auth = auth_file(dir, addr, PASS);
+    App {
+        recipe,
+        registries,
+        auth,
+    }
+}
+
+fn build(app: &App, out: &Path, extra: &[&str]) -> std::process::Output {
+    common::run(
+        common::ocibuild()
+            .arg("--registries")
+            .arg(&app.registries)
+            .env("REGISTRY_AUTH_FILE", &app.auth)
+            .arg("build")
+            .arg(&app.recipe)
+            .arg("-o")
+            .arg(out)
+            .arg("--json")
+            .args(extra),
+    )
+}
+
+fn json(out: &std::process::Output) -> Value {
+    common::assert_success(out, "ocibuild build");
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn blob(layout: &Path, digest: &str) -> PathBuf {
+    layout
+        .join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"))
+}
+
+fn read_json(path: PathBuf) -> Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+#[test]
+fn builds_on_a_registry_base_pinned_by_the_lock() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let reg = start_registry(None);
+    let addr = reg.addr.clone();
+    let base1 = push_base(&tmp.path().join("base1"), &addr, "test/base:1", "first");
+    let app = app_project(&tmp.path().join("app"), &addr, "test/base:1");
+
+    // First build: resolves the tag, pins it in app.lock, pulls the base.
+    let out1 = tmp.path().join("out1");
+    let v1 = json(&build(&app, &out1, &[]));
+    let lock = fs::read_to_string(tmp.path().join("app/app.lock")).unwrap();
+    assert!(
+        lock.contains(&format!("reference = \"{addr}/test/base:1\"")),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("manifest-digest = \"{base1}\"")),
+        "{lock}"
+    );
+
+    // The base's layer is the registry's, byte for byte; config inherited with our overrides.
+    let manifest = read_json(blob(&out1, v1["manifest"].as_str().unwrap()));
+    let base_manifest = common::skopeo_json([
+        "inspect",
+        "--raw",
+        "--tls-verify=false",
+        "--creds",
+        &format!("{USER}:{PASS}"),
+        &format!("docker://{addr}/test/base:1"),
+    ]);
+    assert_eq!(
+        manifest["layers"][0]["digest"],
+        base_manifest["layers"][0]["digest"]
+    );
+    let base_layer = blob(
+        &tmp.path().join("base1/layout"),
+        base_manifest["layers"][0]["digest"].as_str().unwrap(),
+    );
+    assert_eq!(
+        fs::read(blob(
+            &out1,
+            manifest["layers"][0]["digest"].as_str().unwrap()
+        ))
+        .unwrap(),
+        fs::read(base_layer).unwrap()
+    );
+    assert_eq!(manifest["layers"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.base.name"],
+        format!("{addr}/test/base:1")
+    );
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.base.digest"],
+        base1.as_str()
+    );
+    let config = read_json(blob(&out1, v1["config"].as_str().unwrap()));
+    let env: Vec<&str> = config["config"]["Env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e.as_str().unwrap())
+        .collect();
+    assert_eq!(env, ["BASE_MARKER=first", "PATH=/bin", "APP=yes"]);
+    assert_eq!(
+        config["config"]["Labels"],
+        serde_json::json!({"app.label": "y", "base.label": "x"})
+    );
+    assert_eq!(
+        config["config"]["Cmd"],
+        serde_json::json!(["/bin/busybox", "sh", "/app/hello.sh"])
+    );
+    assert_eq!(config["rootfs"]["diff_ids"].as_array().unwrap().len(), 2);
+    assert_eq!(config["history"].as_array().unwrap().len(), 2);
+
+    if common::require_tool("podman") {
+        let out = common::podman_run(&out1, "a", &[]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(common::stdout(&out).trim(), "app on first base, APP=yes");
+    }
+
+    // The tag moves: a plain build keeps the locked digest; `lock --update` reports the move.
+    let base2 = push_base(&tmp.path().join("base2"), &addr, "test/base:1", "second");
+    assert_ne!(base1, base2);
+    let v2 = json(&build(&app, &tmp.path().join("out2"), &[]));
+    assert_eq!(
+        v2["manifest"], v1["manifest"],
+        "a moved tag must not be followed silently"
+    );
+    let out = common::run(
+        common::ocibuild()
+            .arg("--registries")
+            .arg(&app.registries)
+            .env("REGISTRY_AUTH_FILE", &app.auth)
+            .args(["lock", "--update"])
+            .arg(&app.recipe),
+    );
+    common::assert_success(&out, "lock --update");
+    let said = format!(
+        "{}{}",
+        common::stdout(&out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        said.contains("moved") && said.contains(&base1) && said.contains(&base2),
+        "{said}"
+    );
+    let v3 = json(&build(&app, &tmp.path().join("out3"), &[]));
+    assert_ne!(v3["manifest"], v1["manifest"]);
+
+    // With the lock present and the store warm, no network: the registry is gone.
+    drop(reg);
+    let v4 = json(&build(&app, &tmp.path().join("out4"), &[]));
+    assert_eq!(v4["manifest"], v3["manifest"]);
+}
+
+#[test]
+fn registry_errors_name_the_registry_and_repository() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let reg = start_registry(None);
+    let app = app_project(&tmp.path().join("app"), &reg.addr, "test/missing:1");
+    let out = build(&app, &tmp.path().join("out"), &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&reg.addr) && err.contains("test/missing"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("out").exists());
+    assert!(
+        !tmp.path().join("app/app.lock").exists(),
+        "a failed resolution writes no lock"
+    );
+
+    // Wrong password: an auth error that never shows the secret.
+    let bad = auth_file(&tmp.path().join("app"), &reg.addr, "wrong-password");
+    let out = common::run(
+        common::ocibuild()
+            .arg("--registries")
+            .arg(&app.registries)
+            .env("REGISTRY_AUTH_FILE", &bad)
+            .arg("build")
+            .arg(&app.recipe)
+            .arg("-o")
+            .arg(tmp.path().join("out")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.to_lowercase().contains("unauthorized") || err.to_lowercase().contains("auth"),
+        "{err}"
+    );
+    assert!(!err.contains("wrong-password"), "{err}");
+}

@@ -1,0 +1,111 @@
+//! A real registry for tests: Debian's `docker-registry` (CNCF Distribution 2.8) on 127.0.0.1
+//! with an ephemeral port, htpasswd Basic auth, and optionally TLS.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+
+pub const USER: &str = "ocibuild";
+pub const PASS: &str = "test-password-123";
+
+/// A docker-registry process, killed on drop.
+pub struct Registry {
+    child: Child,
+    pub addr: String,
+    _dir: tempfile::TempDir,
+    log: PathBuf,
+}
+
+impl Drop for Registry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Start docker-registry with htpasswd auth, and TLS when `tls` has (cert, key) PEM files.
+pub fn start_registry(tls: Option<(&Path, &Path)>) -> Registry {
+    let dir = super::tempdir();
+    let htpasswd = dir.path().join("htpasswd");
+    let hash = bcrypt::hash(PASS, 4).unwrap();
+    std::fs::write(&htpasswd, format!("{USER}:{hash}\n")).unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let port = free_port();
+    let addr = format!("127.0.0.1:{port}");
+    let tls_yaml = match tls {
+        Some((cert, key)) => format!(
+            "  tls:\n    certificate: {}\n    key: {}\n",
+            cert.display(),
+            key.display()
+        ),
+        None => String::new(),
+    };
+    let config = format!(
+        "version: 0.1\n\
+         log:\n  level: info\n  accesslog:\n    disabled: true\n\
+         storage:\n  filesystem:\n    rootdirectory: {}\n  delete:\n    enabled: true\n\
+         http:\n  addr: {addr}\n  secret: ocibuild-test-secret\n{tls_yaml}\
+         auth:\n  htpasswd:\n    realm: ocibuild-test\n    path: {}\n",
+        data.display(),
+        htpasswd.display()
+    );
+    let config_path = dir.path().join("config.yml");
+    std::fs::write(&config_path, config).unwrap();
+    let log = dir.path().join("registry.log");
+    let child = Command::new("docker-registry")
+        .arg("serve")
+        .arg(&config_path)
+        .stdin(Stdio::null())
+        .stdout(std::fs::File::create(&log).unwrap())
+        .stderr(std::fs::File::create(dir.path().join("registry.err")).unwrap())
+        .spawn()
+        .expect("start docker-registry");
+    let mut reg = Registry {
+        child,
+        addr,
+        _dir: dir,
+        log,
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        if TcpStream::connect(&reg.addr).is_ok() {
+            break;
+        }
+        if let Ok(Some(status)) = reg.child.try_wait() {
+            let err =
+                std::fs::read_to_string(reg.log.with_file_name("registry.err")).unwrap_or_default();
+            panic!("docker-registry exited ({status}):\n{err}");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "docker-registry did not listen on {}",
+            reg.addr
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    reg
+}
+
+/// A containers-auth.json holding `USER:pass` for `registry`; returns its path.
+pub fn auth_file(dir: &Path, registry: &str, pass: &str) -> PathBuf {
+    let f = dir.join("auth.json");
+    let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{pass}"));
+    std::fs::write(
+        &f,
+        serde_json::to_vec(&serde_json::json!({"auths": {registry: {"auth": auth}}})).unwrap(),
+    )
+    .unwrap();
+    f
+}
