@@ -10,6 +10,7 @@
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`build`]: the planner: recipe → layers → image → output.
+//! - [`push`]: pushing a built image to a registry.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
@@ -23,6 +24,7 @@ pub mod layer;
 pub mod lock;
 pub mod output;
 pub mod progress;
+pub mod push;
 pub mod recipe;
 pub mod registry;
 pub mod run;

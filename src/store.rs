@@ -88,6 +88,12 @@ impl Store {
         Ok(Store { root })
     }
 
+    /// A read-only view of an existing blob directory laid out like the store's, such as an OCI
+    /// image layout (`DIR/blobs/sha256/<hex>`). Creates nothing; use it only to read blobs.
+    pub fn view(root: impl Into<PathBuf>) -> Store {
+        Store { root: root.into() }
+    }
+
     pub fn root(&self) -> &Path {
         &self.root
     }

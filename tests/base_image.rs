@@ -237,6 +237,57 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
         assert_eq!(common::stdout(&out).trim(), "app on first base, APP=yes");
     }
 
+    // Push: the base layer is mounted from the base's repository (same registry), not uploaded;
+    // a second push uploads nothing; skopeo sees the digest we built.
+    let push = |src: &str, dest: &str| {
+        let out = common::run(
+            common::ocibuild()
+                .arg("--registries")
+                .arg(&app.registries)
+                .env("REGISTRY_AUTH_FILE", &app.auth)
+                .args(["push", src, dest, "--json"]),
+        );
+        common::assert_success(&out, "ocibuild push");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()
+    };
+    let src = format!("{}:a", out1.display());
+    let p1 = push(&src, &format!("{addr}/test/app:1"));
+    assert_eq!(p1["digest"], v1["manifest"]);
+    let results: Vec<&str> = p1["blobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["result"].as_str().unwrap())
+        .collect();
+    assert_eq!(results, ["mounted", "uploaded", "uploaded"], "{p1:#}");
+    let app_layer_and_config =
+        p1["blobs"][1]["size"].as_u64().unwrap() + p1["blobs"][2]["size"].as_u64().unwrap();
+    assert_eq!(p1["uploaded_bytes"].as_u64().unwrap(), app_layer_and_config);
+    let p2 = push(&src, &format!("{addr}/test/app:1"));
+    assert!(
+        p2["blobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|b| b["result"] == "existed"),
+        "{p2:#}"
+    );
+    assert_eq!(p2["uploaded_bytes"], 0);
+    let remote = common::skopeo_json([
+        "inspect",
+        "--tls-verify=false",
+        "--creds",
+        &format!("{USER}:{PASS}"),
+        &format!("docker://{addr}/test/app:1"),
+    ]);
+    assert_eq!(remote["Digest"], v1["manifest"]);
+    let vp = json(&build(
+        &app,
+        &tmp.path().join("outp"),
+        &["--push", &format!("{addr}/test/app:2")],
+    ));
+    assert_eq!(vp["push"]["digest"], vp["manifest"]);
+
     // The tag moves: a plain build keeps the locked digest; `lock --update` reports the move.
     let base2 = push_base(&tmp.path().join("base2"), &addr, "test/base:1", "second");
     assert_ne!(base1, base2);
@@ -312,4 +363,45 @@ fn registry_errors_name_the_registry_and_repository() {
         "{err}"
     );
     assert!(!err.contains("wrong-password"), "{err}");
+}
+
+#[test]
+fn mirror_rules_serve_a_docker_io_base_from_a_local_registry() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let reg = start_registry(None);
+    let addr = reg.addr.clone();
+    let base = push_base(&tmp.path().join("base"), &addr, "team/base:7", "mirrored");
+    // The recipe names docker.io; the registries file sends docker.io to the local mirror.
+    let app = app_project(&tmp.path().join("app"), "docker.io", "team/base:7");
+    // Credentials are looked up for the host actually contacted: the mirror.
+    auth_file(&tmp.path().join("app"), &addr, PASS);
+    fs::write(
+        &app.registries,
+        format!(
+            "[[registry]]\nname = \"{addr}\"\ninsecure-http = true\n\n\
+             [[mirror]]\nprefix = \"docker.io\"\nlocations = [\"{addr}\"]\n"
+        ),
+    )
+    .unwrap();
+    let v = json(&build(&app, &tmp.path().join("out"), &[]));
+    let lock = fs::read_to_string(tmp.path().join("app/app.lock")).unwrap();
+    assert!(
+        lock.contains("reference = \"docker.io/team/base:7\""),
+        "{lock}"
+    );
+    assert!(
+        lock.contains(&format!("manifest-digest = \"{base}\"")),
+        "{lock}"
+    );
+    let manifest = read_json(blob(
+        &tmp.path().join("out"),
+        v["manifest"].as_str().unwrap(),
+    ));
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.base.name"],
+        "docker.io/team/base:7"
+    );
 }

@@ -30,6 +30,9 @@ pub struct BuildArgs {
     /// After building, run the recipe's [[test]] entries (the image must go to an OCI layout).
     #[arg(long)]
     pub test: bool,
+    /// After building (and testing, with --test), push the image to this registry reference.
+    #[arg(long, value_name = "REF")]
+    pub push: Option<String>,
     #[command(flatten)]
     pub test_opts: super::test::TestOptions,
 }
@@ -85,6 +88,17 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let (built, target, recipe) = build_recipe(cli, args)?;
     let img = &built.image;
+    // With --json, push first (no test stage then) so one document reports both.
+    let mut pushed = None;
+    if let (Some(dest), true) = (&args.push, args.json) {
+        let target: crate::registry::Reference = dest.parse()?;
+        pushed = Some(crate::push::push(
+            &super::push::client(cli)?,
+            &cli.store()?,
+            &img.manifest,
+            &target,
+        )?);
+    }
     if args.json {
         let layers: Vec<_> = img
             .layers
@@ -109,6 +123,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             "manifestSize": img.manifest.size,
             "config": img.config.digest,
             "layers": layers,
+            "push": pushed,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -127,8 +142,14 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if args.test {
         if let Target::Layout(dir) = &target {
-            return super::test::run_stage(&recipe, dir, &args.test_opts, false);
+            let code = super::test::run_stage(&recipe, dir, &args.test_opts, false)?;
+            if code != ExitCode::SUCCESS {
+                return Ok(code);
+            }
         }
+    }
+    if let (Some(dest), false) = (&args.push, args.json) {
+        super::push::push_and_report(cli, &cli.store()?, &img.manifest, dest, false)?;
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 mod build;
 mod lock;
 mod progress;
+mod push;
 mod test;
 
 use std::ffi::OsString;
@@ -23,6 +24,9 @@ Examples:
   ocibuild build app.toml --test                     build, then run the recipe's [[test]]s
   ocibuild test app.toml --only smoke --json         run one test again, JSON results
   ocibuild build app.toml --json | jq -r .manifest   the manifest digest, for scripts
+  ocibuild build app.toml --push registry.example/team/app:1.0
+  ocibuild push app.oci:latest registry.example/team/app:1.0
+  ocibuild lock app.toml --update                    re-resolve the base's tag, report a move
 
 Environment:
   SOURCE_DATE_EPOCH     timestamp for every file and history entry (wins over the recipe; default 0)
@@ -60,6 +64,8 @@ enum Command {
     Build(build::BuildArgs),
     /// Pin the recipe's inputs (the base image's digests) into NAME.lock without building.
     Lock(lock::LockArgs),
+    /// Push an image from an OCI layout to a registry.
+    Push(push::PushArgs),
     /// Run the recipe's [[test]] entries under podman against the image already built.
     Test(test::TestArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
@@ -68,7 +74,7 @@ enum Command {
 }
 
 /// Subcommand names, for the `ocibuild RECIPE.toml` shorthand.
-const SUBCOMMANDS: &[&str] = &["build", "lock", "test", "cuda-smoke", "help"];
+const SUBCOMMANDS: &[&str] = &["build", "lock", "push", "test", "cuda-smoke", "help"];
 
 /// Insert `build` before the first positional argument when no subcommand was given.
 fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
@@ -100,6 +106,7 @@ pub fn main() -> ExitCode {
     let result = match &cli.command {
         Command::Build(a) => build::run(&cli, a),
         Command::Lock(a) => lock::run(&cli, a),
+        Command::Push(a) => push::run(&cli, a),
         Command::Test(a) => test::run(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };

@@ -1,0 +1,140 @@
+//! `ocibuild push LAYOUT[:TAG] REF`, and `build --push REF`.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::Cli;
+use crate::image::{annotations, Descriptor};
+use crate::output::read_index;
+use crate::push::{self, PushReport};
+use crate::registry::{settings, Client, Reference};
+use crate::store::Store;
+
+#[derive(Args, Debug)]
+pub struct PushArgs {
+    /// The image to push: an OCI layout `DIR[:TAG]` (or `oci:DIR[:TAG]`); TAG may be left out
+    /// when the layout holds one image.
+    pub source: String,
+    /// Where to: `registry/repository[:tag]` (tag default: latest).
+    pub destination: String,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `DIR[:TAG]` → (DIR, TAG). A colon belongs to the tag only after the last `/`.
+fn split_source(s: &str) -> (PathBuf, Option<String>) {
+    let s = s.strip_prefix("oci:").unwrap_or(s);
+    let slash = s.rfind('/').map(|i| i + 1).unwrap_or(0);
+    match s[slash..].rfind(':') {
+        Some(i) => (
+            PathBuf::from(&s[..slash + i]),
+            Some(s[slash + i + 1..].to_string()),
+        ),
+        None => (PathBuf::from(s), None),
+    }
+}
+
+fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
+    let index = read_index(dir)?;
+    let tags = || {
+        index
+            .manifests
+            .iter()
+            .filter_map(|m| m.annotations.get(annotations::REF_NAME).cloned())
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match tag {
+        Some(t) => index
+            .manifests
+            .iter()
+            .find(|m| m.annotations.get(annotations::REF_NAME).map(String::as_str) == Some(t))
+            .cloned()
+            .with_context(|| {
+                format!(
+                    "OCI layout {} has no image tagged `{t}` (tags: {})",
+                    dir.display(),
+                    tags()
+                )
+            }),
+        None if index.manifests.len() == 1 => Ok(index.manifests[0].clone()),
+        None => anyhow::bail!(
+            "OCI layout {} holds {} images: say which, as {}:TAG (tags: {})",
+            dir.display(),
+            index.manifests.len(),
+            dir.display(),
+            tags()
+        ),
+    }
+}
+
+pub fn client(cli: &Cli) -> anyhow::Result<Client> {
+    Ok(Client::new(settings::load(
+        settings::locate(cli.registries.as_deref()).as_deref(),
+    )?))
+}
+
+/// Push and print the outcome.
+pub fn push_and_report(
+    cli: &Cli,
+    blobs: &Store,
+    manifest: &Descriptor,
+    destination: &str,
+    json: bool,
+) -> anyhow::Result<PushReport> {
+    let target: Reference = destination.parse()?;
+    let report = push::push(&client(cli)?, blobs, manifest, &target)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        if !cli.quiet {
+            for b in &report.blobs {
+                println!("  blob {} ({} bytes): {}", b.digest, b.size, b.result);
+            }
+        }
+        println!(
+            "pushed {} ({} bytes uploaded)",
+            report.pushed, report.uploaded_bytes
+        );
+    }
+    Ok(report)
+}
+
+pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
+    let (dir, tag) = split_source(&args.source);
+    let manifest = find_manifest(&dir, tag.as_deref())?;
+    push_and_report(
+        cli,
+        &Store::view(&dir),
+        &manifest,
+        &args.destination,
+        args.json,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources() {
+        assert_eq!(split_source("out"), (PathBuf::from("out"), None));
+        assert_eq!(
+            split_source("oci:out:v1"),
+            (PathBuf::from("out"), Some("v1".into()))
+        );
+        assert_eq!(
+            split_source("/a/b.oci:latest"),
+            (PathBuf::from("/a/b.oci"), Some("latest".into()))
+        );
+        assert_eq!(
+            split_source("./x:y/dir"),
+            (PathBuf::from("./x:y/dir"), None)
+        );
+    }
+}
