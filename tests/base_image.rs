@@ -405,3 +405,151 @@ fn mirror_rules_serve_a_docker_io_base_from_a_local_registry() {
         "docker.io/team/base:7"
     );
 }
+
+/// Build a busybox image for `platform` into `layout` under `tag`; returns its manifest
+/// descriptor JSON from the layout's index.
+fn platform_image(dir: &Path, layout: &Path, platform: &str, tag: &str) -> Value {
+    fs::create_dir_all(dir).unwrap();
+    let recipe = dir.join(format!("{tag}.toml"));
+    fs::write(
+        &recipe,
+        format!(
+            "[image]\nname = \"localhost/multi\"\ntag = \"{tag}\"\nplatform = \"{platform}\"\n\
+             [[layer]]\nname = \"busybox\"\nsrc = \"/bin/busybox\"\ndest = \"/bin/busybox\"\n\
+             [config]\nenv = {{ PLATFORM = \"{platform}\" }}\n"
+        ),
+    )
+    .unwrap();
+    common::assert_success(
+        &common::run(
+            common::ocibuild()
+                .arg("build")
+                .arg(&recipe)
+                .arg("-o")
+                .arg(layout),
+        ),
+        "build",
+    );
+    let index = read_json(layout.join("index.json"));
+    index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == tag)
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn a_two_platform_base_resolves_to_the_recipe_platform() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let reg = start_registry(None);
+    let addr = reg.addr.clone();
+    let layout = tmp.path().join("multi-layout");
+    let amd = platform_image(&tmp.path().join("m"), &layout, "linux/amd64", "amd");
+    let arm = platform_image(&tmp.path().join("m"), &layout, "linux/arm64", "arm");
+    let app = app_project(&tmp.path().join("app"), &addr, "test/multi:1");
+    let push = |src: String, dest: String| {
+        let out = common::run(
+            common::ocibuild()
+                .arg("--registries")
+                .arg(&app.registries)
+                .env("REGISTRY_AUTH_FILE", &app.auth)
+                .args(["push", "--json", &src, &dest]),
+        );
+        common::assert_success(&out, "push");
+    };
+    push(
+        format!("{}:amd", layout.display()),
+        format!("{addr}/test/multi:amd"),
+    );
+    push(
+        format!("{}:arm", layout.display()),
+        format!("{addr}/test/multi:arm"),
+    );
+    // The index, pushed with ocibuild's own client (skopeo cannot compose one).
+    let strip = |m: &Value| serde_json::json!({"mediaType": m["mediaType"], "digest": m["digest"], "size": m["size"], "platform": m["platform"]});
+    let index = serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [strip(&amd), strip(&arm),
+            {"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": amd["digest"], "size": amd["size"],
+             "platform": {"architecture": "unknown", "os": "unknown"}}],
+    });
+    let bytes = serde_json::to_vec(&index).unwrap();
+    let mut config = ocibuild::registry::ClientConfig {
+        auth_env: ocibuild::registry::auth::AuthEnv::empty().with("REGISTRY_AUTH_FILE", &app.auth),
+        ..Default::default()
+    };
+    config.registries.insert(
+        addr.clone(),
+        ocibuild::registry::RegistrySettings {
+            insecure_http: true,
+            ..Default::default()
+        },
+    );
+    let client = ocibuild::registry::Client::new(config);
+    let target: ocibuild::registry::Reference = format!("{addr}/test/multi:1").parse().unwrap();
+    let index_digest = client
+        .push_manifest(
+            &target,
+            "1",
+            &bytes,
+            "application/vnd.oci.image.index.v1+json",
+        )
+        .unwrap();
+
+    for (platform, want) in [("linux/arm64", &arm), ("linux/amd64", &amd)] {
+        let text = fs::read_to_string(&app.recipe).unwrap();
+        let text = match text.find("platform = ") {
+            Some(_) => text
+                .lines()
+                .map(|l| {
+                    if l.starts_with("platform = ") {
+                        format!("platform = \"{platform}\"")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n"),
+            None => text.replacen(
+                "tag = \"a\"",
+                &format!("tag = \"a\"\nplatform = \"{platform}\""),
+                1,
+            ),
+        };
+        fs::write(&app.recipe, text).unwrap();
+        let out = tmp
+            .path()
+            .join(format!("out-{}", platform.replace('/', "-")));
+        let v = json(&build(&app, &out, &[]));
+        let manifest = read_json(blob(&out, v["manifest"].as_str().unwrap()));
+        assert_eq!(
+            manifest["annotations"]["org.opencontainers.image.base.digest"], want["digest"],
+            "{platform}"
+        );
+        let lock = fs::read_to_string(tmp.path().join("app/app.lock")).unwrap();
+        assert!(
+            lock.contains(&format!("index-digest = \"{index_digest}\"")),
+            "{lock}"
+        );
+        // arm64 is normalized to arm64/v8, as docker does.
+        assert!(lock.contains(&format!("platform = \"{platform}")), "{lock}");
+        let config = read_json(blob(&out, v["config"].as_str().unwrap()));
+        assert_eq!(config["architecture"], platform.rsplit('/').next().unwrap());
+    }
+
+    // A platform the index lacks: a clear error naming it.
+    let text = fs::read_to_string(&app.recipe)
+        .unwrap()
+        .replace("platform = \"linux/amd64\"", "platform = \"linux/s390x\"");
+    fs::write(&app.recipe, text).unwrap();
+    let out = build(&app, &tmp.path().join("out-s390x"), &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("s390x") && err.contains("test/multi"), "{err}");
+}
