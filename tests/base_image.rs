@@ -553,3 +553,66 @@ fn a_two_platform_base_resolves_to_the_recipe_platform() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("s390x") && err.contains("test/multi"), "{err}");
 }
+
+#[test]
+fn tls_registry_with_the_test_ca_in_the_registries_file() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let (ca_pem, cert_pem, key_pem) = common::registry::make_ca_and_server_cert();
+    let (ca, cert, key) = (
+        tmp.path().join("ca.pem"),
+        tmp.path().join("server.crt"),
+        tmp.path().join("server.key"),
+    );
+    fs::write(&ca, ca_pem).unwrap();
+    fs::write(&cert, cert_pem).unwrap();
+    fs::write(&key, key_pem).unwrap();
+    let reg = start_registry(Some((&cert, &key)));
+    let addr = reg.addr.clone();
+    // skopeo pushes the base without verifying; ocibuild verifies against the test CA.
+    let base = push_base(&tmp.path().join("base"), &addr, "tls/base:1", "tls");
+    let app = app_project(&tmp.path().join("app"), &addr, "tls/base:1");
+
+    // Without the CA: a certificate error that says what to do, nothing built.
+    fs::write(&app.registries, "").unwrap();
+    let out = build(&app, &tmp.path().join("out-noca"), &[]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&addr) && err.to_lowercase().contains("ca"),
+        "{err}"
+    );
+
+    fs::write(
+        &app.registries,
+        format!(
+            "[[registry]]\nname = \"{addr}\"\nca-file = \"{}\"\n",
+            ca.display()
+        ),
+    )
+    .unwrap();
+    let v = json(&build(
+        &app,
+        &tmp.path().join("out"),
+        &["--push", &format!("{addr}/tls/app:1")],
+    ));
+    let manifest = read_json(blob(
+        &tmp.path().join("out"),
+        v["manifest"].as_str().unwrap(),
+    ));
+    assert_eq!(
+        manifest["annotations"]["org.opencontainers.image.base.digest"],
+        base.as_str()
+    );
+    assert_eq!(v["push"]["digest"], v["manifest"]);
+    let remote = common::skopeo_json([
+        "inspect",
+        "--tls-verify=false",
+        "--creds",
+        &format!("{USER}:{PASS}"),
+        &format!("docker://{addr}/tls/app:1"),
+    ]);
+    assert_eq!(remote["Digest"], v["manifest"]);
+}

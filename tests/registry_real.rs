@@ -270,7 +270,7 @@ fn real_registry_behind_tls_with_own_ca() {
         return;
     }
     let dir = common::tempdir();
-    let (ca_pem, cert_pem, key_pem) = make_ca_and_server_cert();
+    let (ca_pem, cert_pem, key_pem) = common::registry::make_ca_and_server_cert();
     let ca = dir.path().join("ca.pem");
     let cert = dir.path().join("server.crt");
     let key = dir.path().join("server.key");
@@ -314,31 +314,4 @@ fn real_registry_behind_tls_with_own_ca() {
     );
     assert_eq!(via_dir.get_manifest(&r).unwrap().bytes, pushed.index);
     skopeo_agrees(&reg, &pushed);
-}
-
-/// A CA, and a certificate for 127.0.0.1 it signed: (CA PEM, server cert PEM, server key PEM).
-fn make_ca_and_server_cert() -> (String, String, String) {
-    use rcgen::{
-        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
-        KeyPair, KeyUsagePurpose,
-    };
-    let ca_key = KeyPair::generate().unwrap();
-    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
-    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    ca.distinguished_name
-        .push(DnType::CommonName, "ocibuild test CA");
-    ca.key_usages = vec![
-        KeyUsagePurpose::KeyCertSign,
-        KeyUsagePurpose::CrlSign,
-        KeyUsagePurpose::DigitalSignature,
-    ];
-    let ca_cert = ca.self_signed(&ca_key).unwrap();
-    let issuer = Issuer::new(ca, ca_key);
-    let key = KeyPair::generate().unwrap();
-    let mut srv =
-        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
-    srv.distinguished_name.push(DnType::CommonName, "127.0.0.1");
-    srv.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    let cert = srv.signed_by(&key, &issuer).unwrap();
-    (ca_cert.pem(), cert.pem(), key.serialize_pem())
 }

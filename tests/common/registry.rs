@@ -109,3 +109,30 @@ pub fn auth_file(dir: &Path, registry: &str, pass: &str) -> PathBuf {
     .unwrap();
     f
 }
+
+/// A CA and a server certificate for 127.0.0.1 signed by it: (CA PEM, cert PEM, key PEM).
+pub fn make_ca_and_server_cert() -> (String, String, String) {
+    use rcgen::{
+        BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
+        KeyPair, KeyUsagePurpose,
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca.distinguished_name
+        .push(DnType::CommonName, "ocibuild test CA");
+    ca.key_usages = vec![
+        KeyUsagePurpose::KeyCertSign,
+        KeyUsagePurpose::CrlSign,
+        KeyUsagePurpose::DigitalSignature,
+    ];
+    let ca_cert = ca.self_signed(&ca_key).unwrap();
+    let issuer = Issuer::new(ca, ca_key);
+    let key = KeyPair::generate().unwrap();
+    let mut srv =
+        CertificateParams::new(vec!["127.0.0.1".to_string(), "localhost".to_string()]).unwrap();
+    srv.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+    srv.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
+    let cert = srv.signed_by(&key, &issuer).unwrap();
+    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+}
