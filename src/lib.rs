@@ -11,6 +11,7 @@
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
+pub mod apt;
 pub mod build;
 pub mod cli;
 pub mod digest;
