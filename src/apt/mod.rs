@@ -6,12 +6,14 @@
 //! - [`fetch`]: the [`Fetcher`] trait (http, https, file) and its reqwest implementation.
 //! - [`release`]: InRelease / Release.gpg verification, the Release SHA256 list, and the
 //!   verified `Packages` indices.
+//! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //!
 //! Nothing here runs a maintainer script, and nothing prints.
 
 pub mod control;
 pub mod fetch;
 pub mod release;
+pub mod resolve;
 pub mod version;
 
 use std::io;
@@ -23,6 +25,7 @@ use crate::store::StoreError;
 
 pub use self::fetch::{Fetcher, HttpFetcher};
 pub use self::release::{load_source, Package, Source, SourceIndex};
+pub use self::resolve::{resolve, Installed, Locked, Request};
 pub use self::version::{Constraint, Relation, Version};
 
 /// Everything that can go wrong in `apt/`, with the context needed to act on it.
