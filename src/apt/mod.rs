@@ -7,10 +7,15 @@
 //! - [`release`]: InRelease / Release.gpg verification, the Release SHA256 list, and the
 //!   verified `Packages` indices.
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
+//! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
+//! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
+//!   under the determinism contract, with merged-/usr rewriting and `status.d` records.
 //!
 //! Nothing here runs a maintainer script, and nothing prints.
 
+pub mod base;
 pub mod control;
+pub mod deb;
 pub mod fetch;
 pub mod release;
 pub mod resolve;
@@ -23,6 +28,8 @@ use crate::digest::Digest;
 use crate::layer::LayerError;
 use crate::store::StoreError;
 
+pub use self::base::{scan_base, Base};
+pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
 pub use self::fetch::{Fetcher, HttpFetcher};
 pub use self::release::{load_source, Package, Source, SourceIndex};
 pub use self::resolve::{resolve, Installed, Locked, Request};
