@@ -17,7 +17,7 @@ use ocibuild::layer::{Compression, LayerOptions};
 use ocibuild::store::Store;
 use pgp::composed::{
     ArmorOptions, CleartextSignedMessage, DetachedSignature, EncryptionCaps, KeyType,
-    SecretKeyParamsBuilder, SignedPublicKey, SignedSecretKey,
+    SecretKeyParamsBuilder, SignedPublicKey, SignedSecretKey, SubkeyParamsBuilder,
 };
 use pgp::crypto::hash::HashAlgorithm;
 use pgp::types::Password;
@@ -34,6 +34,10 @@ enum Data {
     Hardlink(&'static str, &'static str),
     /// A regular file whose tar name is written raw (bypassing the tar crate's checks).
     RawName(&'static str),
+    /// A regular file with an owner: path, content, mode, uid, gid.
+    Owned(&'static str, &'static str, u32, u64, u64),
+    /// A character device node.
+    Device(&'static str),
 }
 
 #[derive(Clone)]
@@ -43,6 +47,8 @@ struct Deb {
     arch: &'static str,
     fields: Vec<(&'static str, &'static str)>,
     data: Vec<Data>,
+    /// `xz`, `gz` or `zst`: the data.tar compression.
+    data_comp: &'static str,
 }
 
 fn deb(name: &'static str, version: &'static str) -> Deb {
@@ -51,6 +57,7 @@ fn deb(name: &'static str, version: &'static str) -> Deb {
         version,
         arch: "amd64",
         fields: Vec::new(),
+        data_comp: "xz",
         data: vec![
             Data::Dir("./"),
             Data::Dir("./usr/"),
@@ -67,6 +74,10 @@ impl Deb {
     }
     fn arch(mut self, a: &'static str) -> Deb {
         self.arch = a;
+        self
+    }
+    fn comp(mut self, c: &'static str) -> Deb {
+        self.data_comp = c;
         self
     }
     fn data(mut self, d: Data) -> Deb {
@@ -128,9 +139,7 @@ fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
         ctl.append(&h, body.as_bytes()).unwrap();
     }
     let ctl = ctl.into_inner().unwrap();
-    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-    gz.write_all(&ctl).unwrap();
-    let ctl_gz = gz.finish().unwrap();
+    let ctl_gz = gz(&ctl);
 
     // data.tar.xz
     let mut tb = tar::Builder::new(Vec::new());
@@ -152,6 +161,19 @@ fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
                 tar_header(p.as_bytes(), 1, 0o644, tar::EntryType::Regular),
                 b"x",
             ),
+            Data::Owned(p, c, mode, uid, gid) => {
+                let mut h =
+                    tar_header(p.as_bytes(), c.len() as u64, *mode, tar::EntryType::Regular);
+                h.set_uid(*uid);
+                h.set_gid(*gid);
+                (h, c.as_bytes())
+            }
+            Data::Device(p) => {
+                let mut h = tar_header(p.as_bytes(), 0, 0o600, tar::EntryType::Char);
+                h.set_device_major(1).unwrap();
+                h.set_device_minor(3).unwrap();
+                (h, b"")
+            }
             Data::Symlink(p, t) => {
                 let mut h = tar_header(p.as_bytes(), 0, 0o777, tar::EntryType::Symlink);
                 h.set_link_name(t).unwrap();
@@ -167,16 +189,20 @@ fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
         tb.append(&h, body).unwrap();
     }
     let data = tb.into_inner().unwrap();
-    let mut xz = liblzma::write::XzEncoder::new(Vec::new(), 6);
-    xz.write_all(&data).unwrap();
-    let data_xz = xz.finish().unwrap();
+    let data_name = format!("data.tar.{}", d.data_comp);
+    let data_c = match d.data_comp {
+        "xz" => xz(&data),
+        "gz" => gz(&data),
+        "zst" => zstd::encode_all(&data[..], 3).unwrap(),
+        other => panic!("compression {other}"),
+    };
 
     // ar
     let mut ar = b"!<arch>\n".to_vec();
     for (name, body) in [
         ("debian-binary", &b"2.0\n"[..]),
         ("control.tar.gz", &ctl_gz[..]),
-        ("data.tar.xz", &data_xz[..]),
+        (data_name.as_str(), &data_c[..]),
     ] {
         ar.extend_from_slice(
             format!(
@@ -215,6 +241,28 @@ fn keygen(seed: u64) -> SignedSecretKey {
         .unwrap()
 }
 
+/// A key whose primary only certifies, with a signing subkey (how many archive keys look).
+fn keygen_with_subkey(seed: u64) -> SignedSecretKey {
+    let mut sub = SubkeyParamsBuilder::default();
+    sub.key_type(KeyType::Ed25519Legacy)
+        .can_sign(true)
+        .can_encrypt(EncryptionCaps::None)
+        .can_authenticate(false);
+    let mut params = SecretKeyParamsBuilder::default();
+    params
+        .key_type(KeyType::Ed25519Legacy)
+        .can_certify(true)
+        .can_sign(false)
+        .can_encrypt(EncryptionCaps::None)
+        .primary_user_id("Test Archive <archive@example.com>".into())
+        .subkeys(vec![sub.build().unwrap()]);
+    params
+        .build()
+        .unwrap()
+        .generate(rand::rngs::StdRng::seed_from_u64(seed))
+        .unwrap()
+}
+
 fn public_armor(k: &SignedSecretKey) -> String {
     SignedPublicKey::from(k.clone())
         .to_armored_string(ArmorOptions::default())
@@ -223,6 +271,8 @@ fn public_armor(k: &SignedSecretKey) -> String {
 
 enum Signing<'a> {
     InRelease(&'a SignedSecretKey),
+    /// InRelease signed by the key's first (signing) subkey.
+    InReleaseSubkey(&'a SignedSecretKey),
     Detached(&'a SignedSecretKey),
     Unsigned,
 }
@@ -289,6 +339,13 @@ fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool) ->
                 &Password::empty(),
             )
             .unwrap();
+            let text = msg.to_armored_string(ArmorOptions::default()).unwrap();
+            std::fs::write(dists.join("InRelease"), text).unwrap();
+        }
+        Signing::InReleaseSubkey(k) => {
+            let sub = &k.secret_subkeys[0].key;
+            let msg =
+                CleartextSignedMessage::sign(&mut rng, &release, sub, &Password::empty()).unwrap();
             let text = msg.to_armored_string(ArmorOptions::default()).unwrap();
             std::fs::write(dists.join("InRelease"), text).unwrap();
         }
@@ -734,6 +791,25 @@ fn signatures_bad_key_tampered_detached_unsigned() {
     let err = load_source(&fetcher, &source(&repo, Some(&key))).unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
 
+    // Signed by a signing subkey bound to the primary in the key file.
+    let ks = keygen_with_subkey(4);
+    let key_s = write_key(dir.path(), "ks.asc", &ks);
+    let repo = make_repo(
+        &dir.path().join("r4"),
+        &debs,
+        Signing::InReleaseSubkey(&ks),
+        false,
+    );
+    assert_eq!(
+        load_source(&fetcher, &source(&repo, Some(&key_s)))
+            .unwrap()
+            .packages
+            .len(),
+        1
+    );
+    let err = load_source(&fetcher, &source(&repo, Some(&key))).unwrap_err();
+    assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
+
     // Release + Release.gpg (no InRelease).
     let repo = make_repo(&dir.path().join("r2"), &debs, Signing::Detached(&k), false);
     assert_eq!(
@@ -849,6 +925,7 @@ fn unsafe_paths_in_data_tar_are_errors_and_nothing_is_written() {
         (Data::RawName("./usr/../../etc/passwd"), ".."),
         (Data::RawName("/etc/passwd"), "absolute"),
         (Data::Hardlink("./usr/x", "../../etc/shadow"), ".."),
+        (Data::Device("./dev/null"), "device"),
     ] {
         let f = fixture(
             &[
@@ -932,4 +1009,46 @@ fn file_url_source() {
     let idx = load_source(&HttpFetcher::new().unwrap(), &s).unwrap();
     assert_eq!(idx.packages[0].name, "a");
     assert!(idx.packages[0].source_url.starts_with("file://"));
+}
+
+#[test]
+fn data_tar_compressions_owners_and_modes() {
+    let f = fixture(
+        &[
+            deb("zpkg", "1")
+                .comp("zst")
+                .data(Data::Dir("./usr/games/"))
+                .data(Data::Owned("./usr/games/score", "0\n", 0o664, 0, 60))
+                .data(Data::Owned("./usr/games/su-ish", "x\n", 0o4755, 0, 0)),
+            deb("gpkg", "1").comp("gz").data(Data::Owned(
+                "./usr/share/doc/g",
+                "g\n",
+                0o640,
+                1000,
+                1000,
+            )),
+        ],
+        false,
+    );
+    let idx = load(&f);
+    let locked = resolve(
+        &idx,
+        "amd64",
+        &[req("zpkg"), req("gpkg")],
+        &Installed::new(),
+    )
+    .unwrap();
+    let layer = build(&f, &locked, &layer_opts()).unwrap();
+    let mut a = tar::Archive::new(std::fs::File::open(f.store.blob_path(&layer.digest)).unwrap());
+    let mut seen = BTreeMap::new();
+    for e in a.entries().unwrap() {
+        let e = e.unwrap();
+        let h = e.header();
+        let p = String::from_utf8(e.path_bytes().into_owned()).unwrap();
+        seen.insert(p, (h.mode().unwrap(), h.uid().unwrap(), h.gid().unwrap()));
+    }
+    assert_eq!(seen["usr/games/score"], (0o664, 0, 60));
+    assert_eq!(seen["usr/games/su-ish"], (0o4755, 0, 0));
+    assert_eq!(seen["usr/share/doc/g"], (0o640, 1000, 1000));
+    assert_eq!(seen["usr/games/"], (0o755, 0, 0));
 }
