@@ -160,15 +160,22 @@ pub fn load_keys(path: &Path) -> Result<Vec<SignedPublicKey>, AptError> {
     Ok(keys)
 }
 
-/// A signature verifies if it verifies against a primary key, or against a subkey whose
-/// binding signature by its primary verifies.
+/// A signature verifies if it uses a strong hash (as apt: no MD5, SHA-1 or RIPEMD-160) and
+/// verifies against a primary key, or against a subkey whose binding signature by its primary
+/// verifies.
 fn verifies(sig: &Signature, data: &[u8], keys: &[SignedPublicKey]) -> bool {
-    keys.iter().any(|k| {
-        sig.verify(&k.primary_key, data).is_ok()
-            || k.public_subkeys.iter().any(|sk: &SignedPublicSubKey| {
-                sk.verify_bindings(&k.primary_key).is_ok() && sig.verify(&sk.key, data).is_ok()
-            })
-    })
+    use pgp::crypto::hash::HashAlgorithm as H;
+    let strong = matches!(
+        sig.hash_alg(),
+        Some(H::Sha224 | H::Sha256 | H::Sha384 | H::Sha512 | H::Sha3_256 | H::Sha3_512)
+    );
+    strong
+        && keys.iter().any(|k| {
+            sig.verify(&k.primary_key, data).is_ok()
+                || k.public_subkeys.iter().any(|sk: &SignedPublicSubKey| {
+                    sk.verify_bindings(&k.primary_key).is_ok() && sig.verify(&sk.key, data).is_ok()
+                })
+        })
 }
 
 /// Verifies a clearsigned InRelease against `keys`; returns the signed text (LF line ends).
@@ -458,6 +465,28 @@ fn package_of(p: &control::Paragraph, what: &str, source_url: &str) -> Result<Pa
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snapshot_urls() {
+        let mut s = Source {
+            url: "https://snapshot.debian.org/archive/debian/".into(),
+            suite: "bookworm".into(),
+            components: vec!["main".into()],
+            architecture: "amd64".into(),
+            snapshot: None,
+            signed_by: None,
+            allow_unsigned: false,
+        };
+        assert_eq!(
+            s.archive_url(),
+            "https://snapshot.debian.org/archive/debian"
+        );
+        s.snapshot = Some("20240301T000000Z".into());
+        assert_eq!(
+            s.archive_url(),
+            "https://snapshot.debian.org/archive/debian/20240301T000000Z"
+        );
+    }
 
     #[test]
     fn release_sha256_section() {
