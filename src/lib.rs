@@ -6,6 +6,8 @@
 //! - [`store`]: the content-addressed blob store and the layer cache.
 //! - [`image`]: OCI config, manifest and index documents.
 //! - [`recipe`]: the recipe TOML schema and its validation.
+//! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
+//!   layer (a library; not wired into recipes yet).
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
