@@ -859,6 +859,18 @@ fn packages_hash_mismatch_and_fallback() {
     let err = load_source(&fetcher, &source(&f.repo, Some(&f.key))).unwrap_err();
     assert!(matches!(err, AptError::HashMismatch(_)), "{err}");
     assert!(err.to_string().contains("Packages.xz"), "{err}");
+    // Longer than the Release says: a mismatch naming both sizes.
+    let mut long = saved.clone();
+    long.extend_from_slice(b"trailing");
+    std::fs::write(&xz, &long).unwrap();
+    let err = load_source(&fetcher, &source(&f.repo, Some(&f.key))).unwrap_err();
+    match &err {
+        AptError::HashMismatch(m) => {
+            assert_eq!(m.expected_size, saved.len() as u64);
+            assert_eq!(m.found_size, saved.len() as u64 + 8);
+        }
+        other => panic!("{other}"),
+    }
     let _ = f.other_key;
 }
 

@@ -18,7 +18,7 @@ use super::control::{self, parse_depends, parse_paragraphs, parse_provides, Alte
 use super::fetch::{fetch_bytes, join_url, Fetcher};
 use super::version::Version;
 use super::AptError;
-use crate::digest::{Digest, Hasher};
+use crate::digest::{Digest, HashingReader};
 
 /// Largest Release / InRelease / key file read.
 const MAX_RELEASE: u64 = 64 << 20;
@@ -320,12 +320,28 @@ fn fetch_verified(
     expected: Digest,
     size: u64,
 ) -> Result<Option<Vec<u8>>, AptError> {
-    let Some(data) = fetch_bytes(fetcher, url, size.min(MAX_INDEX))? else {
+    if size > MAX_INDEX {
+        return Err(AptError::TooLarge {
+            url: url.to_string(),
+            limit: MAX_INDEX,
+        });
+    }
+    let Some(r) = fetcher.open(url)? else {
         return Ok(None);
     };
-    let mut h = Hasher::new();
-    h.update(&data);
-    let (found, found_size) = h.finish();
+    let read_err = |source| AptError::Read {
+        url: url.to_string(),
+        source,
+    };
+    let mut hr = HashingReader::new(r);
+    let mut data = Vec::new();
+    (&mut hr)
+        .take(size)
+        .read_to_end(&mut data)
+        .map_err(read_err)?;
+    // Bytes past the announced size count too (bounded), so the mismatch says how many.
+    std::io::copy(&mut (&mut hr).take(1 << 30), &mut std::io::sink()).map_err(read_err)?;
+    let (_, found, found_size) = hr.finish();
     if found != expected || found_size != size {
         return Err(AptError::HashMismatch(Box::new(super::Mismatch {
             what: what.to_string(),
