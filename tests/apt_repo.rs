@@ -989,6 +989,38 @@ fn conflicting_files_between_packages() {
     let idx = load(&f);
     let ok = resolve(&idx, "amd64", &[req("one"), req("two")], &Installed::new()).unwrap();
     build(&f, &ok, &layer_opts()).unwrap();
+    // A symlink in one package, a directory or a file beneath it in another.
+    for writer in [
+        deb("writer", "1")
+            .data(Data::Dir("./usr/share/doc/dir/"))
+            .data(Data::File("./usr/share/doc/dir/passwd", "x\n", 0o644)),
+        deb("writer", "1").data(Data::File("./usr/share/doc/dir/passwd", "x\n", 0o644)),
+    ] {
+        let g = fixture(
+            &[
+                deb("linker", "1").data(Data::Symlink("./usr/share/doc/dir", "/etc")),
+                writer,
+            ],
+            false,
+        );
+        let gl = resolve(
+            &load(&g),
+            "amd64",
+            &[req("linker"), req("writer")],
+            &Installed::new(),
+        )
+        .unwrap();
+        let err = build(&g, &gl, &layer_opts()).unwrap_err();
+        assert!(matches!(err, AptError::PathConflict { .. }), "{err}");
+        let msg = err.to_string();
+        assert!(
+            msg.contains("/usr/share/doc/dir`")
+                && msg.contains("linker 1")
+                && msg.contains("writer 1"),
+            "{msg}"
+        );
+    }
+
     let bad = resolve(
         &idx,
         "amd64",

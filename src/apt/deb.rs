@@ -224,7 +224,7 @@ pub fn build_layer(
             &names,
         )?;
     }
-    let entries = to_entries(items)?;
+    let entries = to_entries(items, &names)?;
     let mut w = store.blob_writer()?;
     let stats = layer::write_layer(&entries, &req.layer, &mut w, &|_| {})?;
     w.commit(Some(stats.digest))?;
@@ -650,7 +650,7 @@ fn merge(
 }
 
 /// Sorted layer entries: synthesized ancestors, hardlink groups led by their first path.
-fn to_entries(mut items: BTreeMap<String, Item>) -> Result<Vec<Entry>, AptError> {
+fn to_entries(mut items: BTreeMap<String, Item>, names: &[String]) -> Result<Vec<Entry>, AptError> {
     // Hardlink groups: the root file and the paths linking to it; the smallest path carries
     // the content, the others link to it.
     let mut groups: HashMap<String, Vec<String>> = HashMap::new();
@@ -679,22 +679,25 @@ fn to_entries(mut items: BTreeMap<String, Item>) -> Result<Vec<Entry>, AptError>
         }
     }
     // Ancestors every path needs.
-    let mut dirs: Vec<String> = Vec::new();
-    for p in items.keys() {
+    // (ancestor, the package of a path beneath it)
+    let mut dirs: Vec<(String, usize)> = Vec::new();
+    for (p, it) in &items {
         let mut cur = p.as_str();
         while let Some(i) = cur.rfind('/') {
             cur = &cur[..i];
-            dirs.push(cur.to_string());
+            dirs.push((cur.to_string(), it.pkg));
         }
     }
-    for d in dirs {
+    for (d, child_pkg) in dirs {
         match items.get(&d) {
             Some(it) if it.kind != Kind::Dir => {
+                // E.g. a symlink (or file) in one package, a path beneath it in another: the
+                // layer would write through the symlink.
                 return Err(AptError::PathConflict {
                     path: d,
-                    first: "a package (as a non-directory)".into(),
-                    second: "a package (as a parent directory)".into(),
-                })
+                    first: format!("{} (not a directory)", names[it.pkg]),
+                    second: format!("{} (files beneath it)", names[child_pkg]),
+                });
             }
             Some(_) => {}
             None => {
