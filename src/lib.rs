@@ -7,6 +7,9 @@
 //! - [`image`]: OCI config, manifest and index documents.
 //! - [`recipe`]: the recipe TOML schema and its validation.
 //! - [`lock`]: the lock file, every input pinned by digest.
+//! - [`registry`]: image references, registry auth and the OCI Distribution client.
+//! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
+//!   layer (a library; not wired into recipes yet).
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`build`]: the planner: recipe → layers → image → output.
@@ -14,6 +17,7 @@
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
+pub mod apt;
 pub mod base;
 pub mod build;
 pub mod cli;

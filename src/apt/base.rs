@@ -1,0 +1,180 @@
+//! What the base image brings: its installed packages (`var/lib/dpkg/status` and
+//! `var/lib/dpkg/status.d/*`, the distroless convention) and its merged-/usr symlinks, read
+//! from its layers' tar streams, in order, with OCI whiteouts applied.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+
+use super::deb::{UsrMerge, USR_MERGE_DIRS};
+use super::resolve::Installed;
+use super::AptError;
+
+/// Largest status file (or status.d record) read.
+const MAX_STATUS: u64 = 256 << 20;
+
+const STATUS: &str = "var/lib/dpkg/status";
+const STATUS_D: &str = "var/lib/dpkg/status.d/";
+
+/// The base image as far as apt/ is concerned.
+#[derive(Clone, Debug, Default)]
+pub struct Base {
+    pub installed: Installed,
+    pub usr_merge: UsrMerge,
+}
+
+/// Reads the base's layers (uncompressed tar streams, lowest first). `name` labels each one in
+/// errors (e.g. its digest).
+pub fn scan_base<'a>(
+    layers: impl IntoIterator<Item = (String, Box<dyn Read + 'a>)>,
+) -> Result<Base, AptError> {
+    // Path → content for the files we care about; top-level symlinks.
+    let mut files: BTreeMap<String, String> = BTreeMap::new();
+    let mut links: BTreeMap<String, String> = BTreeMap::new();
+    for (name, reader) in layers {
+        let err = |source: std::io::Error| AptError::Decompress {
+            what: format!("base layer {name}"),
+            source,
+        };
+        let mut archive = tar::Archive::new(reader);
+        for entry in archive.entries().map_err(err)? {
+            let mut entry = entry.map_err(err)?;
+            let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+            let path = raw
+                .trim_start_matches("./")
+                .trim_start_matches('/')
+                .trim_end_matches('/')
+                .to_string();
+            let (dir, base) = match path.rsplit_once('/') {
+                Some((d, b)) => (format!("{d}/"), b),
+                None => (String::new(), path.as_str()),
+            };
+            if base == ".wh..wh..opq" {
+                files.retain(|p, _| !p.starts_with(&dir));
+                if dir.is_empty() {
+                    // An opaque root: the top-level symlinks of lower layers go too.
+                    links.clear();
+                }
+                continue;
+            }
+            if let Some(victim) = base.strip_prefix(".wh.") {
+                let victim = format!("{dir}{victim}");
+                files.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
+                links.remove(&victim);
+                continue;
+            }
+            let etype = entry.header().entry_type();
+            if USR_MERGE_DIRS.contains(&path.as_str()) {
+                if etype == tar::EntryType::Symlink {
+                    if let Some(t) = entry.link_name_bytes() {
+                        links.insert(path.clone(), String::from_utf8_lossy(&t).into_owned());
+                    }
+                } else {
+                    links.remove(&path);
+                }
+                continue;
+            }
+            let wanted = path == STATUS
+                || (path.starts_with(STATUS_D) && !path[STATUS_D.len()..].contains('/'));
+            if !wanted {
+                continue;
+            }
+            if !matches!(etype, tar::EntryType::Regular | tar::EntryType::Continuous) {
+                files.remove(&path);
+                continue;
+            }
+            let mut s = String::new();
+            (&mut entry)
+                .take(MAX_STATUS)
+                .read_to_string(&mut s)
+                .map_err(err)?;
+            files.insert(path, s);
+        }
+    }
+    let mut installed = Installed::new();
+    for (path, text) in &files {
+        if path.ends_with(".md5sums") {
+            continue;
+        }
+        installed.add_status(text, &format!("base /{path}"))?;
+    }
+    let usr_merge = UsrMerge::from_symlinks(links.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    Ok(Base {
+        installed,
+        usr_merge,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layer(entries: &[(&str, Option<&str>, Option<&str>)]) -> Vec<u8> {
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, body, link) in entries {
+            let mut h = tar::Header::new_ustar();
+            h.set_path(path).unwrap();
+            h.set_mode(0o644);
+            match (body, link) {
+                (_, Some(t)) => {
+                    h.set_entry_type(tar::EntryType::Symlink);
+                    h.set_link_name(t).unwrap();
+                    h.set_size(0);
+                    h.set_cksum();
+                    b.append(&h, &b""[..]).unwrap();
+                }
+                (Some(body), None) => {
+                    h.set_size(body.len() as u64);
+                    h.set_cksum();
+                    b.append(&h, body.as_bytes()).unwrap();
+                }
+                (None, None) => {
+                    h.set_entry_type(tar::EntryType::Directory);
+                    h.set_size(0);
+                    h.set_cksum();
+                    b.append(&h, &b""[..]).unwrap();
+                }
+            }
+        }
+        b.into_inner().unwrap()
+    }
+
+    #[test]
+    fn status_status_d_whiteouts_and_usr_merge() {
+        let l1 = layer(&[
+            ("bin", None, Some("usr/bin")),
+            ("lib", None, Some("/usr/lib")),
+            ("sbin", None, None),
+            (
+                "var/lib/dpkg/status",
+                Some("Package: libc6\nStatus: install ok installed\nVersion: 2.36\n"),
+                None,
+            ),
+            (
+                "var/lib/dpkg/status.d/tzdata",
+                Some("Package: tzdata\nVersion: 2024a\n"),
+                None,
+            ),
+            (
+                "var/lib/dpkg/status.d/gone",
+                Some("Package: gone\nVersion: 1\n"),
+                None,
+            ),
+            ("var/lib/dpkg/status.d/tzdata.md5sums", Some("x  y\n"), None),
+        ]);
+        let l2 = layer(&[
+            ("var/lib/dpkg/status.d/.wh.gone", Some(""), None),
+            ("lib", None, None), // lib replaced by a real directory
+        ]);
+        let base = scan_base([
+            ("l1".to_string(), Box::new(&l1[..]) as Box<dyn Read>),
+            ("l2".to_string(), Box::new(&l2[..]) as Box<dyn Read>),
+        ])
+        .unwrap();
+        assert!(base.installed.contains("libc6"));
+        assert!(base.installed.contains("tzdata"));
+        assert!(!base.installed.contains("gone"));
+        assert_eq!(base.usr_merge.rewrite("bin/ls"), "usr/bin/ls");
+        assert_eq!(base.usr_merge.rewrite("lib/x"), "lib/x");
+        assert_eq!(base.usr_merge.rewrite("sbin/x"), "sbin/x");
+    }
+}

@@ -1,0 +1,794 @@
+//! Locked .debs → one layer under the determinism contract.
+//!
+//! - [`download`] fetches a locked .deb into the store, verified by sha256 and size (a missing
+//!   file names the package and says the lock may be out of date).
+//! - [`build_layer`] verifies each .deb against the lock again, parses its `ar` container
+//!   (done here: the format is three fixed fields and a padding rule), reads `control` and
+//!   `md5sums` from `control.tar.*`, and streams `data.tar.{xz,zst,gz}` entries.
+//!
+//! **Bounded memory.** Entries must be written sorted, but a data tar is in any order. Each
+//! regular file's content is spooled, while the data tar streams by, to its own temporary file
+//! in the store's `tmp/` directory (removed when done, also on error); only the metadata of the
+//! entries stays in memory. Then the sorted entries go through [`layer::write_layer`], the same
+//! writer and compressors as every other layer, straight into a store blob. This reads each
+//! data tar once (the alternative, reading it twice, decompresses twice and still needs random
+//! access to contents in sorted order).
+//!
+//! Rules: paths are normalized (`./` dropped), absolute paths, `..` components, device nodes
+//! and FIFOs are errors naming the package and the path; modes (& 0o7777) and numeric uid/gid
+//! are kept as in the .deb; mtime is the layer's epoch; symlink targets are verbatim; hardlinks
+//! point at the first path of their group in sorted order. With merged-/usr
+//! ([`UsrMerge`]), `bin/x` becomes `usr/bin/x` (also hardlink targets and md5sums paths), so the
+//! layer never shadows the base's `bin → usr/bin` symlink. Two packages shipping one path:
+//! identical files (content, mode, owner) and directories are fine, anything else is an error
+//! naming both. `var/lib/dpkg/status.d/NAME` gets the package's control paragraph with
+//! `Status: install ok installed`, and `NAME.md5sums` its md5sums (the distroless convention
+//! that image scanners read). Maintainer scripts are not run.
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use super::control::parse_paragraphs;
+use super::fetch::Fetcher;
+use super::release::decoder;
+use super::resolve::Locked;
+use super::AptError;
+use crate::digest::{Digest, HashingReader, HashingWriter};
+use crate::layer::{self, Entry, EntryKind, LayerOptions, StatKey};
+use crate::store::{CachedLayer, Store, StoreError};
+
+/// Largest control.tar (decompressed) read into memory.
+const MAX_CONTROL: u64 = 64 << 20;
+
+/// The base image's merged-/usr symlinks: top-level directory → where it points (`bin` →
+/// `usr/bin`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UsrMerge {
+    map: BTreeMap<String, String>,
+}
+
+/// The directories merged-/usr systems turn into symlinks.
+pub const USR_MERGE_DIRS: [&str; 6] = ["bin", "sbin", "lib", "lib64", "lib32", "libx32"];
+
+impl UsrMerge {
+    /// No rewriting (a base without merged /usr, or no base).
+    pub fn none() -> UsrMerge {
+        UsrMerge::default()
+    }
+
+    /// All of [`USR_MERGE_DIRS`] → `usr/NAME`.
+    pub fn all() -> UsrMerge {
+        UsrMerge {
+            map: USR_MERGE_DIRS
+                .iter()
+                .map(|d| (d.to_string(), format!("usr/{d}")))
+                .collect(),
+        }
+    }
+
+    /// From the base's top-level symlinks, given as (path, target) pairs as in a tar
+    /// (`bin`, `usr/bin` or `/usr/bin`). Only [`USR_MERGE_DIRS`] pointing at `usr/SAME` count.
+    pub fn from_symlinks<'a>(links: impl IntoIterator<Item = (&'a str, &'a str)>) -> UsrMerge {
+        let mut map = BTreeMap::new();
+        for (path, target) in links {
+            let path = path.trim_start_matches("./").trim_matches('/');
+            let target = target.trim_start_matches('/').trim_end_matches('/');
+            let target = target.strip_prefix("./").unwrap_or(target);
+            if USR_MERGE_DIRS.contains(&path) && target == format!("usr/{path}") {
+                map.insert(path.to_string(), target.to_string());
+            }
+        }
+        UsrMerge { map }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.map.is_empty()
+    }
+
+    /// Rewrites a normalized relative path (no leading `/`, directories without the trailing
+    /// `/`).
+    pub fn rewrite(&self, path: &str) -> String {
+        let (first, rest) = match path.split_once('/') {
+            Some((f, r)) => (f, Some(r)),
+            None => (path, None),
+        };
+        match (self.map.get(first), rest) {
+            (Some(t), Some(r)) => format!("{t}/{r}"),
+            (Some(t), None) => t.clone(),
+            (None, _) => path.to_string(),
+        }
+    }
+}
+
+/// Downloads a locked .deb into the store (unless it is there), verified by sha256 and size.
+/// Returns the blob's path.
+pub fn download(
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    locked: &Locked,
+) -> Result<PathBuf, AptError> {
+    let blob = store.blob_path(&locked.sha256);
+    if store.has_blob(&locked.sha256) {
+        return Ok(blob);
+    }
+    let url = locked.url();
+    let Some(r) = fetcher.open(&url)? else {
+        return Err(AptError::MissingDeb {
+            package: locked.name.clone(),
+            version: locked.version.clone(),
+            filename: locked.filename.clone(),
+            url,
+        });
+    };
+    let mut w = store.blob_writer()?;
+    let mut hr = HashingReader::new(r);
+    let read_err = |source| AptError::Read {
+        url: url.clone(),
+        source,
+    };
+    let read = io::copy(&mut (&mut hr).take(locked.size + 1), &mut w).map_err(read_err)?;
+    let mismatch = |found: Digest, found_size: u64| {
+        AptError::HashMismatch(Box::new(super::Mismatch {
+            what: format!("package {} {}", locked.name, locked.version),
+            url: url.clone(),
+            expected: locked.sha256,
+            found,
+            expected_size: locked.size,
+            found_size,
+        }))
+    };
+    if read != locked.size {
+        // Hash the rest (bounded) for the message; the writer is dropped, nothing committed.
+        drop(w);
+        io::copy(&mut (&mut hr).take(1 << 30), &mut io::sink()).map_err(read_err)?;
+        let (_, found, n) = hr.finish();
+        return Err(mismatch(found, n));
+    }
+    match w.commit(Some(locked.sha256)) {
+        Ok(_) => Ok(blob),
+        Err(StoreError::DigestMismatch { found, .. }) => Err(mismatch(found, read)),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One .deb going into the layer.
+#[derive(Clone, Debug)]
+pub struct DebInput {
+    pub locked: Locked,
+    /// The .deb file (e.g. what [`download`] returned).
+    pub path: PathBuf,
+}
+
+/// How to build the apt layer.
+#[derive(Clone, Debug)]
+pub struct LayerRequest {
+    pub layer: LayerOptions,
+    pub usr_merge: UsrMerge,
+}
+
+/// The layer written to the store.
+pub type AptLayer = CachedLayer;
+
+/// What a path holds, before sorting.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Kind {
+    Dir,
+    /// Spool file, size, sha256 (to compare duplicates).
+    File(PathBuf, u64, Digest),
+    Symlink(String),
+    /// Target path (normalized, rewritten).
+    Hardlink(String),
+}
+
+#[derive(Clone, Debug)]
+struct Item {
+    kind: Kind,
+    mode: u32,
+    uid: u32,
+    gid: u32,
+    /// Index of the package (in sorted order) that shipped it.
+    pkg: usize,
+}
+
+/// Builds one layer from the .debs (in name order whatever the input order), into the store.
+/// On any error nothing is committed and every temporary file is removed.
+pub fn build_layer(
+    store: &Store,
+    debs: &[DebInput],
+    req: &LayerRequest,
+) -> Result<AptLayer, AptError> {
+    let mut debs: Vec<&DebInput> = debs.iter().collect();
+    debs.sort_by(|a, b| a.locked.cmp(&b.locked));
+    let spool = tempfile::Builder::new()
+        .prefix("apt-spool-")
+        .tempdir_in(store.root().join("tmp"))
+        .map_err(|source| AptError::Io {
+            path: store.root().join("tmp"),
+            source,
+        })?;
+    let mut items: BTreeMap<String, Item> = BTreeMap::new();
+    let mut counter = 0u64;
+    let names: Vec<String> = debs
+        .iter()
+        .map(|d| format!("{} {}", d.locked.name, d.locked.version))
+        .collect();
+    for (i, deb) in debs.iter().enumerate() {
+        read_deb(
+            deb,
+            i,
+            &req.usr_merge,
+            spool.path(),
+            &mut counter,
+            &mut items,
+            &names,
+        )?;
+    }
+    let entries = to_entries(items, &names)?;
+    let mut w = store.blob_writer()?;
+    let stats = layer::write_layer(&entries, &req.layer, &mut w, &|_| {})?;
+    w.commit(Some(stats.digest))?;
+    drop(spool);
+    Ok(CachedLayer {
+        media_type: req.layer.compression.media_type().to_string(),
+        digest: stats.digest,
+        size: stats.size,
+        diff_id: stats.diff_id,
+        uncompressed_size: stats.uncompressed_size,
+    })
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
+    move |source| AptError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+/// One member of an ar archive: name, data offset, size.
+struct Member {
+    name: String,
+    offset: u64,
+    size: u64,
+}
+
+/// Lists the members of an ar archive (`!<arch>\n`, then 60-byte headers, data padded to even).
+fn ar_members(f: &mut fs_err::File, package: &str) -> Result<Vec<Member>, AptError> {
+    let bad = |reason: String| AptError::Deb {
+        package: package.to_string(),
+        reason,
+    };
+    let path = f.path().to_path_buf();
+    let len = f.metadata().map_err(io_err(&path))?.len();
+    let mut magic = [0u8; 8];
+    f.read_exact(&mut magic)
+        .map_err(|_| bad("not an ar archive (too short)".into()))?;
+    if &magic != b"!<arch>\n" {
+        return Err(bad("not an ar archive (bad magic)".into()));
+    }
+    let mut pos = 8u64;
+    let mut out = Vec::new();
+    while pos < len {
+        f.seek(SeekFrom::Start(pos)).map_err(io_err(&path))?;
+        let mut h = [0u8; 60];
+        f.read_exact(&mut h)
+            .map_err(|_| bad(format!("truncated ar header at offset {pos}")))?;
+        if &h[58..60] != b"`\n" {
+            return Err(bad(format!("bad ar header at offset {pos}")));
+        }
+        let name = String::from_utf8_lossy(&h[..16])
+            .trim_end()
+            .trim_end_matches('/')
+            .to_string();
+        let size: u64 = std::str::from_utf8(&h[48..58])
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| bad(format!("bad ar member size at offset {pos}")))?;
+        let offset = pos + 60;
+        if offset + size > len {
+            return Err(bad(format!(
+                "ar member `{name}` runs past the end of the file"
+            )));
+        }
+        out.push(Member { name, offset, size });
+        pos = offset + size + (size & 1);
+    }
+    Ok(out)
+}
+
+/// The sha256 and size of a file.
+fn hash_file(path: &Path) -> Result<(Digest, u64), AptError> {
+    let f = fs_err::File::open(path).map_err(io_err(path))?;
+    let mut r = HashingReader::new(BufReader::with_capacity(256 * 1024, f));
+    io::copy(&mut r, &mut io::sink()).map_err(io_err(path))?;
+    let (_, d, n) = r.finish();
+    Ok((d, n))
+}
+
+/// Normalizes a data.tar path: drops `./` and `.` components; absolute paths and `..` are
+/// errors. Returns None for the root itself.
+fn normalize(raw: &str, package: &str) -> Result<Option<String>, AptError> {
+    let bad = |reason: &str| AptError::DebPath {
+        package: package.to_string(),
+        path: raw.to_string(),
+        reason: reason.to_string(),
+    };
+    if raw.starts_with('/') {
+        return Err(bad("absolute path"));
+    }
+    let mut parts = Vec::new();
+    for c in raw.split('/') {
+        match c {
+            "" | "." => {}
+            ".." => return Err(bad("`..` path component")),
+            c => parts.push(c),
+        }
+    }
+    if parts.is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(parts.join("/")))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn read_deb(
+    deb: &DebInput,
+    pkg: usize,
+    usr: &UsrMerge,
+    spool: &Path,
+    counter: &mut u64,
+    items: &mut BTreeMap<String, Item>,
+    names: &[String],
+) -> Result<(), AptError> {
+    let l = &deb.locked;
+    let package = l.name.as_str();
+    let bad = |reason: String| AptError::Deb {
+        package: package.to_string(),
+        reason,
+    };
+    // 1. The whole file against the lock, before anything in it is believed.
+    let (found, found_size) = hash_file(&deb.path)?;
+    if found != l.sha256 || found_size != l.size {
+        return Err(AptError::HashMismatch(Box::new(super::Mismatch {
+            what: format!("package {} {}", l.name, l.version),
+            url: deb.path.display().to_string(),
+            expected: l.sha256,
+            found,
+            expected_size: l.size,
+            found_size,
+        })));
+    }
+    // 2. The ar container.
+    let mut f = fs_err::File::open(&deb.path).map_err(io_err(&deb.path))?;
+    let members = ar_members(&mut f, package)?;
+    let member = |prefix: &str| members.iter().find(|m| m.name.starts_with(prefix));
+    let db = member("debian-binary").ok_or_else(|| bad("no debian-binary member".into()))?;
+    let mut version = vec![0u8; db.size.min(64) as usize];
+    f.seek(SeekFrom::Start(db.offset))
+        .map_err(io_err(&deb.path))?;
+    f.read_exact(&mut version).map_err(io_err(&deb.path))?;
+    if !version.starts_with(b"2.") {
+        return Err(bad(format!(
+            "unsupported .deb format version `{}`",
+            String::from_utf8_lossy(&version).trim()
+        )));
+    }
+    // 3. control.tar: the control paragraph and md5sums.
+    let ctl = member("control.tar").ok_or_else(|| bad("no control.tar member".into()))?;
+    let (control, md5sums) = read_control(&mut f, ctl, package)?;
+    let paragraphs = parse_paragraphs(&control).map_err(|source| AptError::Control {
+        what: format!("package {package}: control"),
+        source,
+    })?;
+    let para = paragraphs
+        .first()
+        .ok_or_else(|| bad("empty control file".into()))?;
+    for (field, want) in [
+        ("Package", l.name.as_str()),
+        ("Version", l.version.as_str()),
+        ("Architecture", l.architecture.as_str()),
+    ] {
+        if para.get(field) != Some(want) {
+            return Err(bad(format!(
+                "its control says {field}: {}, the lock says {want}",
+                para.get(field).unwrap_or("(none)")
+            )));
+        }
+    }
+    // 4. data.tar, streamed.
+    let data = member("data.tar").ok_or_else(|| bad("no data.tar member".into()))?;
+    if !matches!(
+        data.name.as_str(),
+        "data.tar" | "data.tar.xz" | "data.tar.gz" | "data.tar.zst"
+    ) {
+        return Err(bad(format!("unsupported data member `{}`", data.name)));
+    }
+    f.seek(SeekFrom::Start(data.offset))
+        .map_err(io_err(&deb.path))?;
+    let raw = BufReader::with_capacity(256 * 1024, (&mut f).take(data.size));
+    let dec = decoder(&data.name, Box::new(raw)).map_err(|source| AptError::Decompress {
+        what: format!("package {package}: {}", data.name),
+        source,
+    })?;
+    let mut archive = tar::Archive::new(dec);
+    let tar_err = |source: io::Error| AptError::Decompress {
+        what: format!("package {package}: {}", data.name),
+        source,
+    };
+    let mut own: BTreeMap<String, Item> = BTreeMap::new();
+    for entry in archive.entries().map_err(tar_err)? {
+        let mut entry = entry.map_err(tar_err)?;
+        let raw_path =
+            String::from_utf8(entry.path_bytes().into_owned()).map_err(|_| AptError::DebPath {
+                package: package.to_string(),
+                path: String::from_utf8_lossy(&entry.path_bytes()).into_owned(),
+                reason: "path is not UTF-8".into(),
+            })?;
+        let Some(path) = normalize(&raw_path, package)? else {
+            continue;
+        };
+        let path = usr.rewrite(&path);
+        let h = entry.header();
+        let mode = h.mode().map_err(tar_err)? & 0o7777;
+        let uid = u32::try_from(h.uid().map_err(tar_err)?).unwrap_or(u32::MAX);
+        let gid = u32::try_from(h.gid().map_err(tar_err)?).unwrap_or(u32::MAX);
+        let etype = h.entry_type();
+        let bad_path = |reason: &str| AptError::DebPath {
+            package: package.to_string(),
+            path: raw_path.clone(),
+            reason: reason.to_string(),
+        };
+        let link = match etype {
+            tar::EntryType::Symlink | tar::EntryType::Link => {
+                let b = entry
+                    .link_name_bytes()
+                    .ok_or_else(|| bad_path("link without a target"))?;
+                String::from_utf8(b.into_owned())
+                    .map_err(|_| bad_path("link target is not UTF-8"))?
+            }
+            _ => String::new(),
+        };
+        let kind = match etype {
+            tar::EntryType::Directory => Kind::Dir,
+            tar::EntryType::Symlink => Kind::Symlink(link),
+            tar::EntryType::Link => {
+                let t = normalize(&link, package)?
+                    .ok_or_else(|| bad_path("hardlink to the root directory"))?;
+                Kind::Hardlink(usr.rewrite(&t))
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                *counter += 1;
+                let sp = spool.join(counter.to_string());
+                let out = fs_err::File::create(&sp).map_err(io_err(&sp))?;
+                let mut w = HashingWriter::new(io::BufWriter::new(out));
+                io::copy(&mut entry, &mut w).map_err(tar_err)?;
+                let (mut bw, digest, size) = w.finish();
+                bw.flush().map_err(io_err(&sp))?;
+                Kind::File(sp, size, digest)
+            }
+            tar::EntryType::Char | tar::EntryType::Block => {
+                return Err(bad_path("device nodes cannot be put in a layer"))
+            }
+            tar::EntryType::Fifo => return Err(bad_path("FIFOs cannot be put in a layer")),
+            other => {
+                return Err(AptError::DebPath {
+                    package: package.to_string(),
+                    path: raw_path.clone(),
+                    reason: format!("unsupported tar entry type {other:?}"),
+                })
+            }
+        };
+        let item = Item {
+            kind,
+            mode,
+            uid,
+            gid,
+            pkg,
+        };
+        if let Some(prev) = own.get(&path) {
+            // A path twice in one data tar (or twice after merged-/usr rewriting).
+            if !(prev.kind == Kind::Dir && item.kind == Kind::Dir) {
+                return Err(bad_path(
+                    "appears twice in the data tar (after merged-/usr rewriting)",
+                ));
+            }
+            continue;
+        }
+        own.insert(path, item);
+    }
+    // Hardlinks must point at a regular file of the same package.
+    for (p, it) in &own {
+        if let Kind::Hardlink(t) = &it.kind {
+            if !matches!(own.get(t).map(|x| &x.kind), Some(Kind::File(..))) {
+                return Err(AptError::DebPath {
+                    package: package.to_string(),
+                    path: p.clone(),
+                    reason: format!(
+                        "hardlink to `{t}`, which is not a regular file of the package"
+                    ),
+                });
+            }
+        }
+    }
+    // 5. status.d records.
+    let dir = "var/lib/dpkg/status.d";
+    let record = status_record(para);
+    *counter += 1;
+    let rec_path = spool.join(counter.to_string());
+    own.insert(
+        format!("{dir}/{package}"),
+        small_file(&rec_path, record.as_bytes(), pkg)?,
+    );
+    if let Some(md5) = md5sums {
+        let text = rewrite_md5sums(&md5, usr);
+        *counter += 1;
+        let p = spool.join(counter.to_string());
+        own.insert(
+            format!("{dir}/{package}.md5sums"),
+            small_file(&p, text.as_bytes(), pkg)?,
+        );
+    }
+    merge(items, own, names)
+}
+
+fn small_file(path: &Path, data: &[u8], pkg: usize) -> Result<Item, AptError> {
+    fs_err::write(path, data).map_err(io_err(path))?;
+    Ok(Item {
+        kind: Kind::File(path.to_path_buf(), data.len() as u64, Digest::of(data)),
+        mode: 0o644,
+        uid: 0,
+        gid: 0,
+        pkg,
+    })
+}
+
+/// The package's control paragraph with `Status: install ok installed` after `Package`.
+fn status_record(p: &super::control::Paragraph) -> String {
+    let mut out = super::control::Paragraph::default();
+    for (k, v) in p.fields() {
+        if k.eq_ignore_ascii_case("Status") {
+            continue;
+        }
+        out.set(k, v);
+        if k.eq_ignore_ascii_case("Package") {
+            out.set("Status", "install ok installed");
+        }
+    }
+    out.to_text()
+}
+
+/// md5sums lines are `MD5  PATH`; PATH is rewritten for merged-/usr.
+fn rewrite_md5sums(text: &str, usr: &UsrMerge) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        match line.split_once("  ") {
+            Some((sum, path)) => {
+                let p = path.trim_start_matches("./").trim_start_matches('/');
+                out.push_str(sum);
+                out.push_str("  ");
+                out.push_str(&usr.rewrite(p));
+            }
+            None => out.push_str(line),
+        }
+        out.push('\n');
+    }
+    out
+}
+
+/// Reads `control` and `md5sums` from the control.tar member.
+fn read_control(
+    f: &mut fs_err::File,
+    m: &Member,
+    package: &str,
+) -> Result<(String, Option<String>), AptError> {
+    let path = f.path().to_path_buf();
+    f.seek(SeekFrom::Start(m.offset)).map_err(io_err(&path))?;
+    let what = format!("package {package}: {}", m.name);
+    let err = |source: io::Error| AptError::Decompress {
+        what: what.clone(),
+        source,
+    };
+    let dec = decoder(&m.name, Box::new(BufReader::new(f.take(m.size)))).map_err(err)?;
+    let mut archive = tar::Archive::new(dec.take(MAX_CONTROL));
+    let (mut control, mut md5sums) = (None, None);
+    for entry in archive.entries().map_err(err)? {
+        let mut entry = entry.map_err(err)?;
+        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
+        let name = name.trim_start_matches("./");
+        if name != "control" && name != "md5sums" {
+            continue;
+        }
+        let mut s = String::new();
+        entry.read_to_string(&mut s).map_err(err)?;
+        if name == "control" {
+            control = Some(s);
+        } else {
+            md5sums = Some(s);
+        }
+    }
+    let control = control.ok_or_else(|| AptError::Deb {
+        package: package.to_string(),
+        reason: format!("no `control` file in {}", m.name),
+    })?;
+    Ok((control, md5sums))
+}
+
+/// Merges one package's items into the layer's: directories merge (first wins), identical
+/// files and symlinks are fine, anything else is a conflict naming both packages.
+fn merge(
+    items: &mut BTreeMap<String, Item>,
+    own: BTreeMap<String, Item>,
+    names: &[String],
+) -> Result<(), AptError> {
+    for (path, it) in own {
+        match items.get(&path) {
+            None => {
+                items.insert(path, it);
+            }
+            Some(prev) => {
+                let same = match (&prev.kind, &it.kind) {
+                    (Kind::Dir, Kind::Dir) => true,
+                    (Kind::File(_, s1, d1), Kind::File(_, s2, d2)) => {
+                        s1 == s2
+                            && d1 == d2
+                            && (prev.mode, prev.uid, prev.gid) == (it.mode, it.uid, it.gid)
+                    }
+                    (Kind::Symlink(a), Kind::Symlink(b)) => a == b,
+                    _ => false,
+                };
+                if !same {
+                    return Err(AptError::PathConflict {
+                        path,
+                        first: names[prev.pkg].clone(),
+                        second: names[it.pkg].clone(),
+                    });
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Sorted layer entries: synthesized ancestors, hardlink groups led by their first path.
+fn to_entries(mut items: BTreeMap<String, Item>, names: &[String]) -> Result<Vec<Entry>, AptError> {
+    // Hardlink groups: the root file and the paths linking to it; the smallest path carries
+    // the content, the others link to it.
+    let mut groups: HashMap<String, Vec<String>> = HashMap::new();
+    for (p, it) in &items {
+        if let Kind::Hardlink(t) = &it.kind {
+            groups.entry(t.clone()).or_default().push(p.clone());
+        }
+    }
+    for (root, links) in groups {
+        let first = links.iter().min().cloned().unwrap_or_default();
+        if first < root {
+            let Some(root_item) = items.get(&root).cloned() else {
+                continue;
+            };
+            let root_link = Item {
+                kind: Kind::Hardlink(first.clone()),
+                ..root_item.clone()
+            };
+            items.insert(first.clone(), root_item);
+            items.insert(root, root_link);
+            for l in links.iter().filter(|l| **l != first) {
+                if let Some(it) = items.get_mut(l) {
+                    it.kind = Kind::Hardlink(first.clone());
+                }
+            }
+        }
+    }
+    // Ancestors every path needs.
+    // (ancestor, the package of a path beneath it)
+    let mut dirs: Vec<(String, usize)> = Vec::new();
+    for (p, it) in &items {
+        let mut cur = p.as_str();
+        while let Some(i) = cur.rfind('/') {
+            cur = &cur[..i];
+            dirs.push((cur.to_string(), it.pkg));
+        }
+    }
+    for (d, child_pkg) in dirs {
+        match items.get(&d) {
+            Some(it) if it.kind != Kind::Dir => {
+                // E.g. a symlink (or file) in one package, a path beneath it in another: the
+                // layer would write through the symlink.
+                return Err(AptError::PathConflict {
+                    path: d,
+                    first: format!("{} (not a directory)", names[it.pkg]),
+                    second: format!("{} (files beneath it)", names[child_pkg]),
+                });
+            }
+            Some(_) => {}
+            None => {
+                items.insert(
+                    d,
+                    Item {
+                        kind: Kind::Dir,
+                        mode: 0o755,
+                        uid: 0,
+                        gid: 0,
+                        pkg: 0,
+                    },
+                );
+            }
+        }
+    }
+    let mut out: Vec<Entry> = items
+        .into_iter()
+        .map(|(path, it)| {
+            let (path, kind) = match it.kind {
+                Kind::Dir => (format!("{path}/"), EntryKind::Dir),
+                Kind::File(src, size, _) => (path, EntryKind::File { src, size }),
+                Kind::Symlink(target) => (path, EntryKind::Symlink { target }),
+                Kind::Hardlink(target) => (path, EntryKind::Hardlink { target }),
+            };
+            Entry {
+                path,
+                kind,
+                mode: it.mode,
+                uid: it.uid,
+                gid: it.gid,
+                stat: StatKey::default(),
+            }
+        })
+        .collect();
+    // Directory paths end in "/", which changes byte order against siblings ("a/" vs "a-b"):
+    // sort by the final tar path, as the contract requires.
+    out.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn usr_merge_rewrites() {
+        let u = UsrMerge::from_symlinks([
+            ("bin", "usr/bin"),
+            ("./sbin", "/usr/sbin"),
+            ("lib", "usr/lib"),
+            ("lib64", "usr/lib"), // not usr/lib64: ignored
+            ("etc", "usr/etc"),   // not a merged-/usr dir
+        ]);
+        assert_eq!(u.rewrite("bin/ls"), "usr/bin/ls");
+        assert_eq!(u.rewrite("bin"), "usr/bin");
+        assert_eq!(u.rewrite("sbin/x"), "usr/sbin/x");
+        assert_eq!(u.rewrite("lib64/ld.so"), "lib64/ld.so");
+        assert_eq!(u.rewrite("binary/x"), "binary/x");
+        assert_eq!(u.rewrite("usr/bin/x"), "usr/bin/x");
+        assert_eq!(UsrMerge::none().rewrite("bin/ls"), "bin/ls");
+        assert_eq!(UsrMerge::all().rewrite("libx32/a"), "usr/libx32/a");
+    }
+
+    #[test]
+    fn path_normalization() {
+        assert_eq!(
+            normalize("./usr/bin/", "p").unwrap().as_deref(),
+            Some("usr/bin")
+        );
+        assert_eq!(normalize("./", "p").unwrap(), None);
+        assert_eq!(normalize("a/./b", "p").unwrap().as_deref(), Some("a/b"));
+        assert!(normalize("/etc/passwd", "p").is_err());
+        let e = normalize("./usr/../../etc", "p").unwrap_err();
+        assert!(
+            e.to_string().contains("package p") && e.to_string().contains(".."),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn status_record_and_md5sums() {
+        let ps =
+            parse_paragraphs("Package: a\nStatus: junk\nVersion: 1\nDescription: x\n y\n").unwrap();
+        assert_eq!(
+            status_record(&ps[0]),
+            "Package: a\nStatus: install ok installed\nVersion: 1\nDescription: x\n y\n"
+        );
+        assert_eq!(
+            rewrite_md5sums("abc  bin/ls\ndef  usr/share/x\n", &UsrMerge::all()),
+            "abc  usr/bin/ls\ndef  usr/share/x\n"
+        );
+    }
+}

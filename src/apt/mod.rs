@@ -1,0 +1,154 @@
+//! Debian/Ubuntu packages without running anything: a library for the `[apt]` recipe section
+//! (not wired into recipes or the CLI yet).
+//!
+//! - [`version`]: Debian versions and relations, compared exactly as dpkg does.
+//! - [`control`]: deb822 paragraphs and dependency fields.
+//! - [`fetch`]: the [`Fetcher`] trait (http, https, file) and its reqwest implementation.
+//! - [`release`]: InRelease / Release.gpg verification, the Release SHA256 list, and the
+//!   verified `Packages` indices.
+//! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
+//! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
+//! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
+//!   under the determinism contract, with merged-/usr rewriting and `status.d` records.
+//!
+//! Nothing here runs a maintainer script, and nothing prints.
+
+pub mod base;
+pub mod control;
+pub mod deb;
+pub mod fetch;
+pub mod release;
+pub mod resolve;
+pub mod version;
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::digest::Digest;
+use crate::layer::LayerError;
+use crate::store::StoreError;
+
+pub use self::base::{scan_base, Base};
+pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
+pub use self::fetch::{Fetcher, HttpFetcher};
+pub use self::release::{load_source, Package, Source, SourceIndex};
+pub use self::resolve::{resolve, Installed, Locked, Request};
+pub use self::version::{Constraint, Relation, Version};
+
+/// Everything that can go wrong in `apt/`, with the context needed to act on it.
+#[derive(Debug, thiserror::Error)]
+pub enum AptError {
+    #[error("fetching {url}: {reason}")]
+    Fetch { url: String, reason: String },
+    #[error("{url}: not found")]
+    NotFound { url: String },
+    #[error("reading {url}")]
+    Read {
+        url: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{url} is larger than the limit of {limit} bytes")]
+    TooLarge { url: String, limit: u64 },
+    #[error("signing key {}: {reason}", path.display())]
+    Key { path: PathBuf, reason: String },
+    #[error("{url}: bad signature: {reason}")]
+    BadSignature { url: String, reason: String },
+    #[error(
+        "source {url} suite {suite}: no signing key given; set allow_unsigned to accept an \
+         unverified Release"
+    )]
+    Unsigned { url: String, suite: String },
+    #[error("{url}: invalid Release file: {reason}")]
+    Release { url: String, reason: String },
+    #[error("{url}: the Release file lists no {what} (looked for {tried})")]
+    IndexMissing {
+        url: String,
+        what: String,
+        tried: String,
+    },
+    #[error(
+        "{} ({}): expected sha256 {} and {} bytes, found {} and {} bytes",
+        .0.what, .0.url, .0.expected, .0.expected_size, .0.found, .0.found_size
+    )]
+    HashMismatch(Box<Mismatch>),
+    #[error("{what}: parse error")]
+    Control {
+        what: String,
+        #[source]
+        source: control::ControlError,
+    },
+    #[error("{what}: package `{package}`: {reason}")]
+    Field {
+        what: String,
+        package: String,
+        reason: String,
+    },
+    #[error("decompressing {what}")]
+    Decompress {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("unknown package `{name}`{}", suggest(.suggestions))]
+    UnknownPackage {
+        name: String,
+        suggestions: Vec<String>,
+    },
+    #[error("unsatisfiable dependency: {}: {reason}", .chain.join(" → "))]
+    Unsatisfiable { chain: Vec<String>, reason: String },
+    #[error(
+        "package {package} {version} ({filename}) is missing from {url}; the lock may be out of \
+         date: update the lock to pick up the archive's current versions"
+    )]
+    MissingDeb {
+        package: String,
+        version: String,
+        filename: String,
+        url: String,
+    },
+    #[error("package {package}: invalid .deb: {reason}")]
+    Deb { package: String, reason: String },
+    #[error("package {package}: data.tar entry `{path}`: {reason}")]
+    DebPath {
+        package: String,
+        path: String,
+        reason: String,
+    },
+    #[error("`/{path}` is shipped with different content by {first} and {second}")]
+    PathConflict {
+        path: String,
+        first: String,
+        second: String,
+    },
+    #[error("I/O error on {}", path.display())]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+    #[error(transparent)]
+    Layer(#[from] LayerError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// The details of [`AptError::HashMismatch`] (boxed: it is the largest variant).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Mismatch {
+    /// What was checked: `index main/binary-amd64/Packages.xz`, `package curl 7.88.1-10`.
+    pub what: String,
+    pub url: String,
+    pub expected: Digest,
+    pub found: Digest,
+    pub expected_size: u64,
+    pub found_size: u64,
+}
+
+fn suggest(s: &[String]) -> String {
+    if s.is_empty() {
+        String::new()
+    } else {
+        format!(" (did you mean {}?)", s.join(", "))
+    }
+}
