@@ -1,0 +1,98 @@
+//! The client's configuration ([`ClientConfig`], per-registry settings, mirrors) and the
+//! [`Progress`] it reports through.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::digest::Digest;
+use crate::registry::auth::AuthEnv;
+
+/// Settings of one registry (keyed by its name as in references: `ghcr.io`, `127.0.0.1:5000`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RegistrySettings {
+    /// Talk plain HTTP to this registry. Never the default.
+    pub insecure_http: bool,
+    /// A PEM file of CA certificates trusted for this registry, in addition to the system's.
+    pub ca_file: Option<PathBuf>,
+    /// A directory whose `*.crt` files are CA certificates for this registry (the layout of
+    /// `/etc/containers/certs.d/HOST/`), in addition to the system's.
+    pub cert_dir: Option<PathBuf>,
+}
+
+/// Mirrors for a registry or a registry namespace, tried in order before it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Mirror {
+    /// `docker.io` or `docker.io/library`: which references this applies to.
+    pub prefix: String,
+    /// Locations replacing the prefix: `mirror.example:5000` or `mirror.example/dockerhub`.
+    pub locations: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    pub registries: BTreeMap<String, RegistrySettings>,
+    pub mirrors: Vec<Mirror>,
+    /// Where credentials are looked up ([`AuthEnv::from_process`] by default).
+    pub auth_env: AuthEnv,
+    pub user_agent: String,
+    /// Manifests larger than this are refused.
+    pub max_manifest_bytes: u64,
+    /// Tries per request (transport errors, 429, 5xx) and per blob download (cut streams).
+    pub max_attempts: u32,
+    /// First retry delay; doubled per attempt, at most [`Self::max_backoff`].
+    pub backoff: Duration,
+    pub max_backoff: Duration,
+    /// `Retry-After` is honoured up to this long.
+    pub max_retry_after: Duration,
+    /// Connecting.
+    pub connect_timeout: Duration,
+    /// Waiting for response headers, and for each read of a body.
+    pub timeout: Duration,
+    /// Chunk size of chunked uploads (the fallback when a monolithic upload is refused).
+    pub chunk_size: u64,
+    /// Blobs larger than this are uploaded in chunks from the start.
+    pub monolithic_limit: u64,
+    /// Concurrent blob downloads in [`Client::pull_blobs`].
+    ///
+    /// [`Client::pull_blobs`]: super::Client::pull_blobs
+    pub concurrency: usize,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            registries: BTreeMap::new(),
+            mirrors: Vec::new(),
+            auth_env: AuthEnv::from_process(),
+            user_agent: format!("ocibuild/{}", env!("CARGO_PKG_VERSION")),
+            max_manifest_bytes: 4 << 20,
+            max_attempts: 5,
+            backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(10),
+            max_retry_after: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(30),
+            timeout: Duration::from_secs(120),
+            chunk_size: 16 << 20,
+            monolithic_limit: u64::MAX,
+            concurrency: 4,
+        }
+    }
+}
+
+/// Receives progress and retry events; every method has a no-op default.
+pub trait Progress: Sync {
+    /// A blob download starts (again, after a restart from zero).
+    fn blob_started(&self, _digest: &Digest, _size: Option<u64>) {}
+    /// `bytes` more of a blob arrived (or were uploaded).
+    fn blob_progress(&self, _digest: &Digest, _bytes: u64) {}
+    fn blob_finished(&self, _digest: &Digest) {}
+    /// Something failed and is tried again after `delay`.
+    fn retrying(&self, _what: &str, _attempt: u32, _delay: Duration, _reason: &str) {}
+    /// A status line (e.g. a mirror that failed, and why).
+    fn message(&self, _msg: &str) {}
+}
+
+/// Reports nothing.
+pub struct NoProgress;
+impl Progress for NoProgress {}

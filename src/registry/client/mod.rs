@@ -1,0 +1,669 @@
+//! An OCI Distribution 1.1 client: manifests, verified blob downloads, pushes.
+//!
+//! Built on reqwest's blocking client (rustls; system roots plus per-registry CA files). The
+//! blocking client is `Send + Sync`, so concurrent downloads are scoped threads sharing it.
+//!
+//! What it guarantees:
+//! - Manifests are asked for with all four media types (OCI index/manifest, Docker list/v2),
+//!   limited in size, and verified over their raw bytes against the reference's digest (and the
+//!   registry's `Docker-Content-Digest`, when it sends one).
+//! - Blobs stream into [`Store::blob_writer`] and are committed only when their sha256 matches;
+//!   a cut stream resumes with `Range` (or restarts when the server ignores it).
+//! - Retries are bounded, with exponential backoff; `429`/`503` honour `Retry-After` (capped).
+//! - Redirects are followed by hand: `Authorization` goes only to the registry's own origin,
+//!   never to the host a blob download is redirected to.
+//! - Authentication: anonymous or credentialed Bearer tokens (cached per scope set, merged
+//!   pull+push, renewed on expiry or on a new challenge), or Basic; see [`super::auth`].
+//! - Mirrors: pulls try the configured mirrors in order, then the registry itself.
+//! - Nothing is printed: progress and retries are reported through [`Progress`].
+//!
+//!
+//! [`Store::blob_writer`]: crate::store::Store::blob_writer
+//!
+//! Files: this one holds the [`Client`] and request sending (retries, redirects, error
+//! replies); `config` its settings and [`Progress`]; `authorize` the auth handshake;
+//! `manifest`, `pull` and `push` the operations; `error` the [`RegistryError`].
+
+// `RegistryError` carries its context (registry, repository, what failed, a hint) as fields, so
+// it is larger than clippy's 128-byte threshold; it is built only on the failure path.
+#![allow(clippy::result_large_err)]
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use fs_err as fs;
+use reqwest::blocking::{Body, Response};
+use reqwest::header::{HeaderMap, HeaderValue};
+use reqwest::{Method, StatusCode, Url};
+
+use super::auth::{AuthError, Challenge, FoundCredential, Scopes, TokenCache};
+use super::reference::{api_host, Reference};
+
+mod authorize;
+mod config;
+mod error;
+mod manifest;
+mod pull;
+mod push;
+
+pub use config::{ClientConfig, Mirror, NoProgress, Progress, RegistrySettings};
+pub use error::RegistryError;
+pub use manifest::{
+    select_platform, FetchedManifest, MANIFEST_MEDIA_TYPES, MEDIA_TYPE_DOCKER_LIST,
+    MEDIA_TYPE_DOCKER_MANIFEST,
+};
+pub use push::BlobPush;
+
+const MAX_REDIRECTS: u32 = 10;
+/// Error bodies are read up to this size for their message.
+const MAX_ERROR_BODY: u64 = 64 * 1024;
+
+// ---------------------------------------------------------------------------------------------
+// The client
+
+/// Where requests for one repository go.
+#[derive(Clone, Debug)]
+struct Endpoint {
+    /// As in references (`docker.io`): keys settings and credentials.
+    registry: String,
+    repository: String,
+    /// `https://registry-1.docker.io`
+    origin: Url,
+}
+
+impl Endpoint {
+    fn url(&self, tail: &str) -> Url {
+        let mut u = self.origin.clone();
+        u.set_path(&format!("/v2/{}/{tail}", self.repository));
+        u
+    }
+}
+
+#[derive(Default)]
+struct RegistryAuth {
+    challenge: Option<Challenge>,
+    credential: Option<Option<FoundCredential>>,
+    tokens: TokenCache,
+}
+
+/// A registry client; share one per process (`&Client` is `Sync`).
+pub struct Client {
+    config: ClientConfig,
+    http: Mutex<BTreeMap<String, reqwest::blocking::Client>>,
+    auth: Mutex<BTreeMap<String, RegistryAuth>>,
+}
+
+/// A request body that can be made again for a retry.
+type BodyFn<'a> = &'a dyn Fn() -> Result<Body, RegistryError>;
+
+struct Request<'a> {
+    method: Method,
+    url: Url,
+    headers: Vec<(&'static str, String)>,
+    body: Option<BodyFn<'a>>,
+    /// For messages: `GET manifest 24.04`.
+    action: String,
+    scopes: Scopes,
+    /// Overall limit for sending the request (and its body) and reading the headers.
+    timeout: Option<Duration>,
+}
+
+impl<'a> Request<'a> {
+    fn new(method: Method, url: Url, action: impl Into<String>, scopes: Scopes) -> Self {
+        Request {
+            method,
+            url,
+            headers: Vec::new(),
+            body: None,
+            action: action.into(),
+            scopes,
+            timeout: None,
+        }
+    }
+    fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+    fn body(mut self, body: BodyFn<'a>) -> Self {
+        self.body = Some(body);
+        self
+    }
+}
+
+impl Client {
+    pub fn new(config: ClientConfig) -> Client {
+        Client {
+            config,
+            http: Mutex::new(BTreeMap::new()),
+            auth: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.config
+    }
+
+    fn settings(&self, registry: &str) -> RegistrySettings {
+        self.config
+            .registries
+            .get(registry)
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn endpoint(&self, registry: &str, repository: &str) -> Result<Endpoint, RegistryError> {
+        let scheme = if self.settings(registry).insecure_http {
+            "http"
+        } else {
+            "https"
+        };
+        let origin = Url::parse(&format!("{scheme}://{}/", api_host(registry))).map_err(|e| {
+            RegistryError::Status {
+                registry: registry.to_string(),
+                repository: repository.to_string(),
+                action: "building the registry URL".into(),
+                status: 0,
+                detail: format!(": {e}"),
+                hint: String::new(),
+            }
+        })?;
+        Ok(Endpoint {
+            registry: registry.to_string(),
+            repository: repository.to_string(),
+            origin,
+        })
+    }
+
+    /// The endpoints a pull of `reference` tries: its mirrors in order, then the registry.
+    fn pull_endpoints(&self, reference: &Reference) -> Result<Vec<Endpoint>, RegistryError> {
+        let name = reference.name();
+        let mut out = Vec::new();
+        // The longest matching prefix decides.
+        let best = self
+            .config
+            .mirrors
+            .iter()
+            .filter(|m| name == m.prefix || name.starts_with(&format!("{}/", m.prefix)))
+            .max_by_key(|m| m.prefix.len());
+        if let Some(m) = best {
+            let rest = &name[m.prefix.len()..];
+            for loc in &m.locations {
+                let full = format!("{}{rest}", loc.trim_end_matches('/'));
+                if let Some((reg, repo)) = full.split_once('/') {
+                    out.push(self.endpoint(reg, repo)?);
+                }
+            }
+        }
+        out.push(self.endpoint(reference.registry(), reference.repository())?);
+        Ok(out)
+    }
+
+    fn http(&self, registry: &str) -> Result<reqwest::blocking::Client, RegistryError> {
+        let mut map = self.http.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(c) = map.get(registry) {
+            return Ok(c.clone());
+        }
+        let tls = |problem: String| RegistryError::Tls {
+            registry: registry.to_string(),
+            problem,
+        };
+        let settings = self.settings(registry);
+        let mut pem_files = Vec::new();
+        if let Some(f) = &settings.ca_file {
+            pem_files.push(f.clone());
+        }
+        if let Some(d) = &settings.cert_dir {
+            let entries = fs::read_dir(d).map_err(|e| tls(e.to_string()))?;
+            let mut crts: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "crt"))
+                .collect();
+            crts.sort();
+            pem_files.extend(crts);
+        }
+        let mut certs = Vec::new();
+        for f in &pem_files {
+            let pem = fs::read(f).map_err(|e| tls(e.to_string()))?;
+            let found = reqwest::Certificate::from_pem_bundle(&pem)
+                .map_err(|e| tls(format!("{}: not PEM certificates ({e})", f.display())))?;
+            if found.is_empty() {
+                return Err(tls(format!("{}: no certificate in it", f.display())));
+            }
+            certs.extend(found);
+        }
+        let mut builder = reqwest::blocking::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .user_agent(self.config.user_agent.clone())
+            .connect_timeout(self.config.connect_timeout)
+            .timeout(self.config.timeout);
+        if !certs.is_empty() {
+            builder = builder.tls_certs_merge(certs);
+        }
+        let client = builder.build().map_err(|e| {
+            tls(format!(
+                "cannot set up the HTTP client: {}",
+                error_chain(&e)
+            ))
+        })?;
+        map.insert(registry.to_string(), client.clone());
+        Ok(client)
+    }
+
+    fn backoff(&self, attempt: u32) -> Duration {
+        let factor = 1u32 << attempt.saturating_sub(1).min(16);
+        self.config
+            .backoff
+            .saturating_mul(factor)
+            .min(self.config.max_backoff)
+    }
+
+    // -----------------------------------------------------------------------------------------
+    // Sending
+
+    /// Send a request: auth for the registry's own origin only, redirects by hand, bounded
+    /// retries for transport errors, 429 and 5xx (with `Retry-After`), one re-authentication
+    /// round per challenge.
+    fn send(
+        &self,
+        ep: &Endpoint,
+        req: &Request<'_>,
+        progress: &dyn Progress,
+    ) -> Result<Response, RegistryError> {
+        let http = self.http(&ep.registry)?;
+        let mut url = req.url.clone();
+        let mut method = req.method.clone();
+        let mut with_body = req.body.is_some();
+        let (mut attempts, mut redirects, mut auth_rounds) = (0u32, 0u32, 0u32);
+        loop {
+            let same_origin = url.origin() == ep.origin.origin();
+            let mut rb = http.request(method.clone(), url.clone());
+            for (k, v) in &req.headers {
+                rb = rb.header(*k, v.as_str());
+            }
+            if same_origin {
+                if let Some(a) = self.authorization(ep, &req.scopes)? {
+                    let mut v =
+                        HeaderValue::from_str(a.expose()).map_err(|_| RegistryError::Auth {
+                            registry: ep.registry.clone(),
+                            repository: ep.repository.clone(),
+                            source: AuthError::TokenResponse {
+                                realm: ep.registry.clone(),
+                                problem: "the token has characters not allowed in a header".into(),
+                            },
+                            hint: "report this to the registry's operator".into(),
+                        })?;
+                    v.set_sensitive(true);
+                    rb = rb.header(reqwest::header::AUTHORIZATION, v);
+                }
+            }
+            if let (true, Some(body)) = (with_body, req.body) {
+                rb = rb.body(body()?);
+            }
+            if let Some(t) = req.timeout {
+                rb = rb.timeout(t);
+            }
+            let resp = match rb.send() {
+                Ok(r) => r,
+                Err(e) => {
+                    attempts += 1;
+                    let message = error_chain(&e);
+                    if attempts >= self.config.max_attempts {
+                        return Err(RegistryError::Transport {
+                            registry: ep.registry.clone(),
+                            repository: ep.repository.clone(),
+                            action: req.action.clone(),
+                            attempts,
+                            message,
+                            hint: self.transport_hint(ep),
+                        });
+                    }
+                    let delay = self.backoff(attempts);
+                    progress.retrying(&req.action, attempts, delay, &message);
+                    std::thread::sleep(delay);
+                    continue;
+                }
+            };
+            let status = resp.status();
+            if status == StatusCode::UNAUTHORIZED && same_origin && auth_rounds < 2 {
+                auth_rounds += 1;
+                let header = resp
+                    .headers()
+                    .get(reqwest::header::WWW_AUTHENTICATE)
+                    .and_then(|v| v.to_str().ok())
+                    .map(String::from);
+                if self.answer_challenge(ep, &req.scopes, header.as_deref())? {
+                    continue;
+                }
+                return Err(self.refused(ep, &req.action, resp));
+            }
+            if status.is_redirection() {
+                if let Some(loc) = header_str(resp.headers(), "location") {
+                    redirects += 1;
+                    if redirects > MAX_REDIRECTS {
+                        return Err(RegistryError::Status {
+                            registry: ep.registry.clone(),
+                            repository: ep.repository.clone(),
+                            action: req.action.clone(),
+                            status: status.as_u16(),
+                            detail: format!(": more than {MAX_REDIRECTS} redirects"),
+                            hint: String::new(),
+                        });
+                    }
+                    url = url.join(&loc).map_err(|e| RegistryError::Status {
+                        registry: ep.registry.clone(),
+                        repository: ep.repository.clone(),
+                        action: req.action.clone(),
+                        status: status.as_u16(),
+                        detail: format!(": bad redirect location ({e})"),
+                        hint: String::new(),
+                    })?;
+                    if status == StatusCode::SEE_OTHER {
+                        method = Method::GET;
+                        with_body = false;
+                    }
+                    continue;
+                }
+            }
+            let retryable = status == StatusCode::TOO_MANY_REQUESTS
+                || status == StatusCode::BAD_GATEWAY
+                || status == StatusCode::SERVICE_UNAVAILABLE
+                || status == StatusCode::GATEWAY_TIMEOUT
+                || status == StatusCode::INTERNAL_SERVER_ERROR;
+            if retryable && attempts + 1 < self.config.max_attempts {
+                attempts += 1;
+                let delay = header_str(resp.headers(), "retry-after")
+                    .and_then(|s| s.trim().parse::<u64>().ok())
+                    .map(|s| Duration::from_secs(s).min(self.config.max_retry_after))
+                    .unwrap_or_else(|| self.backoff(attempts));
+                progress.retrying(&req.action, attempts, delay, &format!("HTTP {status}"));
+                drop(resp);
+                std::thread::sleep(delay);
+                continue;
+            }
+            if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+                return Err(self.refused(ep, &req.action, resp));
+            }
+            return Ok(resp);
+        }
+    }
+
+    fn transport_hint(&self, ep: &Endpoint) -> String {
+        if ep.origin.scheme() == "https" {
+            format!(
+                "check the network (HTTPS_PROXY / NO_PROXY) and that {0} is reachable; for a private CA set a CA file for {0} (or SSL_CERT_FILE); a registry that serves plain HTTP must be allowed explicitly (insecure_http for {0})",
+                ep.registry
+            )
+        } else {
+            format!(
+                "check the network (HTTP_PROXY / NO_PROXY) and that {} is reachable",
+                ep.registry
+            )
+        }
+    }
+
+    fn refused(&self, ep: &Endpoint, action: &str, resp: Response) -> RegistryError {
+        let status = resp.status().as_u16();
+        let cred = {
+            let map = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+            map.get(&ep.registry)
+                .and_then(|s| s.credential.clone().flatten())
+        };
+        RegistryError::Unauthorized {
+            registry: ep.registry.clone(),
+            repository: ep.repository.clone(),
+            action: action.to_string(),
+            status,
+            detail: read_error_detail(resp),
+            hint: self.login_hint(ep, cred.as_ref()),
+        }
+    }
+
+    fn status_error(&self, ep: &Endpoint, action: &str, resp: Response) -> RegistryError {
+        let status = resp.status().as_u16();
+        let hint = match status {
+            404 => format!("; check that {}/{} exists", ep.registry, ep.repository),
+            _ => String::new(),
+        };
+        RegistryError::Status {
+            registry: ep.registry.clone(),
+            repository: ep.repository.clone(),
+            action: action.to_string(),
+            status,
+            detail: read_error_detail(resp),
+            hint,
+        }
+    }
+
+    fn try_endpoints<T>(
+        &self,
+        reference: &Reference,
+        progress: &dyn Progress,
+        f: impl Fn(&Endpoint) -> Result<T, RegistryError>,
+    ) -> Result<T, RegistryError> {
+        let eps = self.pull_endpoints(reference)?;
+        let last = eps.len() - 1;
+        for (i, ep) in eps.iter().enumerate() {
+            match f(ep) {
+                Ok(v) => return Ok(v),
+                Err(e) if i < last => {
+                    progress.message(&format!(
+                        "mirror {}/{} failed, trying the next: {e}",
+                        ep.registry, ep.repository
+                    ));
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("pull_endpoints always returns the registry itself")
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+
+fn header_str(h: &HeaderMap, name: &str) -> Option<String> {
+    h.get(name).and_then(|v| v.to_str().ok()).map(String::from)
+}
+
+/// `bytes 100-199/200` → 100.
+fn parse_content_range_start(v: &str) -> Option<u64> {
+    let v = v.trim().strip_prefix("bytes")?.trim_start();
+    v.split(['-', '/']).next()?.trim().parse().ok()
+}
+
+/// `0-99` (or `bytes=0-99`) → 99.
+fn parse_range_end(v: &str) -> Option<u64> {
+    let v = v.trim();
+    let v = v.strip_prefix("bytes=").unwrap_or(v);
+    v.split_once('-')?.1.trim().parse().ok()
+}
+
+/// A registry error body (`{"errors":[{"code":…,"message":…}]}`) as `: CODE: message`, or
+/// the start of a plain body; empty when there is nothing useful.
+pub(crate) fn error_detail(body: &[u8]) -> String {
+    #[derive(serde::Deserialize)]
+    struct Errors {
+        #[serde(default)]
+        errors: Vec<ErrorItem>,
+        #[serde(default)]
+        error: Option<String>,
+        #[serde(default)]
+        details: Option<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct ErrorItem {
+        #[serde(default)]
+        code: String,
+        #[serde(default)]
+        message: String,
+    }
+    if let Ok(e) = serde_json::from_slice::<Errors>(body) {
+        let parts: Vec<String> = e
+            .errors
+            .iter()
+            .map(|i| match (i.code.is_empty(), i.message.is_empty()) {
+                (false, false) => format!("{}: {}", i.code, i.message),
+                (false, true) => i.code.clone(),
+                _ => i.message.clone(),
+            })
+            .filter(|s| !s.is_empty())
+            .collect();
+        if !parts.is_empty() {
+            return format!(": {}", parts.join("; "));
+        }
+        if let Some(m) = e.details.or(e.error) {
+            return format!(": {m}");
+        }
+    }
+    let text = String::from_utf8_lossy(body);
+    let text: String = text.trim().chars().take(200).collect();
+    if text.is_empty() || text.starts_with('<') {
+        String::new()
+    } else {
+        format!(": {text}")
+    }
+}
+
+fn read_error_detail(resp: Response) -> String {
+    let mut body = Vec::new();
+    let _ = resp.take(MAX_ERROR_BODY).read_to_end(&mut body);
+    error_detail(&body)
+}
+
+/// An error and its sources, joined (`error sending request: … : invalid peer certificate`).
+fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(cause) = src {
+        let c = cause.to_string();
+        if !s.contains(&c) {
+            s.push_str(": ");
+            s.push_str(&c);
+        }
+        src = cause.source();
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::auth::AuthEnv;
+
+    fn r(s: &str) -> Reference {
+        Reference::parse(s).unwrap()
+    }
+
+    #[test]
+    fn header_parsing() {
+        assert_eq!(parse_content_range_start("bytes 100-199/200"), Some(100));
+        assert_eq!(parse_content_range_start("bytes 0-9/*"), Some(0));
+        assert_eq!(parse_content_range_start("items 1-2"), None);
+        assert_eq!(parse_range_end("0-99"), Some(99));
+        assert_eq!(parse_range_end("bytes=0-4"), Some(4));
+        assert_eq!(parse_range_end("junk"), None);
+        assert_eq!(
+            error_detail(
+                br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#
+            ),
+            ": MANIFEST_UNKNOWN: manifest unknown"
+        );
+        assert_eq!(
+            error_detail(br#"{"details":"incorrect username or password"}"#),
+            ": incorrect username or password"
+        );
+        assert_eq!(error_detail(b"<html>nope</html>"), "");
+        assert_eq!(error_detail(b"plain words"), ": plain words");
+        assert_eq!(error_detail(b""), "");
+    }
+
+    #[test]
+    fn mirrors_rewrite_names() {
+        let mut cfg = ClientConfig {
+            auth_env: AuthEnv::empty(),
+            ..ClientConfig::default()
+        };
+        cfg.mirrors = vec![
+            Mirror {
+                prefix: "docker.io".into(),
+                locations: vec!["mirror.a:5000".into(), "mirror.b/hub/".into()],
+            },
+            Mirror {
+                prefix: "docker.io/library".into(),
+                locations: vec!["lib.mirror/official".into()],
+            },
+        ];
+        cfg.registries.insert(
+            "mirror.a:5000".into(),
+            RegistrySettings {
+                insecure_http: true,
+                ..Default::default()
+            },
+        );
+        let c = Client::new(cfg);
+        let eps = |s: &str| {
+            c.pull_endpoints(&r(s))
+                .unwrap()
+                .into_iter()
+                .map(|e| format!("{}{}", e.origin, e.repository))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            eps("nvidia/cuda:12"),
+            vec![
+                "http://mirror.a:5000/nvidia/cuda",
+                "https://mirror.b/hub/nvidia/cuda",
+                "https://registry-1.docker.io/nvidia/cuda"
+            ]
+        );
+        // The longest prefix wins.
+        assert_eq!(
+            eps("ubuntu"),
+            vec![
+                "https://lib.mirror/official/ubuntu",
+                "https://registry-1.docker.io/library/ubuntu"
+            ]
+        );
+        // `docker.io` does not match `docker.iox/...`; other registries have no mirrors.
+        assert_eq!(eps("ghcr.io/a/b"), vec!["https://ghcr.io/a/b"]);
+    }
+
+    #[test]
+    fn backoff_is_bounded() {
+        let c = Client::new(ClientConfig {
+            auth_env: AuthEnv::empty(),
+            backoff: Duration::from_millis(100),
+            max_backoff: Duration::from_secs(1),
+            ..ClientConfig::default()
+        });
+        assert_eq!(c.backoff(1), Duration::from_millis(100));
+        assert_eq!(c.backoff(2), Duration::from_millis(200));
+        assert_eq!(c.backoff(4), Duration::from_millis(800));
+        assert_eq!(c.backoff(5), Duration::from_secs(1));
+        assert_eq!(c.backoff(60), Duration::from_secs(1));
+    }
+
+    #[test]
+    fn tls_settings_errors_name_the_registry() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad = dir.path().join("bad.pem");
+        std::fs::write(&bad, b"not a certificate").unwrap();
+        let mut cfg = ClientConfig {
+            auth_env: AuthEnv::empty(),
+            ..ClientConfig::default()
+        };
+        cfg.registries.insert(
+            "r.example".into(),
+            RegistrySettings {
+                ca_file: Some(bad),
+                ..Default::default()
+            },
+        );
+        let c = Client::new(cfg);
+        let e = c.get_manifest(&r("r.example/a:b")).unwrap_err().to_string();
+        assert!(e.contains("r.example") && e.contains("bad.pem"), "{e}");
+    }
+}
