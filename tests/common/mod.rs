@@ -88,6 +88,9 @@ pub fn test_dir(what: &str) -> PathBuf {
 pub fn ocibuild() -> Command {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_ocibuild"));
     cmd.env_remove("SOURCE_DATE_EPOCH");
+    // The test stage gets the same podman flags as the harness's own podman runs, also under a
+    // plain `cargo test` where OCIBUILD_PODMAN_ARGS is unset.
+    cmd.env("OCIBUILD_PODMAN_ARGS", podman_args().join(" "));
     cmd.env("OCIBUILD_CACHE", test_dir("cache"));
     cmd
 }

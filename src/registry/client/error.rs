@@ -11,6 +11,12 @@ use crate::store::StoreError;
 pub enum RegistryError {
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    /// Every mirror failed, then the registry itself: its error, with what each mirror said.
+    #[error("{last} (mirrors tried first: {})", mirrors.join("; "))]
+    AfterMirrors {
+        mirrors: Vec<String>,
+        last: Box<RegistryError>,
+    },
     #[error("{registry}/{repository}: {action} was refused (HTTP {status}{detail}); {hint}")]
     Unauthorized {
         registry: String,

@@ -443,21 +443,38 @@ impl Client {
         progress: &dyn Progress,
         f: impl Fn(&Endpoint) -> Result<T, RegistryError>,
     ) -> Result<T, RegistryError> {
+        // The mirrors, in order, then the registry itself (always the last endpoint).
         let eps = self.pull_endpoints(reference)?;
-        let last = eps.len() - 1;
-        for (i, ep) in eps.iter().enumerate() {
+        let mut failed = Vec::new();
+        let mut last_err = None;
+        for ep in &eps {
             match f(ep) {
                 Ok(v) => return Ok(v),
-                Err(e) if i < last => {
+                Err(e) => {
+                    if let Some(prev) = last_err.replace(e) {
+                        failed.push(prev.to_string());
+                    }
                     progress.message(&format!(
-                        "mirror {}/{} failed, trying the next: {e}",
+                        "{}/{} failed; trying the next location",
                         ep.registry, ep.repository
                     ));
                 }
-                Err(e) => return Err(e),
             }
         }
-        unreachable!("pull_endpoints always returns the registry itself")
+        let last = last_err.unwrap_or_else(|| {
+            RegistryError::Reference(crate::registry::ReferenceError::Invalid {
+                input: reference.to_string(),
+                problem: "no location to pull from".into(),
+            })
+        });
+        Err(if failed.is_empty() {
+            last
+        } else {
+            RegistryError::AfterMirrors {
+                mirrors: failed,
+                last: Box::new(last),
+            }
+        })
     }
 }
 
