@@ -249,7 +249,7 @@ impl<R: Read> Read for ProgressReader<'_, R> {
 pub fn write_layer(
     entries: &[Entry],
     opts: &LayerOptions,
-    out: &mut dyn Write,
+    out: &mut (dyn Write + Send),
     progress: &dyn Fn(u64),
 ) -> Result<LayerStats, LayerError> {
     check_order(entries)?;
@@ -259,7 +259,58 @@ pub fn write_layer(
             entry: String::new(),
             source,
         })?;
-    let mut tar = TarWriter::new(HashingWriter::new(compressor), opts.epoch);
+    // Two stages, so reading, tar framing and the diff_id hash overlap with compression and
+    // output: the tar stream goes in 1 MiB chunks over a bounded channel (memory stays bounded)
+    // to a thread that owns the compressor. The byte stream is the same either way.
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(PIPE_DEPTH);
+    std::thread::scope(|scope| {
+        let consumer = scope.spawn(move || -> Result<(Digest, u64), LayerError> {
+            let mut compressor = compressor;
+            let write_err = |source| LayerError::Write {
+                entry: String::new(),
+                source,
+            };
+            for chunk in rx {
+                compressor.write_all(&chunk).map_err(write_err)?;
+            }
+            let compressed = compressor.finish().map_err(|source| LayerError::Compress {
+                what: opts.compression.describe(),
+                source,
+            })?;
+            let (_, digest, size) = compressed.finish();
+            Ok((digest, size))
+        });
+        let produced = produce(entries, opts, ChunkSender::new(tx), progress);
+        let consumed = consumer.join().unwrap_or_else(|_| {
+            Err(LayerError::Write {
+                entry: String::new(),
+                source: std::io::Error::other("the compression thread panicked"),
+            })
+        });
+        // A failed consumer closes the channel, so the producer fails too; its error says why.
+        let (digest, size) = consumed?;
+        let (diff_id, uncompressed_size) = produced?;
+        Ok(LayerStats {
+            diff_id,
+            digest,
+            size,
+            uncompressed_size,
+        })
+    })
+}
+
+/// Chunks in flight between the tar stage and the compression stage.
+const PIPE_DEPTH: usize = 4;
+const CHUNK: usize = 1 << 20;
+
+/// The tar stage: entries → tar stream (hashed: the diff_id) → chunks.
+fn produce(
+    entries: &[Entry],
+    opts: &LayerOptions,
+    sink: ChunkSender,
+    progress: &dyn Fn(u64),
+) -> Result<(Digest, u64), LayerError> {
+    let mut tar = TarWriter::new(HashingWriter::new(sink), opts.epoch);
     for e in entries {
         match &e.kind {
             EntryKind::Dir => tar.append_dir(&e.path, e.mode, e.uid, e.gid)?,
@@ -292,18 +343,54 @@ pub fn write_layer(
             }
         }
     }
-    let (compressor, diff_id, uncompressed_size) = tar.finish()?.finish();
-    let compressed = compressor.finish().map_err(|source| LayerError::Compress {
-        what: opts.compression.describe(),
+    let (mut sink, diff_id, uncompressed_size) = tar.finish()?.finish();
+    sink.flush().map_err(|source| LayerError::Write {
+        entry: String::new(),
         source,
     })?;
-    let (_, digest, size) = compressed.finish();
-    Ok(LayerStats {
-        diff_id,
-        digest,
-        size,
-        uncompressed_size,
-    })
+    Ok((diff_id, uncompressed_size))
+}
+
+/// Collects writes into [`CHUNK`]-sized buffers and sends each full one down the channel;
+/// `flush` sends what is left. A closed channel (the consumer failed) is a broken pipe.
+struct ChunkSender {
+    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    buf: Vec<u8>,
+}
+
+impl ChunkSender {
+    fn new(tx: std::sync::mpsc::SyncSender<Vec<u8>>) -> Self {
+        ChunkSender {
+            tx,
+            buf: Vec::with_capacity(CHUNK),
+        }
+    }
+    fn send(&mut self) -> std::io::Result<()> {
+        if self.buf.is_empty() {
+            return Ok(());
+        }
+        let full = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
+        self.tx.send(full).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the compression stage stopped",
+            )
+        })
+    }
+}
+
+impl Write for ChunkSender {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        let n = data.len().min(CHUNK - self.buf.len());
+        self.buf.extend_from_slice(&data[..n]);
+        if self.buf.len() == CHUNK {
+            self.send()?;
+        }
+        Ok(n)
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.send()
+    }
 }
 
 /// Checks the ordering half of the contract on entries handed to [`write_layer`].
