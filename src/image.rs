@@ -190,6 +190,31 @@ impl ImageRecord {
     pub fn full_name(&self) -> String {
         format!("{}:{}", self.name, self.tag)
     }
+
+    /// The manifest descriptor as an `index.json` entry: tagged with both the OCI ref name
+    /// (the tag) and containerd's image name (`name:tag`).
+    pub fn index_entry(&self) -> Descriptor {
+        let mut entry = self.manifest.clone();
+        entry
+            .annotations
+            .insert(annotations::REF_NAME.into(), self.tag.clone());
+        entry
+            .annotations
+            .insert(annotations::CONTAINERD_NAME.into(), self.full_name());
+        entry
+    }
+
+    /// Every blob of the image (layers, config, manifest) with its size.
+    pub fn blobs(&self) -> Vec<(Digest, u64)> {
+        let mut v: Vec<(Digest, u64)> = self
+            .layers
+            .iter()
+            .map(|l| (l.descriptor.digest, l.descriptor.size))
+            .collect();
+        v.push((self.config.digest, self.config.size));
+        v.push((self.manifest.digest, self.manifest.size));
+        v
+    }
 }
 
 /// Format seconds since the Unix epoch as RFC 3339 UTC (`1970-01-01T00:00:00Z`).

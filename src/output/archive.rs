@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use super::{io_err, OutputError};
 use crate::digest::{Digest, HashingReader};
-use crate::image::{annotations, ImageRecord, Index};
+use crate::image::{ImageRecord, Index};
 use crate::json::to_canonical_vec;
 use crate::layer::TarWriter;
 use crate::store::Store;
@@ -36,23 +36,11 @@ pub fn write_oci_archive(
     image: &ImageRecord,
 ) -> Result<(), OutputError> {
     let mut members: BTreeMap<String, Member> = BTreeMap::new();
-    let mut blobs: Vec<(Digest, u64)> = image
-        .layers
-        .iter()
-        .map(|l| (l.descriptor.digest, l.descriptor.size))
-        .collect();
-    blobs.push((image.config.digest, image.config.size));
-    blobs.push((image.manifest.digest, image.manifest.size));
+    let blobs = image.blobs();
     for (d, size) in blobs {
         members.insert(format!("blobs/sha256/{}", d.hex()), Member::Blob(d, size));
     }
-    let mut entry = image.manifest.clone();
-    entry
-        .annotations
-        .insert(annotations::REF_NAME.into(), image.tag.clone());
-    entry
-        .annotations
-        .insert(annotations::CONTAINERD_NAME.into(), image.full_name());
+    let entry = image.index_entry();
     members.insert(
         "index.json".into(),
         Member::Bytes(to_canonical_vec("index.json", &Index::new(vec![entry]))?),

@@ -44,26 +44,14 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
     let blobs = dir.join("blobs").join("sha256");
     fs::create_dir_all(&blobs)?;
 
-    let mut digests: Vec<(Digest, u64)> = image
-        .layers
-        .iter()
-        .map(|l| (l.descriptor.digest, l.descriptor.size))
-        .collect();
-    digests.push((image.config.digest, image.config.size));
-    digests.push((image.manifest.digest, image.manifest.size));
+    let digests = image.blobs();
     for (digest, size) in digests {
         copy_blob(dir, store, &digest, size)?;
     }
     // The blobs' names are durable before index.json names them.
     fs::File::open(dir.join("blobs").join("sha256"))?.sync_all()?;
 
-    let mut entry: Descriptor = image.manifest.clone();
-    entry
-        .annotations
-        .insert(annotations::REF_NAME.into(), image.tag.clone());
-    entry
-        .annotations
-        .insert(annotations::CONTAINERD_NAME.into(), image.full_name());
+    let entry = image.index_entry();
 
     // Held from reading index.json to the rename of the new one.
     let _lock = lock_dir(dir)?;

@@ -354,7 +354,9 @@ fn check_repository(path: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn component_ok(c: &str) -> bool {
+/// Whether `c` is a valid repository path component: lower-case letters and digits, separated
+/// by single `.`, `_`, `__` or runs of `-` (the distribution grammar).
+pub fn component_ok(c: &str) -> bool {
     let b = c.as_bytes();
     let alnum = |x: u8| x.is_ascii_lowercase() || x.is_ascii_digit();
     if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {

@@ -242,33 +242,11 @@ pub fn podman_safe_path(path: &Path) -> bool {
     }
     path.components().all(|c| match c {
         Component::RootDir => true,
-        Component::Normal(s) => s.to_str().is_some_and(reference_component_ok),
+        Component::Normal(s) => s
+            .to_str()
+            .is_some_and(crate::registry::reference::component_ok),
         _ => false,
     })
-}
-
-fn reference_component_ok(s: &str) -> bool {
-    let b = s.as_bytes();
-    let alnum = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
-        return false;
-    }
-    let mut i = 0;
-    while i < b.len() {
-        if alnum(b[i]) {
-            i += 1;
-            continue;
-        }
-        let start = i;
-        while i < b.len() && !alnum(b[i]) {
-            i += 1;
-        }
-        let sep = &s[start..i];
-        if !(sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|c| c == b'-')) {
-            return false;
-        }
-    }
-    true
 }
 
 /// A copy of the layout at a podman-safe path, removed when dropped.

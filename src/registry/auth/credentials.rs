@@ -314,9 +314,12 @@ fn run_helper(
         .spawn()
         .map_err(io_err)?;
     if let Some(mut stdin) = child.stdin.take() {
-        stdin
-            .write_all(helper_server_url(registry).as_bytes())
-            .map_err(io_err)?;
+        // A helper may exit without reading its input; its exit status and output say what
+        // happened, so a broken pipe here is not the error to report.
+        match stdin.write_all(helper_server_url(registry).as_bytes()) {
+            Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(io_err(e)),
+            _ => {}
+        }
     }
     let out = child.wait_with_output().map_err(io_err)?;
     if !out.status.success() {
