@@ -33,7 +33,7 @@ if [ -n "$testbin" ]; then
   step "2. run_tests (library) with GPU discovery"
   OCIBUILD_GPU_LAYOUT=$layout OCIBUILD_GPU_TAG=$tag OCIBUILD_PODMAN=$podman OCIBUILD_SELF_EXE=$exe \
     OCIBUILD_TEST_PODMAN_ARGS="${extra[*]}" \
-    "$testbin" gpu_host_cuda_smoke_through_run_tests --exact --nocapture || { echo "FAILED"; fail=1; }
+    "$testbin" gpu_host_cuda_smoke_through_run_tests --exact --include-ignored --nocapture || { echo "FAILED"; fail=1; }
 else
   step "2. run_tests: skipped (no RUN_STAGE_TEST_BINARY given)"
 fi
