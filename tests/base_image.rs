@@ -119,12 +119,20 @@ labels = {{ "app.label" = "y" }}
     }
 }
 
+impl App {
+    /// `ocibuild` with this project's registries file and credentials.
+    fn ocibuild(&self) -> std::process::Command {
+        let mut c = common::ocibuild();
+        c.arg("--registries")
+            .arg(&self.registries)
+            .env("REGISTRY_AUTH_FILE", &self.auth);
+        c
+    }
+}
+
 fn build(app: &App, out: &Path, extra: &[&str]) -> std::process::Output {
     common::run(
-        common::ocibuild()
-            .arg("--registries")
-            .arg(&app.registries)
-            .env("REGISTRY_AUTH_FILE", &app.auth)
+        app.ocibuild()
             .arg("build")
             .arg(&app.recipe)
             .arg("-o")
@@ -240,13 +248,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
     // Push: the base layer is mounted from the base's repository (same registry), not uploaded;
     // a second push uploads nothing; skopeo sees the digest we built.
     let push = |src: &str, dest: &str| {
-        let out = common::run(
-            common::ocibuild()
-                .arg("--registries")
-                .arg(&app.registries)
-                .env("REGISTRY_AUTH_FILE", &app.auth)
-                .args(["push", src, dest, "--json"]),
-        );
+        let out = common::run(app.ocibuild().args(["push", src, dest, "--json"]));
         common::assert_success(&out, "ocibuild push");
         serde_json::from_slice::<Value>(&out.stdout).unwrap()
     };
@@ -296,14 +298,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
         v2["manifest"], v1["manifest"],
         "a moved tag must not be followed silently"
     );
-    let out = common::run(
-        common::ocibuild()
-            .arg("--registries")
-            .arg(&app.registries)
-            .env("REGISTRY_AUTH_FILE", &app.auth)
-            .args(["lock", "--update"])
-            .arg(&app.recipe),
-    );
+    let out = common::run(app.ocibuild().args(["lock", "--update"]).arg(&app.recipe));
     common::assert_success(&out, "lock --update");
     let said = format!(
         "{}{}",
@@ -453,13 +448,7 @@ fn a_two_platform_base_resolves_to_the_recipe_platform() {
     let arm = platform_image(&tmp.path().join("m"), &layout, "linux/arm64", "arm");
     let app = app_project(&tmp.path().join("app"), &addr, "test/multi:1");
     let push = |src: String, dest: String| {
-        let out = common::run(
-            common::ocibuild()
-                .arg("--registries")
-                .arg(&app.registries)
-                .env("REGISTRY_AUTH_FILE", &app.auth)
-                .args(["push", "--json", &src, &dest]),
-        );
+        let out = common::run(app.ocibuild().args(["push", "--json", &src, &dest]));
         common::assert_success(&out, "push");
     };
     push(
