@@ -10,6 +10,7 @@
 //! - [`registry`]: image references, registry auth and the OCI Distribution client.
 //! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
 //!   layer (a library; not wired into recipes yet).
+//! - [`python`]: the target Python interpreter and wheels.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`build`]: the planner: recipe → layers → image → output.
@@ -29,6 +30,7 @@ pub mod lock;
 pub mod output;
 pub mod progress;
 pub mod push;
+pub mod python;
 pub mod recipe;
 pub mod registry;
 pub mod run;
