@@ -65,6 +65,9 @@ pub struct Built {
     pub image: ImageRecord,
     /// For each layer, in order: (name, came from the cache).
     pub cached: Vec<(String, bool)>,
+    /// The target interpreter, when the recipe has `[python]` (set by the caller that prepared
+    /// the system layers).
+    pub interpreter: Option<crate::python::Interpreter>,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -74,6 +77,7 @@ pub struct Built {
 pub fn build(
     recipe: &Recipe,
     base: Option<&BaseImage>,
+    system: &[crate::system::Extra],
     opts: &BuildOptions,
     store: &Store,
     reporter: &dyn Reporter,
@@ -96,8 +100,19 @@ pub fn build(
         .map(|i| (format!("base#{i}"), true))
         .collect();
     let ours_from = layers.len();
-    let mut history = Vec::with_capacity(recipe.layers.len());
+    let mut history = Vec::with_capacity(recipe.layers.len() + system.len());
     let created = image::rfc3339(epoch);
+    // The system layers ([apt], [python]) above the base, below the recipe's own.
+    for x in system {
+        layers.push(record(&x.name, x.layer.clone()));
+        cached.push((x.name.clone(), x.cached));
+        history.push(History {
+            created: Some(created.clone()),
+            created_by: Some(x.created_by.clone()),
+            comment: None,
+            empty_layer: false,
+        });
+    }
     for l in &recipe.layers {
         let (rec, was_cached) = build_layer(
             l,
@@ -202,6 +217,7 @@ pub fn build(
             epoch,
         },
         cached,
+        interpreter: None,
     })
 }
 

@@ -13,6 +13,7 @@
 //! - [`python`]: the target Python interpreter and wheels.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
+//! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`push`]: pushing a built image to a registry.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
@@ -35,3 +36,4 @@ pub mod recipe;
 pub mod registry;
 pub mod run;
 pub mod store;
+pub mod system;

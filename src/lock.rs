@@ -44,6 +44,49 @@ pub struct LockedBase {
     pub manifest_digest: Digest,
 }
 
+/// The `[apt]` resolution: the request it answers, and the packages it chose.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedApt {
+    /// The Debian architecture resolved for.
+    pub architecture: String,
+    /// The recipe's package requests, as written (sorted).
+    pub requests: Vec<String>,
+    /// The recipe's sources, in order.
+    #[serde(default, rename = "source")]
+    pub sources: Vec<LockedAptSource>,
+    /// Every package installed, sorted by name.
+    #[serde(default, rename = "package")]
+    pub packages: Vec<LockedDeb>,
+}
+
+/// An `[[apt.source]]` as resolved (what makes a resolution stale when it changes).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedAptSource {
+    pub url: String,
+    pub suite: String,
+    pub components: Vec<String>,
+    /// The snapshot timestamp, when the source names one: where superseded versions stay.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<String>,
+}
+
+/// One resolved .deb.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedDeb {
+    pub name: String,
+    pub version: String,
+    pub architecture: String,
+    /// Relative to `source-url`.
+    pub filename: String,
+    pub size: u64,
+    pub sha256: Digest,
+    /// The archive root it comes from (snapshot included).
+    pub source_url: String,
+}
+
 /// A lock file's content.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -51,6 +94,8 @@ pub struct Lock {
     pub version: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base: Option<LockedBase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apt: Option<LockedApt>,
 }
 
 impl Lock {
@@ -58,6 +103,7 @@ impl Lock {
         Lock {
             version: LOCK_VERSION,
             base: None,
+            apt: None,
         }
     }
 
@@ -121,6 +167,15 @@ impl Lock {
                 quote(&b.manifest_digest.to_string())
             );
         }
+        if let Some(a) = &self.apt {
+            // Arrays of tables, one per package: long, but one hunk per package in a diff.
+            #[derive(Serialize)]
+            struct Wrap<'a> {
+                apt: &'a LockedApt,
+            }
+            out.push('\n');
+            out.push_str(&toml::to_string(&Wrap { apt: a }).unwrap_or_default());
+        }
         out
     }
 
@@ -171,7 +226,42 @@ mod tests {
                 index_digest: Some(Digest::of(b"index")),
                 manifest_digest: Digest::of(b"manifest"),
             }),
+            apt: None,
         }
+    }
+
+    #[test]
+    fn apt_section_round_trips() {
+        let mut lock = sample();
+        lock.apt = Some(LockedApt {
+            architecture: "amd64".into(),
+            requests: vec!["python3".into()],
+            sources: vec![LockedAptSource {
+                url: "https://deb.example/debian".into(),
+                suite: "bookworm".into(),
+                components: vec!["main".into()],
+                snapshot: None,
+            }],
+            packages: vec![LockedDeb {
+                name: "python3".into(),
+                version: "3.11.2-1+b1".into(),
+                architecture: "amd64".into(),
+                filename: "pool/main/p/python3/python3_3.11.2-1+b1_amd64.deb".into(),
+                size: 26_000,
+                sha256: Digest::of(b"deb"),
+                source_url: "https://deb.example/debian".into(),
+            }],
+        });
+        let text = lock.to_toml();
+        assert!(
+            text.contains("\n[apt]\narchitecture = \"amd64\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("[[apt.package]]\nname = \"python3\""),
+            "{text}"
+        );
+        assert_eq!(Lock::parse(&text, Path::new("x.lock")).unwrap(), lock);
     }
 
     #[test]

@@ -20,6 +20,38 @@ const STATUS_D: &str = "var/lib/dpkg/status.d/";
 pub struct Base {
     pub installed: Installed,
     pub usr_merge: UsrMerge,
+    /// Python executables in a `bin/` directory (`usr/bin/python3.11`, `usr/local/bin/python3`,
+    /// `opt/python/bin/python3.12`): path → symlink target (`None` for a regular file).
+    pub pythons: BTreeMap<String, Option<String>>,
+    /// glibc's version from a pre-2.34 `libc-2.NN.so` file name, when the base has one.
+    pub libc_file_version: Option<(u32, u32)>,
+}
+
+/// Whether `path` (normalized, relative) names a Python executable in a `bin/` directory.
+pub fn is_python_path(path: &str) -> bool {
+    let (dir, name) = match path.rsplit_once('/') {
+        Some(x) => x,
+        None => return false,
+    };
+    if !(dir == "bin" || dir.ends_with("/bin")) || dir.split('/').count() > 4 {
+        return false;
+    }
+    let Some(v) = name.strip_prefix("python") else {
+        return false;
+    };
+    let mut parts = v.split('.');
+    let major_ok = parts.next().is_some_and(|m| m == "3");
+    major_ok
+        && parts.all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+        && v.split('.').count() <= 2
+}
+
+/// `libc-2.31.so` → (2, 31).
+fn libc_file(path: &str) -> Option<(u32, u32)> {
+    let name = path.rsplit('/').next()?;
+    let v = name.strip_prefix("libc-")?.strip_suffix(".so")?;
+    let (a, b) = v.split_once('.')?;
+    Some((a.parse().ok()?, b.parse().ok()?))
 }
 
 /// Reads the base's layers (uncompressed tar streams, lowest first). `name` labels each one in
@@ -30,6 +62,8 @@ pub fn scan_base<'a>(
     // Path → content for the files we care about; top-level symlinks.
     let mut files: BTreeMap<String, String> = BTreeMap::new();
     let mut links: BTreeMap<String, String> = BTreeMap::new();
+    let mut pythons: BTreeMap<String, Option<String>> = BTreeMap::new();
+    let mut libc_file_version = None;
     for (name, reader) in layers {
         let err = |source: std::io::Error| AptError::Decompress {
             what: format!("base layer {name}"),
@@ -50,6 +84,7 @@ pub fn scan_base<'a>(
             };
             if base == ".wh..wh..opq" {
                 files.retain(|p, _| !p.starts_with(&dir));
+                pythons.retain(|p, _| !p.starts_with(&dir));
                 if dir.is_empty() {
                     // An opaque root: the top-level symlinks of lower layers go too.
                     links.clear();
@@ -59,10 +94,31 @@ pub fn scan_base<'a>(
             if let Some(victim) = base.strip_prefix(".wh.") {
                 let victim = format!("{dir}{victim}");
                 files.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
+                pythons.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
                 links.remove(&victim);
                 continue;
             }
             let etype = entry.header().entry_type();
+            if is_python_path(&path) {
+                match etype {
+                    tar::EntryType::Symlink => {
+                        let t = entry
+                            .link_name_bytes()
+                            .map(|t| String::from_utf8_lossy(&t).into_owned());
+                        pythons.insert(path.clone(), t);
+                    }
+                    tar::EntryType::Regular | tar::EntryType::Continuous | tar::EntryType::Link => {
+                        pythons.insert(path.clone(), None);
+                    }
+                    _ => {
+                        pythons.remove(&path);
+                    }
+                }
+                continue;
+            }
+            if let Some(v) = libc_file(&path) {
+                libc_file_version = libc_file_version.max(Some(v));
+            }
             if USR_MERGE_DIRS.contains(&path.as_str()) {
                 if etype == tar::EntryType::Symlink {
                     if let Some(t) = entry.link_name_bytes() {
@@ -101,6 +157,8 @@ pub fn scan_base<'a>(
     Ok(Base {
         installed,
         usr_merge,
+        pythons,
+        libc_file_version,
     })
 }
 
@@ -176,5 +234,38 @@ mod tests {
         assert_eq!(base.usr_merge.rewrite("bin/ls"), "usr/bin/ls");
         assert_eq!(base.usr_merge.rewrite("lib/x"), "lib/x");
         assert_eq!(base.usr_merge.rewrite("sbin/x"), "sbin/x");
+    }
+
+    #[test]
+    fn pythons_and_libc() {
+        for p in [
+            "usr/bin/python3",
+            "usr/bin/python3.11",
+            "usr/local/bin/python3.12",
+            "opt/py/bin/python3",
+        ] {
+            assert!(is_python_path(p), "{p}");
+        }
+        for p in [
+            "usr/bin/python3-config",
+            "usr/bin/python2.7",
+            "usr/lib/python3.11",
+            "python3",
+            "usr/bin/python3.11.2",
+        ] {
+            assert!(!is_python_path(p), "{p}");
+        }
+        let l = layer(&[
+            ("usr/bin/python3", None, Some("python3.11")),
+            ("usr/bin/python3.11", Some("ELF"), None),
+            ("lib/x86_64-linux-gnu/libc-2.31.so", Some("ELF"), None),
+        ]);
+        let base = scan_base([("l".to_string(), Box::new(&l[..]) as Box<dyn Read>)]).unwrap();
+        assert_eq!(
+            base.pythons.get("usr/bin/python3"),
+            Some(&Some("python3.11".to_string()))
+        );
+        assert_eq!(base.pythons.get("usr/bin/python3.11"), Some(&None));
+        assert_eq!(base.libc_file_version, Some((2, 31)));
     }
 }

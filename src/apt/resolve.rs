@@ -121,6 +121,11 @@ impl Installed {
         Ok(())
     }
 
+    /// The installed version of a package.
+    pub fn version(&self, name: &str) -> Option<&Version> {
+        self.pkgs.get(name).map(|p| &p.version)
+    }
+
     /// Whether the package is installed (any version).
     pub fn contains(&self, name: &str) -> bool {
         self.pkgs.contains_key(name)

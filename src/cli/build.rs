@@ -24,6 +24,9 @@ pub struct BuildArgs {
     /// Rebuild every layer instead of taking it from the layer cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// Fail instead of resolving [apt] again when the recipe's request no longer matches the lock.
+    #[arg(long)]
+    pub locked: bool,
     /// Print the result as JSON (manifest digest, layers with diff_id, digest, size) on stdout.
     #[arg(long)]
     pub json: bool,
@@ -74,7 +77,25 @@ pub fn build_recipe(
     let bars = Bars::new(cli.quiet);
     let base =
         super::lock::resolve_base(cli, &recipe, &args.recipe, crate::base::Pin::Locked, &store)?;
-    let built = build::build(&recipe, base.as_ref().map(|(b, _)| b), &opts, &store, &bars)?;
+    let base = base.as_ref().map(|(b, _)| b);
+    let sys_opts = crate::system::SystemOptions {
+        epoch: opts
+            .epoch_override
+            .or(recipe.image.source_date_epoch)
+            .unwrap_or(0),
+        compression: recipe.image.compression,
+        threads: opts.threads,
+        no_cache: opts.no_cache,
+        pin: if args.locked {
+            crate::system::AptPin::Frozen
+        } else {
+            crate::system::AptPin::Locked
+        },
+    };
+    let sys =
+        super::lock::prepare_system(cli, &recipe, &args.recipe, base, &store, &sys_opts, &bars)?;
+    let mut built = build::build(&recipe, base, &sys.layers, &opts, &store, &bars)?;
+    built.interpreter = sys.interpreter;
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
     }
@@ -123,12 +144,35 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             "manifestSize": img.manifest.size,
             "config": img.config.digest,
             "layers": layers,
+            "python": built.interpreter.as_ref().map(|i| json!({
+                "version": i.version.to_string(),
+                "abi": i.abi(),
+                "executable": i.executable,
+                "machine": i.machine,
+                "glibc": i.glibc.map(|(a, b)| format!("{a}.{b}")),
+                "purelib": i.scheme.purelib,
+                "platlib": i.scheme.platlib,
+                "scripts": i.scheme.scripts,
+            })),
             "push": pushed,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         println!("{} -> {}", img.full_name(), target);
         println!("manifest {}", img.manifest.digest);
+        if let Some(i) = &built.interpreter {
+            println!(
+                "python {} ({}, {}, glibc {}) at {}; packages go to {}",
+                i.version,
+                i.abi(),
+                i.machine,
+                i.glibc
+                    .map(|(a, b)| format!("{a}.{b}"))
+                    .unwrap_or_else(|| "none".into()),
+                i.executable,
+                i.scheme.purelib
+            );
+        }
         if !cli.quiet {
             for (l, (name, cached)) in img.layers.iter().zip(&built.cached) {
                 println!(

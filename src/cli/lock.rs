@@ -11,6 +11,41 @@ use crate::lock::Lock;
 use crate::recipe::{self, Base, Recipe};
 use crate::registry::{settings, Client};
 use crate::store::Store;
+use crate::system::{self, AptPin, System, SystemOptions};
+
+/// The `[apt]` fetcher: https (system CA store), http, file.
+pub fn fetcher() -> anyhow::Result<crate::apt::HttpFetcher> {
+    Ok(crate::apt::HttpFetcher::new()?)
+}
+
+/// Builds the system layers (`[apt]`, `[python]`) through the lock, saving the lock when `[apt]`
+/// was resolved again.
+pub fn prepare_system(
+    cli: &Cli,
+    recipe: &Recipe,
+    recipe_path: &Path,
+    base: Option<&BaseImage>,
+    store: &Store,
+    opts: &SystemOptions,
+    reporter: &dyn crate::progress::Reporter,
+) -> anyhow::Result<System> {
+    if recipe.apt.is_none() && recipe.python.is_none() {
+        return Ok(System::default());
+    }
+    let lock_path = Lock::path_for(recipe_path);
+    let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
+    let sys = system::prepare(recipe, base, &mut lock, &fetcher()?, store, opts, reporter)?;
+    if let Some(n) = sys.apt_resolved {
+        lock.save(&lock_path)?;
+        if !cli.quiet {
+            eprintln!(
+                "resolved [apt]: {n} packages to install, pinned in {}",
+                lock_path.display()
+            );
+        }
+    }
+    Ok(sys)
+}
 
 #[derive(Args, Debug)]
 pub struct LockArgs {
@@ -77,7 +112,33 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         Pin::Locked
     };
     let lock_path = Lock::path_for(&args.recipe);
-    match resolve_base(cli, &recipe, &args.recipe, pin, &store)? {
+    let base = resolve_base(cli, &recipe, &args.recipe, pin, &store)?;
+    if let Some(apt) = &recipe.apt {
+        let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
+        let scanned = system::scan_base(&store, base.as_ref().map(|(b, _)| b))?;
+        let apt_pin = if args.update {
+            AptPin::Update
+        } else {
+            AptPin::Locked
+        };
+        let (packages, resolved) = system::apt::resolve_locked(
+            apt,
+            &scanned,
+            &mut lock,
+            &fetcher()?,
+            apt_pin,
+            &args.recipe,
+        )?;
+        if resolved {
+            lock.save(&lock_path)?;
+        }
+        println!(
+            "apt {} packages ({})",
+            packages.len(),
+            if resolved { "resolved" } else { "unchanged" }
+        );
+    }
+    match base {
         Some((image, change)) => {
             let state = match change {
                 LockChange::Unchanged => "unchanged",

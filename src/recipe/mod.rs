@@ -8,6 +8,7 @@
 //! - [`platform`]: target platforms (`linux/arm64/v8`).
 
 mod grammar;
+mod packages;
 mod platform;
 mod raw;
 mod validate;
@@ -44,6 +45,67 @@ pub struct Recipe {
     /// In recipe order.
     pub tests: Vec<Test>,
     pub podman: Podman,
+    /// `[apt]`: system packages, installed as one layer above the base.
+    pub apt: Option<Apt>,
+    /// `[python]`: where the image's interpreter comes from.
+    pub python: Option<Python>,
+}
+
+/// `[apt]`: Debian/Ubuntu archives and the packages to install from them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Apt {
+    /// In recipe order (earlier sources win ties between equal versions).
+    pub sources: Vec<AptSource>,
+    /// As written: `name`, `name (>= 1.2)` or `name=1.2-3`; sorted, deduplicated.
+    pub packages: Vec<String>,
+    /// The Debian architecture (`amd64`, `arm64`), from `[image] platform`.
+    pub architecture: String,
+}
+
+/// One `[[apt.source]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AptSource {
+    /// Archive root without a trailing `/`, e.g. `https://deb.debian.org/debian`.
+    pub url: String,
+    pub suite: String,
+    pub components: Vec<String>,
+    /// A snapshot timestamp like `20241101T000000Z`, appended to `url`.
+    pub snapshot: Option<String>,
+    /// The OpenPGP key file (armored or binary), resolved against the recipe's directory.
+    pub signed_by: Option<PathBuf>,
+    pub allow_unsigned: bool,
+}
+
+/// `[python]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Python {
+    pub source: PythonSource,
+    /// An expected `major.minor`: the build fails when the interpreter found is another.
+    pub version: Option<String>,
+}
+
+/// Where the interpreter comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PythonSource {
+    /// The `[apt]` packages (a `python3.X` package), else the base image.
+    Auto,
+    /// An absolute path already in the base image (or installed by `[apt]`).
+    Path(String),
+    /// A relocatable interpreter archive (python-build-standalone layout).
+    Archive(PythonArchive),
+}
+
+/// `[python] archive = { url, sha256, prefix, strip }`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PythonArchive {
+    /// `https://…`, `http://…`, `file://…`, or a path relative to the recipe.
+    pub url: String,
+    pub sha256: crate::digest::Digest,
+    /// Where it goes in the image, e.g. `/opt/python`.
+    pub prefix: String,
+    /// Leading path components removed from every entry (`python/` in python-build-standalone's
+    /// `install_only` archives: 1).
+    pub strip: u32,
 }
 
 /// `[image]`: what the result is called and how it is built.

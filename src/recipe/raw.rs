@@ -25,6 +25,45 @@ pub(super) struct RawRecipe {
     pub podman: Option<RawPodman>,
     #[serde(default)]
     pub test: Vec<Spanned<RawTest>>,
+    pub apt: Option<Spanned<RawApt>>,
+    pub python: Option<Spanned<RawPython>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawApt {
+    #[serde(default)]
+    pub source: Vec<Spanned<RawAptSource>>,
+    pub packages: Option<Vec<Spanned<String>>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawAptSource {
+    pub url: Option<Spanned<String>>,
+    pub suite: Option<Spanned<String>>,
+    pub components: Option<Vec<Spanned<String>>>,
+    pub architecture: Option<Spanned<String>>,
+    pub snapshot: Option<Spanned<String>>,
+    pub signed_by: Option<Spanned<String>>,
+    pub allow_unsigned: Option<bool>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawPython {
+    pub path: Option<Spanned<String>>,
+    pub archive: Option<Spanned<RawPythonArchive>>,
+    pub version: Option<Spanned<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawPythonArchive {
+    pub url: Option<Spanned<String>>,
+    pub sha256: Option<Spanned<String>>,
+    pub prefix: Option<Spanned<String>>,
+    pub strip: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -30,6 +30,14 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         Some(c) => config(ctx, c)?,
         None => Config::default(),
     };
+    let apt = match raw.apt {
+        Some(a) => Some(super::packages::apt(ctx, a, &image.platform, dir)?),
+        None => None,
+    };
+    let python = match raw.python {
+        Some(p) => Some(super::packages::python(ctx, p, dir)?),
+        None => None,
+    };
     let podman = Podman {
         args: raw.podman.and_then(|p| p.args).unwrap_or_default(),
     };
@@ -47,6 +55,8 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         config,
         tests,
         podman,
+        apt,
+        python,
     })
 }
 
@@ -625,7 +635,7 @@ fn opt_user(ctx: &Ctx<'_>, what: &str, v: Option<Spanned<String>>) -> Result<Opt
     }
 }
 
-fn backticked(items: &[&str]) -> String {
+pub(super) fn backticked(items: &[&str]) -> String {
     items
         .iter()
         .map(|i| format!("`{i}`"))
@@ -635,7 +645,7 @@ fn backticked(items: &[&str]) -> String {
 
 /// `p` if absolute, else `dir/p`; `.` components and doubled slashes dropped (`..` kept:
 /// symlinks make it meaningful on the host).
-fn resolve(dir: &Path, p: &str) -> PathBuf {
+pub(super) fn resolve(dir: &Path, p: &str) -> PathBuf {
     let joined = dir.join(p);
     let mut out = PathBuf::new();
     for c in joined.components() {

@@ -1,0 +1,363 @@
+//! `[apt]` and `[python]`: system packages and the interpreter.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use toml::Spanned;
+
+use super::grammar::normalize_abs;
+use super::raw::{RawApt, RawAptSource, RawPython, RawPythonArchive};
+use super::validate::{backticked, resolve};
+use super::{Apt, AptSource, Ctx, Platform, Python, PythonArchive, PythonSource, RecipeError};
+use crate::digest::Digest;
+
+type Result<T> = std::result::Result<T, RecipeError>;
+
+/// The Debian architecture name of an OCI platform, when Debian has one.
+pub fn debian_arch(p: &Platform) -> Option<&'static str> {
+    Some(match (p.architecture.as_str(), p.variant.as_deref()) {
+        ("amd64", _) => "amd64",
+        ("arm64", _) => "arm64",
+        ("arm", Some("v7")) | ("arm", None) => "armhf",
+        ("arm", Some("v5")) => "armel",
+        ("386", _) => "i386",
+        ("ppc64le", _) => "ppc64el",
+        ("s390x", _) => "s390x",
+        ("riscv64", _) => "riscv64",
+        ("mips64le", _) => "mips64el",
+        ("loong64", _) => "loong64",
+        _ => return None,
+    })
+}
+
+pub(super) fn apt(
+    ctx: &Ctx<'_>,
+    raw: Spanned<RawApt>,
+    platform: &Platform,
+    dir: &Path,
+) -> Result<Apt> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let Some(architecture) = debian_arch(platform) else {
+        return Err(ctx.err(
+            span,
+            format!("[apt]: the platform {platform} has no Debian architecture"),
+        ));
+    };
+    if raw.source.is_empty() {
+        return Err(ctx.err(
+            span,
+            "[apt]: no sources: add at least one `[[apt.source]]` with `url`, `suite`, \
+             `components` and `signed-by`",
+        ));
+    }
+    let mut sources = Vec::with_capacity(raw.source.len());
+    for (i, s) in raw.source.into_iter().enumerate() {
+        sources.push(source(ctx, s, i, architecture, dir)?);
+    }
+    let Some(list) = raw.packages else {
+        return Err(ctx.err(
+            span,
+            "[apt]: missing `packages`, the list of packages to install (like [\"python3\"])",
+        ));
+    };
+    let mut packages = BTreeSet::new();
+    for p in list {
+        check_package(p.get_ref()).map_err(|m| {
+            ctx.err(
+                p.span(),
+                format!("[apt] packages: invalid package `{}`: {m}", p.get_ref()),
+            )
+        })?;
+        packages.insert(p.into_inner().trim().to_string());
+    }
+    if packages.is_empty() {
+        return Err(ctx.err(span, "[apt]: `packages` is empty"));
+    }
+    Ok(Apt {
+        sources,
+        packages: packages.into_iter().collect(),
+        architecture: architecture.to_string(),
+    })
+}
+
+fn source(
+    ctx: &Ctx<'_>,
+    raw: Spanned<RawAptSource>,
+    i: usize,
+    arch: &str,
+    dir: &Path,
+) -> Result<AptSource> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let what = format!("[[apt.source]] #{}", i + 1);
+    let missing =
+        |key: &str, hint: &str| ctx.err(span.clone(), format!("{what}: missing `{key}` ({hint})"));
+    let url = raw.url.ok_or_else(|| {
+        missing(
+            "url",
+            "the archive root, like \"https://deb.debian.org/debian\"",
+        )
+    })?;
+    let u = url.get_ref();
+    if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://")) {
+        return Err(ctx.err(
+            url.span(),
+            format!("{what}: invalid url `{u}`: expected an https://, http:// or file:// URL"),
+        ));
+    }
+    let suite = raw
+        .suite
+        .ok_or_else(|| missing("suite", "like \"bookworm\" or \"noble\""))?;
+    check_word(suite.get_ref(), true)
+        .map_err(|m| ctx.err(suite.span(), format!("{what}: invalid suite: {m}")))?;
+    let components = raw
+        .components
+        .ok_or_else(|| missing("components", "like [\"main\"]"))?;
+    if components.is_empty() {
+        return Err(missing("components", "like [\"main\"]"));
+    }
+    let mut comps = Vec::new();
+    for c in components {
+        check_word(c.get_ref(), true)
+            .map_err(|m| ctx.err(c.span(), format!("{what}: invalid component: {m}")))?;
+        comps.push(c.into_inner());
+    }
+    if let Some(a) = &raw.architecture {
+        if a.get_ref() != arch {
+            return Err(ctx.err(
+                a.span(),
+                format!(
+                    "{what}: architecture `{}` differs from the image's ({arch}, from [image] \
+                     platform); cross-architecture sources are not supported",
+                    a.get_ref()
+                ),
+            ));
+        }
+    }
+    let snapshot = match raw.snapshot {
+        None => None,
+        Some(s) => {
+            if !is_snapshot(s.get_ref()) {
+                return Err(ctx.err(
+                    s.span(),
+                    format!(
+                        "{what}: invalid snapshot `{}`: expected a timestamp like \
+                         \"20241101T000000Z\"",
+                        s.get_ref()
+                    ),
+                ));
+            }
+            Some(s.into_inner())
+        }
+    };
+    let allow_unsigned = raw.allow_unsigned.unwrap_or(false);
+    let signed_by = raw.signed_by.map(|k| resolve(dir, k.get_ref()));
+    if signed_by.is_none() && !allow_unsigned {
+        return Err(missing(
+            "signed-by",
+            "the archive's OpenPGP key file; set `allow-unsigned = true` to accept an \
+             unverified archive",
+        ));
+    }
+    Ok(AptSource {
+        url: url.into_inner().trim_end_matches('/').to_string(),
+        suite: suite.into_inner(),
+        components: comps,
+        snapshot,
+        signed_by,
+        allow_unsigned,
+    })
+}
+
+pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Result<Python> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let version = match raw.version {
+        None => None,
+        Some(v) => {
+            let s = v.get_ref();
+            let ok = s.split('.').count() == 2 && s.split('.').all(|p| p.parse::<u32>().is_ok());
+            if !ok {
+                return Err(ctx.err(
+                    v.span(),
+                    format!("[python]: invalid version `{s}`: expected major.minor like \"3.11\""),
+                ));
+            }
+            Some(v.into_inner())
+        }
+    };
+    let source =
+        match (raw.path, raw.archive) {
+            (Some(_), Some(a)) => return Err(ctx.err(
+                a.span(),
+                "[python]: `path` and `archive` exclude each other: the interpreter comes from \
+                 one place",
+            )),
+            (Some(p), None) => PythonSource::Path(normalize_abs(p.get_ref()).map_err(|m| {
+                ctx.err(
+                    p.span(),
+                    format!("[python]: invalid path `{}`: {m}", p.get_ref()),
+                )
+            })?),
+            (None, Some(a)) => PythonSource::Archive(archive(ctx, a, dir)?),
+            (None, None) => PythonSource::Auto,
+        };
+    let _ = span;
+    Ok(Python { source, version })
+}
+
+fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<PythonArchive> {
+    let span = raw.span();
+    let raw = raw.into_inner();
+    let missing = |key: &str| {
+        ctx.err(
+            span.clone(),
+            format!(
+                "[python] archive: missing `{key}` (expected {})",
+                backticked(&["url", "sha256", "prefix"])
+            ),
+        )
+    };
+    let url = raw.url.ok_or_else(|| missing("url"))?.into_inner();
+    let url = if url.contains("://") {
+        url
+    } else {
+        format!("file://{}", resolve(dir, &url).display())
+    };
+    let sha = raw.sha256.ok_or_else(|| missing("sha256"))?;
+    let hex = sha
+        .get_ref()
+        .strip_prefix("sha256:")
+        .unwrap_or(sha.get_ref());
+    let sha256: Digest = format!("sha256:{hex}").parse().map_err(|_| {
+        ctx.err(
+            sha.span(),
+            format!(
+                "[python] archive: invalid sha256 `{}`: expected 64 hex digits",
+                sha.get_ref()
+            ),
+        )
+    })?;
+    let prefix = raw.prefix.ok_or_else(|| missing("prefix"))?;
+    let prefix_s = normalize_abs(prefix.get_ref()).map_err(|m| {
+        ctx.err(
+            prefix.span(),
+            format!(
+                "[python] archive: invalid prefix `{}`: {m}",
+                prefix.get_ref()
+            ),
+        )
+    })?;
+    if prefix_s == "/" {
+        return Err(ctx.err(
+            prefix.span(),
+            "[python] archive: prefix `/` is not allowed: pick a directory like \"/opt/python\"",
+        ));
+    }
+    let strip = match raw.strip {
+        None => 0,
+        Some(s) => u32::try_from(*s.get_ref())
+            .ok()
+            .filter(|n| *n <= 16)
+            .ok_or_else(|| ctx.err(s.span(), "[python] archive: `strip` must be 0..=16"))?,
+    };
+    Ok(PythonArchive {
+        url,
+        sha256,
+        prefix: prefix_s,
+        strip,
+    })
+}
+
+/// A package request: `name`, `name (op version)` or `name=version`.
+fn check_package(s: &str) -> std::result::Result<(), String> {
+    let s = s.trim();
+    let (name, rest) = match s.find(['(', '=', ' ']) {
+        Some(i) => (&s[..i], s[i..].trim()),
+        None => (s, ""),
+    };
+    let name_ok = name.len() >= 2
+        && name.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+    if !name_ok {
+        return Err("expected a Debian package name (lower-case letters, digits, `+`, `-`, `.`) with an optional version like `(>= 3.11)` or `=3.11.2-6`".into());
+    }
+    if rest.is_empty() {
+        return Ok(());
+    }
+    if let Some(v) = rest.strip_prefix('=') {
+        if v.trim().is_empty() || v.contains(char::is_whitespace) {
+            return Err("expected a version after `=`".into());
+        }
+        return Ok(());
+    }
+    let inner = rest
+        .strip_prefix('(')
+        .and_then(|r| r.strip_suffix(')'))
+        .ok_or("expected a version constraint in parentheses, like `(>= 3.11)`")?
+        .trim();
+    let op_end = inner
+        .find(|c: char| !"<>=".contains(c))
+        .ok_or("expected an operator and a version")?;
+    let (op, ver) = inner.split_at(op_end);
+    if !["<<", "<=", "=", ">=", ">>"].contains(&op) {
+        return Err(format!(
+            "unknown relation `{op}`: expected <<, <=, =, >= or >>"
+        ));
+    }
+    if ver.trim().is_empty() || ver.trim().contains(char::is_whitespace) {
+        return Err("expected one version after the operator".into());
+    }
+    Ok(())
+}
+
+fn check_word(s: &str, slash: bool) -> std::result::Result<(), String> {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.+~".contains(c) || (slash && c == '/'))
+        && !s.starts_with('/')
+        && !s.split('/').any(|p| p == ".." || p.is_empty())
+    {
+        Ok(())
+    } else {
+        Err(format!("`{s}` is not a valid archive path segment"))
+    }
+}
+
+fn is_snapshot(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 16
+        && b[8] == b'T'
+        && b[15] == b'Z'
+        && b[..8].iter().chain(&b[9..15]).all(u8::is_ascii_digit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn package_requests() {
+        for ok in [
+            "python3",
+            "libssl3 (>= 3.0)",
+            "python3.11=3.11.2-6",
+            "g++",
+            "libc6 (<< 3)",
+        ] {
+            assert!(check_package(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "", "Python3", "a", "x (~ 1)", "x (>= )", "x (>= 1", "x= ", "py thon",
+        ] {
+            assert!(check_package(bad).is_err(), "{bad}");
+        }
+        assert!(is_snapshot("20241101T000000Z"));
+        assert!(!is_snapshot("2024-11-01"));
+        assert!(check_word("bookworm-updates", true).is_ok());
+        assert!(check_word("../x", true).is_err());
+    }
+}

@@ -1,0 +1,293 @@
+//! `[apt]` through the lock: resolve (only when needed), download the locked .debs, build the
+//! packages layer (cached by the .debs' digests).
+
+use std::path::Path;
+
+use serde_json::json;
+
+use super::{AptPin, Extra, SystemError, SystemOptions};
+use crate::apt::{self, DebInput, Fetcher, LayerRequest, Locked, Request, Source};
+use crate::digest::Digest;
+use crate::json as cjson;
+use crate::layer::{self, LayerOptions};
+use crate::lock::{Lock, LockedApt, LockedAptSource, LockedDeb};
+use crate::progress::Reporter;
+use crate::recipe::Apt;
+use crate::store::Store;
+
+/// Parallel .deb downloads.
+const DOWNLOADS: usize = 4;
+
+/// The lock's view of the recipe's request: what makes a resolution stale when it changes.
+fn request_of(apt: &Apt) -> (String, Vec<String>, Vec<LockedAptSource>) {
+    let sources = apt
+        .sources
+        .iter()
+        .map(|s| LockedAptSource {
+            url: s.url.clone(),
+            suite: s.suite.clone(),
+            components: s.components.clone(),
+            snapshot: s.snapshot.clone(),
+        })
+        .collect();
+    (apt.architecture.clone(), apt.packages.clone(), sources)
+}
+
+/// What differs between the recipe's request and the lock's, for messages; `None` when equal.
+pub fn stale(apt: &Apt, locked: Option<&LockedApt>) -> Option<String> {
+    let Some(l) = locked else {
+        return Some("the lock has no [apt] section".into());
+    };
+    let (arch, requests, sources) = request_of(apt);
+    let mut what = Vec::new();
+    if l.architecture != arch {
+        what.push(format!("architecture {} → {arch}", l.architecture));
+    }
+    for r in &requests {
+        if !l.requests.contains(r) {
+            what.push(format!("package `{r}` added"));
+        }
+    }
+    for r in &l.requests {
+        if !requests.contains(r) {
+            what.push(format!("package `{r}` removed"));
+        }
+    }
+    if l.sources != sources {
+        what.push("sources changed".into());
+    }
+    (!what.is_empty()).then(|| what.join(", "))
+}
+
+fn to_source(s: &crate::recipe::AptSource, arch: &str) -> Source {
+    Source {
+        url: s.url.clone(),
+        suite: s.suite.clone(),
+        components: s.components.clone(),
+        architecture: arch.to_string(),
+        snapshot: s.snapshot.clone(),
+        signed_by: s.signed_by.clone(),
+        allow_unsigned: s.allow_unsigned,
+    }
+}
+
+fn to_locked_deb(l: Locked) -> LockedDeb {
+    LockedDeb {
+        name: l.name,
+        version: l.version,
+        architecture: l.architecture,
+        filename: l.filename,
+        size: l.size,
+        sha256: l.sha256,
+        source_url: l.source_url,
+    }
+}
+
+fn from_locked_deb(l: &LockedDeb) -> Locked {
+    Locked {
+        name: l.name.clone(),
+        version: l.version.clone(),
+        architecture: l.architecture.clone(),
+        filename: l.filename.clone(),
+        size: l.size,
+        sha256: l.sha256,
+        source_url: l.source_url.clone(),
+    }
+}
+
+/// The packages to install: the lock's when it answers the recipe's request (and `pin` allows),
+/// else a fresh resolution written into `lock`. Returns (packages, resolved now).
+pub fn resolve_locked(
+    apt: &Apt,
+    base: &apt::Base,
+    lock: &mut Lock,
+    fetcher: &dyn Fetcher,
+    pin: AptPin,
+    recipe_path: &Path,
+) -> Result<(Vec<LockedDeb>, bool), SystemError> {
+    let staleness = stale(apt, lock.apt.as_ref());
+    if pin != AptPin::Update && staleness.is_none() {
+        if let Some(l) = &lock.apt {
+            return Ok((l.packages.clone(), false));
+        }
+    }
+    if pin == AptPin::Frozen {
+        return Err(SystemError::Stale {
+            what: staleness.unwrap_or_default(),
+            lock: Lock::path_for(recipe_path).display().to_string(),
+        });
+    }
+    let sources: Vec<Source> = apt
+        .sources
+        .iter()
+        .map(|s| to_source(s, &apt.architecture))
+        .collect();
+    let indices = sources
+        .iter()
+        .map(|s| apt::load_source(fetcher, s))
+        .collect::<Result<Vec<_>, _>>()?;
+    let requests = apt
+        .packages
+        .iter()
+        .map(|p| Request::parse(p))
+        .collect::<Result<Vec<_>, _>>()?;
+    let resolved = apt::resolve(&indices, &apt.architecture, &requests, &base.installed)?;
+    let packages: Vec<LockedDeb> = resolved.into_iter().map(to_locked_deb).collect();
+    let (architecture, requests, sources) = request_of(apt);
+    lock.apt = Some(LockedApt {
+        architecture,
+        requests,
+        sources,
+        packages: packages.clone(),
+    });
+    Ok((packages, true))
+}
+
+/// The packages layer's cache key: the .debs (by digest), the merged-/usr rewrite, the contract,
+/// the compressor and the epoch.
+fn cache_key(
+    packages: &[LockedDeb],
+    usr: &apt::UsrMerge,
+    opts: &SystemOptions,
+) -> Result<Digest, SystemError> {
+    let debs: Vec<_> = packages
+        .iter()
+        .map(|p| json!([p.name, p.version, p.sha256]))
+        .collect();
+    let doc = json!({
+        "kind": "apt-layer/1",
+        "contract": layer::CONTRACT_VERSION,
+        "compression": opts.compression.describe(),
+        "epoch": opts.epoch,
+        "usr-merge": apt::deb::USR_MERGE_DIRS
+            .iter()
+            .map(|d| usr.rewrite(d))
+            .collect::<Vec<_>>(),
+        "debs": debs,
+    });
+    Ok(Digest::of(&cjson::to_canonical_vec("apt layer key", &doc)?))
+}
+
+/// Downloads the .debs the store lacks (verified, in parallel), then builds the layer unless
+/// the cache has it.
+pub fn layer(
+    packages: &[LockedDeb],
+    base: &apt::Base,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    opts: &SystemOptions,
+    reporter: &dyn Reporter,
+) -> Result<Extra, SystemError> {
+    let name = "apt".to_string();
+    let created_by = format!(
+        "ocibuild apt: {}",
+        packages
+            .iter()
+            .map(|p| format!("{}={}", p.name, p.version))
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let key = cache_key(packages, &base.usr_merge, opts)?;
+    if !opts.no_cache {
+        if let Some(hit) = store.cached_layer(&key)? {
+            reporter.layer_finished(&name, true);
+            return Ok(Extra {
+                name,
+                layer: hit,
+                cached: true,
+                created_by,
+            });
+        }
+    }
+    let _guard = store.lock(&key.hex())?;
+    let locked: Vec<Locked> = packages.iter().map(from_locked_deb).collect();
+    let total: u64 = locked.iter().map(|l| l.size).sum();
+    reporter.layer_started(&name, total);
+    let paths = download_all(fetcher, store, &locked)?;
+    let inputs: Vec<DebInput> = locked
+        .into_iter()
+        .zip(paths)
+        .map(|(locked, path)| DebInput { locked, path })
+        .collect();
+    let built = apt::build_layer(
+        store,
+        &inputs,
+        &LayerRequest {
+            layer: LayerOptions {
+                epoch: opts.epoch,
+                compression: opts.compression,
+                threads: opts.threads,
+            },
+            usr_merge: base.usr_merge.clone(),
+        },
+    )?;
+    store.put_cached_layer(&key, &built)?;
+    reporter.layer_finished(&name, false);
+    Ok(Extra {
+        name,
+        layer: built,
+        cached: false,
+        created_by,
+    })
+}
+
+fn download_all(
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    locked: &[Locked],
+) -> Result<Vec<std::path::PathBuf>, SystemError> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Vec<(usize, Result<std::path::PathBuf, apt::AptError>)>> =
+        std::thread::scope(|s| {
+            let workers: Vec<_> = (0..DOWNLOADS.min(locked.len()).max(1))
+                .map(|_| {
+                    s.spawn(|| {
+                        let mut out = Vec::new();
+                        loop {
+                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                            let Some(l) = locked.get(i) else { break };
+                            let r = apt::download(fetcher, store, l);
+                            let failed = r.is_err();
+                            out.push((i, r));
+                            if failed {
+                                break;
+                            }
+                        }
+                        out
+                    })
+                })
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| w.join().unwrap_or_default())
+                .collect()
+        });
+    let mut paths: Vec<Option<std::path::PathBuf>> = vec![None; locked.len()];
+    let mut first_err = None;
+    for (i, r) in results.into_iter().flatten() {
+        match r {
+            Ok(p) => paths[i] = Some(p),
+            Err(e) => {
+                // The lowest index's error, so the message does not depend on thread timing.
+                if first_err.as_ref().is_none_or(|(j, _)| i < *j) {
+                    first_err = Some((i, e));
+                }
+            }
+        }
+    }
+    if let Some((_, e)) = first_err {
+        return Err(e.into());
+    }
+    paths
+        .into_iter()
+        .enumerate()
+        .map(|(i, p)| {
+            p.ok_or_else(|| {
+                SystemError::Apt(apt::AptError::Deb {
+                    package: locked[i].name.clone(),
+                    reason: "download did not finish (a download thread panicked)".into(),
+                })
+            })
+        })
+        .collect()
+}

@@ -1,0 +1,497 @@
+//! `[python]`: the interpreter archive layer, and the target [`Interpreter`] found from the apt
+//! packages, the archive's files or the base image's, without running Python.
+
+use std::collections::BTreeMap;
+use std::io::{self, BufRead, Read};
+use std::path::{Component, Path, PathBuf};
+
+use fs_err as fs;
+use serde_json::json;
+
+use super::{Extra, SystemError, SystemOptions};
+use crate::apt::{self, Fetcher, Version};
+use crate::digest::{Digest, HashingReader};
+use crate::json as cjson;
+use crate::layer::{self, CopySpec, LayerOptions, ModePolicy};
+use crate::lock::LockedDeb;
+use crate::progress::Reporter;
+use crate::python::interpreter::PyVersion;
+use crate::python::{Interpreter, Scheme};
+use crate::recipe::{Platform, Python, PythonArchive, PythonSource};
+use crate::store::{CachedLayer, Store};
+
+/// The machine name in wheel platform tags, for an OCI platform.
+pub fn wheel_machine(p: &Platform) -> String {
+    match (p.architecture.as_str(), p.variant.as_deref()) {
+        ("amd64", _) => "x86_64",
+        ("arm64", _) => "aarch64",
+        ("386", _) => "i686",
+        ("arm", Some("v6")) => "armv6l",
+        ("arm", _) => "armv7l",
+        ("ppc64le", _) => "ppc64le",
+        ("s390x", _) => "s390x",
+        ("riscv64", _) => "riscv64",
+        (other, _) => other,
+    }
+    .to_string()
+}
+
+/// `2.36-9+deb12u4` → (2, 36).
+fn glibc_of(v: &Version) -> Option<(u32, u32)> {
+    let up = v.upstream();
+    let mut it = up.split(['.', '+', '-', '~']);
+    Some((it.next()?.parse().ok()?, it.next()?.parse().ok()?))
+}
+
+/// `python3.11`, `python3.11-minimal`, `libpython3.11-minimal` → 3.11.
+fn apt_python_version(name: &str) -> Option<PyVersion> {
+    let rest = name
+        .strip_prefix("libpython")
+        .or_else(|| name.strip_prefix("python"))?;
+    let v = rest.strip_suffix("-minimal").unwrap_or(rest);
+    if !v.starts_with("3.") || v.contains('-') {
+        return None;
+    }
+    PyVersion::parse(v)
+}
+
+/// `.../python3.11` → 3.11.
+fn path_version(path: &str) -> Option<PyVersion> {
+    PyVersion::parse(path.rsplit('/').next()?.strip_prefix("python")?)
+}
+
+/// Follows symlinks among the base's Python executables (relative or absolute targets) to a
+/// versioned name.
+fn base_version(base: &apt::Base, path: &str) -> Option<(PyVersion, String)> {
+    let mut p = path.trim_start_matches('/').to_string();
+    for _ in 0..8 {
+        if let Some(v) = path_version(&p) {
+            if base.pythons.contains_key(&p) {
+                return Some((v, format!("/{p}")));
+            }
+        }
+        match base.pythons.get(&p)? {
+            Some(target) if target.starts_with('/') => p = target.trim_start_matches('/').into(),
+            Some(target) => {
+                let dir = p.rsplit_once('/').map(|(d, _)| d).unwrap_or("");
+                p = format!("{dir}/{target}");
+            }
+            None => return None,
+        }
+    }
+    None
+}
+
+/// The scheme for an interpreter at `exe`: Debian's `/usr/local/…/dist-packages` for a distro
+/// Python in /usr/bin, else the prefix layout (`<prefix>/lib/pythonX.Y/site-packages`).
+fn scheme_for(exe: &str, v: PyVersion, debian: bool) -> Scheme {
+    if debian && exe.starts_with("/usr/bin/") {
+        return Scheme::debian_local(v);
+    }
+    let bin = exe.rsplit_once('/').map(|(d, _)| d).unwrap_or("/usr/bin");
+    let prefix = bin.strip_suffix("/bin").unwrap_or("/usr");
+    Scheme::prefix(prefix, v)
+}
+
+fn glibc(apt_pkgs: &[LockedDeb], base: &apt::Base) -> Option<(u32, u32)> {
+    apt_pkgs
+        .iter()
+        .find(|p| p.name == "libc6")
+        .and_then(|p| Version::parse(&p.version).ok())
+        .and_then(|v| glibc_of(&v))
+        .or_else(|| base.installed.version("libc6").and_then(glibc_of))
+        .or(base.libc_file_version)
+}
+
+#[allow(clippy::too_many_arguments)]
+pub fn prepare(
+    py: &Python,
+    platform: &Platform,
+    apt_pkgs: &[LockedDeb],
+    base: &apt::Base,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    opts: &SystemOptions,
+    reporter: &dyn Reporter,
+) -> Result<(Interpreter, Option<Extra>), SystemError> {
+    let glibc = glibc(apt_pkgs, base);
+    let debian = !apt_pkgs.is_empty() || !base.installed.is_empty();
+    let apt_version = apt_pkgs
+        .iter()
+        .filter_map(|p| apt_python_version(&p.name))
+        .max();
+    let (version, exe, layer, scheme) = match &py.source {
+        PythonSource::Archive(a) => {
+            let (version, extra) = archive_layer(a, fetcher, store, opts, reporter)?;
+            let exe = format!("{}/bin/python{version}", a.prefix);
+            let scheme = Scheme::prefix(&a.prefix, version);
+            (version, exe, Some(extra), scheme)
+        }
+        PythonSource::Path(p) => {
+            let found = match (path_version(p), apt_version) {
+                (Some(v), Some(av)) if v == av && p.starts_with("/usr/bin/") => {
+                    Some((v, p.clone()))
+                }
+                (None, Some(av)) if p == "/usr/bin/python3" => {
+                    Some((av, format!("/usr/bin/python{av}")))
+                }
+                _ => base_version(base, p),
+            };
+            let (v, exe) = found.ok_or_else(|| SystemError::Python {
+                problem: format!(
+                    "no Python interpreter at {p}: it is neither in the base image nor installed \
+                     by [apt] (found: {})",
+                    found_list(base, apt_version)
+                ),
+            })?;
+            let scheme = scheme_for(&exe, v, debian);
+            (v, exe, None, scheme)
+        }
+        PythonSource::Auto => {
+            let found = match apt_version {
+                Some(v) => Some((v, format!("/usr/bin/python{v}"))),
+                None => ["usr/bin/python3", "usr/local/bin/python3"]
+                    .iter()
+                    .find_map(|p| base_version(base, p)),
+            };
+            let (v, exe) = found.ok_or_else(|| SystemError::Python {
+                problem: "no interpreter: [apt] installs no python3.X package and the base \
+                          image has no usr/bin/python3 or usr/local/bin/python3; add python3 to \
+                          [apt] packages, set `path`, or give an `archive`"
+                    .into(),
+            })?;
+            let scheme = scheme_for(&exe, v, debian);
+            (v, exe, None, scheme)
+        }
+    };
+    if let Some(want) = &py.version {
+        if PyVersion::parse(want) != Some(version) {
+            return Err(SystemError::Python {
+                problem: format!(
+                    "the recipe asks for Python {want}, but the interpreter found is {version} \
+                     ({exe})"
+                ),
+            });
+        }
+    }
+    Ok((
+        Interpreter {
+            version,
+            executable: exe,
+            machine: wheel_machine(platform),
+            glibc,
+            scheme,
+        },
+        layer,
+    ))
+}
+
+fn found_list(base: &apt::Base, apt_version: Option<PyVersion>) -> String {
+    let mut v: Vec<String> = base.pythons.keys().map(|p| format!("/{p}")).collect();
+    if let Some(a) = apt_version {
+        v.push(format!("/usr/bin/python{a} from [apt]"));
+    }
+    if v.is_empty() {
+        "none".into()
+    } else {
+        v.join(", ")
+    }
+}
+
+/// Fetches the archive into the store (verified by sha256) unless it is there.
+fn fetch_archive(
+    a: &PythonArchive,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+) -> Result<PathBuf, SystemError> {
+    if store.has_blob(&a.sha256) {
+        return Ok(store.blob_path(&a.sha256));
+    }
+    let err = |reason: String| SystemError::Archive {
+        url: a.url.clone(),
+        reason,
+    };
+    let r = fetcher
+        .open(&a.url)?
+        .ok_or_else(|| err("not found".into()))?;
+    let mut w = store.blob_writer()?;
+    let mut hr = HashingReader::new(r);
+    io::copy(&mut hr, &mut w).map_err(|e| err(format!("download failed: {e}")))?;
+    let (_, found, _) = hr.finish();
+    if found != a.sha256 {
+        return Err(err(format!(
+            "sha256 mismatch: the recipe says {}, the download is {found}",
+            a.sha256
+        )));
+    }
+    w.commit(Some(a.sha256))?;
+    Ok(store.blob_path(&a.sha256))
+}
+
+/// The archive's decompressed tar stream, by magic bytes: gzip, zstd, xz or plain tar.
+fn decompress<'a>(r: impl BufRead + 'a) -> io::Result<Box<dyn Read + 'a>> {
+    let mut r = r;
+    let head = r.fill_buf()?.to_vec();
+    Ok(if head.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::bufread::MultiGzDecoder::new(r))
+    } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        Box::new(zstd::stream::read::Decoder::with_buffer(r)?)
+    } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
+        Box::new(liblzma::bufread::XzDecoder::new(r))
+    } else {
+        Box::new(r)
+    })
+}
+
+/// Unpacks `archive` into `dir` with `strip` leading components removed. Refuses absolute
+/// paths, `..`, entries under a symlink unpacked before, and devices.
+fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), SystemError> {
+    let err = |reason: String| SystemError::Archive {
+        url: url.to_string(),
+        reason,
+    };
+    let f = fs::File::open(archive).map_err(|e| err(e.to_string()))?;
+    let mut tar = tar::Archive::new(
+        decompress(io::BufReader::new(f)).map_err(|e| err(format!("decompressing: {e}")))?,
+    );
+    let mut links: Vec<PathBuf> = Vec::new();
+    let mut dirs: BTreeMap<PathBuf, u32> = BTreeMap::new();
+    for entry in tar.entries().map_err(|e| err(e.to_string()))? {
+        let mut entry = entry.map_err(|e| err(format!("reading the tar: {e}")))?;
+        let raw = entry.path().map_err(|e| err(e.to_string()))?.into_owned();
+        let shown = raw.display().to_string();
+        let mut rel = PathBuf::new();
+        for (i, c) in raw.components().enumerate() {
+            match c {
+                Component::Normal(n) if i >= strip as usize => rel.push(n),
+                Component::Normal(_) | Component::CurDir => {}
+                _ => return Err(err(format!("entry `{shown}`: absolute or `..` path"))),
+            }
+        }
+        if raw.components().filter(|c| matches!(c, Component::Normal(_))).count() <= strip as usize {
+            continue;
+        }
+        if links.iter().any(|l| rel.starts_with(l) && rel != *l) {
+            return Err(err(format!("entry `{shown}` lies under a symlink")));
+        }
+        let dest = dir.join(&rel);
+        if let Some(parent) = dest.parent() {
+            fs::create_dir_all(parent).map_err(|e| err(e.to_string()))?;
+        }
+        let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
+        let kind = entry.header().entry_type();
+        match kind {
+            tar::EntryType::Directory => {
+                fs::create_dir_all(&dest).map_err(|e| err(e.to_string()))?;
+                dirs.insert(dest, mode);
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                let mut out = fs::File::create(&dest).map_err(|e| err(e.to_string()))?;
+                io::copy(&mut entry, &mut out).map_err(|e| err(format!("`{shown}`: {e}")))?;
+                fs::set_permissions(&dest, std::os::unix::fs::PermissionsExt::from_mode(mode))
+                    .map_err(|e| err(e.to_string()))?;
+            }
+            tar::EntryType::Symlink => {
+                let target = entry
+                    .link_name()
+                    .map_err(|e| err(e.to_string()))?
+                    .ok_or_else(|| err(format!("symlink `{shown}` has no target")))?;
+                std::os::unix::fs::symlink(&target, &dest).map_err(|e| err(format!("`{shown}`: {e}")))?;
+                links.push(rel);
+            }
+            tar::EntryType::Link => {
+                let target = entry
+                    .link_name()
+                    .map_err(|e| err(e.to_string()))?
+                    .ok_or_else(|| err(format!("hardlink `{shown}` has no target")))?;
+                let mut trel = PathBuf::new();
+                for (i, c) in target.components().enumerate() {
+                    match c {
+                        Component::Normal(n) if i >= strip as usize => trel.push(n),
+                        Component::Normal(_) | Component::CurDir => {}
+                        _ => return Err(err(format!("hardlink `{shown}`: bad target"))),
+                    }
+                }
+                fs::hard_link(dir.join(&trel), &dest).map_err(|e| err(format!("`{shown}`: {e}")))?;
+            }
+            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
+            other => return Err(err(format!("entry `{shown}`: unsupported type {other:?}"))),
+        }
+    }
+    // Directories last (deepest first), so a read-only directory does not block its children.
+    for (d, mode) in dirs.iter().rev() {
+        fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(*mode))
+            .map_err(|e| err(e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The Python version of an unpacked archive: its `bin/python3.N`.
+fn archive_version(dir: &Path, url: &str) -> Result<PyVersion, SystemError> {
+    let bin = dir.join("bin");
+    let mut found = Vec::new();
+    if let Ok(rd) = fs::read_dir(&bin) {
+        for e in rd.flatten() {
+            if let Some(v) = e.file_name().to_str().and_then(|n| path_version(n)) {
+                found.push(v);
+            }
+        }
+    }
+    found.sort();
+    found.dedup();
+    match found.as_slice() {
+        [v] => Ok(*v),
+        [] => Err(SystemError::Archive {
+            url: url.to_string(),
+            reason: "no bin/python3.N after stripping: is `strip` right? (python-build-standalone's \
+                     install_only archives need strip = 1)"
+                .into(),
+        }),
+        many => Err(SystemError::Archive {
+            url: url.to_string(),
+            reason: format!(
+                "several interpreters in bin/: {}",
+                many.iter().map(|v| format!("python{v}")).collect::<Vec<_>>().join(", ")
+            ),
+        }),
+    }
+}
+
+/// The archive layer (cached by the archive's digest, prefix and strip), and its version.
+fn archive_layer(
+    a: &PythonArchive,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    opts: &SystemOptions,
+    reporter: &dyn Reporter,
+) -> Result<(PyVersion, Extra), SystemError> {
+    let name = "python".to_string();
+    let created_by = format!("ocibuild python: {} -> {}", a.sha256, a.prefix);
+    let doc = json!({
+        "kind": "python-archive/1",
+        "contract": layer::CONTRACT_VERSION,
+        "compression": opts.compression.describe(),
+        "epoch": opts.epoch,
+        "archive": a.sha256,
+        "prefix": a.prefix,
+        "strip": a.strip,
+    });
+    let key = Digest::of(&cjson::to_canonical_vec("python layer key", &doc)?);
+    // The version found in the archive, kept beside the cached layer.
+    let meta_key = Digest::of(format!("python-version/1 {key}").as_bytes());
+    if !opts.no_cache {
+        if let (Some(hit), Some(meta)) = (store.cached_layer(&key)?, store.fingerprint(&meta_key)?) {
+            let text = store.read_blob(&meta)?;
+            if let Some(v) = std::str::from_utf8(&text).ok().and_then(PyVersion::parse) {
+                reporter.layer_finished(&name, true);
+                return Ok((
+                    v,
+                    Extra {
+                        name,
+                        layer: hit,
+                        cached: true,
+                        created_by,
+                    },
+                ));
+            }
+        }
+    }
+    let _guard = store.lock(&key.hex())?;
+    let path = fetch_archive(a, fetcher, store)?;
+    let spool = tempfile::Builder::new()
+        .prefix("python-spool-")
+        .tempdir_in(store.root().join("tmp"))
+        .map_err(|e| SystemError::Archive {
+            url: a.url.clone(),
+            reason: format!("temporary directory: {e}"),
+        })?;
+    let root = spool.path().join("root");
+    fs::create_dir(&root).map_err(|e| SystemError::Archive {
+        url: a.url.clone(),
+        reason: e.to_string(),
+    })?;
+    unpack(&path, a.strip, &root, &a.url)?;
+    let version = archive_version(&root, &a.url)?;
+    let entries = layer::scan(&[CopySpec {
+        src: root.clone(),
+        dest: a.prefix.clone(),
+        ignore: Vec::new(),
+        uid: 0,
+        gid: 0,
+        mode: ModePolicy::Preserve,
+    }])?;
+    let total = entries
+        .iter()
+        .map(|e| match e.kind {
+            layer::EntryKind::File { size, .. } => size,
+            _ => 0,
+        })
+        .sum();
+    reporter.layer_started(&name, total);
+    let mut w = store.blob_writer()?;
+    let stats = layer::write_layer(
+        &entries,
+        &LayerOptions {
+            epoch: opts.epoch,
+            compression: opts.compression,
+            threads: opts.threads,
+        },
+        &mut w,
+        &|n| reporter.layer_progress(n),
+    )?;
+    w.commit(Some(stats.digest))?;
+    let built = CachedLayer {
+        media_type: opts.compression.media_type().into(),
+        digest: stats.digest,
+        size: stats.size,
+        diff_id: stats.diff_id,
+        uncompressed_size: stats.uncompressed_size,
+    };
+    store.put_cached_layer(&key, &built)?;
+    let meta = store.put_bytes(version.to_string().as_bytes())?;
+    store.put_fingerprint(&meta_key, &meta)?;
+    reporter.layer_finished(&name, false);
+    Ok((
+        version,
+        Extra {
+            name,
+            layer: built,
+            cached: false,
+            created_by,
+        },
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_from_names() {
+        assert_eq!(apt_python_version("python3.11-minimal"), PyVersion::parse("3.11"));
+        assert_eq!(apt_python_version("libpython3.12-minimal"), PyVersion::parse("3.12"));
+        assert_eq!(apt_python_version("python3.11"), PyVersion::parse("3.11"));
+        assert_eq!(apt_python_version("python3"), None);
+        assert_eq!(apt_python_version("python3-pip"), None);
+        assert_eq!(apt_python_version("python3.11-venv"), None);
+        assert_eq!(glibc_of(&Version::parse("2.36-9+deb12u4").unwrap()), Some((2, 36)));
+        assert_eq!(glibc_of(&Version::parse("2.39-0ubuntu8.3").unwrap()), Some((2, 39)));
+    }
+
+    #[test]
+    fn base_symlinks_and_schemes() {
+        let mut base = apt::Base::default();
+        base.pythons.insert("usr/bin/python3".into(), Some("python3.12".into()));
+        base.pythons.insert("usr/bin/python3.12".into(), None);
+        base.pythons.insert("usr/local/bin/python3".into(), Some("/opt/py/bin/python3.13".into()));
+        assert_eq!(
+            base_version(&base, "/usr/bin/python3"),
+            Some((PyVersion::parse("3.12").unwrap(), "/usr/bin/python3.12".into()))
+        );
+        assert_eq!(base_version(&base, "usr/local/bin/python3"), None);
+        let v = PyVersion::parse("3.12").unwrap();
+        assert_eq!(scheme_for("/usr/bin/python3.12", v, true), Scheme::debian_local(v));
+        assert_eq!(scheme_for("/usr/local/bin/python3.12", v, true), Scheme::prefix("/usr/local", v));
+        assert_eq!(scheme_for("/usr/bin/python3.12", v, false), Scheme::prefix("/usr", v));
+    }
+}
