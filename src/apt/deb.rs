@@ -224,6 +224,7 @@ pub fn build_layer(
             &names,
         )?;
     }
+    ca_bundle(&mut items, spool.path())?;
     let entries = to_entries(items, &names)?;
     let mut w = store.blob_writer()?;
     let stats = layer::write_layer(&entries, &req.layer, &mut w, &|_| {})?;
@@ -650,6 +651,60 @@ fn merge(
 }
 
 /// Sorted layer entries: synthesized ancestors, hardlink groups led by their first path.
+/// Where `update-ca-certificates` (ca-certificates' maintainer script) writes its bundle.
+pub const CA_BUNDLE: &str = "etc/ssl/certs/ca-certificates.crt";
+
+/// Stands in for ca-certificates' postinst, which is not run: when the layer ships certificates
+/// under `usr/share/ca-certificates/` and no bundle, writes `etc/ssl/certs/ca-certificates.crt`
+/// as `update-ca-certificates` would with every shipped certificate enabled: their PEM texts
+/// concatenated in path order, each ending in a newline. OpenSSL (and so Python's `ssl`) finds
+/// it through `/usr/lib/ssl/cert.pem`.
+fn ca_bundle(items: &mut BTreeMap<String, Item>, spool: &Path) -> Result<(), AptError> {
+    const SHARE: &str = "usr/share/ca-certificates/";
+    if items.contains_key(CA_BUNDLE) {
+        return Ok(());
+    }
+    let certs: Vec<(String, PathBuf, usize)> = items
+        .iter()
+        .filter_map(|(p, it)| match &it.kind {
+            Kind::File(src, _, _) if p.starts_with(SHARE) && p.ends_with(".crt") => {
+                Some((p.clone(), src.clone(), it.pkg))
+            }
+            _ => None,
+        })
+        .collect();
+    let Some(pkg) = certs.first().map(|c| c.2) else {
+        return Ok(());
+    };
+    let mut bundle = Vec::new();
+    for (_, src, _) in &certs {
+        let mut pem = fs_err::read(src).map_err(|source| AptError::Io {
+            path: src.clone(),
+            source,
+        })?;
+        if !pem.ends_with(b"\n") {
+            pem.push(b'\n');
+        }
+        bundle.extend_from_slice(&pem);
+    }
+    let path = spool.join("ca-certificates.crt");
+    fs_err::write(&path, &bundle).map_err(|source| AptError::Io {
+        path: path.clone(),
+        source,
+    })?;
+    items.insert(
+        CA_BUNDLE.to_string(),
+        Item {
+            kind: Kind::File(path, bundle.len() as u64, Digest::of(&bundle)),
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            pkg,
+        },
+    );
+    Ok(())
+}
+
 fn to_entries(mut items: BTreeMap<String, Item>, names: &[String]) -> Result<Vec<Entry>, AptError> {
     // Hardlink groups: the root file and the paths linking to it; the smallest path carries
     // the content, the others link to it.

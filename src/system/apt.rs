@@ -155,7 +155,8 @@ fn cache_key(
         .map(|p| json!([p.name, p.version, p.sha256]))
         .collect();
     let doc = json!({
-        "kind": "apt-layer/1",
+        // Bump when what the layer holds for the same .debs changes (e.g. the CA bundle).
+        "kind": "apt-layer/2",
         "contract": layer::CONTRACT_VERSION,
         "compression": opts.compression.describe(),
         "epoch": opts.epoch,
