@@ -438,6 +438,24 @@ fn check_order(entries: &[Entry]) -> Result<(), LayerError> {
     Ok(())
 }
 
+/// A layer blob's uncompressed tar stream, by its media type (OCI or Docker; gzip, zstd or none).
+pub fn decompressor<'a, R: io::BufRead + 'a>(
+    media_type: &str,
+    r: R,
+) -> io::Result<Box<dyn Read + 'a>> {
+    if media_type.ends_with("gzip") || media_type.ends_with(".tar.gzip") {
+        Ok(Box::new(flate2::bufread::MultiGzDecoder::new(r)))
+    } else if media_type.ends_with("zstd") {
+        Ok(Box::new(zstd::stream::read::Decoder::with_buffer(r)?))
+    } else if media_type.ends_with(".tar") || media_type.ends_with("layer.v1.tar") {
+        Ok(Box::new(r))
+    } else {
+        Err(io::Error::other(format!(
+            "unsupported layer media type `{media_type}`"
+        )))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -507,23 +525,5 @@ mod tests {
             let err = write_layer(bad, &none, &mut sink, &|_| {}).unwrap_err();
             assert!(matches!(err, LayerError::Contract { .. }), "{err}");
         }
-    }
-}
-
-/// A layer blob's uncompressed tar stream, by its media type (OCI or Docker; gzip, zstd or none).
-pub fn decompressor<'a, R: io::BufRead + 'a>(
-    media_type: &str,
-    r: R,
-) -> io::Result<Box<dyn Read + 'a>> {
-    if media_type.ends_with("gzip") || media_type.ends_with(".tar.gzip") {
-        Ok(Box::new(flate2::bufread::MultiGzDecoder::new(r)))
-    } else if media_type.ends_with("zstd") {
-        Ok(Box::new(zstd::stream::read::Decoder::with_buffer(r)?))
-    } else if media_type.ends_with(".tar") || media_type.ends_with("layer.v1.tar") {
-        Ok(Box::new(r))
-    } else {
-        Err(io::Error::other(format!(
-            "unsupported layer media type `{media_type}`"
-        )))
     }
 }

@@ -151,8 +151,9 @@ pub fn prepare(
             sys.apt_resolved = Some(packages.len());
         }
         if !packages.is_empty() {
-            sys.layers
-                .push(apt::layer(&packages, &scanned, fetcher, store, opts, reporter)?);
+            sys.layers.push(apt::layer(
+                &packages, &scanned, fetcher, store, opts, reporter,
+            )?);
         }
         sys.apt_packages = packages;
     }

@@ -268,7 +268,12 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
                 _ => return Err(err(format!("entry `{shown}`: absolute or `..` path"))),
             }
         }
-        if raw.components().filter(|c| matches!(c, Component::Normal(_))).count() <= strip as usize {
+        if raw
+            .components()
+            .filter(|c| matches!(c, Component::Normal(_)))
+            .count()
+            <= strip as usize
+        {
             continue;
         }
         if links.iter().any(|l| rel.starts_with(l) && rel != *l) {
@@ -296,7 +301,8 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
                     .link_name()
                     .map_err(|e| err(e.to_string()))?
                     .ok_or_else(|| err(format!("symlink `{shown}` has no target")))?;
-                std::os::unix::fs::symlink(&target, &dest).map_err(|e| err(format!("`{shown}`: {e}")))?;
+                std::os::unix::fs::symlink(&target, &dest)
+                    .map_err(|e| err(format!("`{shown}`: {e}")))?;
                 links.push(rel);
             }
             tar::EntryType::Link => {
@@ -312,7 +318,8 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
                         _ => return Err(err(format!("hardlink `{shown}`: bad target"))),
                     }
                 }
-                fs::hard_link(dir.join(&trel), &dest).map_err(|e| err(format!("`{shown}`: {e}")))?;
+                fs::hard_link(dir.join(&trel), &dest)
+                    .map_err(|e| err(format!("`{shown}`: {e}")))?;
             }
             tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
             other => return Err(err(format!("entry `{shown}`: unsupported type {other:?}"))),
@@ -332,7 +339,7 @@ fn archive_version(dir: &Path, url: &str) -> Result<PyVersion, SystemError> {
     let mut found = Vec::new();
     if let Ok(rd) = fs::read_dir(&bin) {
         for e in rd.flatten() {
-            if let Some(v) = e.file_name().to_str().and_then(|n| path_version(n)) {
+            if let Some(v) = e.file_name().to_str().and_then(path_version) {
                 found.push(v);
             }
         }
@@ -343,15 +350,19 @@ fn archive_version(dir: &Path, url: &str) -> Result<PyVersion, SystemError> {
         [v] => Ok(*v),
         [] => Err(SystemError::Archive {
             url: url.to_string(),
-            reason: "no bin/python3.N after stripping: is `strip` right? (python-build-standalone's \
+            reason:
+                "no bin/python3.N after stripping: is `strip` right? (python-build-standalone's \
                      install_only archives need strip = 1)"
-                .into(),
+                    .into(),
         }),
         many => Err(SystemError::Archive {
             url: url.to_string(),
             reason: format!(
                 "several interpreters in bin/: {}",
-                many.iter().map(|v| format!("python{v}")).collect::<Vec<_>>().join(", ")
+                many.iter()
+                    .map(|v| format!("python{v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
         }),
     }
@@ -380,7 +391,8 @@ fn archive_layer(
     // The version found in the archive, kept beside the cached layer.
     let meta_key = Digest::of(format!("python-version/1 {key}").as_bytes());
     if !opts.no_cache {
-        if let (Some(hit), Some(meta)) = (store.cached_layer(&key)?, store.fingerprint(&meta_key)?) {
+        if let (Some(hit), Some(meta)) = (store.cached_layer(&key)?, store.fingerprint(&meta_key)?)
+        {
             let text = store.read_blob(&meta)?;
             if let Some(v) = std::str::from_utf8(&text).ok().and_then(PyVersion::parse) {
                 reporter.layer_finished(&name, true);
@@ -468,30 +480,58 @@ mod tests {
 
     #[test]
     fn versions_from_names() {
-        assert_eq!(apt_python_version("python3.11-minimal"), PyVersion::parse("3.11"));
-        assert_eq!(apt_python_version("libpython3.12-minimal"), PyVersion::parse("3.12"));
+        assert_eq!(
+            apt_python_version("python3.11-minimal"),
+            PyVersion::parse("3.11")
+        );
+        assert_eq!(
+            apt_python_version("libpython3.12-minimal"),
+            PyVersion::parse("3.12")
+        );
         assert_eq!(apt_python_version("python3.11"), PyVersion::parse("3.11"));
         assert_eq!(apt_python_version("python3"), None);
         assert_eq!(apt_python_version("python3-pip"), None);
         assert_eq!(apt_python_version("python3.11-venv"), None);
-        assert_eq!(glibc_of(&Version::parse("2.36-9+deb12u4").unwrap()), Some((2, 36)));
-        assert_eq!(glibc_of(&Version::parse("2.39-0ubuntu8.3").unwrap()), Some((2, 39)));
+        assert_eq!(
+            glibc_of(&Version::parse("2.36-9+deb12u4").unwrap()),
+            Some((2, 36))
+        );
+        assert_eq!(
+            glibc_of(&Version::parse("2.39-0ubuntu8.3").unwrap()),
+            Some((2, 39))
+        );
     }
 
     #[test]
     fn base_symlinks_and_schemes() {
         let mut base = apt::Base::default();
-        base.pythons.insert("usr/bin/python3".into(), Some("python3.12".into()));
+        base.pythons
+            .insert("usr/bin/python3".into(), Some("python3.12".into()));
         base.pythons.insert("usr/bin/python3.12".into(), None);
-        base.pythons.insert("usr/local/bin/python3".into(), Some("/opt/py/bin/python3.13".into()));
+        base.pythons.insert(
+            "usr/local/bin/python3".into(),
+            Some("/opt/py/bin/python3.13".into()),
+        );
         assert_eq!(
             base_version(&base, "/usr/bin/python3"),
-            Some((PyVersion::parse("3.12").unwrap(), "/usr/bin/python3.12".into()))
+            Some((
+                PyVersion::parse("3.12").unwrap(),
+                "/usr/bin/python3.12".into()
+            ))
         );
         assert_eq!(base_version(&base, "usr/local/bin/python3"), None);
         let v = PyVersion::parse("3.12").unwrap();
-        assert_eq!(scheme_for("/usr/bin/python3.12", v, true), Scheme::debian_local(v));
-        assert_eq!(scheme_for("/usr/local/bin/python3.12", v, true), Scheme::prefix("/usr/local", v));
-        assert_eq!(scheme_for("/usr/bin/python3.12", v, false), Scheme::prefix("/usr", v));
+        assert_eq!(
+            scheme_for("/usr/bin/python3.12", v, true),
+            Scheme::debian_local(v)
+        );
+        assert_eq!(
+            scheme_for("/usr/local/bin/python3.12", v, true),
+            Scheme::prefix("/usr/local", v)
+        );
+        assert_eq!(
+            scheme_for("/usr/bin/python3.12", v, false),
+            Scheme::prefix("/usr", v)
+        );
     }
 }

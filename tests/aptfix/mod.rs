@@ -1,0 +1,602 @@
+//! Fixtures for the apt tests: .debs built here (ar + control.tar.gz + data.tar.xz), Packages
+//! (plain, .gz, .xz), Release with SHA256, InRelease clearsigned (or Release.gpg detached) with a
+//! key made here by rPGP, served by a tiny HTTP server on 127.0.0.1.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+
+use ocibuild::apt::{
+    build_layer, download, load_source, AptError, DebInput, HttpFetcher, Installed, LayerRequest,
+    Locked, Request, Source, SourceIndex, UsrMerge,
+};
+use ocibuild::digest::Digest;
+use ocibuild::layer::{Compression, LayerOptions};
+use ocibuild::store::Store;
+use pgp::composed::{
+    ArmorOptions, CleartextSignedMessage, DetachedSignature, EncryptionCaps, KeyType,
+    SecretKeyParamsBuilder, SignedPublicKey, SignedSecretKey, SubkeyParamsBuilder,
+};
+use pgp::crypto::hash::HashAlgorithm;
+use pgp::types::Password;
+use rand::SeedableRng;
+
+// ---------------------------------------------------------------------------------------------
+// .deb construction
+
+#[derive(Clone)]
+pub enum Data {
+    Dir(&'static str),
+    File(&'static str, &'static str, u32),
+    Symlink(&'static str, &'static str),
+    Hardlink(&'static str, &'static str),
+    /// A regular file whose tar name is written raw (bypassing the tar crate's checks).
+    RawName(&'static str),
+    /// A regular file with an owner: path, content, mode, uid, gid.
+    Owned(&'static str, &'static str, u32, u64, u64),
+    /// A character device node.
+    Device(&'static str),
+}
+
+#[derive(Clone)]
+pub struct Deb {
+    pub name: &'static str,
+    pub version: &'static str,
+    pub arch: &'static str,
+    pub fields: Vec<(&'static str, &'static str)>,
+    pub data: Vec<Data>,
+    /// `xz`, `gz` or `zst`: the data.tar compression.
+    pub data_comp: &'static str,
+}
+
+pub fn deb(name: &'static str, version: &'static str) -> Deb {
+    Deb {
+        name,
+        version,
+        arch: "amd64",
+        fields: Vec::new(),
+        data_comp: "xz",
+        data: vec![
+            Data::Dir("./"),
+            Data::Dir("./usr/"),
+            Data::Dir("./usr/share/"),
+            Data::Dir("./usr/share/doc/"),
+        ],
+    }
+}
+
+impl Deb {
+    pub fn field(mut self, k: &'static str, v: &'static str) -> Deb {
+        self.fields.push((k, v));
+        self
+    }
+    pub fn arch(mut self, a: &'static str) -> Deb {
+        self.arch = a;
+        self
+    }
+    pub fn comp(mut self, c: &'static str) -> Deb {
+        self.data_comp = c;
+        self
+    }
+    pub fn data(mut self, d: Data) -> Deb {
+        self.data.push(d);
+        self
+    }
+    pub fn control(&self) -> String {
+        let mut s = format!(
+            "Package: {}\nVersion: {}\nArchitecture: {}\nMaintainer: Test <t@example.com>\n",
+            self.name, self.version, self.arch
+        );
+        for (k, v) in &self.fields {
+            s.push_str(&format!("{k}: {v}\n"));
+        }
+        s.push_str(&format!(
+            "Description: test package {}\n A longer description.\n .\n Second paragraph.\n",
+            self.name
+        ));
+        s
+    }
+}
+
+pub fn tar_header(path: &[u8], size: u64, mode: u32, kind: tar::EntryType) -> tar::Header {
+    let mut h = tar::Header::new_ustar();
+    h.as_old_mut().name[..path.len()].copy_from_slice(path);
+    h.set_size(size);
+    h.set_mode(mode);
+    h.set_uid(0);
+    h.set_gid(0);
+    h.set_mtime(1_600_000_000);
+    h.set_entry_type(kind);
+    h
+}
+
+pub fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
+    // control.tar.gz
+    let mut ctl = tar::Builder::new(Vec::new());
+    let control = d.control();
+    let md5sums = d
+        .data
+        .iter()
+        .filter_map(|e| match e {
+            Data::File(p, c, _) => Some(format!(
+                "{}  {}\n",
+                &Digest::of(c.as_bytes()).hex()[..32],
+                p.trim_start_matches("./")
+            )),
+            _ => None,
+        })
+        .collect::<String>();
+    for (name, body) in [("./control", &control), ("./md5sums", &md5sums)] {
+        let mut h = tar_header(
+            name.as_bytes(),
+            body.len() as u64,
+            0o644,
+            tar::EntryType::Regular,
+        );
+        h.set_cksum();
+        ctl.append(&h, body.as_bytes()).unwrap();
+    }
+    let ctl = ctl.into_inner().unwrap();
+    let ctl_gz = gz(&ctl);
+
+    // data.tar.xz
+    let mut tb = tar::Builder::new(Vec::new());
+    let mut entries = d.data.clone();
+    if data_order_reversed {
+        entries.reverse();
+    }
+    for e in &entries {
+        let (mut h, body): (tar::Header, &[u8]) = match e {
+            Data::Dir(p) => (
+                tar_header(p.as_bytes(), 0, 0o755, tar::EntryType::Directory),
+                b"",
+            ),
+            Data::File(p, c, mode) => (
+                tar_header(p.as_bytes(), c.len() as u64, *mode, tar::EntryType::Regular),
+                c.as_bytes(),
+            ),
+            Data::RawName(p) => (
+                tar_header(p.as_bytes(), 1, 0o644, tar::EntryType::Regular),
+                b"x",
+            ),
+            Data::Owned(p, c, mode, uid, gid) => {
+                let mut h =
+                    tar_header(p.as_bytes(), c.len() as u64, *mode, tar::EntryType::Regular);
+                h.set_uid(*uid);
+                h.set_gid(*gid);
+                (h, c.as_bytes())
+            }
+            Data::Device(p) => {
+                let mut h = tar_header(p.as_bytes(), 0, 0o600, tar::EntryType::Char);
+                h.set_device_major(1).unwrap();
+                h.set_device_minor(3).unwrap();
+                (h, b"")
+            }
+            Data::Symlink(p, t) => {
+                let mut h = tar_header(p.as_bytes(), 0, 0o777, tar::EntryType::Symlink);
+                h.set_link_name(t).unwrap();
+                (h, b"")
+            }
+            Data::Hardlink(p, t) => {
+                let mut h = tar_header(p.as_bytes(), 0, 0o644, tar::EntryType::Link);
+                h.set_link_name(t).unwrap();
+                (h, b"")
+            }
+        };
+        h.set_cksum();
+        tb.append(&h, body).unwrap();
+    }
+    let data = tb.into_inner().unwrap();
+    let data_name = format!("data.tar.{}", d.data_comp);
+    let data_c = match d.data_comp {
+        "xz" => xz(&data),
+        "gz" => gz(&data),
+        "zst" => zstd::encode_all(&data[..], 3).unwrap(),
+        other => panic!("compression {other}"),
+    };
+
+    // ar
+    let mut ar = b"!<arch>\n".to_vec();
+    for (name, body) in [
+        ("debian-binary", &b"2.0\n"[..]),
+        ("control.tar.gz", &ctl_gz[..]),
+        (data_name.as_str(), &data_c[..]),
+    ] {
+        ar.extend_from_slice(
+            format!(
+                "{name:<16}{:<12}{:<6}{:<6}{:<8}{:<10}`\n",
+                0,
+                0,
+                0,
+                "100644",
+                body.len()
+            )
+            .as_bytes(),
+        );
+        ar.extend_from_slice(body);
+        if body.len() % 2 == 1 {
+            ar.push(b'\n');
+        }
+    }
+    ar
+}
+
+// ---------------------------------------------------------------------------------------------
+// Repository, keys, server
+
+pub fn keygen(seed: u64) -> SignedSecretKey {
+    let mut params = SecretKeyParamsBuilder::default();
+    params
+        .key_type(KeyType::Ed25519Legacy)
+        .can_certify(true)
+        .can_sign(true)
+        .can_encrypt(EncryptionCaps::None)
+        .primary_user_id("Test Archive <archive@example.com>".into());
+    params
+        .build()
+        .unwrap()
+        .generate(rand::rngs::StdRng::seed_from_u64(seed))
+        .unwrap()
+}
+
+/// A key whose primary only certifies, with a signing subkey (how many archive keys look).
+pub fn keygen_with_subkey(seed: u64) -> SignedSecretKey {
+    let mut sub = SubkeyParamsBuilder::default();
+    sub.key_type(KeyType::Ed25519Legacy)
+        .can_sign(true)
+        .can_encrypt(EncryptionCaps::None)
+        .can_authenticate(false);
+    let mut params = SecretKeyParamsBuilder::default();
+    params
+        .key_type(KeyType::Ed25519Legacy)
+        .can_certify(true)
+        .can_sign(false)
+        .can_encrypt(EncryptionCaps::None)
+        .primary_user_id("Test Archive <archive@example.com>".into())
+        .subkeys(vec![sub.build().unwrap()]);
+    params
+        .build()
+        .unwrap()
+        .generate(rand::rngs::StdRng::seed_from_u64(seed))
+        .unwrap()
+}
+
+pub fn public_armor(k: &SignedSecretKey) -> String {
+    SignedPublicKey::from(k.clone())
+        .to_armored_string(ArmorOptions::default())
+        .unwrap()
+}
+
+pub enum Signing<'a> {
+    InRelease(&'a SignedSecretKey),
+    /// InRelease signed by the key's first (signing) subkey.
+    InReleaseSubkey(&'a SignedSecretKey),
+    Detached(&'a SignedSecretKey),
+    Unsigned,
+}
+
+pub struct Repo {
+    pub root: PathBuf,
+    pub url: String,
+}
+
+pub fn xz(data: &[u8]) -> Vec<u8> {
+    let mut e = liblzma::write::XzEncoder::new(Vec::new(), 6);
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+pub fn gz(data: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    e.write_all(data).unwrap();
+    e.finish().unwrap()
+}
+
+/// Writes the repository under `root` and serves it.
+pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool) -> Repo {
+    let pool = root.join("pool/main");
+    let dists = root.join("dists/stable");
+    std::fs::create_dir_all(&pool).unwrap();
+    std::fs::create_dir_all(dists.join("main/binary-amd64")).unwrap();
+    let mut packages = String::new();
+    for d in debs {
+        let bytes = build_deb(d, reversed);
+        let file = format!("pool/main/{}_{}_{}.deb", d.name, d.version, d.arch);
+        std::fs::write(root.join(&file), &bytes).unwrap();
+        packages.push_str(&d.control());
+        packages.push_str(&format!(
+            "Filename: {file}\nSize: {}\nSHA256: {}\n\n",
+            bytes.len(),
+            Digest::of(&bytes).hex()
+        ));
+    }
+    let mut sums = String::new();
+    for (name, bytes) in [
+        ("main/binary-amd64/Packages", packages.as_bytes().to_vec()),
+        ("main/binary-amd64/Packages.gz", gz(packages.as_bytes())),
+        ("main/binary-amd64/Packages.xz", xz(packages.as_bytes())),
+    ] {
+        std::fs::write(dists.join(name), &bytes).unwrap();
+        sums.push_str(&format!(
+            " {} {} {name}\n",
+            Digest::of(&bytes).hex(),
+            bytes.len()
+        ));
+    }
+    let release = format!(
+        "Origin: Test\nLabel: Test\nSuite: stable\nCodename: testy\nArchitectures: amd64\n\
+         Components: main\nDate: Thu, 01 Jan 1970 00:00:00 UTC\nSHA256:\n{sums}"
+    );
+    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+    match signing {
+        Signing::InRelease(k) => {
+            let msg = CleartextSignedMessage::sign(
+                &mut rng,
+                &release,
+                &k.primary_key,
+                &Password::empty(),
+            )
+            .unwrap();
+            let text = msg.to_armored_string(ArmorOptions::default()).unwrap();
+            std::fs::write(dists.join("InRelease"), text).unwrap();
+        }
+        Signing::InReleaseSubkey(k) => {
+            let sub = &k.secret_subkeys[0].key;
+            let msg =
+                CleartextSignedMessage::sign(&mut rng, &release, sub, &Password::empty()).unwrap();
+            let text = msg.to_armored_string(ArmorOptions::default()).unwrap();
+            std::fs::write(dists.join("InRelease"), text).unwrap();
+        }
+        Signing::Detached(k) => {
+            std::fs::write(dists.join("Release"), &release).unwrap();
+            let sig = DetachedSignature::sign_binary_data(
+                &mut rng,
+                &k.primary_key,
+                &Password::empty(),
+                HashAlgorithm::Sha256,
+                release.as_bytes(),
+            )
+            .unwrap();
+            let text = sig.to_armored_string(ArmorOptions::default()).unwrap();
+            std::fs::write(dists.join("Release.gpg"), text).unwrap();
+        }
+        Signing::Unsigned => std::fs::write(dists.join("Release"), &release).unwrap(),
+    }
+    Repo {
+        root: root.to_path_buf(),
+        url: serve(root.to_path_buf()),
+    }
+}
+
+/// A minimal HTTP/1.1 file server on 127.0.0.1 (one thread per connection, Connection: close).
+pub fn serve(root: PathBuf) -> String {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut first = String::new();
+                if reader.read_line(&mut first).is_err() {
+                    return;
+                }
+                loop {
+                    let mut line = String::new();
+                    match reader.read_line(&mut line) {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) if line == "\r\n" || line == "\n" => break,
+                        Ok(_) => {}
+                    }
+                }
+                let path = first.split_whitespace().nth(1).unwrap_or("/");
+                let rel = path.trim_start_matches('/');
+                let file = root.join(rel);
+                let body = if rel.split('/').any(|c| c == "..") {
+                    None
+                } else {
+                    std::fs::read(&file).ok().filter(|_| file.is_file())
+                };
+                let _ = match body {
+                    Some(b) => stream
+                        .write_all(
+                            format!(
+                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                b.len()
+                            )
+                            .as_bytes(),
+                        )
+                        .and_then(|_| stream.write_all(&b)),
+                    None => stream.write_all(
+                        b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    ),
+                };
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+pub fn source(repo: &Repo, key: Option<&Path>) -> Source {
+    Source {
+        url: repo.url.clone(),
+        suite: "stable".into(),
+        components: vec!["main".into()],
+        architecture: "amd64".into(),
+        snapshot: None,
+        signed_by: key.map(Path::to_path_buf),
+        allow_unsigned: false,
+    }
+}
+
+pub fn write_key(dir: &Path, name: &str, k: &SignedSecretKey) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, public_armor(k)).unwrap();
+    p
+}
+
+pub fn req(s: &str) -> Request {
+    Request::parse(s).unwrap()
+}
+
+pub fn names(locked: &[Locked]) -> Vec<String> {
+    locked
+        .iter()
+        .map(|l| format!("{}={}", l.name, l.version))
+        .collect()
+}
+
+/// The package universe most tests use.
+pub fn universe() -> Vec<Deb> {
+    vec![
+        deb("app", "1.0-1")
+            .field("Pre-Depends", "libc6 (>= 2.30)")
+            .field(
+                "Depends",
+                "libfoo (>= 2.0), libfoo (<< 3.0), nosuch | libalt, libfoo | libalt2, \
+                 mail-transport-agent, libabi (>= 2), pyish:any, oldpkg, tool",
+            )
+            .data(Data::Dir("./usr/bin/"))
+            .data(Data::File("./usr/bin/app", "#!/bin/sh\necho app\n", 0o755))
+            .data(Data::File("./usr/share/doc/app.txt", "app docs\n", 0o644)),
+        deb("libfoo", "1.0").data(Data::File("./usr/share/doc/libfoo", "1.0\n", 0o644)),
+        deb("libfoo", "2.1").data(Data::File("./usr/share/doc/libfoo", "2.1\n", 0o644)),
+        deb("libfoo", "3.0~rc1").data(Data::File("./usr/share/doc/libfoo", "3~rc1\n", 0o644)),
+        deb("libfoo", "3.0").data(Data::File("./usr/share/doc/libfoo", "3.0\n", 0o644)),
+        deb("libalt", "1"),
+        deb("libalt2", "1"),
+        deb("tinymta", "0.5")
+            .field("Provides", "mail-transport-agent")
+            .data(Data::Dir("./bin/"))
+            .data(Data::Dir("./sbin/"))
+            .data(Data::File("./bin/mta", "mta binary\n", 0o755))
+            .data(Data::Hardlink("./sbin/sendmail", "./bin/mta"))
+            .data(Data::Symlink("./sbin/mailq", "../bin/mta")),
+        deb("bigmta", "9").field("Provides", "mail-transport-agent (= 9)"),
+        deb("abi-old", "1").field("Provides", "libabi (= 1.5)"),
+        deb("abi-new", "1").field("Provides", "libabi (= 2.5)"),
+        deb("abi-unversioned", "1").field("Provides", "libabi"),
+        deb("pyish", "3.11").field("Multi-Arch", "allowed"),
+        deb("libc6", "2.37-1"),
+        deb("oldpkg", "1"),
+        deb("tool", "1.0")
+            .arch("all")
+            .data(Data::File("./usr/share/doc/z-second", "same\n", 0o644))
+            .data(Data::Hardlink(
+                "./usr/share/doc/a-first",
+                "./usr/share/doc/z-second",
+            )),
+        deb("needy", "1").field("Depends", "middle (= 1.0)"),
+        deb("middle", "1.0").field("Depends", "libfoo (>= 9)"),
+    ]
+}
+
+pub const BASE_STATUS: &str = "Package: libc6\nStatus: install ok installed\nVersion: 2.36-9\n\
+Architecture: amd64\n\nPackage: oldpkg\nStatus: deinstall ok config-files\nVersion: 0.9\n\n";
+
+pub struct Fixture {
+    pub _dir: tempfile::TempDir,
+    pub repo: Repo,
+    pub key: PathBuf,
+    pub other_key: PathBuf,
+    pub store: Store,
+}
+
+pub fn fixture(debs: &[Deb], reversed: bool) -> Fixture {
+    let dir = tempfile::tempdir().unwrap();
+    let k = keygen(1);
+    let key = write_key(dir.path(), "archive.asc", &k);
+    let other_key = write_key(dir.path(), "other.asc", &keygen(2));
+    let repo = make_repo(
+        &dir.path().join("repo"),
+        debs,
+        Signing::InRelease(&k),
+        reversed,
+    );
+    let store = Store::open(dir.path().join("store")).unwrap();
+    Fixture {
+        _dir: dir,
+        repo,
+        key,
+        other_key,
+        store,
+    }
+}
+
+pub fn load(f: &Fixture) -> Vec<SourceIndex> {
+    let fetcher = HttpFetcher::new().unwrap();
+    vec![load_source(&fetcher, &source(&f.repo, Some(&f.key))).unwrap()]
+}
+
+pub fn base() -> Installed {
+    let mut i = Installed::new();
+    i.add_status(BASE_STATUS, "base var/lib/dpkg/status")
+        .unwrap();
+    i
+}
+
+pub fn layer_opts() -> LayerRequest {
+    LayerRequest {
+        layer: LayerOptions {
+            epoch: 0,
+            compression: Compression::None,
+            threads: 2,
+        },
+        usr_merge: UsrMerge::all(),
+    }
+}
+
+pub fn build(
+    f: &Fixture,
+    locked: &[Locked],
+    req: &LayerRequest,
+) -> Result<ocibuild::apt::AptLayer, AptError> {
+    let fetcher = HttpFetcher::new().unwrap();
+    let debs: Vec<DebInput> = locked
+        .iter()
+        .map(|l| DebInput {
+            locked: l.clone(),
+            path: download(&fetcher, &f.store, l).unwrap(),
+        })
+        .collect();
+    build_layer(&f.store, &debs, req)
+}
+
+/// (path, type, mode, uid, link, content) of every entry of an uncompressed layer blob.
+pub fn listing(store: &Store, digest: &Digest) -> BTreeMap<String, (char, u32, String, Vec<u8>)> {
+    let mut a = tar::Archive::new(std::fs::File::open(store.blob_path(digest)).unwrap());
+    let mut out = BTreeMap::new();
+    let mut order = Vec::new();
+    for e in a.entries().unwrap() {
+        let mut e = e.unwrap();
+        let path = String::from_utf8(e.path_bytes().into_owned()).unwrap();
+        let h = e.header().clone();
+        assert_eq!(h.mtime().unwrap(), 0, "{path}");
+        let link = e
+            .link_name_bytes()
+            .map(|b| String::from_utf8(b.into_owned()).unwrap())
+            .unwrap_or_default();
+        let mut body = Vec::new();
+        e.read_to_end(&mut body).unwrap();
+        order.push(path.clone());
+        out.insert(
+            path,
+            (
+                h.entry_type().as_byte() as char,
+                h.mode().unwrap(),
+                link,
+                body,
+            ),
+        );
+    }
+    let mut sorted = order.clone();
+    sorted.sort();
+    assert_eq!(order, sorted, "entries sorted by path bytes");
+    out
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
