@@ -12,6 +12,7 @@ use super::Cli;
 use crate::build::{self, BuildOptions, Built};
 use crate::output::{self, Target};
 use crate::recipe;
+use crate::store::Store;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -56,6 +57,32 @@ pub fn env_epoch() -> anyhow::Result<Option<u64>> {
     }
 }
 
+/// Build `recipe` (loaded from `recipe_path`; its base resolved through its lock) into `store`,
+/// writing no output. `build` uses the user's store; `verify` an empty temporary one.
+pub fn build_in_store(
+    cli: &Cli,
+    recipe_path: &Path,
+    recipe: &recipe::Recipe,
+    store: &Store,
+    no_cache: bool,
+) -> anyhow::Result<Built> {
+    let opts = BuildOptions {
+        threads: cli.threads(),
+        epoch_override: env_epoch()?,
+        no_cache,
+    };
+    let bars = Bars::new(cli.quiet);
+    let base =
+        super::lock::resolve_base(cli, recipe, recipe_path, crate::base::Pin::Locked, store)?;
+    Ok(build::build(
+        recipe,
+        base.as_ref().map(|(b, _)| b),
+        &opts,
+        store,
+        &bars,
+    )?)
+}
+
 pub fn build_recipe(
     cli: &Cli,
     args: &BuildArgs,
@@ -66,15 +93,7 @@ pub fn build_recipe(
     };
     let recipe = recipe::load(&args.recipe)?;
     let store = cli.store()?;
-    let opts = BuildOptions {
-        threads: cli.threads(),
-        epoch_override: env_epoch()?,
-        no_cache: args.no_cache,
-    };
-    let bars = Bars::new(cli.quiet);
-    let base =
-        super::lock::resolve_base(cli, &recipe, &args.recipe, crate::base::Pin::Locked, &store)?;
-    let built = build::build(&recipe, base.as_ref().map(|(b, _)| b), &opts, &store, &bars)?;
+    let built = build_in_store(cli, &args.recipe, &recipe, &store, args.no_cache)?;
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
     }
