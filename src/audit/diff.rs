@@ -529,3 +529,41 @@ pub fn file_diffs(a: &LayerIndex, b: &LayerIndex, semantic: bool) -> Vec<FileDif
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn config_fields_env_by_name_and_semantic_history() {
+        let a = json!({"architecture": "amd64", "created": "1970-01-01T00:00:00Z",
+            "config": {"Env": ["A=1", "B=2"], "Cmd": ["x"]},
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:aa"]},
+            "history": [{"created": "1970-01-01T00:00:00Z", "created_by": "l"}]});
+        let b = json!({"architecture": "amd64", "created": "1970-01-01T00:01:40Z",
+            "config": {"Env": ["A=1", "C=3"], "Cmd": ["y"]},
+            "rootfs": {"type": "layers", "diff_ids": ["sha256:bb"]},
+            "history": [{"created": "1970-01-01T00:01:40Z", "created_by": "l"}]});
+        let fields = |semantic| -> Vec<String> {
+            config_diff(&a, &b, semantic)
+                .into_iter()
+                .map(|f| f.field)
+                .collect()
+        };
+        assert_eq!(
+            fields(false),
+            [
+                "created",
+                "Cmd",
+                "Env[B]",
+                "Env[C]",
+                "rootfs.diff_ids",
+                "history[0]"
+            ]
+        );
+        assert_eq!(fields(true), ["Cmd", "Env[B]", "Env[C]"]);
+        let env_b = &config_diff(&a, &b, true)[1];
+        assert_eq!((&env_b.a, &env_b.b), (&json!("2"), &Value::Null));
+    }
+}
