@@ -16,10 +16,12 @@
 //! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`push`]: pushing a built image to a registry.
+//! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
 pub mod apt;
+pub mod audit;
 pub mod base;
 pub mod build;
 pub mod cli;

@@ -12,6 +12,7 @@ use super::Cli;
 use crate::build::{self, BuildOptions, Built};
 use crate::output::{self, Target};
 use crate::recipe;
+use crate::store::Store;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -59,6 +60,45 @@ pub fn env_epoch() -> anyhow::Result<Option<u64>> {
     }
 }
 
+/// Build `recipe` (loaded from `recipe_path`; its base resolved through its lock) into `store`,
+/// writing no output. `build` uses the user's store; `verify` an empty temporary one.
+pub fn build_in_store(
+    cli: &Cli,
+    recipe_path: &Path,
+    recipe: &recipe::Recipe,
+    store: &Store,
+    no_cache: bool,
+    locked: bool,
+) -> anyhow::Result<Built> {
+    let opts = BuildOptions {
+        threads: cli.threads(),
+        epoch_override: env_epoch()?,
+        no_cache,
+    };
+    let bars = Bars::new(cli.quiet);
+    let base =
+        super::lock::resolve_base(cli, recipe, recipe_path, crate::base::Pin::Locked, store)?;
+    let base = base.as_ref().map(|(b, _)| b);
+    let sys_opts = crate::system::SystemOptions {
+        epoch: opts
+            .epoch_override
+            .or(recipe.image.source_date_epoch)
+            .unwrap_or(0),
+        compression: recipe.image.compression,
+        threads: opts.threads,
+        no_cache: opts.no_cache,
+        pin: if locked {
+            crate::system::AptPin::Frozen
+        } else {
+            crate::system::AptPin::Locked
+        },
+    };
+    let sys = super::lock::prepare_system(cli, recipe, recipe_path, base, store, &sys_opts, &bars)?;
+    let mut built = build::build(recipe, base, &sys.layers, &opts, store, &bars)?;
+    built.interpreter = sys.interpreter;
+    Ok(built)
+}
+
 pub fn build_recipe(
     cli: &Cli,
     args: &BuildArgs,
@@ -69,33 +109,14 @@ pub fn build_recipe(
     };
     let recipe = recipe::load(&args.recipe)?;
     let store = cli.store()?;
-    let opts = BuildOptions {
-        threads: cli.threads(),
-        epoch_override: env_epoch()?,
-        no_cache: args.no_cache,
-    };
-    let bars = Bars::new(cli.quiet);
-    let base =
-        super::lock::resolve_base(cli, &recipe, &args.recipe, crate::base::Pin::Locked, &store)?;
-    let base = base.as_ref().map(|(b, _)| b);
-    let sys_opts = crate::system::SystemOptions {
-        epoch: opts
-            .epoch_override
-            .or(recipe.image.source_date_epoch)
-            .unwrap_or(0),
-        compression: recipe.image.compression,
-        threads: opts.threads,
-        no_cache: opts.no_cache,
-        pin: if args.locked {
-            crate::system::AptPin::Frozen
-        } else {
-            crate::system::AptPin::Locked
-        },
-    };
-    let sys =
-        super::lock::prepare_system(cli, &recipe, &args.recipe, base, &store, &sys_opts, &bars)?;
-    let mut built = build::build(&recipe, base, &sys.layers, &opts, &store, &bars)?;
-    built.interpreter = sys.interpreter;
+    let built = build_in_store(
+        cli,
+        &args.recipe,
+        &recipe,
+        &store,
+        args.no_cache,
+        args.locked,
+    )?;
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
     }

@@ -1,10 +1,12 @@
 //! Command line: clap types and one file per subcommand. The only module that prints.
 
 mod build;
+mod diff;
 mod lock;
 mod progress;
 mod push;
 mod test;
+mod verify;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -27,6 +29,9 @@ Examples:
   ocibuild build app.toml --push registry.example/team/app:1.0
   ocibuild push app.oci:latest registry.example/team/app:1.0
   ocibuild lock app.toml --update                    re-resolve the base's tag, report a move
+  ocibuild diff a.oci oci-archive:b.tar --semantic   what differs, down to files (exit 1 if any)
+  ocibuild verify app.toml                           rebuild from the lock in an empty store and
+                                                     check it is bit-identical to ./app.oci
 
 Environment:
   SOURCE_DATE_EPOCH     timestamp for every file and history entry (wins over the recipe; default 0)
@@ -68,13 +73,26 @@ enum Command {
     Push(push::PushArgs),
     /// Run the recipe's [[test]] entries under podman against the image already built.
     Test(test::TestArgs),
+    /// Compare two images (layouts, archives, registry images) down to files; exit 1 if they differ.
+    Diff(diff::DiffArgs),
+    /// Rebuild a recipe from its lock in an empty store and check the result is bit-identical.
+    Verify(verify::VerifyArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
 }
 
 /// Subcommand names, for the `ocibuild RECIPE.toml` shorthand.
-const SUBCOMMANDS: &[&str] = &["build", "lock", "push", "test", "cuda-smoke", "help"];
+const SUBCOMMANDS: &[&str] = &[
+    "build",
+    "lock",
+    "push",
+    "test",
+    "diff",
+    "verify",
+    "cuda-smoke",
+    "help",
+];
 
 /// Insert `build` before the first positional argument when no subcommand was given.
 fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
@@ -108,6 +126,8 @@ pub fn main() -> ExitCode {
         Command::Lock(a) => lock::run(&cli, a),
         Command::Push(a) => push::run(&cli, a),
         Command::Test(a) => test::run(&cli, a),
+        Command::Diff(a) => diff::run(&cli, a),
+        Command::Verify(a) => verify::run(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };
     match result {

@@ -1,0 +1,66 @@
+//! [`AuditError`]: everything `diff` and `verify` can fail with, with the source it concerns.
+
+use std::io;
+use std::path::PathBuf;
+
+use crate::digest::Digest;
+use crate::registry::{ReferenceError, RegistryError};
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    #[error("unknown image `{spec}`: expected DIR, oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE, docker://REF{digest}")]
+    BadSpec { spec: String, digest: &'static str },
+    #[error("`{spec}` names only a manifest digest: it can be compared with, not read (give an image: oci:DIR, an archive or docker://REF)")]
+    DigestOnly { spec: String },
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: io::Error },
+    /// An fs-err error: its message already names the path.
+    #[error(transparent)]
+    Fs(#[from] io::Error),
+    #[error("{source_name}: {problem}")]
+    Bad {
+        source_name: String,
+        problem: String,
+    },
+    #[error("{source_name}: no image tagged `{tag}` (tags: {tags})")]
+    NoSuchTag {
+        source_name: String,
+        tag: String,
+        tags: String,
+    },
+    #[error("{source_name} holds {count} images: say which, as {source_name}:TAG (tags: {tags})")]
+    Ambiguous {
+        source_name: String,
+        count: usize,
+        tags: String,
+    },
+    #[error("{archive}: no member `{member}`")]
+    MissingMember { archive: PathBuf, member: String },
+    #[error("{source_name}: blob {digest} is missing")]
+    MissingBlob { source_name: String, digest: Digest },
+    #[error("{source_name}: layer {layer} ({digest}): {problem}")]
+    Layer {
+        source_name: String,
+        layer: usize,
+        digest: String,
+        problem: String,
+    },
+    #[error("image `{reference}`: {source}")]
+    Reference {
+        reference: String,
+        source: ReferenceError,
+    },
+    #[error("--platform `{value}`: {problem}")]
+    Platform { value: String, problem: String },
+    #[error(transparent)]
+    Registry(Box<RegistryError>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<RegistryError> for AuditError {
+    fn from(e: RegistryError) -> Self {
+        AuditError::Registry(Box::new(e))
+    }
+}

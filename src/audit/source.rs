@@ -1,0 +1,698 @@
+//! Images to audit, from wherever they are: an OCI layout, an `oci-archive` or `docker-archive`
+//! tar, a registry, or a content store (the rebuild of `verify`). All give the same view: the
+//! manifest (digest and bytes; none for a docker-archive, which has no manifest), the config
+//! (bytes and parsed JSON), and the layers, each of which opens as a decompressed tar stream.
+//!
+//! Nothing is extracted: archive members are read in place (their offsets are indexed once), and
+//! registry blobs are fetched, verified, into a temporary store only when a layer is opened.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+
+use fs_err as fs;
+use serde::Deserialize;
+
+use super::AuditError;
+use crate::digest::Digest;
+use crate::image::{annotations, Descriptor, Index, Platform};
+use crate::registry::client::NoProgress;
+use crate::registry::{Client, Reference};
+use crate::store::Store;
+
+/// JSON documents (index, manifest, config, manifest.json) larger than this are refused.
+const MAX_DOCUMENT: u64 = 64 << 20;
+/// Read buffer for layer blobs.
+const BUF: usize = 256 * 1024;
+
+/// Where an image is, as written on the command line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Spec {
+    /// `DIR`, `oci:DIR` or `oci:DIR:TAG`: an OCI image layout.
+    Layout { dir: PathBuf, tag: Option<String> },
+    /// `oci-archive:FILE`: a tar of an OCI image layout.
+    OciArchive(PathBuf),
+    /// `docker-archive:FILE`: a `docker save` tar.
+    DockerArchive(PathBuf),
+    /// `docker://REF`: a registry.
+    Registry(String),
+    /// `sha256:HEX`: a manifest digest only (for `verify --against`).
+    Digest(Digest),
+}
+
+impl Spec {
+    /// Parse a source. `sha256:DIGEST` is accepted only with `allow_digest`.
+    pub fn parse(s: &str, allow_digest: bool) -> Result<Spec, AuditError> {
+        let bad = || AuditError::BadSpec {
+            spec: s.to_string(),
+            digest: if allow_digest {
+                " or sha256:DIGEST"
+            } else {
+                ""
+            },
+        };
+        let nonempty = |p: &str| {
+            if p.is_empty() {
+                Err(bad())
+            } else {
+                Ok(PathBuf::from(p))
+            }
+        };
+        if let Some(p) = s.strip_prefix("oci-archive:") {
+            return Ok(Spec::OciArchive(nonempty(p)?));
+        }
+        if let Some(p) = s.strip_prefix("docker-archive:") {
+            return Ok(Spec::DockerArchive(nonempty(p)?));
+        }
+        if let Some(r) = s.strip_prefix("docker://") {
+            if r.is_empty() {
+                return Err(bad());
+            }
+            return Ok(Spec::Registry(r.to_string()));
+        }
+        if s.starts_with("sha256:") && !Path::new(s).exists() {
+            return match s.parse::<Digest>() {
+                Ok(d) if allow_digest => Ok(Spec::Digest(d)),
+                Ok(_) => Err(AuditError::DigestOnly {
+                    spec: s.to_string(),
+                }),
+                Err(_) => Err(bad()),
+            };
+        }
+        let (rest, explicit) = match s.strip_prefix("oci:") {
+            Some(r) => (r, true),
+            None => (s, false),
+        };
+        if rest.is_empty() {
+            return Err(bad());
+        }
+        // A plain DIR that exists is that directory, even with a colon in its name.
+        if !explicit && Path::new(rest).is_dir() {
+            return Ok(Spec::Layout {
+                dir: PathBuf::from(rest),
+                tag: None,
+            });
+        }
+        // A colon belongs to the tag only after the last `/`.
+        let slash = rest.rfind('/').map(|i| i + 1).unwrap_or(0);
+        Ok(match rest[slash..].rfind(':') {
+            Some(i) if slash + i > 0 => Spec::Layout {
+                dir: PathBuf::from(&rest[..slash + i]),
+                tag: Some(rest[slash + i + 1..].to_string()).filter(|t| !t.is_empty()),
+            },
+            _ => Spec::Layout {
+                dir: PathBuf::from(rest),
+                tag: None,
+            },
+        })
+    }
+}
+
+impl fmt::Display for Spec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Spec::Layout { dir, tag: None } => write!(f, "oci:{}", dir.display()),
+            Spec::Layout { dir, tag: Some(t) } => write!(f, "oci:{}:{t}", dir.display()),
+            Spec::OciArchive(p) => write!(f, "oci-archive:{}", p.display()),
+            Spec::DockerArchive(p) => write!(f, "docker-archive:{}", p.display()),
+            Spec::Registry(r) => write!(f, "docker://{r}"),
+            Spec::Digest(d) => write!(f, "{d}"),
+        }
+    }
+}
+
+/// What opening a source may need.
+#[derive(Clone, Copy, Default)]
+pub struct OpenOptions<'c> {
+    /// For `docker://` sources.
+    pub client: Option<&'c Client>,
+    /// The platform to pick from an image index (default: the host's).
+    pub platform: Option<&'c Platform>,
+}
+
+/// The image manifest as stored.
+#[derive(Clone, Debug)]
+pub struct ManifestDoc {
+    pub digest: Digest,
+    pub bytes: Vec<u8>,
+    pub media_type: Option<String>,
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// The image config as stored.
+#[derive(Clone, Debug)]
+pub struct ConfigDoc {
+    pub digest: Digest,
+    pub bytes: Vec<u8>,
+    pub json: serde_json::Value,
+}
+
+/// One layer of an image.
+#[derive(Clone, Debug)]
+pub struct LayerInfo {
+    /// The blob digest; `None` in a docker-archive (its layers are stored decompressed).
+    pub digest: Option<Digest>,
+    pub media_type: String,
+    pub size: Option<u64>,
+    /// From the config's `rootfs.diff_ids`, when it lists this layer.
+    pub diff_id: Option<Digest>,
+    /// The recipe layer's name (`dev.ocibuild.layer` annotation), when there is one.
+    pub name: Option<String>,
+    blob: BlobRef,
+}
+
+#[derive(Clone, Debug)]
+enum BlobRef {
+    Digest(Digest),
+    Member(String),
+}
+
+/// Where blobs are read from.
+enum Blobs {
+    Dir(Store),
+    Archive {
+        path: PathBuf,
+        members: BTreeMap<String, (u64, u64)>,
+    },
+    Registry {
+        store: Store,
+        reference: Reference,
+        _tmp: tempfile::TempDir,
+    },
+}
+
+/// An opened image.
+pub struct Image<'c> {
+    /// The source as written (`oci:DIR:TAG`, …), for messages.
+    pub name: String,
+    pub manifest: Option<ManifestDoc>,
+    pub config: ConfigDoc,
+    pub layers: Vec<LayerInfo>,
+    blobs: Blobs,
+    client: Option<&'c Client>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AnyManifest {
+    #[serde(default)]
+    media_type: Option<String>,
+    #[serde(default)]
+    config: Option<Descriptor>,
+    #[serde(default)]
+    layers: Vec<Descriptor>,
+    #[serde(default)]
+    manifests: Option<Vec<Descriptor>>,
+    #[serde(default)]
+    annotations: BTreeMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct DockerEntry {
+    #[serde(rename = "Config")]
+    config: String,
+    #[serde(rename = "Layers")]
+    layers: Vec<String>,
+}
+
+/// Open the image `spec` names.
+pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditError> {
+    let name = spec.to_string();
+    let host = crate::recipe::Platform::host();
+    let host = Platform {
+        architecture: host.architecture,
+        os: host.os,
+        variant: host.variant,
+    };
+    let platform = opts.platform.unwrap_or(&host);
+    match spec {
+        Spec::Digest(_) => Err(AuditError::DigestOnly { spec: name }),
+        Spec::Layout { dir, tag } => {
+            let path = dir.join("index.json");
+            if !path.is_file() {
+                return Err(AuditError::Bad {
+                    source_name: name,
+                    problem: format!("no OCI image layout there ({} is missing)", path.display()),
+                });
+            }
+            let index: Index = parse_json(&name, "index.json", &fs::read(&path)?)?;
+            let entry = select_entry(&name, &index, tag.as_deref())?;
+            let blobs = Blobs::Dir(Store::view(dir.clone()));
+            from_manifest(name, blobs, None, entry.digest, platform)
+        }
+        Spec::OciArchive(path) => {
+            let members = index_archive(path)?;
+            let blobs = Blobs::Archive {
+                path: path.clone(),
+                members,
+            };
+            let bytes = read_member(&blobs, "index.json")?;
+            let index: Index = parse_json(&name, "index.json", &bytes)?;
+            let entry = select_entry(&name, &index, None)?;
+            from_manifest(name, blobs, None, entry.digest, platform)
+        }
+        Spec::DockerArchive(path) => open_docker_archive(name, path),
+        Spec::Registry(r) => {
+            let client = opts.client.ok_or_else(|| AuditError::Bad {
+                source_name: name.clone(),
+                problem: "no registry client configured".into(),
+            })?;
+            let reference: Reference = r.parse().map_err(|source| AuditError::Reference {
+                reference: r.clone(),
+                source,
+            })?;
+            let (manifest, _index) =
+                client.get_image_manifest(&reference, platform, &NoProgress)?;
+            let tmp = tempfile::Builder::new()
+                .prefix("ocibuild-audit-")
+                .tempdir()?;
+            let store = Store::open(tmp.path())?;
+            store.put_bytes(&manifest.bytes)?;
+            let blobs = Blobs::Registry {
+                store,
+                reference,
+                _tmp: tmp,
+            };
+            from_manifest(name, blobs, Some(client), manifest.digest, platform)
+        }
+    }
+}
+
+/// Open the image whose manifest `digest` names, from a store (or any directory with
+/// `blobs/sha256/`): the rebuild that `verify` made.
+pub fn open_store(name: &str, store: &Store, digest: Digest) -> Result<Image<'static>, AuditError> {
+    let host = crate::recipe::Platform::host();
+    let platform = Platform {
+        architecture: host.architecture,
+        os: host.os,
+        variant: host.variant,
+    };
+    let blobs = Blobs::Dir(Store::view(store.root().to_path_buf()));
+    from_manifest(name.to_string(), blobs, None, digest, &platform)
+}
+
+fn parse_json<T: serde::de::DeserializeOwned>(
+    source_name: &str,
+    what: &str,
+    bytes: &[u8],
+) -> Result<T, AuditError> {
+    serde_json::from_slice(bytes).map_err(|e| AuditError::Bad {
+        source_name: source_name.to_string(),
+        problem: format!("invalid {what}: {e}"),
+    })
+}
+
+/// The index entry for `tag`, or the only one.
+fn select_entry(name: &str, index: &Index, tag: Option<&str>) -> Result<Descriptor, AuditError> {
+    let tags = || {
+        let v: Vec<String> = index
+            .manifests
+            .iter()
+            .filter_map(|m| m.annotations.get(annotations::REF_NAME).cloned())
+            .collect();
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.join(", ")
+        }
+    };
+    match tag {
+        Some(t) => index
+            .manifests
+            .iter()
+            .find(|m| m.annotations.get(annotations::REF_NAME).map(String::as_str) == Some(t))
+            .cloned()
+            .ok_or_else(|| AuditError::NoSuchTag {
+                source_name: name.to_string(),
+                tag: t.to_string(),
+                tags: tags(),
+            }),
+        None if index.manifests.len() == 1 => Ok(index.manifests[0].clone()),
+        None => Err(AuditError::Ambiguous {
+            source_name: name.to_string(),
+            count: index.manifests.len(),
+            tags: tags(),
+        }),
+    }
+}
+
+/// Read the manifest `digest` (descending through image indexes for `platform`), its config,
+/// and describe its layers.
+fn from_manifest<'c>(
+    name: String,
+    blobs: Blobs,
+    client: Option<&'c Client>,
+    digest: Digest,
+    platform: &Platform,
+) -> Result<Image<'c>, AuditError> {
+    let mut digest = digest;
+    let mut bytes = read_blob(&name, &blobs, &digest)?;
+    let mut manifest: AnyManifest = parse_json(&name, "manifest", &bytes)?;
+    // An index (at most a few levels deep): the entry for the platform.
+    for _ in 0..4 {
+        let Some(list) = &manifest.manifests else {
+            break;
+        };
+        let pick = list
+            .iter()
+            .find(|d| {
+                d.platform
+                    .as_ref()
+                    .is_some_and(|p| p.os == platform.os && p.architecture == platform.architecture)
+            })
+            .or(if list.len() == 1 { list.first() } else { None })
+            .ok_or_else(|| AuditError::Bad {
+                source_name: name.clone(),
+                problem: format!(
+                    "image index {digest} has no image for {}/{}",
+                    platform.os, platform.architecture
+                ),
+            })?;
+        digest = pick.digest;
+        if let (
+            Blobs::Registry {
+                store, reference, ..
+            },
+            Some(c),
+        ) = (&blobs, client)
+        {
+            if !store.has_blob(&digest) {
+                let m = c.get_manifest(&reference.with_digest(digest))?;
+                store.put_bytes(&m.bytes)?;
+            }
+        }
+        bytes = read_blob(&name, &blobs, &digest)?;
+        manifest = parse_json(&name, "manifest", &bytes)?;
+    }
+    let config_desc = manifest.config.clone().ok_or_else(|| AuditError::Bad {
+        source_name: name.clone(),
+        problem: format!("manifest {digest} has no config"),
+    })?;
+    if let (
+        Blobs::Registry {
+            store, reference, ..
+        },
+        Some(c),
+    ) = (&blobs, client)
+    {
+        c.pull_blob(
+            reference,
+            &config_desc.digest,
+            Some(config_desc.size),
+            store,
+            &NoProgress,
+        )?;
+    }
+    let config_bytes = read_blob(&name, &blobs, &config_desc.digest)?;
+    let config = config_doc(&name, config_desc.digest, config_bytes)?;
+    let diff_ids = diff_ids(&config.json);
+    let layers = manifest
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, d)| LayerInfo {
+            digest: Some(d.digest),
+            media_type: d.media_type.clone(),
+            size: Some(d.size),
+            diff_id: diff_ids.get(i).copied().flatten(),
+            name: d.annotations.get(annotations::LAYER_NAME).cloned(),
+            blob: BlobRef::Digest(d.digest),
+        })
+        .collect();
+    Ok(Image {
+        name,
+        manifest: Some(ManifestDoc {
+            digest,
+            bytes,
+            media_type: manifest.media_type,
+            annotations: manifest.annotations,
+        }),
+        config,
+        layers,
+        blobs,
+        client,
+    })
+}
+
+fn config_doc(name: &str, digest: Digest, bytes: Vec<u8>) -> Result<ConfigDoc, AuditError> {
+    let json: serde_json::Value = parse_json(name, "image config", &bytes)?;
+    Ok(ConfigDoc {
+        digest,
+        bytes,
+        json,
+    })
+}
+
+fn diff_ids(config: &serde_json::Value) -> Vec<Option<Digest>> {
+    config
+        .pointer("/rootfs/diff_ids")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .map(|d| d.as_str().and_then(|s| s.parse().ok()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn open_docker_archive<'c>(name: String, path: &Path) -> Result<Image<'c>, AuditError> {
+    let members = index_archive(path)?;
+    let blobs = Blobs::Archive {
+        path: path.to_path_buf(),
+        members,
+    };
+    let bytes = read_member(&blobs, "manifest.json")?;
+    let entries: Vec<DockerEntry> = parse_json(&name, "manifest.json", &bytes)?;
+    let entry = match entries.as_slice() {
+        [one] => one,
+        other => {
+            return Err(AuditError::Bad {
+                source_name: name,
+                problem: format!(
+                    "manifest.json lists {} images; only one-image archives are supported",
+                    other.len()
+                ),
+            })
+        }
+    };
+    let config_bytes = read_member(&blobs, &entry.config)?;
+    let config = config_doc(&name, Digest::of(&config_bytes), config_bytes)?;
+    let diff_ids = diff_ids(&config.json);
+    let layers = entry
+        .layers
+        .iter()
+        .enumerate()
+        .map(|(i, m)| LayerInfo {
+            digest: None,
+            media_type: "application/vnd.docker.image.rootfs.diff.tar".into(),
+            size: member_size(&blobs, m),
+            diff_id: diff_ids.get(i).copied().flatten(),
+            name: None,
+            blob: BlobRef::Member(normalize_member(m)),
+        })
+        .collect();
+    Ok(Image {
+        name,
+        manifest: None,
+        config,
+        layers,
+        blobs,
+        client: None,
+    })
+}
+
+fn normalize_member(name: &str) -> String {
+    name.trim_start_matches("./")
+        .trim_end_matches('/')
+        .to_string()
+}
+
+/// Every regular member of a tar: name → (data offset, size).
+fn index_archive(path: &Path) -> Result<BTreeMap<String, (u64, u64)>, AuditError> {
+    let file = fs::File::open(path)?;
+    let io_err = |source| AuditError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut archive = tar::Archive::new(file);
+    let mut members = BTreeMap::new();
+    for entry in archive.entries_with_seek().map_err(io_err)? {
+        let entry = entry.map_err(io_err)?;
+        if !entry.header().entry_type().is_file() {
+            continue;
+        }
+        let name = normalize_member(&String::from_utf8_lossy(&entry.path_bytes()));
+        members.insert(name, (entry.raw_file_position(), entry.size()));
+    }
+    Ok(members)
+}
+
+fn member_size(blobs: &Blobs, member: &str) -> Option<u64> {
+    match blobs {
+        Blobs::Archive { members, .. } => members.get(&normalize_member(member)).map(|m| m.1),
+        _ => None,
+    }
+}
+
+/// A member of the archive, as a bounded reader.
+fn open_member(blobs: &Blobs, member: &str) -> Result<Box<dyn Read + Send>, AuditError> {
+    let Blobs::Archive { path, members } = blobs else {
+        return Err(AuditError::MissingMember {
+            archive: PathBuf::new(),
+            member: member.to_string(),
+        });
+    };
+    let (offset, size) =
+        *members
+            .get(&normalize_member(member))
+            .ok_or_else(|| AuditError::MissingMember {
+                archive: path.clone(),
+                member: member.to_string(),
+            })?;
+    let mut f = fs::File::open(path)?;
+    f.seek(SeekFrom::Start(offset))?;
+    Ok(Box::new(f.take(size)))
+}
+
+fn read_member(blobs: &Blobs, member: &str) -> Result<Vec<u8>, AuditError> {
+    let mut r = open_member(blobs, member)?.take(MAX_DOCUMENT);
+    let mut data = Vec::new();
+    r.read_to_end(&mut data)?;
+    Ok(data)
+}
+
+/// A small blob (manifest, config), verified against its digest.
+fn read_blob(name: &str, blobs: &Blobs, digest: &Digest) -> Result<Vec<u8>, AuditError> {
+    let data = match blobs {
+        Blobs::Dir(store) | Blobs::Registry { store, .. } => {
+            if !store.has_blob(digest) {
+                return Err(AuditError::MissingBlob {
+                    source_name: name.to_string(),
+                    digest: *digest,
+                });
+            }
+            store.read_blob(digest)?
+        }
+        Blobs::Archive { .. } => {
+            let data = read_member(blobs, &format!("blobs/sha256/{}", digest.hex()))?;
+            let found = Digest::of(&data);
+            if found != *digest {
+                return Err(AuditError::Bad {
+                    source_name: name.to_string(),
+                    problem: format!("blob {digest} has digest {found}"),
+                });
+            }
+            data
+        }
+    };
+    Ok(data)
+}
+
+impl Image<'_> {
+    /// Layer `i`'s blob as stored (compressed or not).
+    fn open_raw(&self, i: usize) -> Result<Box<dyn Read + Send>, AuditError> {
+        let layer = &self.layers[i];
+        match (&layer.blob, &self.blobs) {
+            (BlobRef::Member(m), _) => open_member(&self.blobs, m),
+            (BlobRef::Digest(d), Blobs::Archive { .. }) => {
+                open_member(&self.blobs, &format!("blobs/sha256/{}", d.hex()))
+            }
+            (BlobRef::Digest(d), Blobs::Dir(store)) => {
+                if !store.has_blob(d) {
+                    return Err(AuditError::MissingBlob {
+                        source_name: self.name.clone(),
+                        digest: *d,
+                    });
+                }
+                Ok(Box::new(store.open_blob(d)?))
+            }
+            (
+                BlobRef::Digest(d),
+                Blobs::Registry {
+                    store, reference, ..
+                },
+            ) => {
+                if let Some(c) = self.client {
+                    c.pull_blob(reference, d, layer.size, store, &NoProgress)?;
+                }
+                Ok(Box::new(store.open_blob(d)?))
+            }
+        }
+    }
+
+    /// Layer `i` as an uncompressed tar stream. The compression (gzip, zstd or none) is told
+    /// from the blob's first bytes, so a docker-archive's layers need no media type.
+    pub fn open_layer(&self, i: usize) -> Result<Box<dyn Read + Send>, AuditError> {
+        let mut r = BufReader::with_capacity(BUF, self.open_raw(i)?);
+        let head = r.fill_buf()?;
+        Ok(if head.starts_with(&[0x1f, 0x8b]) {
+            Box::new(flate2::bufread::MultiGzDecoder::new(r))
+        } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+            Box::new(zstd::stream::read::Decoder::with_buffer(r)?)
+        } else {
+            Box::new(r)
+        })
+    }
+
+    /// The layer's position, digest or member name, for messages.
+    pub fn layer_label(&self, i: usize) -> String {
+        match (&self.layers[i].digest, &self.layers[i].blob) {
+            (Some(d), _) => d.to_string(),
+            (None, BlobRef::Member(m)) => m.clone(),
+            (None, BlobRef::Digest(d)) => d.to_string(),
+        }
+    }
+}
+
+/// An io error while reading layer `i` of `image`.
+pub(super) fn layer_error(image: &Image<'_>, i: usize, e: io::Error) -> AuditError {
+    AuditError::Layer {
+        source_name: image.name.clone(),
+        layer: i + 1,
+        digest: image.layer_label(i),
+        problem: e.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_specs() {
+        let p = |s: &str| Spec::parse(s, true).unwrap();
+        assert_eq!(
+            p("oci:out/app.oci:v1"),
+            Spec::Layout {
+                dir: "out/app.oci".into(),
+                tag: Some("v1".into())
+            }
+        );
+        assert_eq!(
+            p("/nonexistent/a.oci"),
+            Spec::Layout {
+                dir: "/nonexistent/a.oci".into(),
+                tag: None
+            }
+        );
+        assert_eq!(p("oci-archive:x.tar"), Spec::OciArchive("x.tar".into()));
+        assert_eq!(
+            p("docker-archive:d.tar"),
+            Spec::DockerArchive("d.tar".into())
+        );
+        assert_eq!(
+            p("docker://localhost:5000/a/b:1"),
+            Spec::Registry("localhost:5000/a/b:1".into())
+        );
+        let d = Digest::of(b"x");
+        assert_eq!(p(&d.to_string()), Spec::Digest(d));
+        assert!(matches!(
+            Spec::parse(&d.to_string(), false),
+            Err(AuditError::DigestOnly { .. })
+        ));
+        assert!(Spec::parse("oci-archive:", false).is_err());
+        assert!(Spec::parse("docker://", false).is_err());
+        assert_eq!(p("oci:a.oci:v1").to_string(), "oci:a.oci:v1");
+    }
+}
