@@ -87,6 +87,28 @@ pub struct LockedDeb {
     pub source_url: String,
 }
 
+/// The `[python]` interpreter archive, when the recipe uses one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedPython {
+    pub url: String,
+    pub sha256: Digest,
+}
+
+/// One wheel chosen for the target interpreter (`[[wheel]]`), sorted by name.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedWheel {
+    /// The normalized project name (PEP 503).
+    pub name: String,
+    pub version: String,
+    /// The wheel file name (its tags tell why it was chosen).
+    pub filename: String,
+    pub url: String,
+    pub size: u64,
+    pub sha256: Digest,
+}
+
 /// A lock file's content.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -96,6 +118,10 @@ pub struct Lock {
     pub base: Option<LockedBase>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub apt: Option<LockedApt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<LockedPython>,
+    #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
+    pub wheels: Vec<LockedWheel>,
 }
 
 impl Lock {
@@ -104,6 +130,8 @@ impl Lock {
             version: LOCK_VERSION,
             base: None,
             apt: None,
+            python: None,
+            wheels: Vec::new(),
         }
     }
 
@@ -176,6 +204,22 @@ impl Lock {
             out.push('\n');
             out.push_str(&toml::to_string(&Wrap { apt: a }).unwrap_or_default());
         }
+        if let Some(p) = &self.python {
+            #[derive(Serialize)]
+            struct Wrap<'a> {
+                python: &'a LockedPython,
+            }
+            out.push('\n');
+            out.push_str(&toml::to_string(&Wrap { python: p }).unwrap_or_default());
+        }
+        if !self.wheels.is_empty() {
+            #[derive(Serialize)]
+            struct Wrap<'a> {
+                wheel: &'a [LockedWheel],
+            }
+            out.push('\n');
+            out.push_str(&toml::to_string(&Wrap { wheel: &self.wheels }).unwrap_or_default());
+        }
         out
     }
 
@@ -227,6 +271,8 @@ mod tests {
                 manifest_digest: Digest::of(b"manifest"),
             }),
             apt: None,
+            python: None,
+            wheels: Vec::new(),
         }
     }
 

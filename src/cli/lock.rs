@@ -35,8 +35,10 @@ pub fn prepare_system(
     let lock_path = Lock::path_for(recipe_path);
     let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
     let sys = system::prepare(recipe, base, &mut lock, &fetcher()?, store, opts, reporter)?;
-    if let Some(n) = sys.apt_resolved {
+    if sys.lock_changed {
         lock.save(&lock_path)?;
+    }
+    if let Some(n) = sys.apt_resolved {
         if !cli.quiet {
             eprintln!(
                 "resolved [apt]: {n} packages to install, pinned in {}",

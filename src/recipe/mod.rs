@@ -98,8 +98,11 @@ pub enum PythonSource {
 /// `[python] archive = { url, sha256, prefix, strip }`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PythonArchive {
-    /// `https://…`, `http://…`, `file://…`, or a path relative to the recipe.
+    /// What to fetch: `https://…`, `http://…` or `file://…` (a relative path in the recipe
+    /// becomes a `file://` URL here).
     pub url: String,
+    /// The URL or path as written in the recipe (what the lock records: no host paths).
+    pub written: String,
     pub sha256: crate::digest::Digest,
     /// Where it goes in the image, e.g. `/opt/python`.
     pub prefix: String,

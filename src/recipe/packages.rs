@@ -219,11 +219,11 @@ fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<
             ),
         )
     };
-    let url = raw.url.ok_or_else(|| missing("url"))?.into_inner();
-    let url = if url.contains("://") {
-        url
+    let written = raw.url.ok_or_else(|| missing("url"))?.into_inner();
+    let url = if written.contains("://") {
+        written.clone()
     } else {
-        format!("file://{}", resolve(dir, &url).display())
+        format!("file://{}", resolve(dir, &written).display())
     };
     let sha = raw.sha256.ok_or_else(|| missing("sha256"))?;
     let hex = sha
@@ -264,6 +264,7 @@ fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<
     };
     Ok(PythonArchive {
         url,
+        written,
         sha256,
         prefix: prefix_s,
         strip,

@@ -94,6 +94,8 @@ pub struct System {
     pub apt_resolved: Option<usize>,
     /// Packages the layer installs (after the base's were left out).
     pub apt_packages: Vec<crate::lock::LockedDeb>,
+    /// Whether the lock changed (and should be saved).
+    pub lock_changed: bool,
 }
 
 /// The base image's layers as uncompressed tar streams, lowest first.
@@ -149,6 +151,7 @@ pub fn prepare(
             apt::resolve_locked(apt, &scanned, lock, fetcher, opts.pin, &recipe.path)?;
         if resolved {
             sys.apt_resolved = Some(packages.len());
+            sys.lock_changed = true;
         }
         if !packages.is_empty() {
             sys.layers.push(apt::layer(
@@ -156,6 +159,17 @@ pub fn prepare(
             )?);
         }
         sys.apt_packages = packages;
+    }
+    let archive = match recipe.python.as_ref().map(|p| &p.source) {
+        Some(PythonSource::Archive(a)) => Some(crate::lock::LockedPython {
+            url: a.written.clone(),
+            sha256: a.sha256,
+        }),
+        _ => None,
+    };
+    if lock.python != archive {
+        lock.python = archive;
+        sys.lock_changed = true;
     }
     if let Some(py) = &recipe.python {
         let (interp, layer) = python::prepare(
