@@ -12,5 +12,6 @@
 pub mod interpreter;
 pub mod markers;
 pub mod tags;
+pub mod wheel;
 
 pub use self::interpreter::{Interpreter, Scheme};
