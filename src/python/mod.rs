@@ -11,6 +11,8 @@
 
 pub mod interpreter;
 pub mod markers;
+pub mod pylock;
+pub mod requirements;
 pub mod tags;
 pub mod wheel;
 
