@@ -126,7 +126,7 @@ impl Version {
         }
         let local = match local {
             None => Vec::new(),
-            Some(l) if l.is_empty() => return Err(bad()),
+            Some("") => return Err(bad()),
             Some(l) => l.split(['.', '-', '_']).map(str::to_string).collect(),
         };
         if local
@@ -308,7 +308,7 @@ impl Specifier {
             ">" => {
                 vv > s
                     && !(s.post.is_none() && vv.post.is_some() && same_release(&vv, &s))
-                    && !(!v.local.is_empty() && v.public() == s)
+                    && (v.local.is_empty() || v.public() != s)
             }
             "~=" => {
                 let mut prefix = s.release.clone();
