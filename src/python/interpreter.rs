@@ -104,13 +104,7 @@ mod tests {
     #[test]
     fn versions_and_schemes() {
         let v = PyVersion::parse("3.11.2").unwrap();
-        assert_eq!(
-            v,
-            PyVersion {
-                major: 3,
-                minor: 11
-            }
-        );
+        assert_eq!(v, PyVersion { major: 3, minor: 11 });
         assert_eq!(v.cp_tag(), "cp311");
         assert_eq!(PyVersion::parse("3"), None);
         let s = Scheme::prefix("/opt/python/", v);

@@ -7,10 +7,13 @@
 //! - [`markers`]: PEP 508 environment markers (and the PEP 440 versions they compare).
 //! - [`pylock`] and [`requirements`]: the locked inputs (`pylock.toml`, hashed
 //!   `requirements.txt`).
-//! - [`wheel`]: installing verified wheels into a layer, without pip.
+//! - [`wheel`]: installing verified wheels into a layer, without pip ([`dist_info`]: the
+//!   RECORD, WHEEL and entry point formats; [`plan`]: how many layers the wheels go into).
 
+pub mod dist_info;
 pub mod interpreter;
 pub mod markers;
+pub mod plan;
 pub mod pylock;
 pub mod requirements;
 pub mod tags;

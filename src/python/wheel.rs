@@ -24,14 +24,16 @@ use std::collections::BTreeMap;
 use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
 
-use base64::Engine as _;
-
+use super::dist_info::{csv_field, entry_points, launcher, parse_record, shebang, wheel_field};
 use super::interpreter::Interpreter;
-use super::tags::{escape_name, normalize_name, WheelFile};
+use super::tags::{escape_name, WheelFile};
 use crate::digest::{Digest, Hasher, HashingReader};
 use crate::json::JsonError;
 use crate::layer::{self, ContentSink, Entry, EntryKind, LayerError, LayerOptions, StatKey};
 use crate::store::{CachedLayer, Store, StoreError};
+
+pub use super::dist_info::record_hash;
+pub use super::plan::{plan_layers, LayerLimits};
 
 /// Largest script read into memory (scripts are rewritten, so not streamed).
 const MAX_SCRIPT: u64 = 64 << 20;
@@ -133,14 +135,6 @@ struct Item {
     wheel: usize,
 }
 
-/// The RECORD hash field of a digest: `sha256=<urlsafe base64, no padding>`.
-pub fn record_hash(d: &Digest) -> String {
-    format!(
-        "sha256={}",
-        base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(d.as_bytes())
-    )
-}
-
 /// The layer cache key of installing `wheels` for `interp` with `opts` (sha256 of canonical
 /// JSON: the contract version, compressor, epoch, the wheels' names and sha256, the
 /// executable and the scheme). Input order does not matter.
@@ -172,70 +166,6 @@ pub fn layer_key(
         "wheel layer key",
         &v,
     )?))
-}
-
-/// Limits for [`plan_layers`].
-#[derive(Clone, Copy, Debug)]
-pub struct LayerLimits {
-    /// A wheel over this many (compressed) bytes gets a layer of its own.
-    pub big: u64,
-    /// Small wheels are spread over at most this many layers.
-    pub small_groups: usize,
-    /// At most this many layers in all.
-    pub max_layers: usize,
-}
-
-impl Default for LayerLimits {
-    fn default() -> Self {
-        LayerLimits {
-            big: 8 << 20,
-            small_groups: 4,
-            max_layers: 16,
-        }
-    }
-}
-
-/// Groups wheels `(name, size)` into layers: indices into `wheels`, each group ascending, the
-/// groups ordered by their first wheel's name. A wheel over `limits.big` is alone; small ones
-/// go to one of `limits.small_groups` groups chosen by a hash of their normalized name (so
-/// adding or removing a wheel leaves the other groups, and their cached layers, as they were).
-/// While there are more than `max_layers` groups, the two smallest merge.
-pub fn plan_layers(wheels: &[(&str, u64)], limits: &LayerLimits) -> Vec<Vec<usize>> {
-    let n_small = limits.small_groups.max(1);
-    let mut groups: Vec<Vec<usize>> = Vec::new();
-    let mut small: Vec<Vec<usize>> = vec![Vec::new(); n_small];
-    for (i, (name, size)) in wheels.iter().enumerate() {
-        if *size > limits.big {
-            groups.push(vec![i]);
-        } else {
-            let h = Digest::of(normalize_name(name).as_bytes());
-            let b = u64::from_be_bytes(h.as_bytes()[..8].try_into().unwrap_or([0; 8]));
-            small[(b % n_small as u64) as usize].push(i);
-        }
-    }
-    groups.extend(small.into_iter().filter(|g| !g.is_empty()));
-    let key = |i: usize| (normalize_name(wheels[i].0), wheels[i].0.to_string(), i);
-    let total = |g: &Vec<usize>| g.iter().map(|&i| wheels[i].1).sum::<u64>();
-    let order = |groups: &mut Vec<Vec<usize>>| {
-        for g in groups.iter_mut() {
-            g.sort_by_key(|&i| key(i));
-        }
-        groups.sort_by_key(|g| g.first().map(|&i| key(i)));
-    };
-    order(&mut groups);
-    while groups.len() > limits.max_layers.max(1) {
-        // The two smallest (ties: the earlier group) merge into the first of them.
-        let mut idx: Vec<usize> = (0..groups.len()).collect();
-        idx.sort_by_key(|&g| (total(&groups[g]), g));
-        let (a, b) = (idx[0].min(idx[1]), idx[0].max(idx[1]));
-        let moved = groups.remove(b);
-        groups[a].extend(moved);
-        order(&mut groups);
-    }
-    for g in groups.iter_mut() {
-        g.sort_unstable();
-    }
-    groups
 }
 
 /// Installs `wheels` into one layer (written to the store). On any error nothing is committed.
@@ -449,95 +379,6 @@ fn read_member<R: Read + io::Seek>(
     Ok(Some(out))
 }
 
-/// One RECORD row: hash (decoded sha256) and size.
-struct RecordRow {
-    sha256: Option<Digest>,
-    size: Option<u64>,
-}
-
-/// Splits one CSV line (RECORD is written by Python's csv module: `"` quoting, `""` escapes).
-fn csv_fields(line: &str) -> Vec<String> {
-    let mut out = vec![String::new()];
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        let cur = out.last_mut();
-        match (c, quoted, cur) {
-            ('"', true, Some(cur)) => {
-                if chars.peek() == Some(&'"') {
-                    chars.next();
-                    cur.push('"');
-                } else {
-                    quoted = false;
-                }
-            }
-            ('"', false, Some(cur)) if cur.is_empty() => quoted = true,
-            (',', false, _) => out.push(String::new()),
-            (c, _, Some(cur)) => cur.push(c),
-            (_, _, None) => {}
-        }
-    }
-    out
-}
-
-/// A CSV field, quoted when needed.
-fn csv_field(s: &str) -> String {
-    if s.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", s.replace('"', "\"\""))
-    } else {
-        s.to_string()
-    }
-}
-
-fn parse_record(text: &str, wheel: &str) -> Result<BTreeMap<String, RecordRow>, WheelError> {
-    let bad = |reason: String| WheelError::Format {
-        wheel: wheel.to_string(),
-        reason,
-    };
-    let mut rows = BTreeMap::new();
-    for (n, line) in text.lines().enumerate() {
-        let line = line.trim_end_matches('\r');
-        if line.is_empty() {
-            continue;
-        }
-        let f = csv_fields(line);
-        if f.len() != 3 {
-            return Err(bad(format!("RECORD line {}: expected 3 fields", n + 1)));
-        }
-        let sha256 = match f[1].as_str() {
-            "" => None,
-            h => {
-                let b64 = h.strip_prefix("sha256=").ok_or_else(|| {
-                    bad(format!("RECORD line {}: `{h}` is not a sha256 hash", n + 1))
-                })?;
-                let raw = base64::engine::general_purpose::URL_SAFE_NO_PAD
-                    .decode(b64.trim_end_matches('='))
-                    .ok()
-                    .and_then(|v| <[u8; 32]>::try_from(v).ok())
-                    .ok_or_else(|| bad(format!("RECORD line {}: invalid hash `{h}`", n + 1)))?;
-                Some(Digest::from_bytes(raw))
-            }
-        };
-        let size = match f[2].as_str() {
-            "" => None,
-            s => Some(
-                s.parse()
-                    .map_err(|_| bad(format!("RECORD line {}: invalid size `{s}`", n + 1)))?,
-            ),
-        };
-        rows.insert(f[0].clone(), RecordRow { sha256, size });
-    }
-    Ok(rows)
-}
-
-/// `Key: Value` lines of the WHEEL file.
-fn wheel_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
-    text.lines().find_map(|l| {
-        let (k, v) = l.split_once(':')?;
-        k.trim().eq_ignore_ascii_case(key).then(|| v.trim())
-    })
-}
-
 /// `path` relative to the directory `from` (both absolute), with `..` as needed.
 fn relative(from: &str, path: &str) -> String {
     let f: Vec<&str> = from.split('/').filter(|c| !c.is_empty()).collect();
@@ -556,82 +397,6 @@ fn join(dir: &str, rest: &str) -> String {
     } else {
         format!("{d}/{rest}")
     }
-}
-
-/// The shebang line `installer` writes for `executable` (the `/bin/sh` trick when it has a
-/// space or the line would be over 127 bytes).
-fn shebang(executable: &str) -> String {
-    if !executable.contains(' ') && executable.len() + 3 <= 127 {
-        return format!("#!{executable}");
-    }
-    let safe = !executable.is_empty()
-        && executable
-            .chars()
-            .all(|c| c.is_alphanumeric() || "_@%+=:,./-".contains(c));
-    let quoted = if safe {
-        executable.to_string()
-    } else {
-        format!("'{}'", executable.replace('\'', "'\"'\"'"))
-    };
-    format!("#!/bin/sh\n'''exec' {quoted} \"$0\" \"$@\"\n' '''")
-}
-
-/// The launcher `installer` writes for `module:attr`.
-pub fn launcher(executable: &str, module: &str, attr: &str) -> String {
-    let import = attr.split('.').next().unwrap_or(attr);
-    format!(
-        "{}\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom {module} import {import}\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit({attr}())\n",
-        shebang(executable)
-    )
-}
-
-/// `console_scripts` and `gui_scripts` of entry_points.txt: (name, module, attr).
-fn entry_points(text: &str, wheel: &str) -> Result<Vec<(String, String, String)>, WheelError> {
-    let mut out = Vec::new();
-    let mut section = String::new();
-    for (n, raw) in text.lines().enumerate() {
-        let bad = |reason: String| WheelError::EntryPoint {
-            wheel: wheel.to_string(),
-            line: n + 1,
-            reason,
-        };
-        let line = raw.trim();
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
-            section = s.trim().to_string();
-            continue;
-        }
-        if section != "console_scripts" && section != "gui_scripts" {
-            continue;
-        }
-        let (name, value) = line
-            .split_once('=')
-            .ok_or_else(|| bad("expected `name = module:function`".into()))?;
-        let name = name.trim();
-        if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
-            return Err(bad(format!("invalid script name `{name}`")));
-        }
-        let value = value.split('[').next().unwrap_or("").trim();
-        let (module, attr) = value
-            .split_once(':')
-            .map(|(m, a)| (m.trim(), a.trim()))
-            .ok_or_else(|| bad(format!("`{value}` has no `:function`")))?;
-        let ident = |s: &str| {
-            !s.is_empty()
-                && s.split('.').all(|p| {
-                    !p.is_empty()
-                        && !p.starts_with(|c: char| c.is_ascii_digit())
-                        && p.chars().all(|c| c.is_alphanumeric() || c == '_')
-                })
-        };
-        if !ident(module) || !ident(attr) {
-            return Err(bad(format!("`{value}` is not `module:function`")));
-        }
-        out.push((name.to_string(), module.to_string(), attr.to_string()));
-    }
-    Ok(out)
 }
 
 /// Maps one wheel's members to installed paths (layer paths) and their content.
@@ -981,101 +746,11 @@ mod tests {
     }
 
     #[test]
-    fn record_parsing_and_writing() {
-        let d = Digest::of(b"x");
-        let h = record_hash(&d);
-        assert!(h.starts_with("sha256=") && !h[7..].contains('='));
-        let text = format!("a.py,{h},1\n\"we,ird\"\"s.py\",{h},1\r\npkg.dist-info/RECORD,,\n");
-        let rows = parse_record(&text, "w").unwrap();
-        assert_eq!(rows.len(), 3);
-        assert_eq!(rows["we,ird\"s.py"].sha256, Some(d));
-        assert_eq!(rows["a.py"].size, Some(1));
-        assert_eq!(rows["pkg.dist-info/RECORD"].sha256, None);
-        assert_eq!(csv_field("we,ird\"s.py"), "\"we,ird\"\"s.py\"");
-        assert!(parse_record("a.py,md5=abc,1\n", "w").is_err());
-        assert!(parse_record("a.py,sha256=abc\n", "w").is_err());
-    }
-
-    #[test]
-    fn relative_paths_and_shebangs() {
+    fn relative_paths() {
         let site = "/usr/local/lib/python3.11/dist-packages";
         assert_eq!(relative(site, "/usr/local/bin/x"), "../../../bin/x");
         assert_eq!(relative(site, &format!("{site}/a/b.py")), "a/b.py");
         assert_eq!(join("/", "etc/x"), "etc/x");
         assert_eq!(join("/usr/local/", "x"), "usr/local/x");
-        assert_eq!(shebang("/usr/bin/python3"), "#!/usr/bin/python3");
-        assert_eq!(
-            shebang("/opt/my python/bin/python"),
-            "#!/bin/sh\n'''exec' '/opt/my python/bin/python' \"$0\" \"$@\"\n' '''"
-        );
-        assert_eq!(
-            launcher("/usr/bin/python3.11", "click.cli", "main"),
-            "#!/usr/bin/python3.11\n# -*- coding: utf-8 -*-\nimport re\nimport sys\nfrom click.cli import main\nif __name__ == \"__main__\":\n    sys.argv[0] = re.sub(r\"(-script\\.pyw|\\.exe)?$\", \"\", sys.argv[0])\n    sys.exit(main())\n"
-        );
-        assert!(
-            launcher("/p", "m", "a.b").contains("from m import a\n")
-                && launcher("/p", "m", "a.b").contains("sys.exit(a.b())")
-        );
-    }
-
-    #[test]
-    fn entry_point_parsing() {
-        let eps = entry_points(
-            "# c\n[console_scripts]\ndemo = demo.cli:main [extra]\n\n[gui_scripts]\ndemo-gui=demo.gui:App.run\n[other]\nx = y:z\n",
-            "w",
-        )
-        .unwrap();
-        assert_eq!(
-            eps,
-            [
-                (
-                    "demo".to_string(),
-                    "demo.cli".to_string(),
-                    "main".to_string()
-                ),
-                ("demo-gui".into(), "demo.gui".into(), "App.run".into())
-            ]
-        );
-        for bad in [
-            "[console_scripts]\nx = nocolon\n",
-            "[console_scripts]\n../x = a:b\n",
-            "[console_scripts]\nx = a:\n",
-        ] {
-            assert!(entry_points(bad, "w").is_err(), "{bad}");
-        }
-    }
-
-    #[test]
-    fn layer_plans() {
-        let l = LayerLimits {
-            big: 100,
-            small_groups: 2,
-            max_layers: 3,
-        };
-        let w = [
-            ("torch", 1000),
-            ("numpy", 500),
-            ("six", 10),
-            ("idna", 20),
-            ("click", 30),
-            ("scipy", 400),
-        ];
-        let plan = plan_layers(&w, &l);
-        assert_eq!(plan.len(), 3);
-        let mut all: Vec<usize> = plan.concat();
-        all.sort_unstable();
-        assert_eq!(all, [0, 1, 2, 3, 4, 5]);
-        // The biggest stays alone; the plan is a function of the input.
-        assert!(plan.contains(&vec![0]));
-        assert_eq!(plan, plan_layers(&w, &l));
-        let roomy = plan_layers(
-            &w,
-            &LayerLimits {
-                max_layers: 16,
-                ..l
-            },
-        );
-        assert!(roomy.contains(&vec![1]) && roomy.contains(&vec![5]) && roomy.len() <= 5);
-        assert!(plan_layers(&[], &l).is_empty());
     }
 }
