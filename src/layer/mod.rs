@@ -252,6 +252,26 @@ pub fn write_layer(
     out: &mut (dyn Write + Send),
     progress: &dyn Fn(u64),
 ) -> Result<LayerStats, LayerError> {
+    write_layer_with(entries, opts, out, progress, &mut host_file_content)
+}
+
+/// Hands a regular file's content to the tar writer: called once with a reader that yields
+/// exactly the entry's `size` bytes; returns what writing the entry returned.
+pub type ContentSink<'a> = dyn FnMut(&mut dyn Read) -> Result<(), LayerError> + 'a;
+
+/// [`write_layer`] with the content of regular files coming from `content` instead of the
+/// host file `EntryKind::File::src`: for every `File` entry it is called with the entry's
+/// index in `entries`, the entry, and a sink it must call exactly once with a reader of the
+/// content (a reader that borrows from the source, e.g. one member of an open zip archive, so
+/// nothing is extracted to disk first). Its error, or the sink's, fails the layer. The bytes
+/// written are the same as [`write_layer`]'s for the same entries and content.
+pub fn write_layer_with(
+    entries: &[Entry],
+    opts: &LayerOptions,
+    out: &mut (dyn Write + Send),
+    progress: &dyn Fn(u64),
+    content: &mut dyn FnMut(usize, &Entry, &mut ContentSink<'_>) -> Result<(), LayerError>,
+) -> Result<LayerStats, LayerError> {
     check_order(entries)?;
     let compressed = HashingWriter::new(out);
     let compressor = compress::Compressor::new(opts.compression, opts.threads, compressed)
@@ -280,7 +300,7 @@ pub fn write_layer(
             let (_, digest, size) = compressed.finish();
             Ok((digest, size))
         });
-        let produced = produce(entries, opts, ChunkSender::new(tx), progress);
+        let produced = produce(entries, opts, ChunkSender::new(tx), progress, content);
         let consumed = consumer.join().unwrap_or_else(|_| {
             Err(LayerError::Write {
                 entry: String::new(),
@@ -303,43 +323,65 @@ pub fn write_layer(
 const PIPE_DEPTH: usize = 4;
 const CHUNK: usize = 1 << 20;
 
+/// The content of an entry's host file `src` (what [`write_layer`] streams).
+fn host_file_content(_: usize, e: &Entry, sink: &mut ContentSink<'_>) -> Result<(), LayerError> {
+    let EntryKind::File { src, .. } = &e.kind else {
+        return Ok(());
+    };
+    let mut file = fs_err::File::open(src).map_err(|source| LayerError::Io {
+        path: src.clone(),
+        source,
+    })?;
+    sink(&mut file).map_err(|err| match err {
+        LayerError::SizeMismatch {
+            expected, found, ..
+        } => LayerError::Changed {
+            path: src.clone(),
+            expected,
+            found,
+        },
+        LayerError::ReadContent { source, .. } => LayerError::Io {
+            path: src.clone(),
+            source,
+        },
+        other => other,
+    })
+}
+
 /// The tar stage: entries → tar stream (hashed: the diff_id) → chunks.
 fn produce(
     entries: &[Entry],
     opts: &LayerOptions,
     sink: ChunkSender,
     progress: &dyn Fn(u64),
+    content: &mut dyn FnMut(usize, &Entry, &mut ContentSink<'_>) -> Result<(), LayerError>,
 ) -> Result<(Digest, u64), LayerError> {
     let mut tar = TarWriter::new(HashingWriter::new(sink), opts.epoch);
-    for e in entries {
+    for (i, e) in entries.iter().enumerate() {
         match &e.kind {
             EntryKind::Dir => tar.append_dir(&e.path, e.mode, e.uid, e.gid)?,
             EntryKind::Symlink { target } => tar.append_symlink(&e.path, target, e.uid, e.gid)?,
             EntryKind::Hardlink { target } => tar.append_hardlink(&e.path, target, e.uid, e.gid)?,
-            EntryKind::File { src, size } => {
-                let file = fs_err::File::open(src).map_err(|source| LayerError::Io {
-                    path: src.clone(),
-                    source,
+            EntryKind::File { size, .. } => {
+                let mut written = false;
+                let tar = &mut tar;
+                content(i, e, &mut |r: &mut dyn Read| {
+                    if written {
+                        return Err(LayerError::Contract {
+                            entry: e.path.clone(),
+                            reason: "its content source provided content twice",
+                        });
+                    }
+                    written = true;
+                    let mut reader = ProgressReader { inner: r, progress };
+                    tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
                 })?;
-                let mut reader = ProgressReader {
-                    inner: file,
-                    progress,
-                };
-                tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
-                    .map_err(|err| match err {
-                        LayerError::SizeMismatch {
-                            expected, found, ..
-                        } => LayerError::Changed {
-                            path: src.clone(),
-                            expected,
-                            found,
-                        },
-                        LayerError::ReadContent { source, .. } => LayerError::Io {
-                            path: src.clone(),
-                            source,
-                        },
-                        other => other,
-                    })?;
+                if !written {
+                    return Err(LayerError::Contract {
+                        entry: e.path.clone(),
+                        reason: "its content source provided no content",
+                    });
+                }
             }
         }
     }

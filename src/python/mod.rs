@@ -3,7 +3,20 @@
 //! - [`interpreter`]: the interpreter's version, ABI tag, platform and install scheme, known
 //!   without running Python on the build host (from apt packages, an interpreter archive, or the
 //!   base image's files).
+//! - [`tags`]: wheel file names and which wheel fits the interpreter best.
+//! - [`markers`]: PEP 508 environment markers (and the PEP 440 versions they compare).
+//! - [`pylock`] and [`requirements`]: the locked inputs (`pylock.toml`, hashed
+//!   `requirements.txt`).
+//! - [`wheel`]: installing verified wheels into a layer, without pip ([`dist_info`]: the
+//!   RECORD, WHEEL and entry point formats; [`plan`]: how many layers the wheels go into).
 
+pub mod dist_info;
 pub mod interpreter;
+pub mod markers;
+pub mod plan;
+pub mod pylock;
+pub mod requirements;
+pub mod tags;
+pub mod wheel;
 
 pub use self::interpreter::{Interpreter, Scheme};
