@@ -1,6 +1,7 @@
 //! ocibuild: a daemonless, reproducible OCI image builder.
 //!
 //! Modules, foundations first; a module uses only those above it:
+//! - [`defaults`]: default index, archive and registry locations.
 //! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
 //! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
 //! - [`store`]: the content-addressed blob store and the layer cache.
@@ -25,6 +26,7 @@ pub mod audit;
 pub mod base;
 pub mod build;
 pub mod cli;
+pub mod defaults;
 pub mod digest;
 pub mod image;
 pub mod json;

@@ -95,6 +95,18 @@ pub struct LockedPython {
     pub sha256: Digest,
 }
 
+/// What the `[[wheel]]` entries answer: the recipe's pylock.toml or requirements.txt (by
+/// digest) for a target interpreter. A change to either makes the wheels resolve again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedPythonPackages {
+    /// The file as written in the recipe (`pylock.toml`, `requirements.txt`).
+    pub file: String,
+    pub sha256: Digest,
+    /// The interpreter the wheels were chosen for: `cp311-x86_64-glibc2.36`.
+    pub target: String,
+}
+
 /// One wheel chosen for the target interpreter (`[[wheel]]`), sorted by name.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
@@ -120,6 +132,12 @@ pub struct Lock {
     pub apt: Option<LockedApt>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub python: Option<LockedPython>,
+    #[serde(
+        default,
+        rename = "python-packages",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub python_packages: Option<LockedPythonPackages>,
     #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
     pub wheels: Vec<LockedWheel>,
 }
@@ -131,6 +149,7 @@ impl Lock {
             base: None,
             apt: None,
             python: None,
+            python_packages: None,
             wheels: Vec::new(),
         }
     }
@@ -212,6 +231,15 @@ impl Lock {
             out.push('\n');
             out.push_str(&toml::to_string(&Wrap { python: p }).unwrap_or_default());
         }
+        if let Some(p) = &self.python_packages {
+            #[derive(Serialize)]
+            struct Wrap<'a> {
+                #[serde(rename = "python-packages")]
+                p: &'a LockedPythonPackages,
+            }
+            out.push('\n');
+            out.push_str(&toml::to_string(&Wrap { p }).unwrap_or_default());
+        }
         if !self.wheels.is_empty() {
             #[derive(Serialize)]
             struct Wrap<'a> {
@@ -277,6 +305,7 @@ mod tests {
             }),
             apt: None,
             python: None,
+            python_packages: None,
             wheels: Vec::new(),
         }
     }

@@ -7,10 +7,12 @@
 //! - [`markers`]: PEP 508 environment markers (and the PEP 440 versions they compare).
 //! - [`pylock`] and [`requirements`]: the locked inputs (`pylock.toml`, hashed
 //!   `requirements.txt`).
+//! - [`index`]: the simple repository API (PEP 691 / PEP 503) for `requirements.txt` pins.
 //! - [`wheel`]: installing verified wheels into a layer, without pip ([`dist_info`]: the
 //!   RECORD, WHEEL and entry point formats; [`plan`]: how many layers the wheels go into).
 
 pub mod dist_info;
+pub mod index;
 pub mod interpreter;
 pub mod markers;
 pub mod plan;

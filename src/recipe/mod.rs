@@ -82,6 +82,39 @@ pub struct Python {
     pub source: PythonSource,
     /// An expected `major.minor`: the build fails when the interpreter found is another.
     pub version: Option<String>,
+    /// The packages to install as wheels, when any.
+    pub packages: Option<PythonPackages>,
+}
+
+/// Where the locked set of Python packages comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PythonPackages {
+    /// `lock = "pylock.toml"` (PEP 751): the file as written, and resolved.
+    Pylock { written: String, path: PathBuf },
+    /// `requirements = "requirements.txt"` with `--hash` pins, looked up on `index`.
+    Requirements {
+        written: String,
+        path: PathBuf,
+        /// The simple API root (default PyPI's).
+        index: String,
+    },
+}
+
+impl PythonPackages {
+    /// The file as written in the recipe.
+    pub fn written(&self) -> &str {
+        match self {
+            PythonPackages::Pylock { written, .. }
+            | PythonPackages::Requirements { written, .. } => written,
+        }
+    }
+
+    /// The file on disk.
+    pub fn path(&self) -> &Path {
+        match self {
+            PythonPackages::Pylock { path, .. } | PythonPackages::Requirements { path, .. } => path,
+        }
+    }
 }
 
 /// Where the interpreter comes from.

@@ -8,7 +8,9 @@ use toml::Spanned;
 use super::grammar::normalize_abs;
 use super::raw::{RawApt, RawAptSource, RawPython, RawPythonArchive};
 use super::validate::{backticked, resolve};
-use super::{Apt, AptSource, Ctx, Platform, Python, PythonArchive, PythonSource, RecipeError};
+use super::{
+    Apt, AptSource, Ctx, Platform, Python, PythonArchive, PythonPackages, PythonSource, RecipeError,
+};
 use crate::digest::Digest;
 
 type Result<T> = std::result::Result<T, RecipeError>;
@@ -203,8 +205,61 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
             (None, Some(a)) => PythonSource::Archive(archive(ctx, a, dir)?),
             (None, None) => PythonSource::Auto,
         };
+    let packages = match (raw.lock, raw.requirements) {
+        (Some(_), Some(r)) => {
+            return Err(ctx.err(
+                r.span(),
+                "[python]: `lock` and `requirements` exclude each other: give one locked set of \
+                 packages",
+            ))
+        }
+        (Some(l), None) => {
+            if let Some(i) = &raw.index {
+                return Err(ctx.err(
+                    i.span(),
+                    "[python]: `index` goes with `requirements`; a pylock.toml names its own URLs",
+                ));
+            }
+            let written = l.into_inner();
+            Some(PythonPackages::Pylock {
+                path: resolve(dir, &written),
+                written,
+            })
+        }
+        (None, Some(r)) => {
+            let index = match raw.index {
+                None => crate::defaults::PYPI_SIMPLE.to_string(),
+                Some(i) => {
+                    let u = i.get_ref();
+                    if !(u.starts_with("https://") || u.starts_with("http://")) {
+                        return Err(ctx.err(
+                            i.span(),
+                            format!("[python]: invalid index `{u}`: expected an http(s) URL of a simple repository API root"),
+                        ));
+                    }
+                    i.into_inner().trim_end_matches('/').to_string()
+                }
+            };
+            let written = r.into_inner();
+            Some(PythonPackages::Requirements {
+                path: resolve(dir, &written),
+                written,
+                index,
+            })
+        }
+        (None, None) => {
+            if let Some(i) = &raw.index {
+                return Err(ctx.err(i.span(), "[python]: `index` without `requirements`"));
+            }
+            None
+        }
+    };
     let _ = span;
-    Ok(Python { source, version })
+    Ok(Python {
+        source,
+        version,
+        packages,
+    })
 }
 
 fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<PythonArchive> {

@@ -55,6 +55,9 @@ pub(super) struct RawPython {
     pub path: Option<Spanned<String>>,
     pub archive: Option<Spanned<RawPythonArchive>>,
     pub version: Option<Spanned<String>>,
+    pub lock: Option<Spanned<String>>,
+    pub requirements: Option<Spanned<String>>,
+    pub index: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -16,10 +16,7 @@ use std::str::FromStr;
 
 use crate::digest::Digest;
 
-/// The registry unqualified names resolve to.
-pub const DEFAULT_REGISTRY: &str = "docker.io";
-/// The host that serves the API for [`DEFAULT_REGISTRY`].
-pub const DOCKER_HUB_API_HOST: &str = "registry-1.docker.io";
+pub use crate::defaults::{DEFAULT_REGISTRY, DOCKER_HUB_API_HOST};
 /// The tag used when a reference has neither tag nor digest.
 pub const DEFAULT_TAG: &str = "latest";
 

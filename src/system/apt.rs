@@ -112,7 +112,8 @@ pub fn resolve_locked(
         }
     }
     if pin == AptPin::Frozen {
-        return Err(SystemError::Stale {
+        return Err(SystemError::StaleLock {
+            section: "[apt]".into(),
             what: staleness.unwrap_or_default(),
             lock: Lock::path_for(recipe_path).display().to_string(),
         });
@@ -237,58 +238,9 @@ fn download_all(
     store: &Store,
     locked: &[Locked],
 ) -> Result<Vec<std::path::PathBuf>, SystemError> {
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let results: Vec<Vec<(usize, Result<std::path::PathBuf, apt::AptError>)>> =
-        std::thread::scope(|s| {
-            let workers: Vec<_> = (0..DOWNLOADS.min(locked.len()).max(1))
-                .map(|_| {
-                    s.spawn(|| {
-                        let mut out = Vec::new();
-                        loop {
-                            let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                            let Some(l) = locked.get(i) else { break };
-                            let r = apt::download(fetcher, store, l);
-                            let failed = r.is_err();
-                            out.push((i, r));
-                            if failed {
-                                break;
-                            }
-                        }
-                        out
-                    })
-                })
-                .collect();
-            workers
-                .into_iter()
-                .map(|w| w.join().unwrap_or_default())
-                .collect()
-        });
-    let mut paths: Vec<Option<std::path::PathBuf>> = vec![None; locked.len()];
-    let mut first_err = None;
-    for (i, r) in results.into_iter().flatten() {
-        match r {
-            Ok(p) => paths[i] = Some(p),
-            Err(e) => {
-                // The lowest index's error, so the message does not depend on thread timing.
-                if first_err.as_ref().is_none_or(|(j, _)| i < *j) {
-                    first_err = Some((i, e));
-                }
-            }
-        }
-    }
-    if let Some((_, e)) = first_err {
-        return Err(e.into());
-    }
-    paths
+    // In order: the first failing package's error, whatever the threads' timing.
+    super::parallel_map(locked, DOWNLOADS, |l| apt::download(fetcher, store, l))
         .into_iter()
-        .enumerate()
-        .map(|(i, p)| {
-            p.ok_or_else(|| {
-                SystemError::Apt(apt::AptError::Deb {
-                    package: locked[i].name.clone(),
-                    reason: "download did not finish (a download thread panicked)".into(),
-                })
-            })
-        })
+        .map(|r| r.map_err(SystemError::from))
         .collect()
 }

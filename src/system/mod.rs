@@ -11,6 +11,7 @@
 
 pub mod apt;
 pub mod python;
+pub mod wheels;
 
 use std::io::{self, Read};
 
@@ -46,10 +47,104 @@ pub enum SystemError {
     #[error("[python]: {problem}")]
     Python { problem: String },
     #[error(
-        "[apt] changed since the lock was written ({what}) and --locked forbids resolving again: \
-         run `ocibuild lock` to update {lock}"
+        "{section} changed since the lock was written ({what}) and --locked forbids resolving \
+         again: run `ocibuild lock` to update {lock}"
     )]
-    Stale { what: String, lock: String },
+    StaleLock {
+        section: String,
+        what: String,
+        lock: String,
+    },
+    #[error("python package `{package}`: {reason}")]
+    Wheel { package: String, reason: String },
+    #[error("{what}: fetching {url}: {reason}")]
+    Fetch {
+        what: String,
+        url: String,
+        reason: String,
+    },
+    #[error("{} ({}): sha256 mismatch: expected {}{}, found {} ({} bytes)", .0.what, .0.url, .0.expected, .0.expected_size.map(|s| format!(" and {s} bytes")).unwrap_or_default(), .0.found, .0.found_size)]
+    HashMismatch(Box<FetchMismatch>),
+}
+
+/// The details of [`SystemError::HashMismatch`].
+#[derive(Debug)]
+pub struct FetchMismatch {
+    pub what: String,
+    pub url: String,
+    pub expected: Digest,
+    pub expected_size: Option<u64>,
+    pub found: Digest,
+    pub found_size: u64,
+}
+
+/// Fetches `url` into the store unless the blob is there, verified by sha256 (and size when
+/// known) as it streams; nothing is committed on a mismatch. Returns the blob's path.
+pub fn fetch_verified(
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    url: &str,
+    sha256: Digest,
+    size: Option<u64>,
+    what: &str,
+) -> Result<std::path::PathBuf, SystemError> {
+    if store.has_blob(&sha256) {
+        return Ok(store.blob_path(&sha256));
+    }
+    let fetch_err = |reason: String| SystemError::Fetch {
+        what: what.to_string(),
+        url: url.to_string(),
+        reason,
+    };
+    let r = fetcher
+        .open(url)
+        .map_err(|e| fetch_err(e.to_string()))?
+        .ok_or_else(|| fetch_err("not found (HTTP 404, or no such file)".into()))?;
+    let mut w = store.blob_writer()?;
+    let mut hr = crate::digest::HashingReader::new(r);
+    // A size bound, so a wrong server cannot fill the disk: one byte past the expected size is
+    // enough to know it is wrong.
+    let limit = size.map(|s| s + 1).unwrap_or(u64::MAX);
+    io::copy(&mut (&mut hr).take(limit), &mut w).map_err(|e| fetch_err(e.to_string()))?;
+    let (_, found, found_size) = hr.finish();
+    if found != sha256 || size.is_some_and(|s| s != found_size) {
+        return Err(SystemError::HashMismatch(Box::new(FetchMismatch {
+            what: what.to_string(),
+            url: url.to_string(),
+            expected: sha256,
+            expected_size: size,
+            found,
+            found_size,
+        })));
+    }
+    w.commit(Some(sha256))?;
+    Ok(store.blob_path(&sha256))
+}
+
+/// `f` over `items` on up to `n` threads; results in input order.
+pub fn parallel_map<T: Sync, R: Send>(items: &[T], n: usize, f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let workers: Vec<_> = (0..n.min(items.len()).max(1))
+            .map(|_| {
+                s.spawn(|| {
+                    let mut out = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                        let Some(item) = items.get(i) else { break };
+                        out.push((i, f(item)));
+                    }
+                    out
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap_or_default())
+            .collect()
+    });
+    done.sort_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
 
 /// How a build treats the lock's `[apt]` section.
@@ -94,6 +189,10 @@ pub struct System {
     pub apt_resolved: Option<usize>,
     /// Packages the layer installs (after the base's were left out).
     pub apt_packages: Vec<crate::lock::LockedDeb>,
+    /// Whether the wheels were resolved (and the lock changed), with their count.
+    pub wheels_resolved: Option<usize>,
+    /// The wheels installed.
+    pub wheels: Vec<crate::lock::LockedWheel>,
     /// Whether the lock changed (and should be saved).
     pub lock_changed: bool,
 }
@@ -184,6 +283,25 @@ pub fn prepare(
         )?;
         if let Some(l) = layer {
             sys.layers.push(l);
+        }
+        if let Some(pkgs) = &py.packages {
+            let (wheels, resolved) = wheels::resolve_locked(
+                pkgs,
+                &interp,
+                lock,
+                fetcher,
+                store,
+                opts.pin,
+                &recipe.path,
+            )?;
+            if resolved {
+                sys.wheels_resolved = Some(wheels.len());
+                sys.lock_changed = true;
+            }
+            sys.layers.extend(wheels::layers(
+                &wheels, &interp, fetcher, store, opts, reporter,
+            )?);
+            sys.wheels = wheels;
         }
         sys.interpreter = Some(interp);
     }

@@ -10,7 +10,7 @@ use serde_json::json;
 
 use super::{Extra, SystemError, SystemOptions};
 use crate::apt::{self, Fetcher, Version};
-use crate::digest::{Digest, HashingReader};
+use crate::digest::Digest;
 use crate::json as cjson;
 use crate::layer::{self, CopySpec, LayerOptions, ModePolicy};
 use crate::lock::LockedDeb;
@@ -198,36 +198,6 @@ fn found_list(base: &apt::Base, apt_version: Option<PyVersion>) -> String {
     }
 }
 
-/// Fetches the archive into the store (verified by sha256) unless it is there.
-fn fetch_archive(
-    a: &PythonArchive,
-    fetcher: &dyn Fetcher,
-    store: &Store,
-) -> Result<PathBuf, SystemError> {
-    if store.has_blob(&a.sha256) {
-        return Ok(store.blob_path(&a.sha256));
-    }
-    let err = |reason: String| SystemError::Archive {
-        url: a.url.clone(),
-        reason,
-    };
-    let r = fetcher
-        .open(&a.url)?
-        .ok_or_else(|| err("not found".into()))?;
-    let mut w = store.blob_writer()?;
-    let mut hr = HashingReader::new(r);
-    io::copy(&mut hr, &mut w).map_err(|e| err(format!("download failed: {e}")))?;
-    let (_, found, _) = hr.finish();
-    if found != a.sha256 {
-        return Err(err(format!(
-            "sha256 mismatch: the recipe says {}, the download is {found}",
-            a.sha256
-        )));
-    }
-    w.commit(Some(a.sha256))?;
-    Ok(store.blob_path(&a.sha256))
-}
-
 /// The archive's decompressed tar stream, by magic bytes: gzip, zstd, xz or plain tar.
 fn decompress<'a>(r: impl BufRead + 'a) -> io::Result<Box<dyn Read + 'a>> {
     let mut r = r;
@@ -409,7 +379,7 @@ fn archive_layer(
         }
     }
     let _guard = store.lock(&key.hex())?;
-    let path = fetch_archive(a, fetcher, store)?;
+    let path = super::fetch_verified(fetcher, store, &a.url, a.sha256, None, "[python] archive")?;
     let spool = tempfile::Builder::new()
         .prefix("python-spool-")
         .tempdir_in(store.root().join("tmp"))

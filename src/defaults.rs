@@ -1,0 +1,13 @@
+//! Default index, archive and registry locations, in one place.
+
+/// PyPI's simple repository API (PEP 691 JSON, PEP 503 HTML).
+pub const PYPI_SIMPLE: &str = "https://pypi.org/simple";
+
+/// The Debian archive (what `recipes/bookworm-python.toml` names).
+pub const DEBIAN_ARCHIVE: &str = "https://deb.debian.org/debian";
+
+/// The registry a reference without a host means (Docker Hub).
+pub const DEFAULT_REGISTRY: &str = "docker.io";
+
+/// Where Docker Hub's registry API is actually served.
+pub const DOCKER_HUB_API_HOST: &str = "registry-1.docker.io";

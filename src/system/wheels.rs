@@ -1,0 +1,273 @@
+//! The wheel step: the recipe's pylock.toml or hashed requirements.txt resolved through the
+//! lock into one wheel per package for the target interpreter, downloaded (verified) into the
+//! store, and installed into layers (a big wheel alone, small ones grouped), each cached by its
+//! wheels' digests and the interpreter's scheme.
+
+use std::path::Path;
+
+use super::{fetch_verified, parallel_map, AptPin, Extra, SystemError, SystemOptions};
+use crate::apt::Fetcher;
+use crate::digest::Digest;
+use crate::layer::LayerOptions;
+use crate::lock::{Lock, LockedPythonPackages, LockedWheel};
+use crate::progress::Reporter;
+use crate::python::index::{IndexClient, IndexFile};
+use crate::python::markers::{MarkerEnv, Version};
+use crate::python::plan::{plan_layers, LayerLimits};
+use crate::python::tags::{self, normalize_name, WheelFile};
+use crate::python::wheel::{build_wheel_layer, layer_key, WheelInput};
+use crate::python::{pylock, requirements, Interpreter};
+use crate::recipe::PythonPackages;
+use crate::store::Store;
+
+/// Parallel wheel downloads.
+const DOWNLOADS: usize = 4;
+
+/// `cp311-x86_64-glibc2.36`: what wheel selection depends on.
+pub fn target(interp: &Interpreter) -> String {
+    let libc = match interp.glibc {
+        Some((a, b)) => format!("glibc{a}.{b}"),
+        None => "noglibc".into(),
+    };
+    format!("{}-{}-{libc}", interp.abi(), interp.machine)
+}
+
+fn wheel_err(package: &str, reason: impl std::fmt::Display) -> SystemError {
+    SystemError::Wheel {
+        package: package.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+/// The wheels to install: the lock's while it answers the recipe's file for this interpreter
+/// (and `pin` allows), else resolved now into `lock`. Returns (wheels, resolved now).
+#[allow(clippy::too_many_arguments)]
+pub fn resolve_locked(
+    pkgs: &PythonPackages,
+    interp: &Interpreter,
+    lock: &mut Lock,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    pin: AptPin,
+    recipe_path: &Path,
+) -> Result<(Vec<LockedWheel>, bool), SystemError> {
+    let bytes = fs_err::read(pkgs.path()).map_err(|e| SystemError::Python {
+        problem: format!("reading {}: {e}", pkgs.written()),
+    })?;
+    let want = LockedPythonPackages {
+        file: pkgs.written().to_string(),
+        sha256: Digest::of(&bytes),
+        target: target(interp),
+    };
+    let stale = match &lock.python_packages {
+        None => Some("the lock has no [python-packages] section".to_string()),
+        Some(l) if l.file != want.file => Some(format!("file {} → {}", l.file, want.file)),
+        Some(l) if l.sha256 != want.sha256 => Some(format!("{} changed", want.file)),
+        Some(l) if l.target != want.target => {
+            Some(format!("target interpreter {} → {}", l.target, want.target))
+        }
+        Some(_) => None,
+    };
+    if pin != AptPin::Update && stale.is_none() {
+        return Ok((lock.wheels.clone(), false));
+    }
+    if pin == AptPin::Frozen {
+        return Err(SystemError::StaleLock {
+            section: "python packages".into(),
+            what: stale.unwrap_or_default(),
+            lock: Lock::path_for(recipe_path).display().to_string(),
+        });
+    }
+    let text = String::from_utf8(bytes).map_err(|_| SystemError::Python {
+        problem: format!("{} is not UTF-8", pkgs.written()),
+    })?;
+    let mut wheels = match pkgs {
+        PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp)?,
+        PythonPackages::Requirements { index, .. } => from_requirements(&text, index, interp)?,
+    };
+    // Sizes a lock did not state come from the (verified) download.
+    for w in wheels.iter_mut().filter(|w| w.size == 0) {
+        let p = fetch_verified(fetcher, store, &w.url, w.sha256, None, &w.filename)?;
+        w.size = fs_err::metadata(&p)
+            .map_err(|e| wheel_err(&w.name, e))?
+            .len();
+    }
+    wheels.sort_by(|a, b| a.name.cmp(&b.name));
+    if let Some(pair) = wheels.windows(2).find(|p| p[0].name == p[1].name) {
+        return Err(wheel_err(&pair[0].name, "listed twice"));
+    }
+    lock.python_packages = Some(want);
+    lock.wheels = wheels.clone();
+    Ok((wheels, true))
+}
+
+fn from_pylock(
+    text: &str,
+    path: &Path,
+    interp: &Interpreter,
+) -> Result<Vec<LockedWheel>, SystemError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let packages = pylock::parse(text, interp).map_err(|e| SystemError::Python {
+        problem: format!("{}: {e}", path.display()),
+    })?;
+    let mut out = Vec::new();
+    for p in packages {
+        let w = p.select_wheel(interp).map_err(|e| wheel_err(&p.name, e))?;
+        let url = match (&w.url, &w.path) {
+            (Some(u), _) => u.clone(),
+            (None, Some(rel)) => format!("file://{}", dir.join(rel).display()),
+            (None, None) => return Err(wheel_err(&p.name, "a wheel with neither url nor path")),
+        };
+        out.push(LockedWheel {
+            name: normalize_name(&p.name),
+            version: p.version.clone().unwrap_or_else(|| w.file.version.clone()),
+            filename: w.file.filename.clone(),
+            url,
+            size: w.size.unwrap_or(0),
+            sha256: w.sha256,
+        });
+    }
+    Ok(out)
+}
+
+fn from_requirements(
+    text: &str,
+    index: &str,
+    interp: &Interpreter,
+) -> Result<Vec<LockedWheel>, SystemError> {
+    let reqs = requirements::parse(text).map_err(|e| SystemError::Python {
+        problem: format!("requirements: {e}"),
+    })?;
+    let env = MarkerEnv::for_interpreter(interp);
+    let client = IndexClient::new(&[index]).map_err(|e| SystemError::Python {
+        problem: e.to_string(),
+    })?;
+    let applicable: Vec<_> = reqs.into_iter().filter(|r| r.applies(&env)).collect();
+    let pages = parallel_map(&applicable, DOWNLOADS, |r| {
+        client.files(index, &r.normalized_name())
+    });
+    let mut out = Vec::new();
+    for (r, page) in applicable.iter().zip(pages) {
+        let name = r.normalized_name();
+        let files = page.map_err(|e| wheel_err(&name, e))?;
+        let want = Version::parse(&r.version).map_err(|e| wheel_err(&name, e))?;
+        let mut cands: Vec<(WheelFile, &IndexFile)> = Vec::new();
+        let mut sdist = false;
+        for f in &files {
+            let Ok(wf) = WheelFile::parse(&f.filename) else {
+                sdist |= f.filename.ends_with(".tar.gz") || f.filename.ends_with(".zip");
+                continue;
+            };
+            let same = Version::parse(&wf.version).is_ok_and(|v| v == want);
+            let hashed = f.sha256.is_some_and(|h| r.hashes.contains(&h));
+            if same && hashed && normalize_name(&wf.name) == name {
+                cands.push((wf, f));
+            }
+        }
+        let files_only: Vec<WheelFile> = cands.iter().map(|(w, _)| w.clone()).collect();
+        if files_only.is_empty() {
+            return Err(wheel_err(
+                &name,
+                if sdist {
+                    format!("{name}=={}: the index has no wheel with an allowed --hash, only an sdist: ocibuild does not build packages", r.version)
+                } else {
+                    format!("{name}=={}: the index lists no wheel whose sha256 is one of the requirement's --hash values", r.version)
+                },
+            ));
+        }
+        let best = tags::select(&files_only, interp).map_err(|e| wheel_err(&name, e))?;
+        let Some((_, f)) = cands.iter().find(|(w, _)| w.filename == best.filename) else {
+            return Err(wheel_err(&name, "internal: the selected wheel vanished"));
+        };
+        out.push(LockedWheel {
+            name: name.clone(),
+            version: r.version.clone(),
+            filename: f.filename.clone(),
+            url: f.url.clone(),
+            size: f.size.unwrap_or(0),
+            sha256: f.sha256.unwrap_or(Digest::of(b"")),
+        });
+    }
+    Ok(out)
+}
+
+/// Downloads the wheels the store lacks (verified, in parallel) and builds their layers.
+pub fn layers(
+    wheels: &[LockedWheel],
+    interp: &Interpreter,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    opts: &SystemOptions,
+    reporter: &dyn Reporter,
+) -> Result<Vec<Extra>, SystemError> {
+    let lopts = LayerOptions {
+        epoch: opts.epoch,
+        compression: opts.compression,
+        threads: opts.threads,
+    };
+    let sizes: Vec<(&str, u64)> = wheels.iter().map(|w| (w.name.as_str(), w.size)).collect();
+    let groups = plan_layers(&sizes, &LayerLimits::default());
+    let mut out = Vec::with_capacity(groups.len());
+    for group in groups {
+        let members: Vec<&LockedWheel> = group.iter().map(|&i| &wheels[i]).collect();
+        let name = match members.as_slice() {
+            [one] => format!("wheel-{}", one.name),
+            many => format!("wheels-{}-and-{}-more", many[0].name, many.len() - 1),
+        };
+        let created_by = format!(
+            "ocibuild wheels: {}",
+            members
+                .iter()
+                .map(|w| w.filename.as_str())
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let inputs_of = |paths: Vec<std::path::PathBuf>| -> Result<Vec<WheelInput>, SystemError> {
+            members
+                .iter()
+                .zip(paths)
+                .map(|(w, path)| {
+                    Ok(WheelInput {
+                        path,
+                        file: WheelFile::parse(&w.filename).map_err(|e| wheel_err(&w.name, e))?,
+                        sha256: w.sha256,
+                    })
+                })
+                .collect()
+        };
+        // The key needs only names and digests: the paths are placeholders until a miss.
+        let placeholders = inputs_of(members.iter().map(|w| store.blob_path(&w.sha256)).collect())?;
+        let key = layer_key(&placeholders, interp, &lopts).map_err(|e| wheel_err(&name, e))?;
+        if !opts.no_cache {
+            if let Some(hit) = store.cached_layer(&key)? {
+                reporter.layer_finished(&name, true);
+                out.push(Extra {
+                    name,
+                    layer: hit,
+                    cached: true,
+                    created_by,
+                });
+                continue;
+            }
+        }
+        let _guard = store.lock(&key.hex())?;
+        reporter.layer_started(&name, members.iter().map(|w| w.size).sum());
+        let paths = parallel_map(&members, DOWNLOADS, |w| {
+            fetch_verified(fetcher, store, &w.url, w.sha256, Some(w.size), &w.filename)
+        })
+        .into_iter()
+        .collect::<Result<Vec<_>, _>>()?;
+        let inputs = inputs_of(paths)?;
+        let built =
+            build_wheel_layer(store, &inputs, interp, &lopts).map_err(|e| wheel_err(&name, e))?;
+        store.put_cached_layer(&key, &built)?;
+        reporter.layer_finished(&name, false);
+        out.push(Extra {
+            name,
+            layer: built,
+            cached: false,
+            created_by,
+        });
+    }
+    Ok(out)
+}
