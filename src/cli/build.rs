@@ -148,7 +148,7 @@ pub fn build_in_store(
         let dir = inputs
             .vendor
             .as_deref()
-            .map(|d| vendor::VendorDir::open(d, false))
+            .map(|d| vendor::VendorDir::open(d, false).map_err(anyhow::Error::from))
             .transpose()?;
         let staged = vendor::stage(
             &vendor::inputs(&lock, None),

@@ -41,6 +41,7 @@ pub struct LockMode {
 
 /// Builds the system layers (`[apt]`, `[python]`) through the lock, saving the lock when `[apt]`
 /// was resolved again.
+#[allow(clippy::too_many_arguments)] // the build's context, passed through as is
 pub fn prepare_system(
     cli: &Cli,
     recipe: &Recipe,
