@@ -41,6 +41,10 @@ pub enum BaseError {
         digest: Digest,
         problem: String,
     },
+    #[error("offline: base {reference} {what} is not in the store or the vendor directory")]
+    Offline { reference: String, what: String },
+    #[error("--frozen: the lock pins no base image, but the recipe builds on {reference}: run `ocibuild lock` (online)")]
+    NotLocked { reference: String },
     #[error("base image {reference} is {found}, but the recipe builds for {wanted}: set [image] platform or pick a base for {wanted}")]
     Platform {
         reference: String,
@@ -62,6 +66,9 @@ pub enum Pin {
     Locked,
     /// Resolve the reference again and update the lock.
     Update,
+    /// Use the lock's base as it is, whatever the recipe names (`build --frozen`); fail when
+    /// the lock pins none.
+    Frozen,
 }
 
 /// A base image ready to build on: every blob it names is in the store.
@@ -127,16 +134,42 @@ pub fn resolve(
         reference: reference.to_string(),
         source,
     })?;
-    let name = r.to_string();
+    let mut name = r.to_string();
     let platform_s = platform.to_string();
-    let locked = lock
-        .base
-        .as_ref()
-        .filter(|b| b.reference == name && b.platform == platform_s)
-        .cloned();
+    let locked = match pin {
+        Pin::Frozen => {
+            let b = lock
+                .base
+                .clone()
+                .ok_or_else(|| BaseError::NotLocked { reference: name })?;
+            name = b.reference.clone();
+            Some(b)
+        }
+        _ => lock
+            .base
+            .as_ref()
+            .filter(|b| b.reference == name && b.platform == platform_s)
+            .cloned(),
+    };
+    // Frozen: blobs come from where the lock says the base was resolved.
+    let r: Reference = if pin == Pin::Frozen {
+        name.parse().map_err(|source| BaseError::Reference {
+            reference: name.clone(),
+            source,
+        })?
+    } else {
+        r
+    };
+    let offline = client.config().offline;
 
     let (manifest_digest, change) = match (&locked, pin, r.digest()) {
-        (Some(b), Pin::Locked, _) => (b.manifest_digest, LockChange::Unchanged),
+        (Some(b), Pin::Locked | Pin::Frozen, _) => (b.manifest_digest, LockChange::Unchanged),
+        _ if offline => {
+            return Err(BaseError::Offline {
+                reference: name,
+                what: "is not pinned by the lock (resolving its tag needs the network)".into(),
+            })
+        }
         _ => {
             let want = crate::image::Platform {
                 architecture: platform.architecture.clone(),
@@ -171,6 +204,11 @@ pub fn resolve(
     // The manifest by digest: from the store, else from the registry (verified either way).
     let manifest_bytes = if store.has_blob(&manifest_digest) {
         store.read_blob(&manifest_digest)?
+    } else if offline {
+        return Err(BaseError::Offline {
+            reference: format!("{name}@{manifest_digest}"),
+            what: format!("manifest {manifest_digest}"),
+        });
     } else {
         let m = client.get_manifest(&r.with_digest(manifest_digest))?;
         store.put_bytes(&m.bytes)?;
@@ -194,6 +232,14 @@ pub fn resolve(
 
     let mut blobs = vec![manifest.config.clone()];
     blobs.extend(manifest.layers.iter().cloned());
+    if offline {
+        if let Some(d) = blobs.iter().find(|d| !store.has_blob(&d.digest)) {
+            return Err(BaseError::Offline {
+                reference: format!("{name}@{manifest_digest}"),
+                what: format!("blob {}", d.digest),
+            });
+        }
+    }
     client.pull_blobs(&r, &blobs, store, &NoProgress)?;
 
     let config_bytes = store.read_blob(&manifest.config.digest)?;

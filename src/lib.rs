@@ -17,6 +17,9 @@
 //! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`push`]: pushing a built image to a registry.
+//! - [`vendor`]: vendor directories (every locked input, content-addressed) and the lock check
+//!   of `--locked` / `--offline`.
+//! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
@@ -32,6 +35,7 @@ pub mod image;
 pub mod json;
 pub mod layer;
 pub mod lock;
+pub mod mirror;
 pub mod output;
 pub mod progress;
 pub mod push;
@@ -41,3 +45,4 @@ pub mod registry;
 pub mod run;
 pub mod store;
 pub mod system;
+pub mod vendor;

@@ -27,6 +27,19 @@ pub enum LockError {
     Parse { path: PathBuf, message: String },
     #[error("{path}: lock format version {found} is not supported (this ocibuild reads version {LOCK_VERSION}); update ocibuild or re-lock")]
     Version { path: PathBuf, found: u32 },
+    #[error("{mode}: there is no lock file {path}: run `ocibuild lock {recipe}` first (online)")]
+    Missing {
+        mode: &'static str,
+        path: PathBuf,
+        recipe: PathBuf,
+    },
+    #[error("{mode}: {path} does not match the recipe ({}) and {mode} never updates it: run `ocibuild lock {recipe}` (online) and commit the lock", changes.join("; "))]
+    Stale {
+        mode: &'static str,
+        path: PathBuf,
+        recipe: PathBuf,
+        changes: Vec<String>,
+    },
 }
 
 /// The pinned base image.

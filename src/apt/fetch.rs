@@ -41,6 +41,9 @@ pub fn fetch_bytes(
 /// The real fetcher: reqwest's blocking client over rustls, plus `file://`.
 pub struct HttpFetcher {
     client: reqwest::blocking::Client,
+    /// `build --offline`: `http(s)://` URLs fail with [`AptError::Offline`] before any
+    /// connection; `file://` (local files) still reads.
+    offline: bool,
 }
 
 impl HttpFetcher {
@@ -56,7 +59,18 @@ impl HttpFetcher {
                 url: String::new(),
                 reason: format!("cannot create the HTTP client: {e}"),
             })?;
-        Ok(HttpFetcher { client })
+        Ok(HttpFetcher {
+            client,
+            offline: false,
+        })
+    }
+
+    /// A fetcher that refuses the network (every `http(s)://` URL); `file://` still reads.
+    pub fn offline() -> Result<HttpFetcher, AptError> {
+        Ok(HttpFetcher {
+            offline: true,
+            ..HttpFetcher::new()?
+        })
     }
 }
 
@@ -76,6 +90,11 @@ impl Fetcher for HttpFetcher {
             return Err(AptError::Fetch {
                 url: url.to_string(),
                 reason: "only http://, https:// and file:// URLs are supported".into(),
+            });
+        }
+        if self.offline {
+            return Err(AptError::Offline {
+                url: url.to_string(),
             });
         }
         let resp = self.client.get(url).send().map_err(|e| AptError::Fetch {
@@ -135,6 +154,13 @@ mod tests {
         let missing = format!("file://{}/nope", dir.path().display());
         assert!(fetch_bytes(&f, &missing, 10).unwrap().is_none());
         assert!(f.open("ftp://x/y").is_err());
+        let off = HttpFetcher::offline().unwrap();
+        assert_eq!(fetch_bytes(&off, &url, 10).unwrap().unwrap(), b"hello");
+        let e = off.open("http://127.0.0.1:9/x").err().unwrap();
+        assert!(
+            e.to_string().starts_with("offline: http://127.0.0.1:9/x"),
+            "{e}"
+        );
         assert_eq!(
             join_url("http://h/debian/", "/dists/x"),
             "http://h/debian/dists/x"

@@ -40,6 +40,8 @@ pub use self::version::{Constraint, Relation, Version};
 pub enum AptError {
     #[error("fetching {url}: {reason}")]
     Fetch { url: String, reason: String },
+    #[error("offline: {url} needs the network; it is not in the store or the vendor directory")]
+    Offline { url: String },
     #[error("{url}: not found")]
     NotFound { url: String },
     #[error("reading {url}")]

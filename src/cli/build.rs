@@ -10,9 +10,11 @@ use serde_json::json;
 use super::progress::Bars;
 use super::Cli;
 use crate::build::{self, BuildOptions, Built};
+use crate::lock::{Lock, LockError};
 use crate::output::{self, Target};
 use crate::recipe;
 use crate::store::Store;
+use crate::vendor;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -25,9 +27,21 @@ pub struct BuildArgs {
     /// Rebuild every layer instead of taking it from the layer cache.
     #[arg(long)]
     pub no_cache: bool,
-    /// Fail instead of resolving [apt] again when the recipe's request no longer matches the lock.
-    #[arg(long)]
+    /// Fail when NAME.lock is missing or does not match the recipe (base reference or platform,
+    /// [apt] request, python archive), naming what changed; never write the lock.
+    #[arg(long, conflicts_with = "frozen")]
     pub locked: bool,
+    /// Use NAME.lock as it is, without checking it against the recipe; never write it.
+    #[arg(long)]
+    pub frozen: bool,
+    /// Never touch the network (no registry, apt archive or URL): every input must be in the
+    /// store or the --vendor directory. Implies --locked unless --frozen is given.
+    #[arg(long, conflicts_with = "push")]
+    pub offline: bool,
+    /// Take the lock's inputs from this vendor directory (`ocibuild vendor`), each verified by
+    /// digest before use.
+    #[arg(long, value_name = "DIR")]
+    pub vendor: Option<PathBuf>,
     /// Print the result as JSON (manifest digest, layers with diff_id, digest, size) on stdout.
     #[arg(long)]
     pub json: bool,
@@ -60,6 +74,61 @@ pub fn env_epoch() -> anyhow::Result<Option<u64>> {
     }
 }
 
+/// How a build treats the lock and where its inputs come from.
+#[derive(Clone, Debug, Default)]
+pub struct InputOptions {
+    /// `--locked`: the lock must exist and match the recipe; it is never written.
+    pub locked: bool,
+    /// `--frozen`: the lock as it is, unchecked; never written.
+    pub frozen: bool,
+    /// `--offline`: no network; implies `locked` unless `frozen`.
+    pub offline: bool,
+    /// `--vendor DIR`.
+    pub vendor: Option<PathBuf>,
+}
+
+impl InputOptions {
+    fn from_args(args: &BuildArgs) -> Self {
+        InputOptions {
+            locked: args.locked,
+            frozen: args.frozen,
+            offline: args.offline,
+            vendor: args.vendor.clone(),
+        }
+    }
+}
+
+/// The lock as `inputs` asks for it: checked against the recipe (`--locked`, `--offline`),
+/// required as it is (`--frozen`), or `None` (a plain build resolves what it lacks).
+fn checked_lock(
+    recipe_path: &Path,
+    recipe: &recipe::Recipe,
+    inputs: &InputOptions,
+) -> anyhow::Result<Option<Lock>> {
+    if inputs.frozen {
+        let path = Lock::path_for(recipe_path);
+        return match Lock::load(&path)? {
+            Some(l) => Ok(Some(l)),
+            None if vendor::lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
+            None => Err(LockError::Missing {
+                mode: "--frozen",
+                path,
+                recipe: recipe_path.to_path_buf(),
+            }
+            .into()),
+        };
+    }
+    if inputs.locked || inputs.offline {
+        let mode = if inputs.locked {
+            "--locked"
+        } else {
+            "--offline"
+        };
+        return Ok(Some(vendor::load_checked_lock(recipe, recipe_path, mode)?));
+    }
+    Ok(None)
+}
+
 /// Build `recipe` (loaded from `recipe_path`; its base resolved through its lock) into `store`,
 /// writing no output. `build` uses the user's store; `verify` an empty temporary one.
 pub fn build_in_store(
@@ -68,16 +137,51 @@ pub fn build_in_store(
     recipe: &recipe::Recipe,
     store: &Store,
     no_cache: bool,
-    locked: bool,
+    inputs: &InputOptions,
 ) -> anyhow::Result<Built> {
+    let lock = checked_lock(recipe_path, recipe, inputs)?;
+    if inputs.vendor.is_some() || inputs.offline {
+        let lock = match lock {
+            Some(l) => l,
+            None => Lock::load(&Lock::path_for(recipe_path))?.unwrap_or_else(Lock::new),
+        };
+        let dir = inputs
+            .vendor
+            .as_deref()
+            .map(|d| vendor::VendorDir::open(d, false).map_err(anyhow::Error::from))
+            .transpose()?;
+        let staged = vendor::stage(
+            &vendor::inputs(&lock, None),
+            dir.as_ref(),
+            store,
+            inputs.offline,
+        )?;
+        if let (Some(d), false) = (&dir, cli.quiet) {
+            eprintln!(
+                "vendor {}: {} blobs ({} bytes) copied into the store, verified",
+                d.root().display(),
+                staged.blobs,
+                staged.bytes
+            );
+        }
+    }
+    let mode = super::lock::LockMode {
+        offline: inputs.offline,
+        read_only: inputs.locked || inputs.frozen || inputs.offline,
+    };
+    let locked = inputs.locked || (inputs.offline && !inputs.frozen);
     let opts = BuildOptions {
         threads: cli.threads(),
         epoch_override: env_epoch()?,
         no_cache,
     };
     let bars = Bars::new(cli.quiet);
-    let base =
-        super::lock::resolve_base(cli, recipe, recipe_path, crate::base::Pin::Locked, store)?;
+    let pin = if inputs.frozen {
+        crate::base::Pin::Frozen
+    } else {
+        crate::base::Pin::Locked
+    };
+    let base = super::lock::resolve_base(cli, recipe, recipe_path, pin, store, mode)?;
     let base = base.as_ref().map(|(b, _)| b);
     let sys_opts = crate::system::SystemOptions {
         epoch: opts
@@ -87,13 +191,24 @@ pub fn build_in_store(
         compression: recipe.image.compression,
         threads: opts.threads,
         no_cache: opts.no_cache,
-        pin: if locked {
+        pin: if inputs.frozen {
+            crate::system::AptPin::AsLocked
+        } else if locked {
             crate::system::AptPin::Frozen
         } else {
             crate::system::AptPin::Locked
         },
     };
-    let sys = super::lock::prepare_system(cli, recipe, recipe_path, base, store, &sys_opts, &bars)?;
+    let sys = super::lock::prepare_system(
+        cli,
+        recipe,
+        recipe_path,
+        base,
+        store,
+        &sys_opts,
+        mode,
+        &bars,
+    )?;
     let mut built = build::build(recipe, base, &sys.layers, &opts, store, &bars)?;
     built.interpreter = sys.interpreter;
     Ok(built)
@@ -115,7 +230,7 @@ pub fn build_recipe(
         &recipe,
         &store,
         args.no_cache,
-        args.locked,
+        &InputOptions::from_args(args),
     )?;
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");

@@ -13,13 +13,35 @@ use crate::registry::{settings, Client};
 use crate::store::Store;
 use crate::system::{self, AptPin, System, SystemOptions};
 
-/// The `[apt]` fetcher: https (system CA store), http, file.
-pub fn fetcher() -> anyhow::Result<crate::apt::HttpFetcher> {
-    Ok(crate::apt::HttpFetcher::new()?)
+/// The `[apt]` fetcher: https (system CA store), http, file; `offline`: file only.
+pub fn fetcher(offline: bool) -> anyhow::Result<crate::apt::HttpFetcher> {
+    Ok(if offline {
+        crate::apt::HttpFetcher::offline()?
+    } else {
+        crate::apt::HttpFetcher::new()?
+    })
+}
+
+/// The registry client, with the registries file's settings (mirrors); `offline`: one that
+/// refuses every request.
+pub fn registry_client(cli: &Cli, offline: bool) -> anyhow::Result<Client> {
+    let mut config = settings::load(settings::locate(cli.registries.as_deref()).as_deref())?;
+    config.offline = offline;
+    Ok(Client::new(config))
+}
+
+/// How a build treats its lock and the network (`build --locked/--frozen/--offline/--vendor`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LockMode {
+    /// Resolve nothing the lock does not pin; never touch the network.
+    pub offline: bool,
+    /// Never write the lock (`--locked`, `--frozen`, `--offline`).
+    pub read_only: bool,
 }
 
 /// Builds the system layers (`[apt]`, `[python]`) through the lock, saving the lock when `[apt]`
 /// was resolved again.
+#[allow(clippy::too_many_arguments)] // the build's context, passed through as is
 pub fn prepare_system(
     cli: &Cli,
     recipe: &Recipe,
@@ -27,6 +49,7 @@ pub fn prepare_system(
     base: Option<&BaseImage>,
     store: &Store,
     opts: &SystemOptions,
+    mode: LockMode,
     reporter: &dyn crate::progress::Reporter,
 ) -> anyhow::Result<System> {
     if recipe.apt.is_none() && recipe.python.is_none() {
@@ -34,8 +57,16 @@ pub fn prepare_system(
     }
     let lock_path = Lock::path_for(recipe_path);
     let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
-    let sys = system::prepare(recipe, base, &mut lock, &fetcher()?, store, opts, reporter)?;
-    if sys.lock_changed {
+    let sys = system::prepare(
+        recipe,
+        base,
+        &mut lock,
+        &fetcher(mode.offline)?,
+        store,
+        opts,
+        reporter,
+    )?;
+    if sys.lock_changed && !mode.read_only {
         lock.save(&lock_path)?;
     }
     if let Some(n) = sys.apt_resolved {
@@ -66,14 +97,14 @@ pub fn resolve_base(
     recipe_path: &Path,
     pin: Pin,
     store: &Store,
+    mode: LockMode,
 ) -> anyhow::Result<Option<(BaseImage, LockChange)>> {
     let Base::Image { reference } = &recipe.base else {
         return Ok(None);
     };
     let lock_path = Lock::path_for(recipe_path);
     let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
-    let config = settings::load(settings::locate(cli.registries.as_deref()).as_deref())?;
-    let client = Client::new(config);
+    let client = registry_client(cli, mode.offline)?;
     let (image, change) = base::resolve(
         reference,
         &recipe.image.platform,
@@ -82,7 +113,7 @@ pub fn resolve_base(
         &client,
         store,
     )?;
-    if change != LockChange::Unchanged {
+    if change != LockChange::Unchanged && !mode.read_only {
         lock.save(&lock_path)?;
         if !cli.quiet {
             match &change {
@@ -114,7 +145,7 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         Pin::Locked
     };
     let lock_path = Lock::path_for(&args.recipe);
-    let base = resolve_base(cli, &recipe, &args.recipe, pin, &store)?;
+    let base = resolve_base(cli, &recipe, &args.recipe, pin, &store, LockMode::default())?;
     if let Some(apt) = &recipe.apt {
         let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
         let scanned = system::scan_base(&store, base.as_ref().map(|(b, _)| b))?;
@@ -127,7 +158,7 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
             apt,
             &scanned,
             &mut lock,
-            &fetcher()?,
+            &fetcher(false)?,
             apt_pin,
             &args.recipe,
         )?;

@@ -3,9 +3,11 @@
 mod build;
 mod diff;
 mod lock;
+mod mirror;
 mod progress;
 mod push;
 mod test;
+mod vendor;
 mod verify;
 
 use std::ffi::OsString;
@@ -32,6 +34,10 @@ Examples:
   ocibuild diff a.oci oci-archive:b.tar --semantic   what differs, down to files (exit 1 if any)
   ocibuild verify app.toml                           rebuild from the lock in an empty store and
                                                      check it is bit-identical to ./app.oci
+  ocibuild vendor app.toml --into vendor/            every locked input, for an air-gapped build
+  ocibuild build app.toml --vendor vendor/ --offline build with no network at all
+  ocibuild mirror --recipe app.toml --to mirror.internal:5000/hub
+                                                     copy the locked base, digests unchanged
 
 Environment:
   SOURCE_DATE_EPOCH     timestamp for every file and history entry (wins over the recipe; default 0)
@@ -77,6 +83,12 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Rebuild a recipe from its lock in an empty store and check the result is bit-identical.
     Verify(verify::VerifyArgs),
+    /// Copy recipes' locked inputs into a vendor directory (for air-gapped builds); merge or
+    /// check vendor directories.
+    Vendor(vendor::VendorArgs),
+    /// Copy base images (from locks), built images (OCI layouts) or vendored images into a
+    /// registry, digests unchanged.
+    Mirror(mirror::MirrorArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
@@ -90,6 +102,8 @@ const SUBCOMMANDS: &[&str] = &[
     "test",
     "diff",
     "verify",
+    "vendor",
+    "mirror",
     "cuda-smoke",
     "help",
 ];
@@ -128,6 +142,8 @@ pub fn main() -> ExitCode {
         Command::Test(a) => test::run(&cli, a),
         Command::Diff(a) => diff::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
+        Command::Vendor(a) => vendor::run(&cli, a),
+        Command::Mirror(a) => mirror::run(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };
     match result {

@@ -59,7 +59,11 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         .prefix("ocibuild-verify-")
         .tempdir()?;
     let store = Store::open(tmp.path())?;
-    let built = super::build::build_in_store(cli, &args.recipe, &recipe, &store, true, true)?;
+    let inputs = super::build::InputOptions {
+        locked: true,
+        ..Default::default()
+    };
+    let built = super::build::build_in_store(cli, &args.recipe, &recipe, &store, true, &inputs)?;
     let p = &recipe.image.platform;
     let platform = Platform {
         architecture: p.architecture.clone(),

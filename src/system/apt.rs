@@ -105,6 +105,14 @@ pub fn resolve_locked(
     pin: AptPin,
     recipe_path: &Path,
 ) -> Result<(Vec<LockedDeb>, bool), SystemError> {
+    if pin == AptPin::AsLocked {
+        return match &lock.apt {
+            Some(l) => Ok((l.packages.clone(), false)),
+            None => Err(SystemError::NotLocked {
+                lock: Lock::path_for(recipe_path).display().to_string(),
+            }),
+        };
+    }
     let staleness = stale(apt, lock.apt.as_ref());
     if pin != AptPin::Update && staleness.is_none() {
         if let Some(l) = &lock.apt {

@@ -46,6 +46,8 @@ pub enum SystemError {
     Archive { url: String, reason: String },
     #[error("[python]: {problem}")]
     Python { problem: String },
+    #[error("--frozen: {lock} has no [apt] section, but the recipe has one: run `ocibuild lock` (online)")]
+    NotLocked { lock: String },
     #[error(
         "{section} changed since the lock was written ({what}) and --locked forbids resolving \
          again: run `ocibuild lock` to update {lock}"
@@ -156,6 +158,8 @@ pub enum AptPin {
     Update,
     /// Fail instead of resolving (`--locked`).
     Frozen,
+    /// Use the lock's packages whatever the recipe asks (`--frozen`); fail when it has none.
+    AsLocked,
 }
 
 /// Layer options for the system layers.

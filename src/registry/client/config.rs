@@ -57,6 +57,11 @@ pub struct ClientConfig {
     ///
     /// [`Client::pull_blobs`]: super::Client::pull_blobs
     pub concurrency: usize,
+    /// Refuse every request (`build --offline`): each one fails with [`RegistryError::Offline`]
+    /// before anything is sent, so no code path reaches the network.
+    ///
+    /// [`RegistryError::Offline`]: super::RegistryError::Offline
+    pub offline: bool,
 }
 
 impl Default for ClientConfig {
@@ -76,6 +81,7 @@ impl Default for ClientConfig {
             chunk_size: 16 << 20,
             monolithic_limit: u64::MAX,
             concurrency: 4,
+            offline: false,
         }
     }
 }

@@ -11,6 +11,12 @@ use crate::store::StoreError;
 pub enum RegistryError {
     #[error(transparent)]
     Reference(#[from] ReferenceError),
+    #[error("offline: {registry}/{repository}: {action} needs the network; it is not in the store or the vendor directory")]
+    Offline {
+        registry: String,
+        repository: String,
+        action: String,
+    },
     /// Every mirror failed, then the registry itself: its error, with what each mirror said.
     #[error("{last} (mirrors tried first: {})", mirrors.join("; "))]
     AfterMirrors {

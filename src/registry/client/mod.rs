@@ -272,6 +272,13 @@ impl Client {
         req: &Request<'_>,
         progress: &dyn Progress,
     ) -> Result<Response, RegistryError> {
+        if self.config.offline {
+            return Err(RegistryError::Offline {
+                registry: ep.registry.clone(),
+                repository: ep.repository.clone(),
+                action: req.action.clone(),
+            });
+        }
         let http = self.http(&ep.registry)?;
         let mut url = req.url.clone();
         let mut method = req.method.clone();
@@ -443,8 +450,12 @@ impl Client {
         progress: &dyn Progress,
         f: impl Fn(&Endpoint) -> Result<T, RegistryError>,
     ) -> Result<T, RegistryError> {
-        // The mirrors, in order, then the registry itself (always the last endpoint).
-        let eps = self.pull_endpoints(reference)?;
+        // The mirrors, in order, then the registry itself (always the last endpoint). Offline,
+        // only the registry itself: its refusal names the reference as written.
+        let mut eps = self.pull_endpoints(reference)?;
+        if self.config.offline {
+            eps.drain(..eps.len().saturating_sub(1));
+        }
         let mut failed = Vec::new();
         let mut last_err = None;
         for ep in &eps {

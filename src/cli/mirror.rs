@@ -1,0 +1,131 @@
+//! `ocibuild mirror`: copy base images (from recipes' locks), built images (OCI layouts) and
+//! vendored images into a registry, digests unchanged.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::Cli;
+use crate::mirror::{self, Image, MirrorReport};
+use crate::recipe;
+use crate::store::Store;
+use crate::vendor::{self, Entry, Input, Online, VendorDir};
+
+#[derive(Args, Debug)]
+pub struct MirrorArgs {
+    /// Images to copy: an OCI layout `DIR[:TAG]` or `oci:DIR[:TAG]` (every image, or the one
+    /// tagged TAG), or `vendor:DIR` (every base image of a vendor directory).
+    #[arg(value_name = "SRC")]
+    pub sources: Vec<String>,
+    /// Copy the base image this recipe's lock pins (fetched into the store first if needed).
+    #[arg(long, value_name = "RECIPE")]
+    pub recipe: Vec<PathBuf>,
+    /// The registry (and optional namespace) to copy into: `REGISTRY[/PREFIX]`. An image
+    /// `R/REPO:TAG` goes to `REGISTRY/PREFIX/REPO:TAG`.
+    #[arg(long, value_name = "REGISTRY[/PREFIX]")]
+    pub to: String,
+    /// Print the reports as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `DIR[:TAG]`: the directory when it is one, else split at the last `:`.
+fn layout_arg(s: &str) -> (PathBuf, Option<String>) {
+    let s = s.strip_prefix("oci:").unwrap_or(s);
+    if Path::new(s).is_dir() {
+        return (PathBuf::from(s), None);
+    }
+    match s.rsplit_once(':') {
+        Some((d, t)) if Path::new(d).is_dir() => (PathBuf::from(d), Some(t.to_string())),
+        _ => (PathBuf::from(s), None),
+    }
+}
+
+pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
+    if args.sources.is_empty() && args.recipe.is_empty() {
+        anyhow::bail!("nothing to mirror: give SRC (an OCI layout or vendor:DIR) or --recipe");
+    }
+    let client = super::lock::registry_client(cli, false)?;
+    // (blobs, image) pairs, in argument order.
+    let mut work: Vec<(Store, Image)> = Vec::new();
+    if !args.recipe.is_empty() {
+        let store = cli.store()?;
+        let fetcher = super::lock::fetcher(false)?;
+        let online = Online {
+            client: &client,
+            fetcher: &fetcher,
+        };
+        for r in &args.recipe {
+            let recipe = recipe::load(r)?;
+            let lock = vendor::load_checked_lock(&recipe, r, "mirror")?;
+            let Some(b) = lock.base else {
+                anyhow::bail!("{}: the recipe has no base image to mirror", r.display());
+            };
+            vendor::fetch_input(&Input::Base(b.clone()), &store, &online)?;
+            work.push((
+                store.clone(),
+                Image::from_reference(&b.reference, b.manifest_digest, b.index_digest)?,
+            ));
+        }
+    }
+    for s in &args.sources {
+        if let Some(d) = s.strip_prefix("vendor:") {
+            let dir = VendorDir::open(Path::new(d), false)?;
+            for e in dir.index.entries.values() {
+                if let Entry::Oci {
+                    reference,
+                    digest,
+                    index,
+                    ..
+                } = e
+                {
+                    work.push((
+                        Store::view(d),
+                        Image::from_reference(
+                            reference,
+                            *digest,
+                            index.as_ref().map(|i| i.digest),
+                        )?,
+                    ));
+                }
+            }
+        } else {
+            let (dir, tag) = layout_arg(s);
+            let fallback = format!(
+                "localhost/{}",
+                dir.file_stem()
+                    .map(|n| n.to_string_lossy().into_owned())
+                    .unwrap_or_else(|| "image".into())
+            );
+            for img in mirror::layout_images(&dir, tag.as_deref(), &fallback)? {
+                work.push((Store::view(&dir), img));
+            }
+        }
+    }
+    let mut reports: Vec<MirrorReport> = Vec::new();
+    for (blobs, img) in &work {
+        let r = mirror::mirror(&client, blobs, img, &args.to)?;
+        if !args.json {
+            let copied = r.blobs.iter().filter(|b| b.result == "copied").count();
+            println!(
+                "{} -> {}: {} blobs copied ({} bytes), {} skipped ({} bytes, already there){}",
+                r.source,
+                r.target,
+                copied,
+                r.copied_bytes,
+                r.blobs.len() - copied,
+                r.skipped_bytes,
+                r.index
+                    .as_ref()
+                    .map(|i| format!("; index {i}"))
+                    .unwrap_or_default()
+            );
+        }
+        reports.push(r);
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&reports)?);
+    }
+    Ok(ExitCode::SUCCESS)
+}

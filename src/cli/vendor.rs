@@ -1,0 +1,117 @@
+//! `ocibuild vendor`: copy recipes' locked inputs into a vendor directory, merge two vendor
+//! directories, or check one.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::Cli;
+use crate::recipe::{self, PythonSource};
+use crate::vendor::{self, Online, Stats, VendorDir};
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["recipes", "merge", "check"])))]
+pub struct VendorArgs {
+    /// Recipes whose locked inputs (base image blobs, .debs, interpreter archive, wheels) are
+    /// copied into the vendor directory; each lock must match its recipe.
+    #[arg(value_name = "RECIPE")]
+    pub recipes: Vec<PathBuf>,
+    /// The vendor directory to fill (created when missing; existing entries are kept).
+    #[arg(long, value_name = "DIR", required_unless_present = "check")]
+    pub into: Option<PathBuf>,
+    /// Merge these vendor directories into --into DIR (every blob verified on the way).
+    #[arg(long, value_name = "SRC", conflicts_with_all = ["recipes", "check"])]
+    pub merge: Vec<PathBuf>,
+    /// Check a vendor directory: re-hash every blob, check every index entry resolves.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["recipes", "into"])]
+    pub check: Option<PathBuf>,
+    /// Print what was done as JSON on stdout.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Vendor `recipe_path`'s locked inputs into `dir`.
+fn vendor_recipe(
+    cli: &Cli,
+    dir: &mut VendorDir,
+    recipe_path: &Path,
+    online: &Online<'_>,
+    stats: &mut Stats,
+) -> anyhow::Result<()> {
+    let recipe = recipe::load(recipe_path)?;
+    let lock = vendor::load_checked_lock(&recipe, recipe_path, "vendor")?;
+    let archive_url = match recipe.python.as_ref().map(|p| &p.source) {
+        Some(PythonSource::Archive(a))
+            if lock.python.as_ref().map(|p| &p.url) == Some(&a.written) =>
+        {
+            Some(a.url.as_str())
+        }
+        _ => None,
+    };
+    let inputs = vendor::inputs(&lock, archive_url);
+    vendor::vendor(dir, &inputs, &cli.store()?, online, stats)?;
+    Ok(())
+}
+
+pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
+    if let Some(d) = &args.check {
+        let dir = VendorDir::open(d, false)?;
+        let report = vendor::check(&dir)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&report)?);
+        } else {
+            println!(
+                "vendor {}: {} entries, {} blobs ({} bytes) verified",
+                d.display(),
+                report.entries,
+                report.blobs,
+                report.bytes
+            );
+            for f in &report.unreferenced {
+                eprintln!("note: blobs/sha256/{f} is named by no entry");
+            }
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
+    let Some(into) = &args.into else {
+        anyhow::bail!("--into DIR is required");
+    };
+    let mut dir = VendorDir::open(into, true)?;
+    let mut stats = Stats::default();
+    if !args.merge.is_empty() {
+        for src in &args.merge {
+            let src = VendorDir::open(src, false)?;
+            vendor::merge(&mut dir, &src, &mut stats)?;
+        }
+    } else {
+        let client = super::lock::registry_client(cli, false)?;
+        let fetcher = super::lock::fetcher(false)?;
+        let online = Online {
+            client: &client,
+            fetcher: &fetcher,
+        };
+        for r in &args.recipes {
+            vendor_recipe(cli, &mut dir, r, &online, &mut stats)?;
+        }
+    }
+    stats.bytes_written += dir.save()?;
+    stats.entries = dir.index.entries.len();
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&stats)?);
+    } else {
+        println!(
+            "vendor {}: {} entries ({} new); blobs: {} copied ({} bytes), {} linked ({} bytes), {} already there; {} bytes written",
+            into.display(),
+            stats.entries,
+            stats.new_entries,
+            stats.copied,
+            stats.copied_bytes,
+            stats.linked,
+            stats.linked_bytes,
+            stats.present,
+            stats.bytes_written
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,271 @@
+//! Copying images into a registry with their digests unchanged: base images a lock pins, images
+//! in an OCI layout, or the `oci` entries of a vendor directory.
+//!
+//! Blobs go by digest (skipped when the target has them: HEAD), manifests byte for byte, so
+//! every digest a lock pins resolves in the target. An image `R/REPO` goes to
+//! `TARGET/REPO` (`TARGET` is `REGISTRY[/PREFIX]`), which is what a `[[mirror]]` rule with
+//! `prefix = "R"`, `locations = ["TARGET"]` looks up: a recipe naming `R/REPO:TAG` then
+//! builds unchanged against the target.
+//!
+//! Nothing here prints; [`MirrorReport`] says what was copied and skipped.
+
+use serde::{Deserialize, Serialize};
+
+use crate::digest::Digest;
+use crate::image::Descriptor;
+use crate::registry::client::{BlobPush, NoProgress};
+use crate::registry::{Client, Reference, ReferenceError, RegistryError};
+use crate::store::{Store, StoreError};
+
+#[derive(Debug, thiserror::Error)]
+pub enum MirrorError {
+    #[error(transparent)]
+    Registry(Box<RegistryError>),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("mirror target `{target}`: {source}")]
+    Target {
+        target: String,
+        source: ReferenceError,
+    },
+    #[error("{image}: manifest {digest} is not an image manifest: {problem}")]
+    BadManifest {
+        image: String,
+        digest: Digest,
+        problem: String,
+    },
+    #[error("{image}: the target stored the manifest as {found}, not {expected}")]
+    DigestChanged {
+        image: String,
+        expected: Digest,
+        found: Digest,
+    },
+}
+
+impl From<RegistryError> for MirrorError {
+    fn from(e: RegistryError) -> Self {
+        MirrorError::Registry(Box::new(e))
+    }
+}
+
+/// One image to copy.
+#[derive(Clone, Debug)]
+pub struct Image {
+    /// Where it comes from, for the report (`docker.io/library/debian:bookworm`).
+    pub name: String,
+    /// The repository path under the target (`library/debian`).
+    pub repository: String,
+    /// The tag to set in the target (the index's when there is one, else the manifest's).
+    pub tag: Option<String>,
+    pub manifest: Digest,
+    /// The image index the lock pins, copied too (by digest, and under the tag).
+    pub index: Option<Digest>,
+}
+
+impl Image {
+    /// The image a reference names (`R/REPO[:TAG]`), pinned to `manifest`.
+    pub fn from_reference(
+        reference: &str,
+        manifest: Digest,
+        index: Option<Digest>,
+    ) -> Result<Image, ReferenceError> {
+        let r: Reference = reference.parse()?;
+        Ok(Image {
+            name: r.to_string(),
+            repository: r.repository().to_string(),
+            tag: r.tag().map(str::to_string),
+            manifest,
+            index,
+        })
+    }
+}
+
+/// What happened to one blob.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct MirroredBlob {
+    pub digest: Digest,
+    pub size: u64,
+    /// copied | skipped (the target had it)
+    pub result: &'static str,
+}
+
+/// What [`mirror`] did for one image.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MirrorReport {
+    pub source: String,
+    /// `TARGET/REPO[:TAG]@DIGEST` of the manifest.
+    pub target: String,
+    pub manifest: Digest,
+    pub blobs: Vec<MirroredBlob>,
+    pub copied_bytes: u64,
+    pub skipped_bytes: u64,
+    /// The index: `copied`, absent when none is pinned, or why it was not copied.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ManifestHead {
+    #[serde(default)]
+    media_type: Option<String>,
+    config: Descriptor,
+    layers: Vec<Descriptor>,
+}
+
+fn media_type_of(bytes: &[u8], fallback: &str) -> String {
+    serde_json::from_slice::<serde_json::Value>(bytes)
+        .ok()
+        .and_then(|v| v["mediaType"].as_str().map(str::to_string))
+        .unwrap_or_else(|| fallback.to_string())
+}
+
+/// Copy `image` (every blob readable from `blobs`) to `target` (`REGISTRY[/PREFIX]`).
+pub fn mirror(
+    client: &Client,
+    blobs: &Store,
+    image: &Image,
+    target: &str,
+) -> Result<MirrorReport, MirrorError> {
+    let dest_name = format!("{}/{}", target.trim_end_matches('/'), image.repository);
+    let dest: Reference = dest_name.parse().map_err(|source| MirrorError::Target {
+        target: dest_name.clone(),
+        source,
+    })?;
+    let bytes = blobs.read_blob(&image.manifest)?;
+    let head: ManifestHead =
+        serde_json::from_slice(&bytes).map_err(|e| MirrorError::BadManifest {
+            image: image.name.clone(),
+            digest: image.manifest,
+            problem: e.to_string(),
+        })?;
+    let mut report = MirrorReport {
+        source: image.name.clone(),
+        target: String::new(),
+        manifest: image.manifest,
+        blobs: Vec::new(),
+        copied_bytes: 0,
+        skipped_bytes: 0,
+        index: None,
+    };
+    for d in std::iter::once(&head.config).chain(&head.layers) {
+        let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, &NoProgress)?;
+        let result = if matches!(r, BlobPush::Existed) {
+            report.skipped_bytes += d.size;
+            "skipped"
+        } else {
+            report.copied_bytes += d.size;
+            "copied"
+        };
+        report.blobs.push(MirroredBlob {
+            digest: d.digest,
+            size: d.size,
+            result,
+        });
+    }
+    let media_type = head
+        .media_type
+        .unwrap_or_else(|| crate::image::MEDIA_TYPE_MANIFEST.to_string());
+    let check = |found: Digest, expected: Digest| {
+        if found == expected {
+            Ok(())
+        } else {
+            Err(MirrorError::DigestChanged {
+                image: image.name.clone(),
+                expected,
+                found,
+            })
+        }
+    };
+    let pushed = client.push_manifest(&dest, &image.manifest.to_string(), &bytes, &media_type)?;
+    check(pushed, image.manifest)?;
+    // The tag goes to the index when one is pinned (as upstream), else to the manifest.
+    let mut tag_done = false;
+    if let Some(ix) = image.index {
+        let ix_bytes = blobs.read_blob(&ix)?;
+        let ix_type = media_type_of(&ix_bytes, crate::image::MEDIA_TYPE_INDEX);
+        let by_digest = client.push_manifest(&dest, &ix.to_string(), &ix_bytes, &ix_type);
+        match by_digest {
+            Ok(found) => {
+                check(found, ix)?;
+                if let Some(tag) = &image.tag {
+                    check(client.push_manifest(&dest, tag, &ix_bytes, &ix_type)?, ix)?;
+                    tag_done = true;
+                }
+                report.index = Some("copied".into());
+            }
+            // A registry that checks an index's manifests refuses one whose other platforms
+            // were not copied; builds need only the platform manifest, which is there.
+            Err(e) => report.index = Some(format!("not copied: {e}")),
+        }
+    }
+    if let (Some(tag), false) = (&image.tag, tag_done) {
+        check(
+            client.push_manifest(&dest, tag, &bytes, &media_type)?,
+            image.manifest,
+        )?;
+    }
+    report.target = match &image.tag {
+        Some(t) => format!("{dest_name}:{t}@{}", image.manifest),
+        None => format!("{dest_name}@{}", image.manifest),
+    };
+    Ok(report)
+}
+
+/// The images of an OCI layout (`index.json` at `dir`), optionally only the one tagged `tag`:
+/// named by their `io.containerd.image.name` annotation, else `ref.name` under `fallback`.
+pub fn layout_images(
+    dir: &std::path::Path,
+    tag: Option<&str>,
+    fallback: &str,
+) -> Result<Vec<Image>, MirrorError> {
+    let bad = |problem: String| MirrorError::BadManifest {
+        image: dir.display().to_string(),
+        digest: Digest::of(b""),
+        problem,
+    };
+    let bytes = fs_err::read(dir.join("index.json")).map_err(StoreError::from)?;
+    let ix: crate::image::Index =
+        serde_json::from_slice(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
+    let mut out = Vec::new();
+    for d in &ix.manifests {
+        let ref_name = d
+            .annotations
+            .get(crate::image::annotations::REF_NAME)
+            .cloned();
+        if tag.is_some() && ref_name.as_deref() != tag {
+            continue;
+        }
+        let name = d
+            .annotations
+            .get(crate::image::annotations::CONTAINERD_NAME)
+            .cloned()
+            .unwrap_or_else(|| match &ref_name {
+                Some(t) => format!("{fallback}:{t}"),
+                None => fallback.to_string(),
+            });
+        let (manifest, index) = if d.media_type == crate::image::MEDIA_TYPE_INDEX {
+            return Err(bad(format!(
+                "{name}: nested image indexes are not supported; mirror the platform manifest"
+            )));
+        } else {
+            (d.digest, None)
+        };
+        let mut img = Image::from_reference(&name, manifest, index).map_err(|source| {
+            MirrorError::Target {
+                target: name.clone(),
+                source,
+            }
+        })?;
+        img.name = format!("{}@{}", name, d.digest);
+        out.push(img);
+    }
+    if out.is_empty() {
+        return Err(bad(match tag {
+            Some(t) => format!("no image tagged `{t}`"),
+            None => "no image".into(),
+        }));
+    }
+    Ok(out)
+}
