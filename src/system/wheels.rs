@@ -51,6 +51,14 @@ pub fn resolve_locked(
     pin: AptPin,
     recipe_path: &Path,
 ) -> Result<(Vec<LockedWheel>, bool), SystemError> {
+    if pin == AptPin::AsLocked {
+        return match &lock.python_packages {
+            Some(_) => Ok((lock.wheels.clone(), false)),
+            None => Err(SystemError::NotLocked {
+                lock: Lock::path_for(recipe_path).display().to_string(),
+            }),
+        };
+    }
     let bytes = fs_err::read(pkgs.path()).map_err(|e| SystemError::Python {
         problem: format!("reading {}: {e}", pkgs.written()),
     })?;
