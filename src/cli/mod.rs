@@ -1,5 +1,6 @@
 //! Command line: clap types and one file per subcommand. The only module that prints.
 
+mod attest;
 mod build;
 mod diff;
 mod lock;
@@ -32,6 +33,9 @@ Examples:
   ocibuild diff a.oci oci-archive:b.tar --semantic   what differs, down to files (exit 1 if any)
   ocibuild verify app.toml                           rebuild from the lock in an empty store and
                                                      check it is bit-identical to ./app.oci
+  ocibuild build app.toml --attach --push REG/app:1  attach SBOMs + provenance, push them too
+  ocibuild sbom app.toml --format cyclonedx          the SBOM of ./app.oci, from app.lock
+  ocibuild provenance app.toml -o app.intoto.json    its in-toto SLSA provenance statement
 
 Environment:
   SOURCE_DATE_EPOCH     timestamp for every file and history entry (wins over the recipe; default 0)
@@ -77,6 +81,10 @@ enum Command {
     Diff(diff::DiffArgs),
     /// Rebuild a recipe from its lock in an empty store and check the result is bit-identical.
     Verify(verify::VerifyArgs),
+    /// Print the SBOM (SPDX 2.3 or CycloneDX 1.6 JSON) of the recipe's built image, from its lock.
+    Sbom(attest::SbomArgs),
+    /// Print the in-toto SLSA v1 provenance statement of the recipe's built image.
+    Provenance(attest::ProvenanceArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
@@ -90,6 +98,8 @@ const SUBCOMMANDS: &[&str] = &[
     "test",
     "diff",
     "verify",
+    "sbom",
+    "provenance",
     "cuda-smoke",
     "help",
 ];
@@ -128,6 +138,8 @@ pub fn main() -> ExitCode {
         Command::Test(a) => test::run(&cli, a),
         Command::Diff(a) => diff::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
+        Command::Sbom(a) => attest::run_sbom(&cli, a),
+        Command::Provenance(a) => attest::run_provenance(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };
     match result {
