@@ -251,9 +251,15 @@ fn sbom_lists_every_deb_with_checksum_and_layer_and_provenance_every_input() {
         assert_eq!(p["versionInfo"], d.version.as_str());
         assert_eq!(p["checksums"][0]["algorithm"], "SHA256");
         assert_eq!(p["checksums"][0]["checksumValue"], d.sha256.hex());
+        // A loopback URL is no SPDX downloadLocation: kept in sourceInfo instead.
+        assert_eq!(p["downloadLocation"], "NOASSERTION");
         assert_eq!(
-            p["downloadLocation"],
-            format!("{}/{}", d.source_url.trim_end_matches('/'), d.filename)
+            p["sourceInfo"],
+            format!(
+                "downloaded from {}/{}",
+                d.source_url.trim_end_matches('/'),
+                d.filename
+            )
         );
         let purl = p["externalRefs"][0]["referenceLocator"].as_str().unwrap();
         assert!(purl.starts_with("pkg:deb/debian/"), "{purl}");

@@ -209,6 +209,36 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
     out
 }
 
+/// `url` as an SPDX `downloadLocation` when it has the form SPDX 2.3 accepts (scheme, a host
+/// name with a 2-5 letter top-level domain, optional port, path); else `NOASSERTION` (a
+/// loopback address, a relative path), the URL then being kept in `sourceInfo`.
+fn spdx_download_location(url: &str) -> String {
+    let lower = url.to_ascii_lowercase();
+    let rest = ["http://", "https://", "ftp://", "sftp://", "git://", "ssh://", "svn://"]
+        .iter()
+        .find_map(|s| lower.strip_prefix(s));
+    let ok = rest.is_some_and(|rest| {
+        let authority = rest.split('/').next().unwrap_or("");
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority, None),
+        };
+        let port_ok = port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
+        let labels: Vec<&str> = host.split(['.', '-']).collect();
+        let tld = host.rsplit('.').next().unwrap_or("");
+        port_ok
+            && host.contains('.')
+            && labels.iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric()))
+            && (2..=5).contains(&tld.len())
+            && tld.bytes().all(|b| b.is_ascii_alphabetic())
+    });
+    if ok {
+        url.to_string()
+    } else {
+        "NOASSERTION".to_string()
+    }
+}
+
 fn image_purl(subject: &Subject) -> String {
     oci_purl(
         &format!("{}:{}", subject.name, subject.tag),
@@ -267,7 +297,7 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
         let mut p = json!({
             "SPDXID": it.spdx_id,
             "name": it.name,
-            "downloadLocation": it.url.clone().unwrap_or_else(|| "NOASSERTION".into()),
+            "downloadLocation": it.url.as_deref().map(spdx_download_location).unwrap_or_else(|| "NOASSERTION".into()),
             "filesAnalyzed": false,
             "licenseConcluded": "NOASSERTION",
             "licenseDeclared": "NOASSERTION",
@@ -289,6 +319,9 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
         }
         if let Some(purl) = &it.purl {
             p["externalRefs"] = purl_ref(purl);
+        }
+        if let Some(u) = &it.url {
+            p["sourceInfo"] = json!(format!("downloaded from {u}"));
         }
         packages.push(p);
         if it.kind == Kind::Base {
@@ -478,7 +511,7 @@ pub(crate) mod tests {
                 filename: "pool/main/g/gcc-12/libstdc++6_12.2.0-14+deb12u1_amd64.deb".into(),
                 size: 5,
                 sha256: Digest::of(b"deb"),
-                source_url: "https://deb.example/debian/".into(),
+                source_url: "https://deb.debian.org/debian/".into(),
             }],
         });
         lock.python = Some(LockedPython {
@@ -522,7 +555,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             deb["downloadLocation"],
-            "https://deb.example/debian/pool/main/g/gcc-12/libstdc++6_12.2.0-14+deb12u1_amd64.deb"
+            "https://deb.debian.org/debian/pool/main/g/gcc-12/libstdc++6_12.2.0-14+deb12u1_amd64.deb"
         );
         assert_eq!(deb["checksums"][0]["checksumValue"], Digest::of(b"deb").hex());
         let rels = doc["relationships"].as_array().unwrap();
@@ -533,6 +566,16 @@ pub(crate) mod tests {
         }
         assert_eq!(doc["creationInfo"]["created"], "2023-11-14T22:13:20Z");
         assert_eq!(spdx(&s, &inputs(&lock)).unwrap(), spdx(&s, &inputs(&lock)).unwrap());
+    }
+
+    #[test]
+    fn sbom_spdx_download_locations() {
+        for ok in ["https://deb.debian.org/debian/pool/x.deb", "http://snapshot.debian.org:80/a"] {
+            assert_eq!(spdx_download_location(ok), ok);
+        }
+        for bad in ["http://127.0.0.1:8080/x.deb", "python.tar.gz", "https://files.example/x", "https://localhost/x"] {
+            assert_eq!(spdx_download_location(bad), "NOASSERTION", "{bad}");
+        }
     }
 
     #[test]
