@@ -218,7 +218,12 @@ impl Lock {
                 wheel: &'a [LockedWheel],
             }
             out.push('\n');
-            out.push_str(&toml::to_string(&Wrap { wheel: &self.wheels }).unwrap_or_default());
+            out.push_str(
+                &toml::to_string(&Wrap {
+                    wheel: &self.wheels,
+                })
+                .unwrap_or_default(),
+            );
         }
         out
     }

@@ -197,8 +197,9 @@ pub fn push_referrers(
         problem,
     };
     let mut index = match client.get_manifest(&tag_ref) {
-        Ok(m) if m.media_type == MEDIA_TYPE_INDEX => serde_json::from_slice::<Index>(&m.bytes)
-            .map_err(|e| bad(e.to_string()))?,
+        Ok(m) if m.media_type == MEDIA_TYPE_INDEX => {
+            serde_json::from_slice::<Index>(&m.bytes).map_err(|e| bad(e.to_string()))?
+        }
         Ok(m) => return Err(bad(format!("media type {}", m.media_type))),
         Err(e) if is_manifest_unknown(&e) => Index::new(Vec::new()),
         Err(e) => return Err(e.into()),

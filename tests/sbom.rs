@@ -118,7 +118,10 @@ fn attached(layout: &Path, manifest: &str) -> Vec<(String, Vec<u8>)> {
         let m = json(&blob(layout, d["digest"].as_str().unwrap()));
         assert_eq!(m["subject"]["digest"], manifest);
         assert_eq!(m["artifactType"], t);
-        assert_eq!(m["config"]["mediaType"], "application/vnd.oci.empty.v1+json");
+        assert_eq!(
+            m["config"]["mediaType"],
+            "application/vnd.oci.empty.v1+json"
+        );
         assert_eq!(blob(layout, m["config"]["digest"].as_str().unwrap()), b"{}");
         assert_eq!(m["layers"][0]["mediaType"], t);
         assert!(d["annotations"]["org.opencontainers.image.ref.name"].is_null());
@@ -194,7 +197,10 @@ fn sbom_and_provenance_are_byte_identical_across_stores_dirs_and_tz() {
     // The image tag still names only the image.
     if common::require_tool("skopeo") {
         let v = common::skopeo_inspect_raw(&format!("oci:{}:v1", o1.display()));
-        assert_eq!(v["config"]["mediaType"], "application/vnd.oci.image.config.v1+json");
+        assert_eq!(
+            v["config"]["mediaType"],
+            "application/vnd.oci.image.config.v1+json"
+        );
     }
     // Rebuilding without --attach drops nothing of the image and keeps one tag.
     run_ok(
@@ -263,11 +269,15 @@ fn sbom_lists_every_deb_with_checksum_and_layer_and_provenance_every_input() {
         );
         let purl = p["externalRefs"][0]["referenceLocator"].as_str().unwrap();
         assert!(purl.starts_with("pkg:deb/debian/"), "{purl}");
-        assert!(purl.ends_with(&format!("?arch={}", d.architecture)), "{purl}");
         assert!(
-            rels.iter().any(|r| r["spdxElementId"] == layer_pkg["SPDXID"]
-                && r["relationshipType"] == "CONTAINS"
-                && r["relatedSpdxElement"] == p["SPDXID"]),
+            purl.ends_with(&format!("?arch={}", d.architecture)),
+            "{purl}"
+        );
+        assert!(
+            rels.iter()
+                .any(|r| r["spdxElementId"] == layer_pkg["SPDXID"]
+                    && r["relationshipType"] == "CONTAINS"
+                    && r["relatedSpdxElement"] == p["SPDXID"]),
             "{} not in the apt layer",
             d.name
         );
@@ -277,7 +287,10 @@ fn sbom_lists_every_deb_with_checksum_and_layer_and_provenance_every_input() {
 
     let cdx = json(&doc("sbom", &r, &out, &["--format", "cyclonedx"]));
     assert_eq!(cdx["specVersion"], "1.6");
-    assert_eq!(cdx["metadata"]["component"]["hashes"][0]["content"], v["manifest"].as_str().unwrap()[7..]);
+    assert_eq!(
+        cdx["metadata"]["component"]["hashes"][0]["content"],
+        v["manifest"].as_str().unwrap()[7..]
+    );
     let comps = cdx["components"].as_array().unwrap();
     for d in debs {
         let c = comps.iter().find(|c| c["name"] == d.name.as_str()).unwrap();
@@ -293,7 +306,10 @@ fn sbom_lists_every_deb_with_checksum_and_layer_and_provenance_every_input() {
     assert_eq!(prov["_type"], "https://in-toto.io/Statement/v1");
     assert_eq!(prov["predicateType"], "https://slsa.dev/provenance/v1");
     assert_eq!(prov["subject"][0]["name"], "example.com/sbom-test");
-    assert_eq!(prov["subject"][0]["digest"]["sha256"], v["manifest"].as_str().unwrap()[7..]);
+    assert_eq!(
+        prov["subject"][0]["digest"]["sha256"],
+        v["manifest"].as_str().unwrap()[7..]
+    );
     let bd = &prov["predicate"]["buildDefinition"];
     assert_eq!(bd["externalParameters"]["recipe"]["path"], "app.toml");
     assert_eq!(bd["externalParameters"]["lock"]["path"], "app.lock");
@@ -310,14 +326,13 @@ fn sbom_lists_every_deb_with_checksum_and_layer_and_provenance_every_input() {
     // The recipe changes after the build: the documents would describe another image.
     let text = fs::read_to_string(&r).unwrap();
     fs::write(&r, text.replace("tag = \"v1\"", "tag = \"v1\"\n# edited")).unwrap();
-    let o = run(ocibuild()
-        .args(["sbom"])
-        .arg(&r)
-        .arg("--image")
-        .arg(&out));
+    let o = run(ocibuild().args(["sbom"]).arg(&r).arg("--image").arg(&out));
     assert_eq!(o.status.code(), Some(1));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("was built from another recipe (app.toml)"), "{err}");
+    assert!(
+        err.contains("was built from another recipe (app.toml)"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -371,7 +386,10 @@ fn pushed_attachments_are_found_through_the_referrers_tag() {
     let registries = t.path().join("registries.toml");
     fs::write(
         &registries,
-        format!("[[registry]]\nname = \"{}\"\ninsecure-http = true\n", reg.addr),
+        format!(
+            "[[registry]]\nname = \"{}\"\ninsecure-http = true\n",
+            reg.addr
+        ),
     )
     .unwrap();
     let auth = auth_file(t.path(), &reg.addr, PASS);
@@ -409,7 +427,10 @@ fn pushed_attachments_are_found_through_the_referrers_tag() {
         json(&o.stdout)
     };
     let index = skopeo(&format!(":{tag}"));
-    assert_eq!(index["mediaType"], "application/vnd.oci.image.index.v1+json");
+    assert_eq!(
+        index["mediaType"],
+        "application/vnd.oci.image.index.v1+json"
+    );
     let list = index["manifests"].as_array().unwrap();
     assert_eq!(list.len(), 3);
     let local = attached(&out, &manifest);
@@ -434,7 +455,13 @@ fn pushed_attachments_are_found_through_the_referrers_tag() {
             .arg(&r)
             .args(["--push", &remote]),
     );
-    assert_eq!(skopeo(&format!(":{tag}"))["manifests"].as_array().unwrap().len(), 3);
+    assert_eq!(
+        skopeo(&format!(":{tag}"))["manifests"]
+            .as_array()
+            .unwrap()
+            .len(),
+        3
+    );
 }
 
 /// A venv under `dir` with `packages` installed; None (with a notice) when pip fails.
@@ -474,5 +501,9 @@ from cyclonedx.validation.json import JsonStrictValidator\n\
 from cyclonedx.schema import SchemaVersion\n\
 e = JsonStrictValidator(SchemaVersion.V1_6).validate_str(open(sys.argv[1]).read())\n\
 sys.exit(f'invalid: {e}' if e else 0)\n";
-    run_ok(Command::new(v.join("bin/python")).args(["-c", script]).arg(&cdx));
+    run_ok(
+        Command::new(v.join("bin/python"))
+            .args(["-c", script])
+            .arg(&cdx),
+    );
 }

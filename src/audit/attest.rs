@@ -142,7 +142,12 @@ impl Subject {
             .iter()
             .enumerate()
             .skip(base_layers)
-            .find(|(_, d)| d.annotations.get(annotations::LAYER_NAME).map(String::as_str) == Some(name))
+            .find(|(_, d)| {
+                d.annotations
+                    .get(annotations::LAYER_NAME)
+                    .map(String::as_str)
+                    == Some(name)
+            })
             .map(|(i, d)| (i + 1, d))
     }
 }
@@ -334,12 +339,11 @@ pub fn referrer_blobs(
     let mut out = Vec::new();
     for r in referrers {
         let bytes = store.read_blob(&r.digest)?;
-        let m: Manifest = serde_json::from_slice(&bytes).map_err(|source| {
-            AttestError::BadManifest {
+        let m: Manifest =
+            serde_json::from_slice(&bytes).map_err(|source| AttestError::BadManifest {
                 digest: r.digest,
                 source,
-            }
-        })?;
+            })?;
         out.push((m.config.digest, m.config.size));
         out.extend(m.layers.iter().map(|l| (l.digest, l.size)));
         out.push((r.digest, r.size));
@@ -394,7 +398,11 @@ pub(crate) fn oci_purl(reference: &str, digest: &Digest) -> String {
         }
     };
     let repo = repo.split('@').next().unwrap_or(&repo).to_string();
-    let name = repo.rsplit('/').next().unwrap_or(&repo).to_ascii_lowercase();
+    let name = repo
+        .rsplit('/')
+        .next()
+        .unwrap_or(&repo)
+        .to_ascii_lowercase();
     let mut purl = format!(
         "pkg:oci/{}@{}?repository_url={}",
         purl_encode(&name, false),

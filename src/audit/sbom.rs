@@ -214,21 +214,26 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
 /// loopback address, a relative path), the URL then being kept in `sourceInfo`.
 fn spdx_download_location(url: &str) -> String {
     let lower = url.to_ascii_lowercase();
-    let rest = ["http://", "https://", "ftp://", "sftp://", "git://", "ssh://", "svn://"]
-        .iter()
-        .find_map(|s| lower.strip_prefix(s));
+    let rest = [
+        "http://", "https://", "ftp://", "sftp://", "git://", "ssh://", "svn://",
+    ]
+    .iter()
+    .find_map(|s| lower.strip_prefix(s));
     let ok = rest.is_some_and(|rest| {
         let authority = rest.split('/').next().unwrap_or("");
         let (host, port) = match authority.rsplit_once(':') {
             Some((h, p)) => (h, Some(p)),
             None => (authority, None),
         };
-        let port_ok = port.is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
+        let port_ok = port
+            .is_none_or(|p| (1..=5).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()));
         let labels: Vec<&str> = host.split(['.', '-']).collect();
         let tld = host.rsplit('.').next().unwrap_or("");
         port_ok
             && host.contains('.')
-            && labels.iter().all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric()))
+            && labels
+                .iter()
+                .all(|l| !l.is_empty() && l.bytes().all(|b| b.is_ascii_alphanumeric()))
             && (2..=5).contains(&tld.len())
             && tld.bytes().all(|b| b.is_ascii_alphabetic())
     });
@@ -255,9 +260,7 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
     let layers = layers_of(subject, inputs);
     let items = items(inputs, &layers);
     let digest = subject.digest();
-    let purl_ref = |p: &str| {
-        json!([{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": p}])
-    };
+    let purl_ref = |p: &str| json!([{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": p}]);
     let mut packages = vec![json!({
         "SPDXID": "SPDXRef-Image",
         "name": subject.name,
@@ -339,7 +342,9 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
     rels.dedup();
     let relationships: Vec<Value> = rels
         .into_iter()
-        .map(|(a, t, b)| json!({"spdxElementId": a, "relationshipType": t, "relatedSpdxElement": b}))
+        .map(
+            |(a, t, b)| json!({"spdxElementId": a, "relationshipType": t, "relatedSpdxElement": b}),
+        )
         .collect();
     let doc = json!({
         "spdxVersion": "SPDX-2.3",
@@ -488,8 +493,11 @@ pub(crate) mod tests {
                 layer("app", Some("app")),
             ],
             subject: None,
-            annotations: [(annotations::CREATED.to_string(), "2023-11-14T22:13:20Z".to_string())]
-                .into(),
+            annotations: [(
+                annotations::CREATED.to_string(),
+                "2023-11-14T22:13:20Z".to_string(),
+            )]
+            .into(),
         };
         let bytes = cjson::to_canonical_vec("m", &m).unwrap();
         let subject = Subject::new("example.com/app", "1.0", &bytes).unwrap();
@@ -545,10 +553,7 @@ pub(crate) mod tests {
         let (s, lock) = sample();
         let doc: Value = serde_json::from_slice(&spdx(&s, &inputs(&lock)).unwrap()).unwrap();
         let pkgs = doc["packages"].as_array().unwrap();
-        let deb = pkgs
-            .iter()
-            .find(|p| p["name"] == "libstdc++6")
-            .unwrap();
+        let deb = pkgs.iter().find(|p| p["name"] == "libstdc++6").unwrap();
         assert_eq!(
             deb["externalRefs"][0]["referenceLocator"],
             "pkg:deb/debian/libstdc%2B%2B6@12.2.0-14%2Bdeb12u1?arch=amd64"
@@ -557,23 +562,41 @@ pub(crate) mod tests {
             deb["downloadLocation"],
             "https://deb.debian.org/debian/pool/main/g/gcc-12/libstdc++6_12.2.0-14+deb12u1_amd64.deb"
         );
-        assert_eq!(deb["checksums"][0]["checksumValue"], Digest::of(b"deb").hex());
+        assert_eq!(
+            deb["checksums"][0]["checksumValue"],
+            Digest::of(b"deb").hex()
+        );
         let rels = doc["relationships"].as_array().unwrap();
         assert!(rels.contains(&json!({"spdxElementId": "SPDXRef-Layer-2", "relationshipType": "CONTAINS", "relatedSpdxElement": deb["SPDXID"]})));
         assert!(rels.contains(&json!({"spdxElementId": "SPDXRef-Base", "relationshipType": "CONTAINS", "relatedSpdxElement": "SPDXRef-Layer-1"})));
-        for name in ["numpy", "cpython-3.12.tar.gz", "docker.io/library/debian:bookworm"] {
+        for name in [
+            "numpy",
+            "cpython-3.12.tar.gz",
+            "docker.io/library/debian:bookworm",
+        ] {
             assert!(pkgs.iter().any(|p| p["name"] == name), "{name}");
         }
         assert_eq!(doc["creationInfo"]["created"], "2023-11-14T22:13:20Z");
-        assert_eq!(spdx(&s, &inputs(&lock)).unwrap(), spdx(&s, &inputs(&lock)).unwrap());
+        assert_eq!(
+            spdx(&s, &inputs(&lock)).unwrap(),
+            spdx(&s, &inputs(&lock)).unwrap()
+        );
     }
 
     #[test]
     fn sbom_spdx_download_locations() {
-        for ok in ["https://deb.debian.org/debian/pool/x.deb", "http://snapshot.debian.org:80/a"] {
+        for ok in [
+            "https://deb.debian.org/debian/pool/x.deb",
+            "http://snapshot.debian.org:80/a",
+        ] {
             assert_eq!(spdx_download_location(ok), ok);
         }
-        for bad in ["http://127.0.0.1:8080/x.deb", "python.tar.gz", "https://files.example/x", "https://localhost/x"] {
+        for bad in [
+            "http://127.0.0.1:8080/x.deb",
+            "python.tar.gz",
+            "https://files.example/x",
+            "https://localhost/x",
+        ] {
             assert_eq!(spdx_download_location(bad), "NOASSERTION", "{bad}");
         }
     }
@@ -581,14 +604,14 @@ pub(crate) mod tests {
     #[test]
     fn sbom_cyclonedx_layers_as_properties() {
         let (s, lock) = sample();
-        let doc: Value =
-            serde_json::from_slice(&cyclonedx(&s, &inputs(&lock)).unwrap()).unwrap();
+        let doc: Value = serde_json::from_slice(&cyclonedx(&s, &inputs(&lock)).unwrap()).unwrap();
         let comps = doc["components"].as_array().unwrap();
         assert_eq!(comps.len(), 4);
         let py = comps.iter().find(|c| c["type"] == "application").unwrap();
-        assert!(py["properties"].as_array().unwrap().contains(
-            &json!({"name": "ocibuild:layer", "value": Digest::of(b"py").to_string()})
-        ));
+        assert!(py["properties"]
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "ocibuild:layer", "value": Digest::of(b"py").to_string()})));
         let whl = comps.iter().find(|c| c["name"] == "numpy").unwrap();
         assert_eq!(whl["purl"], "pkg:pypi/numpy@2.0.0");
         let serial = doc["serialNumber"].as_str().unwrap();

@@ -130,7 +130,9 @@ pub fn build_recipe(
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
     }
     if args.attach && args.push.is_none() && !matches!(target, Target::Layout(_)) {
-        anyhow::bail!("--attach needs an OCI layout output (DIR or oci:DIR) or --push, not {target}");
+        anyhow::bail!(
+            "--attach needs an OCI layout output (DIR or oci:DIR) or --push, not {target}"
+        );
     }
     let referrers = if args.attach {
         super::attest::attach_built(&store, &args.recipe, &recipe, &built.image)?
@@ -250,10 +252,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             for p in &r.pushed {
                 println!("attached {p}");
             }
-            println!(
-                "referrers tag {} ({})",
-                r.fallback_tag, r.fallback_digest
-            );
+            println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -72,12 +72,12 @@ fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
                 return Ok((*one).clone());
             }
             anyhow::bail!(
-            "OCI layout {} holds {} images: say which, as {}:TAG (tags: {})",
-            dir.display(),
-            images.len(),
-            dir.display(),
-            tags()
-        )
+                "OCI layout {} holds {} images: say which, as {}:TAG (tags: {})",
+                dir.display(),
+                images.len(),
+                dir.display(),
+                tags()
+            )
         }
     }
 }
