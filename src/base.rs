@@ -276,6 +276,7 @@ pub fn resolve(
                 media_type: oci_layer_media_type(&d.media_type).to_string(),
                 digest: d.digest,
                 size: d.size,
+                artifact_type: None,
                 annotations: d.annotations.clone(),
                 platform: None,
             },

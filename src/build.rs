@@ -57,6 +57,10 @@ pub struct BuildOptions {
     pub epoch_override: Option<u64>,
     /// Ignore the layer cache (still writes into it).
     pub no_cache: bool,
+    /// sha256 of the recipe file's bytes: the `dev.ocibuild.recipe.digest` annotation.
+    pub recipe_digest: Option<Digest>,
+    /// sha256 of the lock file's bytes, when there is a lock: `dev.ocibuild.lock.digest`.
+    pub lock_digest: Option<Digest>,
 }
 
 /// The result of a build, with per-layer cache information.
@@ -180,6 +184,12 @@ pub fn build(
         );
     }
     notes.insert(annotations::CREATED.into(), created);
+    if let Some(d) = &opts.recipe_digest {
+        notes.insert(annotations::RECIPE_DIGEST.into(), d.to_string());
+    }
+    if let Some(d) = &opts.lock_digest {
+        notes.insert(annotations::LOCK_DIGEST.into(), d.to_string());
+    }
     notes.insert(
         annotations::CONTRACT.into(),
         layer::CONTRACT_VERSION.to_string(),
@@ -191,8 +201,10 @@ pub fn build(
     let manifest = Manifest {
         schema_version: 2,
         media_type: image::MEDIA_TYPE_MANIFEST.into(),
+        artifact_type: None,
         config: config_desc.clone(),
         layers: layers.iter().map(|l| l.descriptor.clone()).collect(),
+        subject: None,
         annotations: notes,
     };
     let manifest_bytes = cjson::to_canonical_vec("image manifest", &manifest)?;

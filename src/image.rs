@@ -10,6 +10,10 @@ use crate::digest::Digest;
 pub const MEDIA_TYPE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const MEDIA_TYPE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 pub const MEDIA_TYPE_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
+/// The empty descriptor's media type (OCI 1.1): the config of an artifact manifest.
+pub const MEDIA_TYPE_EMPTY: &str = "application/vnd.oci.empty.v1+json";
+/// The empty descriptor's content.
+pub const EMPTY_JSON: &[u8] = b"{}";
 
 /// Annotation keys ocibuild writes.
 pub mod annotations {
@@ -25,6 +29,10 @@ pub mod annotations {
     pub const BASE_DIGEST: &str = "org.opencontainers.image.base.digest";
     /// Name of the recipe layer a layer descriptor came from.
     pub const LAYER_NAME: &str = "dev.ocibuild.layer";
+    /// sha256 of the recipe file's bytes the image was built from.
+    pub const RECIPE_DIGEST: &str = "dev.ocibuild.recipe.digest";
+    /// sha256 of the lock file's bytes the image was built from (absent without a lock).
+    pub const LOCK_DIGEST: &str = "dev.ocibuild.lock.digest";
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -41,6 +49,9 @@ pub struct Descriptor {
     pub media_type: String,
     pub digest: Digest,
     pub size: u64,
+    /// OCI 1.1: the artifact type of the manifest described (a referrer in an index).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -53,6 +64,7 @@ impl Descriptor {
             media_type: media_type.to_string(),
             digest,
             size,
+            artifact_type: None,
             annotations: BTreeMap::new(),
             platform: None,
         }
@@ -135,8 +147,14 @@ pub struct ImageConfig {
 pub struct Manifest {
     pub schema_version: u32,
     pub media_type: String,
+    /// OCI 1.1: set on artifact manifests (an SBOM, a provenance statement).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub artifact_type: Option<String>,
     pub config: Descriptor,
     pub layers: Vec<Descriptor>,
+    /// OCI 1.1: the manifest this one refers to (an artifact's image).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject: Option<Descriptor>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub annotations: BTreeMap<String, String>,
 }
@@ -258,8 +276,10 @@ mod tests {
         let m = Manifest {
             schema_version: 2,
             media_type: MEDIA_TYPE_MANIFEST.into(),
+            artifact_type: None,
             config: Descriptor::new(MEDIA_TYPE_CONFIG, d, 1),
             layers: vec![],
+            subject: None,
             annotations: BTreeMap::new(),
         };
         let s = String::from_utf8(crate::json::to_canonical_vec("manifest", &m).unwrap()).unwrap();

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
-use crate::image::{annotations, Descriptor};
+use crate::image::{annotations, Descriptor, Index, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
 use crate::registry::client::{BlobPush, NoProgress};
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::{Store, StoreError};
@@ -20,6 +20,14 @@ pub enum PushError {
         digest: Digest,
         source: serde_json::Error,
     },
+    #[error("{repository}: the referrers tag `{tag}` holds something other than an image index ({problem}); delete that tag or push the artifacts elsewhere")]
+    BadReferrersIndex {
+        repository: String,
+        tag: String,
+        problem: String,
+    },
+    #[error(transparent)]
+    Json(#[from] crate::json::JsonError),
 }
 
 impl From<RegistryError> for PushError {
@@ -116,6 +124,98 @@ pub fn push(
         pushed: format!("{name}:{tag}@{digest}"),
         digest,
         blobs: report,
+        uploaded_bytes,
+    })
+}
+
+/// What pushing an image's referrers (SBOMs, provenance) did.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ReferrersReport {
+    /// `registry/repository@digest` of each artifact manifest pushed.
+    pub pushed: Vec<String>,
+    /// The referrers tag fallback (`sha256-<hex of the subject digest>`) and the digest of the
+    /// index now under it.
+    pub fallback_tag: String,
+    pub fallback_digest: Digest,
+    pub uploaded_bytes: u64,
+}
+
+/// The referrers tag fallback of the OCI distribution spec 1.1 ("Referrers tag schema") for a
+/// subject: `sha256-<hex>`.
+pub fn referrers_tag(subject: &Digest) -> String {
+    format!("sha256-{}", subject.hex())
+}
+
+fn is_manifest_unknown(e: &RegistryError) -> bool {
+    match e {
+        RegistryError::ManifestUnknown { .. } => true,
+        RegistryError::AfterMirrors { last, .. } => is_manifest_unknown(last),
+        _ => false,
+    }
+}
+
+/// Push the artifact manifests `referrers` (whose `subject` is the manifest `subject`, all blobs
+/// in `blobs`) to `target`'s repository by digest, then merge their descriptors into the image
+/// index under the referrers tag fallback (fetched first, so other tools' referrers stay):
+/// registries without the referrers API (Distribution 2.8) are found through it, and clients
+/// that use the fallback find them everywhere.
+pub fn push_referrers(
+    client: &Client,
+    blobs: &Store,
+    subject: &Digest,
+    referrers: &[Descriptor],
+    target: &Reference,
+) -> Result<ReferrersReport, PushError> {
+    let name = format!("{}/{}", target.registry(), target.repository());
+    let mut pushed = Vec::new();
+    let mut uploaded_bytes = 0;
+    for r in referrers {
+        let bytes = blobs.read_blob(&r.digest)?;
+        let head: ManifestHead =
+            serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
+                digest: r.digest,
+                source,
+            })?;
+        for d in head.layers.iter().chain(std::iter::once(&head.config)) {
+            let res = client.push_blob(target, &d.digest, d.size, blobs, None, &NoProgress)?;
+            if matches!(res, BlobPush::Uploaded | BlobPush::UploadedChunked) {
+                uploaded_bytes += d.size;
+            }
+        }
+        let media_type = head
+            .media_type
+            .unwrap_or_else(|| MEDIA_TYPE_MANIFEST.to_string());
+        let digest = client.push_manifest(target, &r.digest.to_string(), &bytes, &media_type)?;
+        pushed.push(format!("{name}@{digest}"));
+    }
+    let tag = referrers_tag(subject);
+    let tag_ref = target.with_tag(&tag).map_err(RegistryError::from)?;
+    let bad = |problem: String| PushError::BadReferrersIndex {
+        repository: name.clone(),
+        tag: tag.clone(),
+        problem,
+    };
+    let mut index = match client.get_manifest(&tag_ref) {
+        Ok(m) if m.media_type == MEDIA_TYPE_INDEX => {
+            serde_json::from_slice::<Index>(&m.bytes).map_err(|e| bad(e.to_string()))?
+        }
+        Ok(m) => return Err(bad(format!("media type {}", m.media_type))),
+        Err(e) if is_manifest_unknown(&e) => Index::new(Vec::new()),
+        Err(e) => return Err(e.into()),
+    };
+    index.media_type = Some(MEDIA_TYPE_INDEX.to_string());
+    index
+        .manifests
+        .retain(|d| !referrers.iter().any(|r| r.digest == d.digest));
+    index.manifests.extend(referrers.iter().cloned());
+    index.manifests.sort_by_key(|d| d.digest);
+    let bytes = crate::json::to_canonical_vec("referrers index", &index)?;
+    let fallback_digest = client.push_manifest(target, &tag, &bytes, MEDIA_TYPE_INDEX)?;
+    Ok(ReferrersReport {
+        pushed,
+        fallback_tag: tag,
+        fallback_digest,
         uploaded_bytes,
     })
 }

@@ -118,6 +118,16 @@ fn side(which: &str, image: &str, b: &Built) -> String {
     )
 }
 
+/// The manifest line for recipes whose text differs: the `dev.ocibuild.recipe.digest`
+/// annotation is the sha256 of the recipe file's bytes.
+fn recipe_note(a: &str, b: &str) -> String {
+    format!(
+        "manifest annotations[dev.ocibuild.recipe.digest]: {} → {}\n",
+        Digest::of(a.as_bytes()),
+        Digest::of(b.as_bytes())
+    )
+}
+
 fn entry(size: u64, content: &str) -> Value {
     json!({
         "kind": "file", "mode": "0644", "uid": 0, "gid": 0, "uname": "", "gname": "",
@@ -139,6 +149,7 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
     let expected = side("a", "oci:a.oci", &a)
         + &side("b", "oci:b.oci:v1", &b)
         + &format!("manifest digest: {} → {}\n", a.manifest, b.manifest)
+        + &recipe_note(&recipe_text("gzip", "hello"), &recipe_text("gzip", "hi"))
         + &format!("config digest: {} → {}\n", a.config, b.config)
         + "config Env[GREETING]: hello → hi\n"
         + &format!(
@@ -171,7 +182,11 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
         "result": "different",
         "a": {"image": "oci:a.oci", "manifest": a.manifest, "config": a.config, "layers": 1},
         "b": {"image": "oci:b.oci", "manifest": b.manifest, "config": b.config, "layers": 1},
-        "manifest": [],
+        "manifest": [{
+            "field": "annotations[dev.ocibuild.recipe.digest]",
+            "a": Digest::of(recipe_text("gzip", "hello").as_bytes()).to_string(),
+            "b": Digest::of(recipe_text("gzip", "hi").as_bytes()).to_string(),
+        }],
         "config": [{"field": "Env[GREETING]", "a": "hello", "b": "hi"}],
         "layers": [{
             "index": 1,
@@ -238,6 +253,7 @@ fn diff_gzip_against_zstd_is_the_same_content_in_another_blob() {
             compression_note(&dir.join("gz.oci"), &a.manifest),
             compression_note(&dir.join("zst.oci"), &b.manifest)
         )
+        + &recipe_note(&recipe_text("gzip", "hello"), &recipe_text("zstd", "hello"))
         + &format!(
             "layer 1 (app): same content (diff_id {}), another blob: mediaType \
              application/vnd.oci.image.layer.v1.tar+gzip → application/vnd.oci.image.layer.v1.tar+zstd, \
@@ -412,6 +428,14 @@ fn verify_passes_on_a_clean_rebuild_and_explains_changes() {
         text.contains("manifest annotations[dev.ocibuild.compression]: "),
         "{text}"
     );
+    // The recipe changed: said first, before what differs.
+    let line = format!(
+        "the image was built from another recipe: it records recipe {}, this recipe is {}\n\
+         NOT reproduced: the rebuild differs",
+        Digest::of(recipe_text("gzip", "hello").as_bytes()),
+        Digest::of(recipe_text("zstd", "hello").as_bytes())
+    );
+    assert!(text.contains(&line), "{text}");
 }
 
 #[test]

@@ -5,13 +5,19 @@
 //! - [`tarmeta`]: one streaming pass over a layer tar → per-file metadata and content digests.
 //! - [`diff`]: the comparison of two images, down to files; [`render`]: its text form.
 //! - [`verify`]: a rebuild against a target.
+//! - [`sbom`], [`provenance`]: SPDX / CycloneDX SBOMs and an in-toto SLSA provenance statement,
+//!   made from the lock and the built image; [`attest`]: their inputs, and attaching them to the
+//!   image as OCI 1.1 artifacts (referrers).
 //!
 //! Nothing here prints.
 
 mod error;
 
+pub mod attest;
 pub mod diff;
+pub mod provenance;
 pub mod render;
+pub mod sbom;
 pub mod source;
 pub mod tarmeta;
 pub mod verify;
@@ -19,4 +25,4 @@ pub mod verify;
 pub use diff::{diff, DiffOptions, DiffReport, Outcome};
 pub use error::AuditError;
 pub use source::{open, open_store, Image, OpenOptions, Spec};
-pub use verify::{verify, VerifyReport};
+pub use verify::{verify, InputMismatch, VerifyReport};

@@ -189,6 +189,18 @@ pub fn verify_text(r: &VerifyReport) -> String {
         let _ = writeln!(out, "reproduced: the rebuild is bit-identical");
         return out;
     }
+    for m in &r.inputs {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "none".into());
+        let _ = writeln!(
+            out,
+            "the image was built from another {}: it records {} {}, this {} is {}",
+            m.input,
+            m.input,
+            show(&m.target),
+            m.input,
+            show(&m.rebuild)
+        );
+    }
     match &r.diff {
         Some(d) => {
             let _ = writeln!(

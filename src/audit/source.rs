@@ -328,12 +328,22 @@ fn select_entry(name: &str, index: &Index, tag: Option<&str>) -> Result<Descript
                 tag: t.to_string(),
                 tags: tags(),
             }),
-        None if index.manifests.len() == 1 => Ok(index.manifests[0].clone()),
-        None => Err(AuditError::Ambiguous {
-            source_name: name.to_string(),
-            count: index.manifests.len(),
-            tags: tags(),
-        }),
+        None => {
+            // Referrers (SBOMs, provenance: entries with an artifactType) are not images.
+            let images: Vec<&Descriptor> = index
+                .manifests
+                .iter()
+                .filter(|m| m.artifact_type.is_none())
+                .collect();
+            match images.as_slice() {
+                [one] => Ok((*one).clone()),
+                _ => Err(AuditError::Ambiguous {
+                    source_name: name.to_string(),
+                    count: images.len(),
+                    tags: tags(),
+                }),
+            }
+        }
     }
 }
 

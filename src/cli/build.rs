@@ -51,6 +51,11 @@ pub struct BuildArgs {
     /// After building (and testing, with --test), push the image to this registry reference.
     #[arg(long, value_name = "REF")]
     pub push: Option<String>,
+    /// Attach SBOMs (SPDX, CycloneDX) and a provenance statement to the image as OCI 1.1
+    /// artifacts: listed in the layout's index.json, and pushed with --push (plus the
+    /// `sha256-<digest>` referrers tag). Off by default: the layout then holds the image alone.
+    #[arg(long)]
+    pub attach: bool,
     #[command(flatten)]
     pub test_opts: super::test::TestOptions,
 }
@@ -170,10 +175,12 @@ pub fn build_in_store(
         read_only: inputs.locked || inputs.frozen || inputs.offline,
     };
     let locked = inputs.locked || (inputs.offline && !inputs.frozen);
-    let opts = BuildOptions {
+    let mut opts = BuildOptions {
         threads: cli.threads(),
         epoch_override: env_epoch()?,
         no_cache,
+        recipe_digest: Some(crate::audit::attest::recipe_digest(recipe_path)?),
+        lock_digest: None,
     };
     let bars = Bars::new(cli.quiet);
     let pin = if inputs.frozen {
@@ -209,6 +216,8 @@ pub fn build_in_store(
         mode,
         &bars,
     )?;
+    // After resolving: the lock as this build leaves it (written by the first build).
+    opts.lock_digest = crate::audit::attest::lock_digest(recipe_path)?;
     let mut built = build::build(recipe, base, &sys.layers, &opts, store, &bars)?;
     built.interpreter = sys.interpreter;
     Ok(built)
@@ -217,7 +226,7 @@ pub fn build_in_store(
 pub fn build_recipe(
     cli: &Cli,
     args: &BuildArgs,
-) -> anyhow::Result<(Built, Target, recipe::Recipe)> {
+) -> anyhow::Result<(Built, Target, recipe::Recipe, super::attest::Referrers)> {
     let target: Target = match &args.output {
         Some(o) => o.parse()?,
         None => Target::Layout(default_output(&args.recipe)),
@@ -235,26 +244,38 @@ pub fn build_recipe(
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
     }
-    output::write(&target, &store, &built.image)?;
-    Ok((built, target, recipe))
+    if args.attach && args.push.is_none() && !matches!(target, Target::Layout(_)) {
+        anyhow::bail!(
+            "--attach needs an OCI layout output (DIR or oci:DIR) or --push, not {target}"
+        );
+    }
+    let referrers = if args.attach {
+        super::attest::attach_built(&store, &args.recipe, &recipe, &built.image)?
+    } else {
+        Vec::new()
+    };
+    match &target {
+        Target::Layout(dir) => output::write_layout_with(dir, &store, &built.image, &referrers)?,
+        _ => output::write(&target, &store, &built.image)?,
+    }
+    Ok((built, target, recipe, referrers))
 }
 
 pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if args.test && args.json {
         anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
     }
-    let (built, target, recipe) = build_recipe(cli, args)?;
+    let (built, target, recipe, referrers) = build_recipe(cli, args)?;
     let img = &built.image;
     // With --json, push first (no test stage then) so one document reports both.
     let mut pushed = None;
+    let mut attached = None;
     if let (Some(dest), true) = (&args.push, args.json) {
         let target: crate::registry::Reference = dest.parse()?;
-        pushed = Some(crate::push::push(
-            &super::push::client(cli)?,
-            &cli.store()?,
-            &img.manifest,
-            &target,
-        )?);
+        let client = super::push::client(cli)?;
+        let report = crate::push::push(&client, &cli.store()?, &img.manifest, &target)?;
+        attached = push_referrers(cli, &client, &img.manifest, &referrers, &target)?;
+        pushed = Some(report);
     }
     if args.json {
         let layers: Vec<_> = img
@@ -291,6 +312,12 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 "scripts": i.scheme.scripts,
             })),
             "push": pushed,
+            "referrers": referrers.iter().map(|(d, _)| json!({
+                "artifactType": d.artifact_type,
+                "digest": d.digest,
+                "size": d.size,
+            })).collect::<Vec<_>>(),
+            "referrersPush": attached,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -330,6 +357,39 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if let (Some(dest), false) = (&args.push, args.json) {
         super::push::push_and_report(cli, &cli.store()?, &img.manifest, dest, false)?;
+        if let Some(r) = push_referrers(
+            cli,
+            &super::push::client(cli)?,
+            &img.manifest,
+            &referrers,
+            &dest.parse()?,
+        )? {
+            for p in &r.pushed {
+                println!("attached {p}");
+            }
+            println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
+        }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// With --attach: push the SBOM and provenance artifacts after the image, and the referrers tag.
+fn push_referrers(
+    cli: &Cli,
+    client: &crate::registry::Client,
+    manifest: &crate::image::Descriptor,
+    referrers: &super::attest::Referrers,
+    target: &crate::registry::Reference,
+) -> anyhow::Result<Option<crate::push::ReferrersReport>> {
+    if referrers.is_empty() {
+        return Ok(None);
+    }
+    let descriptors: Vec<_> = referrers.iter().map(|(d, _)| d.clone()).collect();
+    Ok(Some(crate::push::push_referrers(
+        client,
+        &cli.store()?,
+        &manifest.digest,
+        &descriptors,
+        target,
+    )?))
 }

@@ -1,5 +1,6 @@
 //! Command line: clap types and one file per subcommand. The only module that prints.
 
+mod attest;
 mod build;
 mod diff;
 mod lock;
@@ -38,6 +39,9 @@ Examples:
   ocibuild build app.toml --vendor vendor/ --offline build with no network at all
   ocibuild mirror --recipe app.toml --to mirror.internal:5000/hub
                                                      copy the locked base, digests unchanged
+  ocibuild build app.toml --attach --push REG/app:1  attach SBOMs + provenance, push them too
+  ocibuild sbom app.toml --format cyclonedx          the SBOM of ./app.oci, from app.lock
+  ocibuild provenance app.toml -o app.intoto.json    its in-toto SLSA provenance statement
 
 Environment:
   SOURCE_DATE_EPOCH     timestamp for every file and history entry (wins over the recipe; default 0)
@@ -89,6 +93,10 @@ enum Command {
     /// Copy base images (from locks), built images (OCI layouts) or vendored images into a
     /// registry, digests unchanged.
     Mirror(mirror::MirrorArgs),
+    /// Print the SBOM (SPDX 2.3 or CycloneDX 1.6 JSON) of the recipe's built image, from its lock.
+    Sbom(attest::SbomArgs),
+    /// Print the in-toto SLSA v1 provenance statement of the recipe's built image.
+    Provenance(attest::ProvenanceArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
@@ -104,6 +112,8 @@ const SUBCOMMANDS: &[&str] = &[
     "verify",
     "vendor",
     "mirror",
+    "sbom",
+    "provenance",
     "cuda-smoke",
     "help",
 ];
@@ -144,6 +154,8 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => verify::run(&cli, a),
         Command::Vendor(a) => vendor::run(&cli, a),
         Command::Mirror(a) => mirror::run(&cli, a),
+        Command::Sbom(a) => attest::run_sbom(&cli, a),
+        Command::Provenance(a) => attest::run_provenance(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };
     match result {

@@ -61,14 +61,24 @@ fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
                     tags()
                 )
             }),
-        None if index.manifests.len() == 1 => Ok(index.manifests[0].clone()),
-        None => anyhow::bail!(
-            "OCI layout {} holds {} images: say which, as {}:TAG (tags: {})",
-            dir.display(),
-            index.manifests.len(),
-            dir.display(),
-            tags()
-        ),
+        None => {
+            // Referrers (entries with an artifactType) are not images.
+            let images: Vec<&Descriptor> = index
+                .manifests
+                .iter()
+                .filter(|m| m.artifact_type.is_none())
+                .collect();
+            if let [one] = images.as_slice() {
+                return Ok((*one).clone());
+            }
+            anyhow::bail!(
+                "OCI layout {} holds {} images: say which, as {}:TAG (tags: {})",
+                dir.display(),
+                images.len(),
+                dir.display(),
+                tags()
+            )
+        }
     }
 }
 

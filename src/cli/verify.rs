@@ -27,7 +27,7 @@ Examples:
   ocibuild verify app.toml
   ocibuild verify app.toml --against oci-archive:release/app.tar
   ocibuild verify app.toml --against docker://registry.example/team/app:1.0
-  ocibuild verify app.toml --against sha256:4ac99ae97c204d523d3e75d1c6e35e99f52c8f7c529b128c95ae05a1d1a70d05";
+  ocibuild verify app.toml --against sha256:a295b31b9414131493d31b2d0e5e57fbe8e280396d6b20fa8eb8f0a7505b7da4";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]

@@ -40,11 +40,27 @@ pub fn read_index(dir: &Path) -> Result<Index, OutputError> {
 /// Write `image` into the layout at `dir` (created if missing), tagging it `image.tag`. An existing
 /// layout keeps its other images; an entry with the same tag is replaced.
 pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<(), OutputError> {
+    write_layout_with(dir, store, image, &[])
+}
+
+/// [`write_layout`], also listing `referrers` in `index.json`: OCI 1.1 artifact manifests whose
+/// subject is the image (their blobs, `referrer_blobs`, are copied too). Referrer entries carry
+/// `artifactType` and no ref name, so tags still name only images. Referrers whose subject no
+/// longer has an entry in the index (an image replaced under its tag) are dropped.
+pub fn write_layout_with(
+    dir: &Path,
+    store: &Store,
+    image: &ImageRecord,
+    referrers: &[(Descriptor, Vec<(Digest, u64)>)],
+) -> Result<(), OutputError> {
     claim_dir(dir)?;
     let blobs = dir.join("blobs").join("sha256");
     fs::create_dir_all(&blobs)?;
 
-    let digests = image.blobs();
+    let mut digests = image.blobs();
+    for (_, extra) in referrers {
+        digests.extend(extra.iter().copied());
+    }
     for (digest, size) in digests {
         copy_blob(dir, store, &digest, size)?;
     }
@@ -66,12 +82,46 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
             && d.annotations.get(annotations::CONTAINERD_NAME) != Some(&image.full_name())
     });
     index.manifests.push(entry);
+    for (r, _) in referrers {
+        if !index.manifests.iter().any(|d| d.digest == r.digest) {
+            index.manifests.push(r.clone());
+        }
+    }
+    // Referrers of images no longer in the index go with them.
+    let images: Vec<Digest> = index
+        .manifests
+        .iter()
+        .filter(|d| d.artifact_type.is_none())
+        .map(|d| d.digest)
+        .collect();
+    index.manifests.retain(|d| {
+        d.artifact_type.is_none() || subject_of(dir, &d.digest).is_none_or(|s| images.contains(&s))
+    });
     index.manifests.sort_by(|a, b| {
-        let key = |d: &Descriptor| (d.annotations.get(annotations::REF_NAME).cloned(), d.digest);
+        let key = |d: &Descriptor| {
+            (
+                d.artifact_type.is_some(),
+                d.annotations.get(annotations::REF_NAME).cloned(),
+                d.digest,
+            )
+        };
         key(a).cmp(&key(b))
     });
     let bytes = to_canonical_vec("index.json", &index)?;
     write_atomic(dir, &dir.join("index.json"), &bytes)
+}
+
+/// The `subject` digest of the manifest blob `digest` in the layout, if it has one.
+fn subject_of(dir: &Path, digest: &Digest) -> Option<Digest> {
+    #[derive(serde::Deserialize)]
+    struct WithSubject {
+        subject: Option<Descriptor>,
+    }
+    let bytes = fs::read(dir.join("blobs").join("sha256").join(digest.hex())).ok()?;
+    serde_json::from_slice::<WithSubject>(&bytes)
+        .ok()?
+        .subject
+        .map(|s| s.digest)
 }
 
 /// Holds the exclusive advisory lock on a layout directory until dropped.

@@ -17,7 +17,7 @@ use crate::json::JsonError;
 use crate::layer::LayerError;
 use crate::store::{Store, StoreError};
 
-pub use layout::{read_index, write_layout};
+pub use layout::{read_index, write_layout, write_layout_with};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {

@@ -1,0 +1,169 @@
+//! `ocibuild sbom RECIPE` and `ocibuild provenance RECIPE`: the documents of a built image,
+//! made from its lock; and `build --attach`: the same documents attached to the image.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::{Args, ValueEnum};
+
+use super::Cli;
+use crate::audit::attest::{self, LoadedInputs, Subject};
+use crate::audit::{provenance, sbom, Spec};
+use crate::digest::Digest;
+use crate::image::{annotations, Descriptor, ImageRecord};
+use crate::recipe;
+use crate::store::Store;
+
+pub const SBOM_AFTER_HELP: &str = "\
+The SBOM is made from NAME.lock and the built image's manifest, not from a scan: the base image
+(by manifest digest), every .deb, the interpreter archive and every wheel the lock pins, each
+with its sha256, its download URL and the digest of the layer that holds it. The same image and
+lock always give the same bytes. The image must have been built from this recipe and lock (its
+dev.ocibuild.recipe.digest / dev.ocibuild.lock.digest annotations are checked).
+
+Examples:
+  ocibuild sbom app.toml > app.spdx.json
+  ocibuild sbom app.toml --format cyclonedx -o app.cdx.json
+  ocibuild sbom app.toml --image oci:release.oci:1.0";
+
+pub const PROVENANCE_AFTER_HELP: &str = "\
+An in-toto Statement v1 with a SLSA Provenance v1 predicate: the image (name, manifest sha256)
+as subject; the recipe and lock (file name, sha256) as external parameters; every locked input
+as a resolved dependency; the determinism contract and compressor; ocibuild and its version as
+the builder. No timestamp: the same image and lock always give the same bytes.
+
+Examples:
+  ocibuild provenance app.toml -o app.intoto.json
+  ocibuild provenance app.toml --image oci:release.oci:1.0";
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SbomFormat {
+    /// SPDX 2.3 JSON (application/spdx+json).
+    Spdx,
+    /// CycloneDX 1.6 JSON (application/vnd.cyclonedx+json).
+    Cyclonedx,
+}
+
+#[derive(Args, Debug)]
+pub struct DocArgs {
+    /// The recipe (TOML); its lock (NAME.lock) lists the inputs.
+    pub recipe: PathBuf,
+    /// The built image: DIR or oci:DIR[:TAG] (default: oci:./<recipe name>.oci:<recipe tag>).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// Write the document to FILE instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = SBOM_AFTER_HELP)]
+pub struct SbomArgs {
+    #[command(flatten)]
+    pub doc: DocArgs,
+    /// The SBOM format.
+    #[arg(long, value_enum, default_value = "spdx")]
+    pub format: SbomFormat,
+}
+
+#[derive(Args, Debug)]
+#[command(after_help = PROVENANCE_AFTER_HELP)]
+pub struct ProvenanceArgs {
+    #[command(flatten)]
+    pub doc: DocArgs,
+}
+
+/// The built image for `args` (a layout), checked against the recipe and lock on disk.
+fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
+    let recipe = recipe::load(&args.recipe)?;
+    let (dir, tag) = match &args.image {
+        None => (
+            super::build::default_output(&args.recipe),
+            recipe.image.tag.clone(),
+        ),
+        Some(s) => match Spec::parse(s, false)? {
+            Spec::Layout { dir, tag } => (dir, tag.unwrap_or_else(|| recipe.image.tag.clone())),
+            other => anyhow::bail!(
+                "--image {other}: only an OCI layout (DIR or oci:DIR[:TAG]) is supported here"
+            ),
+        },
+    };
+    let label = format!("oci:{}:{tag}", dir.display());
+    let index = crate::output::read_index(&dir).with_context(|| {
+        format!(
+            "no OCI layout at {}: build it first (`ocibuild build {}`)",
+            dir.display(),
+            args.recipe.display()
+        )
+    })?;
+    let entry = index
+        .manifests
+        .iter()
+        .find(|m| m.annotations.get(annotations::REF_NAME) == Some(&tag))
+        .with_context(|| format!("OCI layout {} has no image tagged `{tag}`", dir.display()))?;
+    let bytes = fs_err::read(dir.join("blobs").join("sha256").join(entry.digest.hex()))?;
+    let subject = Subject::new(&recipe.image.name, &tag, &bytes)?;
+    let inputs = LoadedInputs::load(&args.recipe, recipe.layers.len())?;
+    inputs.inputs().check(&label, &subject)?;
+    Ok((subject, inputs))
+}
+
+fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
+    match output {
+        Some(p) => fs_err::write(p, bytes)?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            out.write_all(bytes)?;
+            out.flush()?;
+        }
+    }
+    Ok(())
+}
+
+pub fn run_sbom(_cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
+    let (subject, inputs) = open(&args.doc)?;
+    let format = match args.format {
+        SbomFormat::Spdx => sbom::Format::Spdx,
+        SbomFormat::Cyclonedx => sbom::Format::CycloneDx,
+    };
+    emit(
+        args.doc.output.as_deref(),
+        &sbom::generate(format, &subject, &inputs.inputs())?,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_provenance(_cli: &Cli, args: &ProvenanceArgs) -> anyhow::Result<ExitCode> {
+    let (subject, inputs) = open(&args.doc)?;
+    emit(
+        args.doc.output.as_deref(),
+        &provenance::statement(&subject, &inputs.inputs())?,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A built image's referrers: each artifact manifest's descriptor and the blobs it needs.
+pub type Referrers = Vec<(Descriptor, Vec<(Digest, u64)>)>;
+
+/// `build --attach`: the SBOMs and provenance of `image` (just built from `recipe_path` into
+/// `store`) as artifact manifests in the store.
+pub fn attach_built(
+    store: &Store,
+    recipe_path: &Path,
+    recipe: &recipe::Recipe,
+    image: &ImageRecord,
+) -> anyhow::Result<Referrers> {
+    let subject = Subject::from_store(store, image)?;
+    let inputs = LoadedInputs::load(recipe_path, recipe.layers.len())?;
+    let docs = attest::documents(&subject, &inputs.inputs())?;
+    let referrers = attest::attach(store, &subject, &docs)?;
+    referrers
+        .into_iter()
+        .map(|r| {
+            let blobs = attest::referrer_blobs(store, std::slice::from_ref(&r))?;
+            Ok((r, blobs))
+        })
+        .collect()
+}
