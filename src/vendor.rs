@@ -907,7 +907,11 @@ pub fn lock_changes(lock: &Lock, recipe: &crate::recipe::Recipe) -> Vec<String> 
         (Some(pk), None) => out.push(format!("python packages {} added", pk.written())),
         (Some(pk), Some(l)) => {
             if l.file != pk.written() {
-                out.push(format!("python packages file {} → {}", l.file, pk.written()));
+                out.push(format!(
+                    "python packages file {} → {}",
+                    l.file,
+                    pk.written()
+                ));
             } else {
                 match fs_err::read(pk.path()) {
                     Ok(b) if Digest::of(&b) == l.sha256 => {}

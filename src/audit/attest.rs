@@ -21,8 +21,6 @@ pub const TOOL_VERSION: &str = env!("CARGO_PKG_VERSION");
 /// The layer names ocibuild gives its system layers (`[apt]`, `[python]`, wheels).
 pub const APT_LAYER: &str = "apt";
 pub const PYTHON_LAYER: &str = "python";
-/// The layer that will hold the lock's `[[wheel]]`s once builds install them.
-pub const WHEELS_LAYER: &str = "wheels";
 
 #[derive(Debug, thiserror::Error)]
 pub enum AttestError {
@@ -126,7 +124,10 @@ impl Subject {
         let mut n = layers.len().saturating_sub(recipe_layers);
         while n > 0 {
             match layers[n - 1].annotations.get(annotations::LAYER_NAME) {
-                Some(name) if [APT_LAYER, PYTHON_LAYER, WHEELS_LAYER].contains(&name.as_str()) => {
+                Some(name)
+                    if [APT_LAYER, PYTHON_LAYER].contains(&name.as_str())
+                        || crate::python::plan::is_wheel_layer(name) =>
+                {
                     n -= 1
                 }
                 _ => break,

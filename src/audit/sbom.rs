@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use super::attest::{
     id_safe, oci_purl, purl_encode, uuid_from, AttestError, Inputs, Subject, APT_LAYER,
-    PYTHON_LAYER, TOOL_VERSION, WHEELS_LAYER,
+    PYTHON_LAYER, TOOL_VERSION,
 };
 use crate::digest::Digest;
 use crate::image::annotations;
@@ -185,8 +185,27 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             layers: named(PYTHON_LAYER),
         });
     }
-    let wheel_layer = named(WHEELS_LAYER);
-    for w in &lock.wheels {
+    // The wheel layers' grouping is a pure function of the locked wheels (names and sizes):
+    // plan it again to find each wheel's layer by name.
+    let sizes: Vec<(&str, u64)> = lock
+        .wheels
+        .iter()
+        .map(|w| (w.name.as_str(), w.size))
+        .collect();
+    let mut wheel_layer = vec![Vec::new(); lock.wheels.len()];
+    for group in
+        crate::python::plan::plan_layers(&sizes, &crate::python::plan::LayerLimits::default())
+    {
+        let names: Vec<&str> = group
+            .iter()
+            .map(|&i| lock.wheels[i].name.as_str())
+            .collect();
+        let layer = named(&crate::python::plan::group_name(&names));
+        for &i in &group {
+            wheel_layer[i] = layer.clone();
+        }
+    }
+    for (wi, w) in lock.wheels.iter().enumerate() {
         out.push(Item {
             kind: Kind::Wheel,
             spdx_id: format!(
@@ -203,7 +222,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             )),
             url: Some(w.url.clone()),
             sha256: w.sha256,
-            layers: wheel_layer.clone(),
+            layers: wheel_layer[wi].clone(),
         });
     }
     out

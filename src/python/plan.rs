@@ -29,6 +29,21 @@ impl Default for LayerLimits {
 /// go to one of `limits.small_groups` groups chosen by a hash of their normalized name (so
 /// adding or removing a wheel leaves the other groups, and their cached layers, as they were).
 /// While there are more than `max_layers` groups, the two smallest merge.
+/// The layer name of a group of wheels (project names, in group order): `wheel-NAME` for one,
+/// `wheels-FIRST-and-N-more` for several. The SBOM finds each wheel's layer by this name.
+pub fn group_name(names: &[&str]) -> String {
+    match names {
+        [one] => format!("wheel-{one}"),
+        [] => "wheels".to_string(),
+        many => format!("wheels-{}-and-{}-more", many[0], many.len() - 1),
+    }
+}
+
+/// Whether a layer name is one [`group_name`] gives.
+pub fn is_wheel_layer(name: &str) -> bool {
+    name.starts_with("wheel-") || name.starts_with("wheels-") || name == "wheels"
+}
+
 pub fn plan_layers(wheels: &[(&str, u64)], limits: &LayerLimits) -> Vec<Vec<usize>> {
     let n_small = limits.small_groups.max(1);
     let mut groups: Vec<Vec<usize>> = Vec::new();

@@ -13,7 +13,7 @@ use crate::lock::{Lock, LockedPythonPackages, LockedWheel};
 use crate::progress::Reporter;
 use crate::python::index::{IndexClient, IndexFile};
 use crate::python::markers::{MarkerEnv, Version};
-use crate::python::plan::{plan_layers, LayerLimits};
+use crate::python::plan::{group_name, plan_layers, LayerLimits};
 use crate::python::tags::{self, normalize_name, WheelFile};
 use crate::python::wheel::{build_wheel_layer, layer_key, WheelInput};
 use crate::python::{pylock, requirements, Interpreter};
@@ -218,10 +218,7 @@ pub fn layers(
     let mut out = Vec::with_capacity(groups.len());
     for group in groups {
         let members: Vec<&LockedWheel> = group.iter().map(|&i| &wheels[i]).collect();
-        let name = match members.as_slice() {
-            [one] => format!("wheel-{}", one.name),
-            many => format!("wheels-{}-and-{}-more", many[0].name, many.len() - 1),
-        };
+        let name = group_name(&members.iter().map(|w| w.name.as_str()).collect::<Vec<_>>());
         let created_by = format!(
             "ocibuild wheels: {}",
             members
