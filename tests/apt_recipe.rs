@@ -8,45 +8,9 @@ mod common;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use aptfix::{deb, fixture, Data, Deb, Fixture};
+use aptfix::{fixture, python_universe as universe, Fixture, CERT_A, CERT_B};
 use common::{ocibuild, run, run_ok, stdout, tar_listing, tempdir};
 use serde_json::Value;
-
-const CERT_A: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
-const CERT_B: &str = "-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----";
-
-fn universe() -> Vec<Deb> {
-    vec![
-        deb("libc6", "2.36-9+deb12u4")
-            .field("Multi-Arch", "same")
-            .data(Data::Dir("./usr/lib/"))
-            .data(Data::File("./usr/lib/libc.so.6", "ELF libc", 0o755)),
-        deb("python3.12-minimal", "3.12.1-1")
-            .field("Depends", "libc6 (>= 2.34)")
-            .data(Data::Dir("./usr/bin/"))
-            .data(Data::File("./usr/bin/python3.12", "#!fake python\n", 0o755)),
-        deb("python3", "3.12.1-1")
-            .field("Depends", "python3.12-minimal (>= 3.12.1)")
-            .data(Data::Dir("./usr/bin/"))
-            .data(Data::Symlink("./usr/bin/python3", "python3.12")),
-        deb("ca-certificates", "20230311")
-            .arch("all")
-            .data(Data::Dir("./usr/share/ca-certificates/"))
-            .data(Data::Dir("./usr/share/ca-certificates/mozilla/"))
-            .data(Data::File(
-                "./usr/share/ca-certificates/mozilla/B.crt",
-                CERT_B,
-                0o644,
-            ))
-            .data(Data::File(
-                "./usr/share/ca-certificates/mozilla/A.crt",
-                CERT_A,
-                0o644,
-            )),
-        deb("tool", "1.0").data(Data::File("./usr/share/doc/tool.txt", "tool\n", 0o644)),
-        deb("needs-missing", "1.0").field("Depends", "tool (>= 2.0)"),
-    ]
-}
 
 fn recipe(dir: &Path, f: &Fixture, packages: &[&str], key: &Path) -> PathBuf {
     let list: Vec<String> = packages.iter().map(|p| format!("{p:?}")).collect();

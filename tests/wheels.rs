@@ -3,14 +3,17 @@
 
 mod common;
 
+#[path = "wheelfix/mod.rs"]
+mod wheelfix;
+use wheelfix::make_wheel;
+
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use ocibuild::digest::Digest;
 use ocibuild::layer::{Compression, LayerOptions};
 use ocibuild::python::interpreter::PyVersion;
-use ocibuild::python::tags::WheelFile;
 use ocibuild::python::wheel::{build_wheel_layer, layer_key, record_hash, WheelError, WheelInput};
 use ocibuild::python::{pylock, Interpreter, Scheme};
 use ocibuild::store::{CachedLayer, Store};
@@ -37,55 +40,6 @@ fn opts(compression: Compression, threads: usize) -> LayerOptions {
         compression,
         threads,
     }
-}
-
-/// Writes a wheel: `files` (name, content, unix mode) plus WHEEL (unless given) and a RECORD
-/// listing everything, which `tweak` may edit before it is written.
-fn make_wheel(
-    dir: &Path,
-    filename: &str,
-    files: &[(&str, &[u8], u32)],
-    purelib: bool,
-    tweak: &dyn Fn(&mut Vec<String>),
-) -> WheelInput {
-    let file = WheelFile::parse(filename).unwrap();
-    let di = format!("{}.dist-info", file.dist_prefix());
-    let mut all: Vec<(String, Vec<u8>, u32)> = files
-        .iter()
-        .map(|(n, c, m)| (n.to_string(), c.to_vec(), *m))
-        .collect();
-    if !files
-        .iter()
-        .any(|(n, _, _)| n.ends_with(".dist-info/WHEEL"))
-    {
-        let wheel = format!(
-            "Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: {purelib}\nTag: py3-none-any\n"
-        );
-        all.push((format!("{di}/WHEEL"), wheel.into_bytes(), 0o644));
-    }
-    let mut record: Vec<String> = all
-        .iter()
-        .map(|(n, c, _)| format!("{n},{},{}", record_hash(&Digest::of(c)), c.len()))
-        .collect();
-    record.push(format!("{di}/RECORD,,"));
-    tweak(&mut record);
-    all.push((
-        format!("{di}/RECORD"),
-        (record.join("\n") + "\n").into_bytes(),
-        0o644,
-    ));
-    let path = dir.join(filename);
-    let mut zw = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
-    for (n, c, mode) in &all {
-        let o = zip::write::SimpleFileOptions::default()
-            .compression_method(zip::CompressionMethod::Deflated)
-            .unix_permissions(*mode);
-        zw.start_file(n.as_str(), o).unwrap();
-        zw.write_all(c).unwrap();
-    }
-    zw.finish().unwrap();
-    let sha256 = Digest::of(&std::fs::read(&path).unwrap());
-    WheelInput { path, file, sha256 }
 }
 
 fn no_tweak(_: &mut Vec<String>) {}

@@ -394,7 +394,18 @@ pub fn serve(root: PathBuf) -> String {
                 }
                 let path = first.split_whitespace().nth(1).unwrap_or("/");
                 let rel = path.trim_start_matches('/');
-                let file = root.join(rel);
+                let mut file = root.join(rel);
+                // A directory serves its index.json (as a PEP 691 page) or index.html.
+                let mut ctype = "application/octet-stream";
+                if file.is_dir() {
+                    if file.join("index.json").is_file() {
+                        file = file.join("index.json");
+                        ctype = "application/vnd.pypi.simple.v1+json";
+                    } else {
+                        file = file.join("index.html");
+                        ctype = "text/html";
+                    }
+                }
                 let body = if rel.split('/').any(|c| c == "..") {
                     None
                 } else {
@@ -404,7 +415,7 @@ pub fn serve(root: PathBuf) -> String {
                     Some(b) => stream
                         .write_all(
                             format!(
-                                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                                "HTTP/1.1 200 OK\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                                 b.len()
                             )
                             .as_bytes(),
@@ -600,3 +611,41 @@ pub fn listing(store: &Store, digest: &Digest) -> BTreeMap<String, (char, u32, S
 
 // ---------------------------------------------------------------------------------------------
 // Tests
+
+pub const CERT_A: &str = "-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+pub const CERT_B: &str = "-----BEGIN CERTIFICATE-----\nBBBB\n-----END CERTIFICATE-----";
+
+/// A small Debian: libc6 2.36, a fake python3.12, ca-certificates, and two packages for the
+/// error cases.
+pub fn python_universe() -> Vec<Deb> {
+    vec![
+        deb("libc6", "2.36-9+deb12u4")
+            .field("Multi-Arch", "same")
+            .data(Data::Dir("./usr/lib/"))
+            .data(Data::File("./usr/lib/libc.so.6", "ELF libc", 0o755)),
+        deb("python3.12-minimal", "3.12.1-1")
+            .field("Depends", "libc6 (>= 2.34)")
+            .data(Data::Dir("./usr/bin/"))
+            .data(Data::File("./usr/bin/python3.12", "#!fake python\n", 0o755)),
+        deb("python3", "3.12.1-1")
+            .field("Depends", "python3.12-minimal (>= 3.12.1)")
+            .data(Data::Dir("./usr/bin/"))
+            .data(Data::Symlink("./usr/bin/python3", "python3.12")),
+        deb("ca-certificates", "20230311")
+            .arch("all")
+            .data(Data::Dir("./usr/share/ca-certificates/"))
+            .data(Data::Dir("./usr/share/ca-certificates/mozilla/"))
+            .data(Data::File(
+                "./usr/share/ca-certificates/mozilla/B.crt",
+                CERT_B,
+                0o644,
+            ))
+            .data(Data::File(
+                "./usr/share/ca-certificates/mozilla/A.crt",
+                CERT_A,
+                0o644,
+            )),
+        deb("tool", "1.0").data(Data::File("./usr/share/doc/tool.txt", "tool\n", 0o644)),
+        deb("needs-missing", "1.0").field("Depends", "tool (>= 2.0)"),
+    ]
+}

@@ -1,0 +1,395 @@
+//! Wheels through the recipe: a pylock.toml with several wheels per package, a hashed
+//! requirements.txt against a simple index served on 127.0.0.1 (PEP 691 JSON and PEP 503
+//! HTML), the lock, layers, cache and thread independence, and the refusals. The interpreter
+//! (CPython 3.12, glibc 2.36, x86_64) comes from the generated apt repository (tests/aptfix).
+
+#[path = "aptfix/mod.rs"]
+mod aptfix;
+mod common;
+#[path = "wheelfix/mod.rs"]
+mod wheelfix;
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use aptfix::{fixture, python_universe, serve, Fixture};
+use common::{ocibuild, run, run_ok, stdout, tar_listing, tempdir};
+use ocibuild::python::wheel::WheelInput;
+use serde_json::Value;
+use wheelfix::make_wheel;
+
+fn no_tweak(_: &mut Vec<String>) {}
+
+struct Wheels {
+    dir: PathBuf,
+    /// filename → (sha256 hex, size)
+    files: Vec<(String, String, u64)>,
+}
+
+fn info(w: &WheelInput) -> (String, String, u64) {
+    (
+        w.file.filename.clone(),
+        w.sha256.hex(),
+        fs::metadata(&w.path).unwrap().len(),
+    )
+}
+
+/// click (pure, a console script) and fastlib in four builds: only the manylinux_2_28 one fits.
+fn wheels(dir: &Path) -> Wheels {
+    let wd = dir.join("wheels");
+    fs::create_dir_all(&wd).unwrap();
+    let mut files = vec![info(&make_wheel(
+        &wd,
+        "click-8.1.7-py3-none-any.whl",
+        &[
+            (
+                "click_demo/__init__.py",
+                b"def main():\n    print('demo')\n",
+                0o644,
+            ),
+            (
+                "click-8.1.7.dist-info/entry_points.txt",
+                b"[console_scripts]\nclick-demo = click_demo:main\n",
+                0o644,
+            ),
+            (
+                "click-8.1.7.dist-info/METADATA",
+                b"Name: click\nVersion: 8.1.7\n",
+                0o644,
+            ),
+        ],
+        true,
+        &no_tweak,
+    ))];
+    for tag in [
+        "cp312-cp312-manylinux_2_28_x86_64",
+        "cp312-cp312-manylinux_2_39_x86_64",
+        "cp311-cp311-manylinux_2_17_x86_64",
+        "cp312-cp312-musllinux_1_2_x86_64",
+    ] {
+        let body = format!("BUILD = {tag:?}\n");
+        files.push(info(&make_wheel(
+            &wd,
+            &format!("fastlib-1.0-{tag}.whl"),
+            &[
+                ("fastlib/__init__.py", body.as_bytes(), 0o644),
+                ("fastlib/_core.so", b"\x7fELF", 0o755),
+                (
+                    "fastlib-1.0.dist-info/METADATA",
+                    b"Name: fastlib\nVersion: 1.0\n",
+                    0o644,
+                ),
+            ],
+            false,
+            &no_tweak,
+        )));
+    }
+    Wheels { dir: wd, files }
+}
+
+fn pylock(dir: &Path, w: &Wheels, only: &dyn Fn(&str) -> bool) -> PathBuf {
+    let mut text = String::from(
+        "lock-version = \"1.0\"\ncreated-by = \"test\"\nrequires-python = \">=3.11\"\n",
+    );
+    for pkg in ["click", "fastlib"] {
+        let version = if pkg == "click" { "8.1.7" } else { "1.0" };
+        let entries: Vec<String> = w
+            .files
+            .iter()
+            .filter(|(f, _, _)| f.starts_with(&format!("{pkg}-")) && only(f))
+            .map(|(f, sha, size)| {
+                format!("{{ name = \"{f}\", path = \"wheels/{f}\", size = {size}, hashes = {{ sha256 = \"{sha}\" }} }}")
+            })
+            .collect();
+        text.push_str(&format!(
+            "\n[[packages]]\nname = \"{pkg}\"\nversion = \"{version}\"\nwheels = [\n  {}\n]\n",
+            entries.join(",\n  ")
+        ));
+        if pkg == "fastlib" && entries.is_empty() {
+            text.push_str("sdist = { url = \"https://example.invalid/fastlib-1.0.tar.gz\", hashes = { sha256 = \"00\" } }\n");
+        }
+    }
+    let p = dir.join("pylock.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+fn recipe(dir: &Path, f: &Fixture, python: &str) -> PathBuf {
+    let text = format!(
+        r#"[image]
+name = "example.com/wheels"
+platform = "linux/amd64"
+
+[[apt.source]]
+url = "{url}"
+suite = "stable"
+components = ["main"]
+signed-by = "{key}"
+
+[apt]
+packages = ["python3"]
+
+[python]
+{python}
+"#,
+        url = f.repo.url,
+        key = f.key.display(),
+    );
+    let p = dir.join("app.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+fn build(recipe: &Path, out: &Path, cache: &Path, extra: &[&str]) -> Value {
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", cache)
+            .args(["build", "--json", "-o"])
+            .arg(out)
+            .arg(recipe)
+            .args(extra),
+    );
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+fn layer(out: &Path, v: &Value, name: &str) -> (String, PathBuf) {
+    let l = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no layer {name} in {v:#}"));
+    let d = l["digest"].as_str().unwrap().to_string();
+    let p = out
+        .join("blobs/sha256")
+        .join(d.trim_start_matches("sha256:"));
+    (d, p)
+}
+
+#[test]
+fn pylock_wheels_lock_layers_and_reproducibility() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let w = wheels(t.path());
+    pylock(t.path(), &w, &|_| true);
+    let r = recipe(t.path(), &f, "lock = \"pylock.toml\"");
+    let out = t.path().join("img");
+    let v = build(&r, &out, &t.path().join("cache1"), &[]);
+
+    let names: Vec<&str> = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["apt", "wheels-click-and-1-more"]);
+
+    // The lock pins the one fitting fastlib wheel.
+    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
+    assert!(
+        lock.contains("[python-packages]\nfile = \"pylock.toml\""),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("target = \"cp312-x86_64-glibc2.36\""),
+        "{lock}"
+    );
+    assert!(
+        lock.contains("filename = \"fastlib-1.0-cp312-cp312-manylinux_2_28_x86_64.whl\""),
+        "{lock}"
+    );
+    assert_eq!(lock.matches("[[wheel]]").count(), 2);
+
+    let (_, blob) = layer(&out, &v, "wheels-click-and-1-more");
+    let listing = tar_listing(&blob);
+    let site = "usr/local/lib/python3.12/dist-packages";
+    for want in [
+        format!("f 0644 0:0 {site}/fastlib/__init__.py"),
+        format!("f 0755 0:0 {site}/fastlib/_core.so"),
+        format!("f 0644 0:0 {site}/fastlib-1.0.dist-info/INSTALLER"),
+        format!("f 0644 0:0 {site}/click_demo/__init__.py"),
+        "f 0755 0:0 usr/local/bin/click-demo".to_string(),
+    ] {
+        assert!(listing.contains(&want), "{want} not in {listing:#?}");
+    }
+    let unpack = t.path().join("unpack");
+    fs::create_dir(&unpack).unwrap();
+    run_ok(
+        std::process::Command::new("tar")
+            .arg("-xf")
+            .arg(&blob)
+            .arg("-C")
+            .arg(&unpack),
+    );
+    let init = fs::read_to_string(unpack.join(site).join("fastlib/__init__.py")).unwrap();
+    assert!(init.contains("manylinux_2_28"), "{init}");
+    let launcher = fs::read_to_string(unpack.join("usr/local/bin/click-demo")).unwrap();
+    assert!(
+        launcher.starts_with("#!/usr/bin/python3.12\n"),
+        "{launcher}"
+    );
+    assert!(
+        launcher.contains("from click_demo import main"),
+        "{launcher}"
+    );
+
+    // Warm store, cold store, one thread or two: the same image.
+    let warm = build(
+        &r,
+        &t.path().join("img2"),
+        &t.path().join("cache1"),
+        &["-j", "1"],
+    );
+    assert_eq!(warm["manifest"], v["manifest"]);
+    assert!(warm["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["cached"] == true));
+    let cold = build(
+        &r,
+        &t.path().join("img3"),
+        &t.path().join("cache2"),
+        &["-j", "2"],
+    );
+    assert_eq!(cold["manifest"], v["manifest"]);
+
+    // The lock answers: with the wheels gone, a locked build in the warm store still works;
+    // an edited pylock.toml makes --locked name the change.
+    fs::rename(&w.dir, t.path().join("wheels-gone")).unwrap();
+    build(
+        &r,
+        &t.path().join("img4"),
+        &t.path().join("cache1"),
+        &["--locked"],
+    );
+    fs::rename(t.path().join("wheels-gone"), &w.dir).unwrap();
+    pylock(t.path(), &w, &|f| !f.contains("musllinux"));
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", t.path().join("cache1"))
+        .args(["build", "--locked", "-o"])
+        .arg(t.path().join("img5"))
+        .arg(&r));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("pylock.toml changed"),
+        "{err}"
+    );
+}
+
+/// A simple index for click and fastlib: JSON (PEP 691) for one, HTML (PEP 503) for the other.
+fn index(root: &Path, w: &Wheels) {
+    for pkg in ["click", "fastlib"] {
+        let d = root.join("simple").join(pkg);
+        fs::create_dir_all(&d).unwrap();
+        let files: Vec<&(String, String, u64)> = w
+            .files
+            .iter()
+            .filter(|(f, _, _)| f.starts_with(&format!("{pkg}-")))
+            .collect();
+        if pkg == "click" {
+            let json: Vec<String> = files
+                .iter()
+                .map(|(f, sha, size)| format!(r#"{{"filename":"{f}","url":"../../files/{f}","hashes":{{"sha256":"{sha}"}},"size":{size}}}"#))
+                .collect();
+            fs::write(
+                d.join("index.json"),
+                format!(
+                    r#"{{"meta":{{"api-version":"1.1"}},"name":"{pkg}","files":[{}]}}"#,
+                    json.join(",")
+                ),
+            )
+            .unwrap();
+        } else {
+            let html: Vec<String> = files
+                .iter()
+                .map(|(f, sha, _)| format!("<a href=\"../../files/{f}#sha256={sha}\">{f}</a><br/>"))
+                .collect();
+            fs::write(
+                d.join("index.html"),
+                format!("<html><body>{}</body></html>", html.join("\n")),
+            )
+            .unwrap();
+        }
+    }
+    let fd = root.join("files");
+    fs::create_dir_all(&fd).unwrap();
+    for (f, _, _) in &w.files {
+        fs::copy(w.dir.join(f), fd.join(f)).unwrap();
+    }
+}
+
+#[test]
+fn requirements_with_hashes_from_a_simple_index_match_the_pylock_build() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let w = wheels(t.path());
+    let root = t.path().join("index");
+    index(&root, &w);
+    let url = serve(root);
+    let hash = |name: &str| {
+        let (_, sha, _) = w
+            .files
+            .iter()
+            .find(|(f, _, _)| f.starts_with(name))
+            .unwrap();
+        format!("--hash=sha256:{sha}")
+    };
+    let all_fastlib: Vec<String> = w
+        .files
+        .iter()
+        .filter(|(f, _, _)| f.starts_with("fastlib"))
+        .map(|(_, sha, _)| format!("    --hash=sha256:{sha}"))
+        .collect();
+    fs::write(
+        t.path().join("requirements.txt"),
+        format!(
+            "# pinned\nclick==8.1.7 {}\nfastlib==1.0 \\\n{}\nwindows-only==1.0 ; sys_platform == \"win32\" --hash=sha256:{}\n",
+            hash("click"),
+            all_fastlib.join(" \\\n"),
+            "0".repeat(64)
+        ),
+    )
+    .unwrap();
+    let r = recipe(
+        t.path(),
+        &f,
+        &format!("requirements = \"requirements.txt\"\nindex = \"{url}/simple\""),
+    );
+    let v = build(&r, &t.path().join("img"), &t.path().join("cache"), &[]);
+    let (req_layer, _) = layer(&t.path().join("img"), &v, "wheels-click-and-1-more");
+
+    pylock(t.path(), &w, &|_| true);
+    let r2 = recipe(t.path(), &f, "lock = \"pylock.toml\"");
+    fs::remove_file(t.path().join("app.lock")).unwrap();
+    let v2 = build(&r2, &t.path().join("img2"), &t.path().join("cache"), &[]);
+    let (lock_layer, _) = layer(&t.path().join("img2"), &v2, "wheels-click-and-1-more");
+    assert_eq!(req_layer, lock_layer, "same wheels, same layer");
+}
+
+#[test]
+fn wheel_refusals_are_clear_and_write_nothing() {
+    let f = fixture(&python_universe(), false);
+    let cases: &[(&dyn Fn(&str) -> bool, &str)] = &[
+        (
+            &|f: &str| !f.starts_with("fastlib") || f.contains("2_39"),
+            "needs glibc 2.39, the image has glibc 2.36",
+        ),
+        (
+            &|f: &str| !f.starts_with("fastlib"),
+            "ocibuild does not build packages",
+        ),
+    ];
+    for (only, want) in cases {
+        let t = tempdir();
+        let w = wheels(t.path());
+        pylock(t.path(), &w, *only);
+        let r = recipe(t.path(), &f, "lock = \"pylock.toml\"");
+        let out = t.path().join("img");
+        let o = run(ocibuild().args(["build", "-o"]).arg(&out).arg(&r));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{want}");
+        assert!(err.contains(want), "{want}: {err}");
+        assert!(!out.exists());
+    }
+}
