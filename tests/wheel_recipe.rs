@@ -370,7 +370,8 @@ fn requirements_with_hashes_from_a_simple_index_match_the_pylock_build() {
 #[test]
 fn wheel_refusals_are_clear_and_write_nothing() {
     let f = fixture(&python_universe(), false);
-    let cases: &[(&dyn Fn(&str) -> bool, &str)] = &[
+    type Filter<'a> = &'a dyn Fn(&str) -> bool;
+    let cases: &[(Filter<'_>, &str)] = &[
         (
             &|f: &str| !f.starts_with("fastlib") || f.contains("2_39"),
             "needs glibc 2.39, the image has glibc 2.36",
