@@ -59,6 +59,12 @@ pub enum SystemError {
     },
     #[error("python package `{package}`: {reason}")]
     Wheel { package: String, reason: String },
+    #[error("wheel layer `{layer}`: {source}")]
+    WheelLayer {
+        layer: String,
+        #[source]
+        source: crate::python::wheel::WheelError,
+    },
     #[error("{what}: fetching {url}: {reason}")]
     Fetch {
         what: String,

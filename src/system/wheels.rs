@@ -242,7 +242,11 @@ pub fn layers(
         };
         // The key needs only names and digests: the paths are placeholders until a miss.
         let placeholders = inputs_of(members.iter().map(|w| store.blob_path(&w.sha256)).collect())?;
-        let key = layer_key(&placeholders, interp, &lopts).map_err(|e| wheel_err(&name, e))?;
+        let layer_err = |source| SystemError::WheelLayer {
+            layer: name.clone(),
+            source,
+        };
+        let key = layer_key(&placeholders, interp, &lopts).map_err(layer_err)?;
         if !opts.no_cache {
             if let Some(hit) = store.cached_layer(&key)? {
                 reporter.layer_finished(&name, true);
@@ -263,8 +267,7 @@ pub fn layers(
         .into_iter()
         .collect::<Result<Vec<_>, _>>()?;
         let inputs = inputs_of(paths)?;
-        let built =
-            build_wheel_layer(store, &inputs, interp, &lopts).map_err(|e| wheel_err(&name, e))?;
+        let built = build_wheel_layer(store, &inputs, interp, &lopts).map_err(layer_err)?;
         store.put_cached_layer(&key, &built)?;
         reporter.layer_finished(&name, false);
         out.push(Extra {
