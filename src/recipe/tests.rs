@@ -403,7 +403,7 @@ fn schema_errors() {
         (
             "[image]\nname = \"hello\"\n[images]\n",
             "recipe.toml:3:2: unknown field `images`, expected one of `image`, `base`, `layer`, \
-             `config`, `podman`, `test`",
+             `config`, `podman`, `test`, `apt`, `python`",
         ),
         (
             "[image]\nname = \"hello\"\nversion = 2\n",
@@ -1034,4 +1034,50 @@ fn docs_examples_parse() {
     let r = parse_in(&d, blocks[1]).unwrap();
     assert_eq!(r.image.reference(), "hello:latest");
     assert_eq!(r.image.platform, Platform::host());
+}
+
+#[test]
+fn apt_and_python_errors() {
+    let src = "[[apt.source]]\nurl = \"https://deb.example/debian\"\nsuite = \"stable\"\ncomponents = [\"main\"]\nsigned-by = \"k.asc\"\n";
+    check_all(&[
+        (
+            &with_img("[apt]\npackages = [\"x\"]\n"),
+            "recipe.toml:3:1: [apt]: no sources: add at least one `[[apt.source]]` with `url`, \
+             `suite`, `components` and `signed-by`",
+        ),
+        (
+            &with_img(&format!("{src}[apt]\npackages = [\"Python3\"]\n")),
+            "recipe.toml:9:13: [apt] packages: invalid package `Python3`: expected a Debian \
+             package name (lower-case letters, digits, `+`, `-`, `.`) with an optional version \
+             like `(>= 3.11)` or `=3.11.2-6`",
+        ),
+        (
+            &with_img("[[apt.source]]\nurl = \"ftp://x\"\nsuite = \"s\"\ncomponents = [\"main\"]\n[apt]\npackages = [\"a1\"]\n"),
+            "recipe.toml:4:7: [[apt.source]] #1: invalid url `ftp://x`: expected an https://, \
+             http:// or file:// URL",
+        ),
+        (
+            &with_img("[[apt.source]]\nurl = \"https://x/d\"\nsuite = \"s\"\ncomponents = [\"main\"]\n[apt]\npackages = [\"a1\"]\n"),
+            "recipe.toml:3:1: [[apt.source]] #1: missing `signed-by` (the archive's OpenPGP key \
+             file; set `allow-unsigned = true` to accept an unverified archive)",
+        ),
+        (
+            &with_img("[python]\npath = \"/usr/bin/python3\"\narchive = { url = \"a.tgz\", sha256 = \"00\", prefix = \"/opt/p\" }\n"),
+            "recipe.toml:5:11: [python]: `path` and `archive` exclude each other: the \
+             interpreter comes from one place",
+        ),
+        (
+            &with_img("[python]\nversion = \"3\"\n"),
+            "recipe.toml:4:11: [python]: invalid version `3`: expected major.minor like \"3.11\"",
+        ),
+        (
+            &with_img("[python]\nlock = \"pylock.toml\"\nrequirements = \"r.txt\"\n"),
+            "recipe.toml:5:16: [python]: `lock` and `requirements` exclude each other: give one \
+             locked set of packages",
+        ),
+        (
+            &with_img("[python]\nindex = \"https://pypi.example/simple\"\n"),
+            "recipe.toml:4:9: [python]: `index` without `requirements`",
+        ),
+    ]);
 }

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# Wheel layers for numpy, scipy, pillow and opencv-python-headless (CPython 3.11, manylinux,
+# x86_64), from a warm download cache: the wheel step alone (examples/wheel_bench.rs: plan,
+# install straight from the zips, compress, into the store) against
+# `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed first) +
+# `tar --sort=name` + `pigz -p$(nproc) -6` (and `zstd -T0 -3`), interleaved in the same run.
+# Needs PyPI once (uv, and the wheels). Usage: bench/wheels.sh   (ROUNDS=3 JOBS=$(nproc))
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+JOBS=${JOBS:-$(nproc)}
+RUN=$PWD/bench/.data/wheels
+mkdir -p "$RUN"
+cargo build --release -q --example wheel_bench
+cargo build --release -q
+BIN=$PWD/target/release/examples/wheel_bench
+OCB=$PWD/target/release/ocibuild
+[ -x "$RUN/venv/bin/uv" ] || { python3 -m venv "$RUN/venv"; "$RUN/venv/bin/pip" install -q uv; }
+UV=$RUN/venv/bin/uv
+export UV_CACHE_DIR=$RUN/uv-cache
+cd "$RUN"
+printf 'numpy\nscipy\npillow\nopencv-python-headless\n' > req.in
+[ -f pylock.toml ] || "$UV" pip compile -q req.in --format pylock.toml -o pylock.toml \
+  --python-version 3.11 --python-platform x86_64-manylinux_2_36
+# The wheels into the store through a real build (recipe: the bookworm python3 + the pylock).
+mkdir -p keys && cp ../../../recipes/keys/debian-bookworm.asc keys/
+sed 's/^\[python\]$/[python]\nlock = "pylock.toml"/' ../../../recipes/bookworm-python.toml > app.toml
+export OCIBUILD_CACHE=$RUN/cache
+"$OCB" -q build app.toml -o img.oci > /dev/null
+mkdir -p whl
+python3 - <<'PY'
+import tomllib, pathlib, shutil
+lock = tomllib.loads(pathlib.Path("app.lock").read_text())
+for w in lock["wheel"]:
+    src = pathlib.Path("cache/blobs/sha256") / w["sha256"].split(":")[1]
+    dst = pathlib.Path("whl") / w["filename"]
+    if not dst.exists():
+        shutil.copyfile(src, dst)
+PY
+"$UV" pip install -q --no-deps --target warm-uv --python-version 3.11 --python-platform x86_64-manylinux_2_36 whl/*.whl
+echo "installed: $(du -sb warm-uv | cut -f1) bytes" >&2
+TAR="tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - -C target ."
+printf 'name\tround\twall\tuser\tsys\trss_kib\tbytes\tload1\n' > results.tsv
+t() { # NAME ROUND OUT CMD...
+  local n=$1 r=$2 o=$3; shift 3
+  /usr/bin/time -f '%e %U %S %M' -o time.txt "$@" > out.txt 2>/dev/null
+  local bytes; bytes=$( [ "$o" = "-" ] && head -1 out.txt || stat -c %s "$o")
+  printf '%s\t%s\t%s\t%s\t%s\n' "$n" "$r" "$(tr ' ' '\t' < time.txt)" "$bytes" \
+    "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv
+}
+UVI="rm -rf target && $UV pip install -q --no-deps --target target --python-version 3.11 --python-platform x86_64-manylinux_2_36 whl/*.whl"
+for r in $(seq 1 "$ROUNDS"); do
+  t ours-gzip "$r" - "$BIN" app.lock cache gzip "$JOBS"
+  t peer-gzip "$r" peer.tar.gz sh -c "$UVI && $TAR | pigz -p$JOBS -6 > peer.tar.gz"
+  t ours-zstd "$r" - "$BIN" app.lock cache zstd "$JOBS"
+  t peer-zstd "$r" peer.tar.zst sh -c "$UVI && $TAR | zstd -T0 -3 -q -f -o peer.tar.zst"
+done
+python3 - results.tsv <<'PY'
+import csv, statistics as st, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+by = {}
+for r in rows: by.setdefault(r["name"], []).append(r)
+m = lambda n, f: st.median(float(r[f]) for r in by[n])
+print(f"load1 {min(float(r['load1']) for r in rows):.2f}-{max(float(r['load1']) for r in rows):.2f}")
+print("| | ocibuild wall s | uv --target + tar + compressor wall s | ratio | size ours / peer | ocibuild peak RSS MB |")
+print("|---|---|---|---|---|---|")
+for c in ["gzip", "zstd"]:
+    o, p = m(f"ours-{c}", "wall"), m(f"peer-{c}", "wall")
+    so, sp = m(f"ours-{c}", "bytes"), m(f"peer-{c}", "bytes")
+    print(f"| {c} | {o:.2f} | {p:.2f} | {o/p:.2f}x | {so/sp:.3f} | {m(f'ours-{c}','rss_kib')/1024:.0f} |")
+PY
