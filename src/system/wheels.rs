@@ -199,7 +199,9 @@ fn from_requirements(
     Ok(out)
 }
 
-/// Downloads the wheels the store lacks (verified, in parallel) and builds their layers.
+/// Downloads the wheels the store lacks (verified, in parallel) and builds their layers, several
+/// at once: a layer's producer (inflating from the zips, RECORD and diff_id hashing, tar) is one
+/// thread, so building layers side by side keeps every core busy. The bytes do not depend on it.
 pub fn layers(
     wheels: &[LockedWheel],
     interp: &Interpreter,
@@ -208,74 +210,102 @@ pub fn layers(
     opts: &SystemOptions,
     reporter: &dyn Reporter,
 ) -> Result<Vec<Extra>, SystemError> {
+    let sizes: Vec<(&str, u64)> = wheels.iter().map(|w| (w.name.as_str(), w.size)).collect();
+    let groups = plan_layers(&sizes, &LayerLimits::default());
+    let side_by_side = opts.threads.min(groups.len()).max(1);
     let lopts = LayerOptions {
         epoch: opts.epoch,
         compression: opts.compression,
-        threads: opts.threads,
+        threads: (opts.threads / side_by_side).max(1),
     };
-    let sizes: Vec<(&str, u64)> = wheels.iter().map(|w| (w.name.as_str(), w.size)).collect();
-    let groups = plan_layers(&sizes, &LayerLimits::default());
-    let mut out = Vec::with_capacity(groups.len());
-    for group in groups {
-        let members: Vec<&LockedWheel> = group.iter().map(|&i| &wheels[i]).collect();
-        let name = group_name(&members.iter().map(|w| w.name.as_str()).collect::<Vec<_>>());
-        let created_by = format!(
-            "ocibuild wheels: {}",
-            members
-                .iter()
-                .map(|w| w.filename.as_str())
-                .collect::<Vec<_>>()
-                .join(" ")
-        );
-        let inputs_of = |paths: Vec<std::path::PathBuf>| -> Result<Vec<WheelInput>, SystemError> {
-            members
-                .iter()
-                .zip(paths)
-                .map(|(w, path)| {
-                    Ok(WheelInput {
-                        path,
-                        file: WheelFile::parse(&w.filename).map_err(|e| wheel_err(&w.name, e))?,
-                        sha256: w.sha256,
-                    })
-                })
-                .collect()
-        };
-        // The key needs only names and digests: the paths are placeholders until a miss.
-        let placeholders = inputs_of(members.iter().map(|w| store.blob_path(&w.sha256)).collect())?;
-        let layer_err = |source| SystemError::WheelLayer {
-            layer: name.clone(),
-            source,
-        };
-        let key = layer_key(&placeholders, interp, &lopts).map_err(layer_err)?;
-        if !opts.no_cache {
-            if let Some(hit) = store.cached_layer(&key)? {
-                reporter.layer_finished(&name, true);
-                out.push(Extra {
-                    name,
-                    layer: hit,
-                    cached: true,
-                    created_by,
-                });
-                continue;
-            }
-        }
-        let _guard = store.lock(&key.hex())?;
-        reporter.layer_started(&name, members.iter().map(|w| w.size).sum());
-        let paths = parallel_map(&members, DOWNLOADS, |w| {
-            fetch_verified(fetcher, store, &w.url, w.sha256, Some(w.size), &w.filename)
-        })
-        .into_iter()
-        .collect::<Result<Vec<_>, _>>()?;
-        let inputs = inputs_of(paths)?;
-        let built = build_wheel_layer(store, &inputs, interp, &lopts).map_err(layer_err)?;
-        store.put_cached_layer(&key, &built)?;
-        reporter.layer_finished(&name, false);
-        out.push(Extra {
-            name,
-            layer: built,
-            cached: false,
-            created_by,
-        });
+    // Biggest first, so one large wheel does not start last.
+    let mut order: Vec<usize> = (0..groups.len()).collect();
+    let total = |g: &Vec<usize>| -> u64 { g.iter().map(|&i| wheels[i].size).sum() };
+    order.sort_by(|&a, &b| total(&groups[b]).cmp(&total(&groups[a])).then(a.cmp(&b)));
+    let built = parallel_map(&order, side_by_side, |&gi| {
+        let members: Vec<&LockedWheel> = groups[gi].iter().map(|&i| &wheels[i]).collect();
+        group_layer(
+            &members,
+            interp,
+            fetcher,
+            store,
+            &lopts,
+            opts.no_cache,
+            reporter,
+        )
+    });
+    let mut out: Vec<Option<Extra>> = vec![None; groups.len()];
+    for (gi, r) in order.into_iter().zip(built) {
+        out[gi] = Some(r?);
     }
-    Ok(out)
+    Ok(out.into_iter().flatten().collect())
+}
+
+/// One wheel layer: from the cache, or downloaded and built.
+fn group_layer(
+    members: &[&LockedWheel],
+    interp: &Interpreter,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    lopts: &LayerOptions,
+    no_cache: bool,
+    reporter: &dyn Reporter,
+) -> Result<Extra, SystemError> {
+    let name = group_name(&members.iter().map(|w| w.name.as_str()).collect::<Vec<_>>());
+    let created_by = format!(
+        "ocibuild wheels: {}",
+        members
+            .iter()
+            .map(|w| w.filename.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    );
+    let inputs_of = |paths: Vec<std::path::PathBuf>| -> Result<Vec<WheelInput>, SystemError> {
+        members
+            .iter()
+            .zip(paths)
+            .map(|(w, path)| {
+                Ok(WheelInput {
+                    path,
+                    file: WheelFile::parse(&w.filename).map_err(|e| wheel_err(&w.name, e))?,
+                    sha256: w.sha256,
+                })
+            })
+            .collect()
+    };
+    // The key needs only names and digests: the paths are placeholders until a miss.
+    let placeholders = inputs_of(members.iter().map(|w| store.blob_path(&w.sha256)).collect())?;
+    let layer_err = |source| SystemError::WheelLayer {
+        layer: name.clone(),
+        source,
+    };
+    let key = layer_key(&placeholders, interp, lopts).map_err(layer_err)?;
+    if !no_cache {
+        if let Some(hit) = store.cached_layer(&key)? {
+            reporter.layer_finished(&name, true);
+            return Ok(Extra {
+                name,
+                layer: hit,
+                cached: true,
+                created_by,
+            });
+        }
+    }
+    let _guard = store.lock(&key.hex())?;
+    reporter.layer_started(&name, members.iter().map(|w| w.size).sum());
+    let paths = parallel_map(members, DOWNLOADS, |w| {
+        fetch_verified(fetcher, store, &w.url, w.sha256, Some(w.size), &w.filename)
+    })
+    .into_iter()
+    .collect::<Result<Vec<_>, _>>()?;
+    let inputs = inputs_of(paths)?;
+    let built = build_wheel_layer(store, &inputs, interp, lopts).map_err(layer_err)?;
+    store.put_cached_layer(&key, &built)?;
+    reporter.layer_finished(&name, false);
+    Ok(Extra {
+        name,
+        layer: built,
+        cached: false,
+        created_by,
+    })
 }
