@@ -36,7 +36,8 @@ done
 printf 'name\tround\twall\tuser\tsys\trss_kib\tload1\n' > results.tsv
 t() { local n=$1 r=$2; shift 2
   /usr/bin/time -f '%e %U %S %M' -o time.txt "$@" > /dev/null 2>&1 || true
-  printf '%s\t%s\t%s\t%s\n' "$n" "$r" "$(tr ' ' '\t' < time.txt)" "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv
+  # `diff` exits 1 (different): time then prints a status line first; the figures are last.
+  printf '%s\t%s\t%s\t%s\n' "$n" "$r" "$(tail -1 time.txt | tr ' ' '\t')" "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv
 }
 OCIBUILD_CACHE=$RUN/cache-b "$BIN" -q build b.toml -o b.oci > /dev/null
 for r in $(seq 1 "$ROUNDS"); do
