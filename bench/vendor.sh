@@ -2,7 +2,7 @@
 # Vendoring an input set, against the peer tools fetching the same inputs, in the same run:
 # - inputs: a base image in a loopback docker-registry (LAYERS x LAYER_MB random layers; stands
 #   for Docker Hub through a [[mirror]] rule) and WHEELS from PyPI (pinned in the lock as
-#   [[wheel]] entries from PyPI's JSON API);
+#   [[wheel]] entries from PyPI's simple API, PEP 691 JSON);
 # - ours: `ocibuild vendor app.toml --into DIR` with a cold cache (resolve nothing: the lock
 #   pins everything; fetch, verify, link into DIR), then a second run (bytes written);
 # - peer: `skopeo copy docker://BASE@DIGEST oci:DIR` + `pip download --no-deps
@@ -55,15 +55,18 @@ lock, specs = sys.argv[1], sys.argv[2:]
 out = []
 for spec in specs:
     name, version = spec.split("==")
-    info = json.load(urllib.request.urlopen(f"https://pypi.org/pypi/{name}/{version}/json"))
-    files = [f for f in info["urls"] if f["packagetype"] == "bdist_wheel"]
-    pick = next((f for f in files if "cp312-manylinux" in f["filename"] and "x86_64" in f["filename"]), None) \
+    req = urllib.request.Request(f"https://pypi.org/simple/{name}/",
+                                 headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    info = json.load(urllib.request.urlopen(req))
+    files = [f for f in info["files"] if f["filename"].endswith(".whl")
+             and f["filename"].split("-")[1] == version]
+    pick = next((f for f in files if "cp312-cp312-manylinux" in f["filename"] and "x86_64" in f["filename"]), None) \
         or next(f for f in files if f["filename"].endswith("-none-any.whl"))
     out.append((name.lower(), version, pick))
 with open(lock, "a") as f:
     for name, version, p in sorted(out):
         f.write(f'\n[[wheel]]\nname = "{name}"\nversion = "{version}"\nfilename = "{p["filename"]}"\n'
-                f'url = "{p["url"]}"\nsize = {p["size"]}\nsha256 = "sha256:{p["digests"]["sha256"]}"\n')
+                f'url = "{p["url"]}"\nsize = {p["size"]}\nsha256 = "sha256:{p["hashes"]["sha256"]}"\n')
 PY
 digest=$(sed -n 's/^manifest-digest = "\(.*\)"/\1/p' "$W/app/app.lock")
 wheel_files=$(sed -n 's/^filename = "\(.*\)"/\1/p' "$W/app/app.lock" | tr '\n' ' ')
@@ -73,9 +76,9 @@ echo "load before: $(cat /proc/loadavg)"
 t() { /usr/bin/time -f '%e' "$@" 2>&1 >/dev/null | tail -1; }
 printf '| round | ocibuild vendor (cold) s | skopeo copy + pip download s | ocibuild vendor, second run: bytes written | vendor bytes (blobs) | peer bytes |\n|---|---|---|---|---|---|\n'
 for r in $(seq "$ROUNDS"); do
-  rm -rf "$W/v" "$W/cache" "$W/peer"
+  rm -rf "$W/v" "$W/cache" "$W/peer" && mkdir -p "$W/peer"
   ours=$(t "$BIN" -q --registries "$W/registries.toml" --cache-dir "$W/cache" vendor "$W/app/app.toml" --into "$W/v")
-  peer=$( { /usr/bin/time -f '%e' bash -c "skopeo copy --quiet --src-tls-verify=false 'docker://$addr/library/vendorbench@$digest' 'oci:$W/peer/oci' && pip download -q --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d '$W/peer/wheels' $WHEELS" > /dev/null; } 2>&1 | tail -1)
+  peer=$( { /usr/bin/time -f '%e' bash -c "skopeo copy --quiet --src-tls-verify=false 'docker://$addr/library/vendorbench@$digest' 'oci:$W/peer/oci' && pip download -q --no-deps --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 -d '$W/peer/wheels' $WHEELS > '$W/peer.log' 2>&1"; } 2>&1 | tail -1)
   second=$("$BIN" --registries "$W/registries.toml" --cache-dir "$W/cache" vendor --json "$W/app/app.toml" --into "$W/v" | python3 -c 'import json,sys; print(json.load(sys.stdin)["bytesWritten"])')
   vbytes=$(du -sb --apparent-size "$W/v/blobs" | cut -f1)
   pbytes=$(du -sb --apparent-size "$W/peer" | cut -f1)
