@@ -42,6 +42,7 @@ fn main() -> anyhow::Result<()> {
         threads: threads.parse()?,
         no_cache: true,
         pin: AptPin::Locked,
+        build_layers: true,
     };
     let fetcher = ocibuild::apt::HttpFetcher::offline()?;
     let start = Instant::now();

@@ -205,6 +205,7 @@ pub fn build_in_store(
         } else {
             crate::system::AptPin::Locked
         },
+        build_layers: true,
     };
     let sys = super::lock::prepare_system(
         cli,

@@ -146,30 +146,50 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     };
     let lock_path = Lock::path_for(&args.recipe);
     let base = resolve_base(cli, &recipe, &args.recipe, pin, &store, LockMode::default())?;
-    if let Some(apt) = &recipe.apt {
+    if recipe.apt.is_some() || recipe.python.is_some() {
+        // Everything after the base, resolved into the lock without building layers.
         let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
-        let scanned = system::scan_base(&store, base.as_ref().map(|(b, _)| b))?;
-        let apt_pin = if args.update {
-            AptPin::Update
-        } else {
-            AptPin::Locked
+        let opts = SystemOptions {
+            epoch: super::build::env_epoch()?
+                .or(recipe.image.source_date_epoch)
+                .unwrap_or(0),
+            compression: recipe.image.compression,
+            threads: cli.threads(),
+            no_cache: false,
+            pin: if args.update {
+                AptPin::Update
+            } else {
+                AptPin::Locked
+            },
+            build_layers: false,
         };
-        let (packages, resolved) = system::apt::resolve_locked(
-            apt,
-            &scanned,
+        let bars = super::progress::Bars::new(cli.quiet);
+        let sys = system::prepare(
+            &recipe,
+            base.as_ref().map(|(b, _)| b),
             &mut lock,
             &fetcher(false)?,
-            apt_pin,
-            &args.recipe,
+            &store,
+            &opts,
+            &bars,
         )?;
-        if resolved {
+        if sys.lock_changed {
             lock.save(&lock_path)?;
         }
-        println!(
-            "apt {} packages ({})",
-            packages.len(),
-            if resolved { "resolved" } else { "unchanged" }
-        );
+        let state = |resolved: Option<usize>| if resolved.is_some() { "resolved" } else { "unchanged" };
+        if recipe.apt.is_some() {
+            println!(
+                "apt {} packages ({})",
+                sys.apt_packages.len(),
+                state(sys.apt_resolved)
+            );
+        }
+        if let Some(i) = &sys.interpreter {
+            println!("python {} ({}) at {}", i.version, i.abi(), i.executable);
+        }
+        if recipe.python.as_ref().is_some_and(|p| p.packages.is_some()) {
+            println!("wheels {} ({})", sys.wheels.len(), state(sys.wheels_resolved));
+        }
     }
     match base {
         Some((image, change)) => {

@@ -176,6 +176,9 @@ pub struct SystemOptions {
     pub threads: usize,
     pub no_cache: bool,
     pub pin: AptPin,
+    /// Build the apt and wheel layers; `false` only resolves into the lock (`ocibuild lock`:
+    /// the interpreter archive is still unpacked, since its version comes from its files).
+    pub build_layers: bool,
 }
 
 /// A layer built (or found in the cache) by this module.
@@ -262,7 +265,7 @@ pub fn prepare(
             sys.apt_resolved = Some(packages.len());
             sys.lock_changed = true;
         }
-        if !packages.is_empty() {
+        if !packages.is_empty() && opts.build_layers {
             sys.layers.push(apt::layer(
                 &packages, &scanned, fetcher, store, opts, reporter,
             )?);
@@ -308,9 +311,11 @@ pub fn prepare(
                 sys.wheels_resolved = Some(wheels.len());
                 sys.lock_changed = true;
             }
-            sys.layers.extend(wheels::layers(
-                &wheels, &interp, fetcher, store, opts, reporter,
-            )?);
+            if opts.build_layers {
+                sys.layers.extend(wheels::layers(
+                    &wheels, &interp, fetcher, store, opts, reporter,
+                )?);
+            }
             sys.wheels = wheels;
         }
         sys.interpreter = Some(interp);
