@@ -112,9 +112,9 @@ fn blob_names(layout: &Path) -> Vec<String> {
 // bump layer::CONTRACT_VERSION when layer bytes change, and say why in the commit. (Updated
 // once, layers unchanged, when manifests gained `dev.ocibuild.recipe.digest`: the sha256 of the
 // recipe file's bytes, which these recipes now carry.)
-const GOLDEN_GZIP: &str = "sha256:3b6da2e8cfc7dd1fafa6d155168cfcfc71790469e4853f6630b9cb92d08c4b53";
-const GOLDEN_ZSTD: &str = "sha256:a295b31b9414131493d31b2d0e5e57fbe8e280396d6b20fa8eb8f0a7505b7da4";
-const GOLDEN_NONE: &str = "sha256:d3c349fc9fafb62aa781e1b590724f54ab08183a1be4abc91a8cd31d8d12a04f";
+const GOLDEN_GZIP: &str = "sha256:e33fc11356f3d781b52a934359ea8f6a1bd7a456dc2d4908eee5a3b40a89354e";
+const GOLDEN_ZSTD: &str = "sha256:ee20608635f3f52089bd4bc86a4d70f430a62c3f0432c961e72f14b578d95703";
+const GOLDEN_NONE: &str = "sha256:4b2c4d590b1f4c872a067e66478e2090fc241b0783eefd11f50a00e0fa351c9c";
 
 #[test]
 fn golden_manifest_digests() {

@@ -176,7 +176,13 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         if sys.lock_changed {
             lock.save(&lock_path)?;
         }
-        let state = |resolved: Option<usize>| if resolved.is_some() { "resolved" } else { "unchanged" };
+        let state = |resolved: Option<usize>| {
+            if resolved.is_some() {
+                "resolved"
+            } else {
+                "unchanged"
+            }
+        };
         if recipe.apt.is_some() {
             println!(
                 "apt {} packages ({})",
@@ -188,7 +194,11 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
             println!("python {} ({}) at {}", i.version, i.abi(), i.executable);
         }
         if recipe.python.as_ref().is_some_and(|p| p.packages.is_some()) {
-            println!("wheels {} ({})", sys.wheels.len(), state(sys.wheels_resolved));
+            println!(
+                "wheels {} ({})",
+                sys.wheels.len(),
+                state(sys.wheels_resolved)
+            );
         }
     }
     match base {

@@ -9,7 +9,8 @@
 //! - Modes follow [`ModePolicy`]: `Normalize` (dirs 0755, files 0755 if any execute bit is set
 //!   on the host else 0644, symlinks 0777) or `Preserve` (host bits & 0o7777).
 //! - Symlinks are kept verbatim and never followed; regular files sharing an inode within the
-//!   layer become hardlinks pointing back to the first one in sorted order.
+//!   layer become hardlinks pointing back to the first one in sorted order, their headers
+//!   carrying the target's mode and owner (contract 2; contract 1 wrote mode 0644).
 //! - USTAR headers; a PAX extended header (`././@PaxHeader`, keys in sorted order) only when a
 //!   field does not fit. The archive ends with two zero blocks and no record padding.
 //! - Compression is pinned (see [`Compression::describe`]) and never depends on the thread count.
@@ -32,7 +33,7 @@ pub use self::tar::TarWriter;
 pub use self::walk::scan;
 
 /// Version of the determinism contract; recorded in an image annotation.
-pub const CONTRACT_VERSION: u32 = 1;
+pub const CONTRACT_VERSION: u32 = 2;
 
 /// The layer compression, with a pinned compressor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -357,12 +358,24 @@ fn produce(
     content: &mut dyn FnMut(usize, &Entry, &mut ContentSink<'_>) -> Result<(), LayerError>,
 ) -> Result<(Digest, u64), LayerError> {
     let mut tar = TarWriter::new(HashingWriter::new(sink), opts.epoch);
+    // A hard link's header carries its target's mode and owner: extractors (containers/storage,
+    // GNU tar) apply the link header's metadata to the shared inode, so anything else would
+    // change the target file (an executable losing its x bits). check_order guarantees the
+    // target came first.
+    let mut file_meta: std::collections::HashMap<&str, (u32, u32, u32)> = Default::default();
     for (i, e) in entries.iter().enumerate() {
         match &e.kind {
             EntryKind::Dir => tar.append_dir(&e.path, e.mode, e.uid, e.gid)?,
             EntryKind::Symlink { target } => tar.append_symlink(&e.path, target, e.uid, e.gid)?,
-            EntryKind::Hardlink { target } => tar.append_hardlink(&e.path, target, e.uid, e.gid)?,
+            EntryKind::Hardlink { target } => {
+                let (mode, uid, gid) = file_meta
+                    .get(target.as_str())
+                    .copied()
+                    .unwrap_or((e.mode, e.uid, e.gid));
+                tar.append_hardlink(&e.path, target, mode, uid, gid)?
+            }
             EntryKind::File { size, .. } => {
+                file_meta.insert(e.path.as_str(), (e.mode, e.uid, e.gid));
                 let mut written = false;
                 let tar = &mut tar;
                 content(i, e, &mut |r: &mut dyn Read| {
@@ -548,6 +561,52 @@ mod tests {
         assert_eq!(s.size, out.len() as u64);
         assert_eq!(s.uncompressed_size, 512 * 3);
         assert_eq!(s.diff_id, Digest::of(&out));
+    }
+
+    #[test]
+    fn hardlink_headers_carry_the_targets_mode_and_owner() {
+        let dirpath = tempfile::tempdir().unwrap();
+        let exe = dirpath.path().join("exe");
+        std::fs::write(&exe, b"#!/bin/sh\n").unwrap();
+        let file = Entry {
+            path: "a".into(),
+            kind: EntryKind::File { src: exe, size: 10 },
+            mode: 0o755,
+            uid: 7,
+            gid: 8,
+            stat: StatKey::default(),
+        };
+        // The link entry's own mode/owner are ignored: extractors would apply them to the
+        // shared inode.
+        let link = Entry {
+            path: "b".into(),
+            kind: EntryKind::Hardlink { target: "a".into() },
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+            stat: StatKey::default(),
+        };
+        let mut out = Vec::new();
+        write_layer(&[file, link], &opts(Compression::None), &mut out, &|_| {}).unwrap();
+        let mut ar = ::tar::Archive::new(&out[..]);
+        let heads: Vec<(String, u32, u64, u64)> = ar
+            .entries()
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let h = e.header();
+                (
+                    String::from_utf8(e.path_bytes().into_owned()).unwrap(),
+                    h.mode().unwrap(),
+                    h.uid().unwrap(),
+                    h.gid().unwrap(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            heads,
+            [("a".into(), 0o755, 7, 8), ("b".into(), 0o755, 7, 8)]
+        );
     }
 
     #[test]

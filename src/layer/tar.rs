@@ -150,12 +150,13 @@ impl<W: Write> TarWriter<W> {
         })
     }
 
-    /// A hardlink to the earlier entry `target` (a tar path); mode 0644 in the link header (the
-    /// extracted file takes its mode from the target).
+    /// A hardlink to the earlier entry `target` (a tar path). The caller passes the target's
+    /// mode and owner: extractors apply the link header's metadata to the shared inode.
     pub fn append_hardlink(
         &mut self,
         path: &str,
         target: &str,
+        mode: u32,
         uid: u32,
         gid: u32,
     ) -> Result<(), LayerError> {
@@ -164,7 +165,7 @@ impl<W: Write> TarWriter<W> {
         check_link(path, target)?;
         self.header(&Fields {
             path,
-            mode: 0o644,
+            mode,
             uid,
             gid,
             size: 0,
