@@ -14,11 +14,12 @@ use common::{ocibuild, podman_run, require_tool, run_ok, stdout, tempdir};
 
 /// A venv with uv in it (from PyPI): the peer and the pylock.toml generator.
 fn uv(dir: &Path) -> PathBuf {
-    run_ok(Command::new("python3").args(["-m", "venv"]).arg(dir.join("venv")));
     run_ok(
-        Command::new(dir.join("venv/bin/pip"))
-            .args(["install", "--quiet", "uv"]),
+        Command::new("python3")
+            .args(["-m", "venv"])
+            .arg(dir.join("venv")),
     );
+    run_ok(Command::new(dir.join("venv/bin/pip")).args(["install", "--quiet", "uv"]));
     dir.join("venv/bin/uv")
 }
 
@@ -80,7 +81,15 @@ fn numpy_pillow_click_from_a_uv_pylock() {
     run_ok(
         Command::new(&uv)
             .current_dir(t.path())
-            .args(["pip", "compile", "req.in", "--format", "pylock.toml", "-o", "pylock.toml"])
+            .args([
+                "pip",
+                "compile",
+                "req.in",
+                "--format",
+                "pylock.toml",
+                "-o",
+                "pylock.toml",
+            ])
             .args(["--python-version", "3.11", "--python-platform"])
             .arg(format!("{}-manylinux_2_36", machine()))
             .arg("--quiet"),
@@ -122,7 +131,11 @@ fn numpy_pillow_click_from_a_uv_pylock() {
     assert_eq!(stdout(&o).trim(), "66 (4, 3)");
     let o = podman_run(&out, "3.11", &["numpy-config", "--version"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
-    assert!(stdout(&o).trim().starts_with(|c: char| c.is_ascii_digit()), "{}", stdout(&o));
+    assert!(
+        stdout(&o).trim().starts_with(|c: char| c.is_ascii_digit()),
+        "{}",
+        stdout(&o)
+    );
 
     // The same wheels through `uv pip install --target`: file for file the same site-packages.
     let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
@@ -139,7 +152,14 @@ fn numpy_pillow_click_from_a_uv_pylock() {
     let target = t.path().join("uv-target");
     run_ok(
         Command::new(&uv)
-            .args(["pip", "install", "--no-deps", "--no-index", "--quiet", "--target"])
+            .args([
+                "pip",
+                "install",
+                "--no-deps",
+                "--no-index",
+                "--quiet",
+                "--target",
+            ])
             .arg(&target)
             .args(["--python-version", "3.11", "--python-platform"])
             .arg(format!("{}-manylinux_2_36", machine()))
