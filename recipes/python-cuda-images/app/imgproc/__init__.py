@@ -68,14 +68,29 @@ def save_gray_png(gray: np.ndarray, path) -> None:
     Image.fromarray(quantize(gray), mode="L").save(path, format="PNG")
 
 
+GPU_PATHS = ("cupy", "cuda-driver")
+
+
 def _open_gpu():
-    """The first GPU backend that works, or NoGpuError naming why each failed."""
+    """The first GPU backend that works, or NoGpuError naming why each failed.
+
+    The environment variable IMGPROC_GPU_PATHS (comma-separated, default
+    "cupy,cuda-driver") chooses which paths are tried and in which order, e.g.
+    IMGPROC_GPU_PATHS=cuda-driver to exercise the driver path where CuPy exists.
+    """
+    import os
+
     from . import gpu_cupy, gpu_driver
 
+    modules = {"cupy": gpu_cupy, "cuda-driver": gpu_driver}
+    wanted = [p.strip() for p in os.environ.get("IMGPROC_GPU_PATHS", ",".join(GPU_PATHS)).split(",") if p.strip()]
+    unknown = [p for p in wanted if p not in modules]
+    if unknown or not wanted:
+        raise ImgprocError(f"IMGPROC_GPU_PATHS: expected a comma-separated list of {', '.join(GPU_PATHS)}")
     reasons = []
-    for module in (gpu_cupy, gpu_driver):
+    for path in wanted:
         try:
-            return module.open_backend()
+            return modules[path].open_backend()
         except NoGpuError as e:
             reasons.append(str(e))
     raise NoGpuError("no GPU path works: " + "; ".join(reasons))

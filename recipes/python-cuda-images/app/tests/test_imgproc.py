@@ -7,6 +7,7 @@ Run from recipes/python-cuda-images/app:
 from __future__ import annotations
 
 import os
+import re
 import struct
 import subprocess
 import sys
@@ -39,6 +40,7 @@ def no_gpu_env():
     even on a host with GPUs."""
     env = dict(os.environ)
     env["CUDA_VISIBLE_DEVICES"] = ""
+    env.pop("IMGPROC_GPU_PATHS", None)
     return env
 
 
@@ -246,6 +248,131 @@ class CliTest(unittest.TestCase):
                 self.assertEqual(r.returncode, 1, r.stdout)
                 self.assertIn("imgproc: error:", r.stderr)
                 self.assertIn(needle, r.stderr)
+
+
+class PtxLintTest(unittest.TestCase):
+    """Static checks of the hand-written PTX in gpu_driver (no GPU needed).
+
+    Not a PTX parser: it catches the slips that are easy to make by hand
+    (undeclared or out-of-range registers, register classes that do not
+    match the instruction's type, unknown params or labels, missing ret).
+    """
+
+    # Register class prefix for each PTX type suffix.
+    REG_CLASS = {"f32": "f", "u32": "r", "s32": "r", "b32": "r", "u64": "rd", "s64": "rd", "b64": "rd", "pred": "p"}
+
+    @classmethod
+    def setUpClass(cls):
+        from imgproc import gpu_driver
+
+        cls.mod = gpu_driver
+        # Drop // comments.
+        cls.ptx = "\n".join(line.split("//", 1)[0].rstrip() for line in gpu_driver.PTX.splitlines())
+        cls.entries = {}
+        for m in re.finditer(r"\.visible\s+\.entry\s+(\w+)\s*\((.*?)\)\s*\{(.*?)\n\}", cls.ptx, re.S):
+            cls.entries[m.group(1)] = (m.group(2), m.group(3))
+
+    def test_header(self):
+        lines = [l.strip() for l in self.ptx.splitlines() if l.strip()]
+        self.assertEqual(lines[:3], [".version 7.0", ".target sm_52", ".address_size 64"])
+
+    def test_balanced(self):
+        for open_, close in ("{}", "()", "[]"):
+            depth = 0
+            for ch in self.ptx:
+                depth += (ch == open_) - (ch == close)
+                self.assertGreaterEqual(depth, 0, f"unbalanced {open_}{close}")
+            self.assertEqual(depth, 0, f"unbalanced {open_}{close}")
+
+    def test_entries(self):
+        self.assertEqual(list(self.entries), list(self.mod.KERNELS))
+        self.assertEqual(len(re.findall(r"\.entry\b", self.ptx)), len(self.mod.KERNELS))
+        for name in self.mod.KERNELS:
+            self.assertEqual(len(re.findall(r"\.visible\s+\.entry\s+%s\s*\(" % name, self.ptx)), 1, name)
+
+    def instructions(self, body):
+        """(line, guard-stripped instruction) for each statement of a body."""
+        for line in body.splitlines():
+            line = line.strip()
+            if not line or line.startswith(".reg") or line.endswith(":"):
+                continue
+            self.assertTrue(line.endswith(";"), f"missing ';': {line}")
+            yield line, re.sub(r"^@!?%p\d+\s+", "", line[:-1]).strip()
+
+    def test_registers_declared_and_in_range(self):
+        for name, (_, body) in self.entries.items():
+            declared = {}
+            for cls_, typ, count in re.findall(r"\.reg\s+\.(\w+)\s+%(\w+?)<(\d+)>;", body):
+                self.assertNotIn(typ, declared, f"{name}: %{typ} declared twice")
+                self.assertEqual(self.REG_CLASS[cls_], typ, f"{name}: .reg .{cls_} %{typ}")
+                declared[typ] = int(count)
+            for _, inst in self.instructions(body):
+                for typ, idx in re.findall(r"%(rd|r|f|p)(\d+)\b", inst):
+                    self.assertIn(typ, declared, f"{name}: %{typ}{idx} not declared: {inst}")
+                    self.assertLess(int(idx), declared[typ], f"{name}: %{typ}{idx} out of range: {inst}")
+
+    def test_register_classes_match_types(self):
+        for name, (_, body) in self.entries.items():
+            for line, inst in self.instructions(body):
+                if inst == "ret":
+                    continue
+                opcode, _, rest = inst.partition(" ")
+                parts = opcode.split(".")
+                operands = [o.strip() for o in rest.split(",")] if rest else []
+                if parts[0] == "bra":
+                    continue
+                want = self.REG_CLASS[parts[-1]]
+                for i, op in enumerate(operands):
+                    if op.startswith("["):  # an address: a 64-bit register or a param name
+                        inner = op.strip("[]").split("+")[0]
+                        if inner.startswith("%"):
+                            self.assertRegex(inner, r"^%rd\d+$", f"{name}: {line}")
+                        continue
+                    m = re.match(r"^%(rd|r|f|p)\d+$", op)
+                    if not m:
+                        continue  # immediates, special registers (%tid.x), float literals
+                    expect = want
+                    if parts[0] == "setp" and i == 0:
+                        expect = "p"
+                    if opcode == "mul.wide.u32" and i == 0:
+                        expect = "rd"
+                    self.assertEqual(m.group(1), expect, f"{name}: operand {op} of {line}")
+
+    def test_params(self):
+        for name, (params, body) in self.entries.items():
+            declared = re.findall(r"\.param\s+\.(?:u64|u32)\s+(\w+)", params)
+            self.assertTrue(all(p.startswith(name + "_param_") for p in declared), declared)
+            used = re.findall(r"ld\.param\.(u64|u32)\s+%\w+,\s*\[(\w+)\]", body)
+            self.assertEqual(sorted(p for _, p in used), sorted(declared), f"{name}: each param loaded once")
+            types = {p: t for t, p in re.findall(r"\.param\s+\.(u64|u32)\s+(\w+)", params)}
+            for t, p in used:
+                self.assertEqual(types[p], t, f"{name}: {p} loaded as .{t}")
+
+    def test_labels_and_ret(self):
+        defined = re.findall(r"^\s*(\$?\w+):\s*$", self.ptx, re.M)
+        self.assertEqual(len(defined), len(set(defined)), f"duplicate labels: {defined}")
+        for name, (_, body) in self.entries.items():
+            local = set(re.findall(r"^\s*(\$?\w+):\s*$", body, re.M))
+            for target in re.findall(r"\bbra(?:\.uni)?\s+(\$?\w+)\s*;", body):
+                self.assertIn(target, local, f"{name}: branch to unknown label {target}")
+            last = [l.strip() for l in body.splitlines() if l.strip()][-1]
+            self.assertEqual(last, "ret;", f"{name} does not end with ret;")
+
+    def test_gray_constants(self):
+        body = self.entries["gray"][1]
+        got = [struct.unpack(">f", bytes.fromhex(h))[0] for h in re.findall(r"0f([0-9A-F]{8})", body)]
+        want = [float(np.float32(w)) for w in cpu.GRAY_WEIGHTS]
+        self.assertEqual(got, want)
+
+    def test_kernel_params_match_launches(self):
+        """The number of params of each entry equals the arguments process() passes."""
+        import inspect
+
+        src = inspect.getsource(self.mod.DriverBackend.process)
+        counts = {name: len(re.findall(r"\.param\s", params)) for name, (params, _) in self.entries.items()}
+        self.assertEqual(counts, {"gray": 3, "blur_rows": 6, "blur_cols": 6, "resize": 11})
+        for name in counts:
+            self.assertIn(f'self._launch("{name}"', src)
 
 
 class SelftestTest(unittest.TestCase):
