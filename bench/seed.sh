@@ -24,7 +24,14 @@ cargo build --release -q
 BIN=$ROOT/target/release/ocibuild
 W=$ROOT/bench/.data/seed
 rm -rf "$W" && mkdir -p "$W/storage"
-t() { /usr/bin/time -f '%e' -o "$W/t" "$@" > "$W/last.log" 2>&1 || { cat "$W/last.log"; exit 1; }; cat "$W/t"; }
+# Runs "$@" (a command or a function), its output to last.log; prints the wall-clock seconds.
+t() {
+  local s e
+  s=$(date +%s.%N)
+  "$@" > "$W/last.log" 2>&1 || { cat "$W/last.log" >&2; exit 1; }
+  e=$(date +%s.%N)
+  python3 -c "print(f'{$e - $s:.1f}')"
+}
 
 # --- the loopback registry
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
@@ -48,6 +55,20 @@ debootstrap --variant=minbase --include=libstdc++6,ca-certificates bookworm "$W/
   http://deb.debian.org/debian > "$W/debootstrap.log" 2>&1
 rm -rf "$W"/rootfs/var/cache/apt/archives/*.deb "$W"/rootfs/var/lib/apt/lists/* \
   "$W"/rootfs/var/log/* "$W"/rootfs/dev/*
+# Break the rootfs's hard links (perl and perl5.36.0, ...) into separate files: ocibuild's tar
+# writer gives a hard link's header mode 0644, and containers/storage applies that mode to the
+# shared inode when it extracts the layer, so /usr/bin/perl would lose its execute bits and
+# apt-get's dpkg-preconfigure would fail in the Dockerfile-way build (a bug, reported).
+python3 - "$W/rootfs" <<'PY'
+import os, shutil, sys
+for d, _, files in os.walk(sys.argv[1]):
+    for f in files:
+        p = os.path.join(d, f)
+        st = os.lstat(p)
+        if os.path.isfile(p) and not os.path.islink(p) and st.st_nlink > 1:
+            shutil.copy2(p, p + ".unlink")
+            os.rename(p + ".unlink", p)
+PY
 mkdir -p "$W/base"
 cat > "$W/base/base.toml" <<EOF
 [image]
