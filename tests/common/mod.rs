@@ -482,6 +482,12 @@ pub fn podman_run(layout_dir: &Path, tag: &str, args: &[&str]) -> Output {
     podman_run_image(&alias.image_ref(tag), &[], args)
 }
 
+/// [`podman_run`] with extra `podman run` flags before the image (e.g. `--entrypoint=...`).
+pub fn podman_run_flags(layout_dir: &Path, tag: &str, flags: &[&str], args: &[&str]) -> Output {
+    let alias = PodmanAlias::new(layout_dir);
+    podman_run_image(&alias.image_ref(tag), flags, args)
+}
+
 /// `podman run --rm --quiet <podman_args()> FLAGS... IMAGE ARGS...`, whatever its outcome;
 /// IMAGE is a name in podman's storage (from [`podman_load`]: pass `--pull=never`) or a
 /// transport reference.
