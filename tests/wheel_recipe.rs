@@ -394,3 +394,80 @@ fn wheel_refusals_are_clear_and_write_nothing() {
         assert!(!out.exists());
     }
 }
+
+/// `verify` from the recipe and the lock: a lock that points to another wheel than the image was
+/// built with is found, with the lock digest named first and the changed file listed.
+#[test]
+fn verify_finds_a_lock_pointing_to_another_wheel() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let w = wheels(t.path());
+    pylock(t.path(), &w, &|_| true);
+    let r = recipe(t.path(), &f, "lock = \"pylock.toml\"");
+    let out = t.path().join("img");
+    let cache = t.path().join("cache");
+    build(&r, &out, &cache, &[]);
+    let ok = run(ocibuild()
+        .env("OCIBUILD_CACHE", &cache)
+        .arg("verify")
+        .arg(&r)
+        .arg("--against")
+        .arg(format!("oci:{}", out.display())));
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+
+    // Another build of fastlib 1.0 (same tags, other content), swapped into the lock by hand.
+    let other = make_wheel(
+        &w.dir,
+        "fastlib-1.0-cp312-cp312-manylinux_2_17_x86_64.whl",
+        &[
+            ("fastlib/__init__.py", b"BUILD = 'rebuilt'\n", 0o644),
+            ("fastlib/_core.so", b"\x7fELF", 0o755),
+            (
+                "fastlib-1.0.dist-info/METADATA",
+                b"Name: fastlib\nVersion: 1.0\n",
+                0o644,
+            ),
+        ],
+        false,
+        &no_tweak,
+    );
+    let (file, sha, size) = info(&other);
+    let lock_path = t.path().join("app.lock");
+    let lock = fs::read_to_string(&lock_path).unwrap();
+    let old = w
+        .files
+        .iter()
+        .find(|(f, _, _)| f.contains("manylinux_2_28"))
+        .unwrap();
+    let edited = lock
+        .replace(&old.0, &file)
+        .replace(&old.1, &sha)
+        .replace(&format!("size = {}", old.2), &format!("size = {size}"));
+    assert_ne!(edited, lock);
+    fs::write(&lock_path, edited).unwrap();
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", &cache)
+        .arg("verify")
+        .arg(&r)
+        .arg("--against")
+        .arg(format!("oci:{}", out.display())));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{text}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        text.contains("the image was built from another lock"),
+        "{text}"
+    );
+    assert!(
+        text.contains("usr/local/lib/python3.12/dist-packages/fastlib/__init__.py"),
+        "{text}"
+    );
+}
