@@ -55,20 +55,6 @@ debootstrap --variant=minbase --include=libstdc++6,ca-certificates bookworm "$W/
   http://deb.debian.org/debian > "$W/debootstrap.log" 2>&1
 rm -rf "$W"/rootfs/var/cache/apt/archives/*.deb "$W"/rootfs/var/lib/apt/lists/* \
   "$W"/rootfs/var/log/* "$W"/rootfs/dev/*
-# Break the rootfs's hard links (perl and perl5.36.0, ...) into separate files: ocibuild's tar
-# writer gives a hard link's header mode 0644, and containers/storage applies that mode to the
-# shared inode when it extracts the layer, so /usr/bin/perl would lose its execute bits and
-# apt-get's dpkg-preconfigure would fail in the Dockerfile-way build (a bug, reported).
-python3 - "$W/rootfs" <<'PY'
-import os, shutil, sys
-for d, _, files in os.walk(sys.argv[1]):
-    for f in files:
-        p = os.path.join(d, f)
-        st = os.lstat(p)
-        if os.path.isfile(p) and not os.path.islink(p) and st.st_nlink > 1:
-            shutil.copy2(p, p + ".unlink")
-            os.rename(p + ".unlink", p)
-PY
 mkdir -p "$W/base"
 cat > "$W/base/base.toml" <<EOF
 [image]
