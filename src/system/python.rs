@@ -225,6 +225,9 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
         decompress(io::BufReader::new(f)).map_err(|e| err(format!("decompressing: {e}")))?,
     );
     let mut links: Vec<PathBuf> = Vec::new();
+    // Regular files unpacked so far: the only things a hard link may point at (never a path
+    // through a symlink, which could reach outside `dir`).
+    let mut files: std::collections::BTreeSet<PathBuf> = Default::default();
     let mut dirs: BTreeMap<PathBuf, u32> = BTreeMap::new();
     for entry in tar.entries().map_err(|e| err(e.to_string()))? {
         let mut entry = entry.map_err(|e| err(format!("reading the tar: {e}")))?;
@@ -250,6 +253,16 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
             return Err(err(format!("entry `{shown}` lies under a symlink")));
         }
         let dest = dir.join(&rel);
+        // A later entry replaces an earlier one; never write through an earlier symlink.
+        if entry.header().entry_type() != tar::EntryType::Directory {
+            if let Ok(m) = fs::symlink_metadata(&dest) {
+                if !m.is_dir() {
+                    fs::remove_file(&dest).map_err(|e| err(e.to_string()))?;
+                    links.retain(|l| *l != rel);
+                    files.remove(&rel);
+                }
+            }
+        }
         if let Some(parent) = dest.parent() {
             fs::create_dir_all(parent).map_err(|e| err(e.to_string()))?;
         }
@@ -265,6 +278,7 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
                 io::copy(&mut entry, &mut out).map_err(|e| err(format!("`{shown}`: {e}")))?;
                 fs::set_permissions(&dest, std::os::unix::fs::PermissionsExt::from_mode(mode))
                     .map_err(|e| err(e.to_string()))?;
+                files.insert(rel);
             }
             tar::EntryType::Symlink => {
                 let target = entry
@@ -287,6 +301,12 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
                         Component::Normal(_) | Component::CurDir => {}
                         _ => return Err(err(format!("hardlink `{shown}`: bad target"))),
                     }
+                }
+                if !files.contains(&trel) {
+                    return Err(err(format!(
+                        "hardlink `{shown}` points at `{}`, which is not a file unpacked before it",
+                        trel.display()
+                    )));
                 }
                 fs::hard_link(dir.join(&trel), &dest)
                     .map_err(|e| err(format!("`{shown}`: {e}")))?;
@@ -447,6 +467,73 @@ fn archive_layer(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A plain tar of (path, type, body, link target).
+    fn tar_file(dir: &Path, entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> PathBuf {
+        let mut b = tar::Builder::new(Vec::new());
+        for (path, kind, body, link) in entries {
+            let mut h = tar::Header::new_gnu();
+            h.set_entry_type(*kind);
+            h.set_mode(0o644);
+            h.set_size(body.len() as u64);
+            if let Some(l) = link {
+                h.set_link_name(l).unwrap();
+            }
+            h.set_path(path).unwrap();
+            h.set_cksum();
+            b.append(&h, *body).unwrap();
+        }
+        let p = dir.join("a.tar");
+        std::fs::write(&p, b.into_inner().unwrap()).unwrap();
+        p
+    }
+
+    #[test]
+    fn unpack_never_writes_or_links_through_symlinks() {
+        use tar::EntryType as T;
+        let t = tempfile::tempdir().unwrap();
+        let outside = t.path().join("outside.txt");
+        std::fs::write(&outside, b"secret").unwrap();
+        let target = outside.to_str().unwrap();
+        // A symlink, then a regular file at the same path: replaces the link, never follows it.
+        let a = tar_file(
+            t.path(),
+            &[
+                ("x", T::Symlink, b"", Some(target)),
+                ("x", T::Regular, b"mine", None),
+            ],
+        );
+        let root = t.path().join("r1");
+        std::fs::create_dir(&root).unwrap();
+        unpack(&a, 0, &root, "u").unwrap();
+        assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
+        assert_eq!(std::fs::read(root.join("x")).unwrap(), b"mine");
+        // A hard link through a symlinked directory: refused.
+        let b = tar_file(
+            t.path(),
+            &[
+                ("d", T::Symlink, b"", Some(t.path().to_str().unwrap())),
+                ("y", T::Link, b"", Some("d/outside.txt")),
+            ],
+        );
+        let root = t.path().join("r2");
+        std::fs::create_dir(&root).unwrap();
+        let e = unpack(&b, 0, &root, "u").unwrap_err().to_string();
+        assert!(e.contains("not a file unpacked before it"), "{e}");
+        // An entry under a symlink: refused.
+        let c = tar_file(
+            t.path(),
+            &[
+                ("d", T::Symlink, b"", Some(t.path().to_str().unwrap())),
+                ("d/z", T::Regular, b"x", None),
+            ],
+        );
+        let root = t.path().join("r3");
+        std::fs::create_dir(&root).unwrap();
+        let e = unpack(&c, 0, &root, "u").unwrap_err().to_string();
+        assert!(e.contains("lies under a symlink"), "{e}");
+        assert!(!t.path().join("z").exists());
+    }
 
     #[test]
     fn versions_from_names() {
