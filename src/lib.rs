@@ -10,7 +10,7 @@
 //! - [`lock`]: the lock file, every input pinned by digest.
 //! - [`registry`]: image references, registry auth and the OCI Distribution client.
 //! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
-//!   layer (a library; not wired into recipes yet).
+//!   layer (driven by [`system`] for the recipe's `[apt]`).
 //! - [`python`]: the target Python interpreter and wheels.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.

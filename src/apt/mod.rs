@@ -1,5 +1,5 @@
-//! Debian/Ubuntu packages without running anything: a library for the `[apt]` recipe section
-//! (not wired into recipes or the CLI yet).
+//! Debian/Ubuntu packages without running anything: the library behind the recipe's `[apt]`
+//! section (driven through the lock by `system::apt`).
 //!
 //! - [`version`]: Debian versions and relations, compared exactly as dpkg does.
 //! - [`control`]: deb822 paragraphs and dependency fields.
