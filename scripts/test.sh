@@ -30,7 +30,8 @@ PACKAGES=(
     zstd            # zstd command line tool
     gzip
     tar
-    python3
+    python3         # tarfile listings; the online tests' venvs (uv, spdx-tools)
+    python3-venv    # `python3 -m venv` with pip on Debian/Ubuntu's python3
     ca-certificates # TLS to PyPI / Debian for the online tests
 )
 
