@@ -122,6 +122,8 @@ struct RootFsHead {
 }
 
 /// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
+/// With `layers` false the layer blobs are not fetched (a shallow base: the build only names
+/// them, and a push to the base's registry mounts them); the manifest and config always are.
 pub fn resolve(
     reference: &str,
     platform: &Platform,
@@ -129,6 +131,7 @@ pub fn resolve(
     pin: Pin,
     client: &Client,
     store: &Store,
+    layers: bool,
 ) -> Result<(BaseImage, LockChange), BaseError> {
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
         reference: reference.to_string(),
@@ -231,7 +234,9 @@ pub fn resolve(
     }
 
     let mut blobs = vec![manifest.config.clone()];
-    blobs.extend(manifest.layers.iter().cloned());
+    if layers {
+        blobs.extend(manifest.layers.iter().cloned());
+    }
     if offline {
         if let Some(d) = blobs.iter().find(|d| !store.has_blob(&d.digest)) {
             return Err(BaseError::Offline {

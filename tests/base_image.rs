@@ -605,3 +605,61 @@ fn tls_registry_with_the_test_ca_in_the_registries_file() {
     ]);
     assert_eq!(remote["Digest"], v["manifest"]);
 }
+
+/// `build --push-only` to the base's own registry: a shallow base. The base's layers are
+/// mounted, never downloaded (the cache never holds them), and the pushed image is the one a
+/// full build makes.
+#[test]
+fn push_only_to_the_base_registry_never_downloads_base_layers() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let reg = start_registry(None);
+    let addr = reg.addr.clone();
+    push_base(&tmp.path().join("base"), &addr, "test/base:1", "shallow");
+    let app = app_project(&tmp.path().join("app"), &addr, "test/base:1");
+    let full = json(&build(&app, &tmp.path().join("full"), &[]));
+
+    let cache = tmp.path().join("shallow-cache");
+    let out = common::run(
+        app.ocibuild()
+            .env("OCIBUILD_CACHE", &cache)
+            .args(["build", "--json", "--push-only", "--push"])
+            .arg(format!("{addr}/test/shallow:1"))
+            .arg(&app.recipe),
+    );
+    let v = json(&out);
+    assert_eq!(
+        v["manifest"], full["manifest"],
+        "the same image as a full build"
+    );
+    assert_eq!(v["output"], Value::Null);
+    assert_eq!(v["push"]["digest"], v["manifest"]);
+    let base_layer = v["layers"][0]["digest"].as_str().unwrap();
+    assert_eq!(v["push"]["blobs"][0]["digest"], base_layer);
+    assert_eq!(v["push"]["blobs"][0]["result"], "mounted", "{v:#}");
+    assert!(
+        blob(&common::test_dir("cache"), base_layer).exists(),
+        "the full build's cache holds the base layer (the check below means something)"
+    );
+    assert!(
+        !blob(&cache, base_layer).exists(),
+        "the base layer was downloaded into the cache"
+    );
+    let remote = common::skopeo_json([
+        "inspect",
+        "--tls-verify=false",
+        "--creds",
+        &format!("{USER}:{PASS}"),
+        &format!("docker://{addr}/test/shallow:1"),
+    ]);
+    assert_eq!(remote["Digest"], v["manifest"]);
+    // --push-only writes nothing locally, so it excludes an output and the test stage.
+    let out = common::run(
+        app.ocibuild()
+            .args(["build", "--push-only", "-o", "x"])
+            .arg(&app.recipe),
+    );
+    assert!(!out.status.success());
+}

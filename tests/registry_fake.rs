@@ -1215,3 +1215,35 @@ fn https_by_default() {
         "no HTTP request reached the registry"
     );
 }
+
+/// A shallow base's layer (not in the store) that the registry will not mount (202): fetched
+/// from the repository it was to be mounted from, verified, then uploaded.
+#[test]
+fn unmounted_blob_missing_locally_is_fetched_from_the_mount_source() {
+    let fake = Fake::start(Knobs::default());
+    let (_dir, store) = new_store();
+    let blob = data(20_000, 7);
+    fake.put_blob_in("other/base", &blob);
+    let d = ocibuild::digest::Digest::of(&blob);
+    assert!(!store.has_blob(&d));
+    let how = fake
+        .client()
+        .push_blob(
+            &fake.reference("team/app"),
+            &d,
+            blob.len() as u64,
+            &store,
+            Some(&fake.reference("other/base")),
+            &NoProgress,
+        )
+        .unwrap();
+    assert_eq!(how, BlobPush::Uploaded);
+    assert!(store.has_blob(&d), "fetched into the store, verified");
+    let log = fake.log();
+    assert!(
+        log.iter()
+            .any(|l| l.starts_with("GET") && l.contains(&format!("/v2/other/base/blobs/{d}"))),
+        "{log:?}"
+    );
+    assert_eq!(fake.state.lock().unwrap().blobs[&d.to_string()], blob);
+}

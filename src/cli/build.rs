@@ -51,6 +51,11 @@ pub struct BuildArgs {
     /// After building (and testing, with --test), push the image to this registry reference.
     #[arg(long, value_name = "REF")]
     pub push: Option<String>,
+    /// Push without writing a local image. Pushing to the base image's own registry, the base's
+    /// layers are then never downloaded (they are mounted), unless [apt] or a [python]
+    /// interpreter from the base needs to read them.
+    #[arg(long, requires = "push", conflicts_with_all = ["output", "test", "attach"])]
+    pub push_only: bool,
     /// Attach SBOMs (SPDX, CycloneDX) and a provenance statement to the image as OCI 1.1
     /// artifacts: listed in the layout's index.json, and pushed with --push (plus the
     /// `sha256-<digest>` referrers tag). Off by default: the layout then holds the image alone.
@@ -90,6 +95,29 @@ pub struct InputOptions {
     pub offline: bool,
     /// `--vendor DIR`.
     pub vendor: Option<PathBuf>,
+    /// `--push-only`: the registry pushed to (no local output is written).
+    pub push_only_to: Option<String>,
+}
+
+/// Whether the base's layers need not be downloaded at all: nothing is written locally
+/// (`--push-only`), the push goes to the base's own registry (which mounts them), and no step
+/// reads the base's files (`[apt]` and a `[python]` interpreter found in the base do).
+fn shallow_base(recipe: &recipe::Recipe, push_only_to: Option<&str>) -> bool {
+    let Some(registry) = push_only_to else {
+        return false;
+    };
+    let recipe::Base::Image { reference } = &recipe.base else {
+        return false;
+    };
+    let same_registry = reference
+        .parse::<crate::registry::Reference>()
+        .is_ok_and(|r| r.registry() == registry);
+    let reads_base = recipe.apt.is_some()
+        || recipe
+            .python
+            .as_ref()
+            .is_some_and(|p| !matches!(p.source, recipe::PythonSource::Archive(_)));
+    same_registry && !reads_base
 }
 
 impl InputOptions {
@@ -99,6 +127,12 @@ impl InputOptions {
             frozen: args.frozen,
             offline: args.offline,
             vendor: args.vendor.clone(),
+            push_only_to: args
+                .push
+                .as_deref()
+                .filter(|_| args.push_only)
+                .and_then(|p| p.parse::<crate::registry::Reference>().ok())
+                .map(|r| r.registry().to_string()),
         }
     }
 }
@@ -173,6 +207,7 @@ pub fn build_in_store(
     let mode = super::lock::LockMode {
         offline: inputs.offline,
         read_only: inputs.locked || inputs.frozen || inputs.offline,
+        shallow: shallow_base(recipe, inputs.push_only_to.as_deref()),
     };
     let locked = inputs.locked || (inputs.offline && !inputs.frozen);
     let mut opts = BuildOptions {
@@ -256,6 +291,7 @@ pub fn build_recipe(
         Vec::new()
     };
     match &target {
+        _ if args.push_only => {}
         Target::Layout(dir) => output::write_layout_with(dir, &store, &built.image, &referrers)?,
         _ => output::write(&target, &store, &built.image)?,
     }
@@ -297,7 +333,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             .collect();
         let doc = json!({
             "image": img.full_name(),
-            "output": target.to_string(),
+            "output": (!args.push_only).then(|| target.to_string()),
             "manifest": img.manifest.digest,
             "manifestSize": img.manifest.size,
             "config": img.config.digest,
@@ -322,7 +358,11 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        println!("{} -> {}", img.full_name(), target);
+        if args.push_only {
+            println!("{} (no local output: --push-only)", img.full_name());
+        } else {
+            println!("{} -> {}", img.full_name(), target);
+        }
         println!("manifest {}", img.manifest.digest);
         if let Some(i) = &built.interpreter {
             println!(

@@ -37,6 +37,9 @@ pub struct LockMode {
     pub offline: bool,
     /// Never write the lock (`--locked`, `--frozen`, `--offline`).
     pub read_only: bool,
+    /// Fetch the base's manifest and config only, not its layers (`build --push-only` to the
+    /// base's own registry: the push mounts them).
+    pub shallow: bool,
 }
 
 /// Builds the system layers (`[apt]`, `[python]`) through the lock, saving the lock when `[apt]`
@@ -112,6 +115,7 @@ pub fn resolve_base(
         pin,
         &client,
         store,
+        !mode.shallow,
     )?;
     if change != LockChange::Unchanged && !mode.read_only {
         lock.save(&lock_path)?;

@@ -80,19 +80,6 @@ impl Client {
             digest: *digest,
             source,
         };
-        // The blob must be in the store, and be what it claims.
-        let on_disk = store.blob_path(digest);
-        let meta = fs::metadata(&on_disk).map_err(io_err)?;
-        if meta.len() != size {
-            return Err(RegistryError::SizeMismatch {
-                registry: ep.registry.clone(),
-                repository: ep.repository.clone(),
-                digest: *digest,
-                expected: size,
-                found: meta.len(),
-            });
-        }
-
         let mut location = None;
         if let Some(from) = mount_from
             .filter(|f| f.registry() == target.registry() && f.repository() != target.repository())
@@ -112,6 +99,26 @@ impl Client {
                 StatusCode::ACCEPTED => location = Some(self.location(&ep, &action, &resp)?),
                 _ => return Err(self.status_error(&ep, &action, resp)),
             }
+        }
+
+        // Not mounted, and not here (a shallow base's layer): fetch it from the repository it
+        // was to be mounted from, verified, then upload it.
+        if !store.has_blob(digest) {
+            if let Some(from) = mount_from {
+                self.pull_blob(from, digest, Some(size), store, progress)?;
+            }
+        }
+        // The blob must be in the store, and be what it claims.
+        let on_disk = store.blob_path(digest);
+        let meta = fs::metadata(&on_disk).map_err(io_err)?;
+        if meta.len() != size {
+            return Err(RegistryError::SizeMismatch {
+                registry: ep.registry.clone(),
+                repository: ep.repository.clone(),
+                digest: *digest,
+                expected: size,
+                found: meta.len(),
+            });
         }
 
         if size <= self.config.monolithic_limit {
