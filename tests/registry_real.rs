@@ -315,3 +315,57 @@ fn real_registry_behind_tls_with_own_ca() {
     assert_eq!(via_dir.get_manifest(&r).unwrap().bytes, pushed.index);
     skopeo_agrees(&reg, &pushed);
 }
+
+/// A registry that requires client certificates (mutual TLS): refused without one; with a
+/// containers-certs.d directory holding `ca.crt`, `client.cert` and `client.key`, a full push
+/// and pull works.
+#[test]
+fn real_registry_with_client_certificates_from_a_cert_dir() {
+    if !common::require_tool("docker-registry") {
+        return;
+    }
+    let dir = common::tempdir();
+    let (ca_pem, cert_pem, key_pem, client_cert, client_key) =
+        common::registry::make_ca_server_and_client_certs();
+    let ca = dir.path().join("ca.pem");
+    let cert = dir.path().join("server.crt");
+    let key = dir.path().join("server.key");
+    std::fs::write(&ca, &ca_pem).unwrap();
+    std::fs::write(&cert, cert_pem).unwrap();
+    std::fs::write(&key, key_pem).unwrap();
+    let reg = common::registry::start_registry_with(Some((&cert, &key)), Some(&ca));
+
+    // The CA alone: the server asks for a client certificate and gets none.
+    let work = common::tempdir();
+    let r = Reference::parse(&format!("{}/ocibuild/mtls:none", reg.addr)).unwrap();
+    let mut cfg = ClientConfig {
+        auth_env: auth_env(work.path(), &reg.addr, PASS),
+        backoff: Duration::from_millis(5),
+        max_attempts: 2,
+        ..ClientConfig::default()
+    };
+    cfg.registries.insert(
+        reg.addr.clone(),
+        RegistrySettings {
+            ca_file: Some(ca.clone()),
+            ..Default::default()
+        },
+    );
+    let e = Client::new(cfg).get_manifest(&r).unwrap_err().to_string();
+    assert!(e.contains(&reg.addr), "{e}");
+    assert!(!e.contains("not found"), "the TLS handshake must fail: {e}");
+
+    let certs_d = dir.path().join("certs.d");
+    std::fs::create_dir(&certs_d).unwrap();
+    std::fs::write(certs_d.join("ca.crt"), &ca_pem).unwrap();
+    std::fs::write(certs_d.join("client.cert"), client_cert).unwrap();
+    std::fs::write(certs_d.join("client.key"), client_key).unwrap();
+    let pushed = push_and_pull(
+        &reg,
+        RegistrySettings {
+            cert_dir: Some(certs_d),
+            ..Default::default()
+        },
+    );
+    assert!(!pushed.blobs.is_empty());
+}

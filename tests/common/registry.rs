@@ -36,6 +36,12 @@ pub fn free_port() -> u16 {
 
 /// Start docker-registry with htpasswd auth, and TLS when `tls` has (cert, key) PEM files.
 pub fn start_registry(tls: Option<(&Path, &Path)>) -> Registry {
+    start_registry_with(tls, None)
+}
+
+/// [`start_registry`], also requiring TLS clients to present a certificate signed by the CA in
+/// `client_ca` (a PEM file).
+pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>) -> Registry {
     let dir = super::tempdir();
     let htpasswd = dir.path().join("htpasswd");
     let hash = bcrypt::hash(PASS, 4).unwrap();
@@ -46,9 +52,12 @@ pub fn start_registry(tls: Option<(&Path, &Path)>) -> Registry {
     let addr = format!("127.0.0.1:{port}");
     let tls_yaml = match tls {
         Some((cert, key)) => format!(
-            "  tls:\n    certificate: {}\n    key: {}\n",
+            "  tls:\n    certificate: {}\n    key: {}\n{}",
             cert.display(),
-            key.display()
+            key.display(),
+            client_ca
+                .map(|ca| format!("    clientcas:\n      - {}\n", ca.display()))
+                .unwrap_or_default()
         ),
         None => String::new(),
     };
@@ -112,6 +121,13 @@ pub fn auth_file(dir: &Path, registry: &str, pass: &str) -> PathBuf {
 
 /// A CA and a server certificate for 127.0.0.1 signed by it: (CA PEM, cert PEM, key PEM).
 pub fn make_ca_and_server_cert() -> (String, String, String) {
+    let (ca, cert, key, _, _) = make_ca_server_and_client_certs();
+    (ca, cert, key)
+}
+
+/// [`make_ca_and_server_cert`] plus a client certificate signed by the same CA:
+/// (CA, server cert, server key, client cert, client key), all PEM.
+pub fn make_ca_server_and_client_certs() -> (String, String, String, String, String) {
     use rcgen::{
         BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer,
         KeyPair, KeyUsagePurpose,
@@ -134,5 +150,17 @@ pub fn make_ca_and_server_cert() -> (String, String, String) {
     srv.distinguished_name.push(DnType::CommonName, "127.0.0.1");
     srv.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
     let cert = srv.signed_by(&key, &issuer).unwrap();
-    (ca_cert.pem(), cert.pem(), key.serialize_pem())
+    let ckey = KeyPair::generate().unwrap();
+    let mut cli = CertificateParams::new(Vec::<String>::new()).unwrap();
+    cli.distinguished_name
+        .push(DnType::CommonName, "ocibuild test client");
+    cli.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
+    let ccert = cli.signed_by(&ckey, &issuer).unwrap();
+    (
+        ca_cert.pem(),
+        cert.pem(),
+        key.serialize_pem(),
+        ccert.pem(),
+        ckey.serialize_pem(),
+    )
 }

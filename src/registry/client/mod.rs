@@ -212,17 +212,37 @@ impl Client {
         };
         let settings = self.settings(registry);
         let mut pem_files = Vec::new();
+        let mut identity = None;
         if let Some(f) = &settings.ca_file {
             pem_files.push(f.clone());
         }
         if let Some(d) = &settings.cert_dir {
             let entries = fs::read_dir(d).map_err(|e| tls(e.to_string()))?;
-            let mut crts: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.extension().is_some_and(|x| x == "crt"))
-                .collect();
-            crts.sort();
-            pem_files.extend(crts);
+            let mut files: Vec<PathBuf> =
+                entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+            files.sort();
+            let ext = |p: &PathBuf, x: &str| p.extension().is_some_and(|e| e == x);
+            pem_files.extend(files.iter().filter(|p| ext(p, "crt")).cloned());
+            // containers-certs.d(5): `NAME.cert` + `NAME.key` is a client certificate.
+            if let Some(cert) = files.iter().find(|p| ext(p, "cert")) {
+                let key = cert.with_extension("key");
+                let mut pem = fs::read(cert).map_err(|e| tls(e.to_string()))?;
+                pem.push(b'\n');
+                pem.extend(fs::read(&key).map_err(|e| {
+                    tls(format!(
+                        "{}: the client certificate's key {} cannot be read: {e}",
+                        cert.display(),
+                        key.display()
+                    ))
+                })?);
+                identity = Some(reqwest::Identity::from_pem(&pem).map_err(|e| {
+                    tls(format!(
+                        "{} + {}: not a PEM client certificate and key ({e})",
+                        cert.display(),
+                        key.display()
+                    ))
+                })?);
+            }
         }
         let mut certs = Vec::new();
         for f in &pem_files {
@@ -241,6 +261,9 @@ impl Client {
             .timeout(self.config.timeout);
         if !certs.is_empty() {
             builder = builder.tls_certs_merge(certs);
+        }
+        if let Some(id) = identity {
+            builder = builder.identity(id);
         }
         let client = builder.build().map_err(|e| {
             tls(format!(
@@ -382,8 +405,8 @@ impl Client {
             if retryable && attempts + 1 < self.config.max_attempts {
                 attempts += 1;
                 let delay = header_str(resp.headers(), "retry-after")
-                    .and_then(|s| s.trim().parse::<u64>().ok())
-                    .map(|s| Duration::from_secs(s).min(self.config.max_retry_after))
+                    .and_then(|s| retry_after(&s, std::time::SystemTime::now()))
+                    .map(|d| d.min(self.config.max_retry_after))
                     .unwrap_or_else(|| self.backoff(attempts));
                 progress.retrying(&req.action, attempts, delay, &format!("HTTP {status}"));
                 drop(resp);
@@ -562,6 +585,50 @@ fn read_error_detail(resp: Response) -> String {
 }
 
 /// An error and its sources, joined (`error sending request: … : invalid peer certificate`).
+/// `Retry-After`: delay-seconds, or an HTTP-date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`)
+/// measured from `now` (a date in the past means no wait).
+fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
+    let v = value.trim();
+    if let Ok(secs) = v.parse::<u64>() {
+        return Some(Duration::from_secs(secs));
+    }
+    let mut it = v.split_whitespace();
+    let _weekday = it.next()?;
+    let day: i64 = it.next()?.parse().ok()?;
+    let month = match it.next()? {
+        "Jan" => 1,
+        "Feb" => 2,
+        "Mar" => 3,
+        "Apr" => 4,
+        "May" => 5,
+        "Jun" => 6,
+        "Jul" => 7,
+        "Aug" => 8,
+        "Sep" => 9,
+        "Oct" => 10,
+        "Nov" => 11,
+        "Dec" => 12,
+        _ => return None,
+    };
+    let year: i64 = it.next()?.parse().ok()?;
+    let mut hms = it.next()?.split(':').map(|x| x.parse::<i64>().ok());
+    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
+    if it.next()? != "GMT" {
+        return None;
+    }
+    // Days from the civil date (Howard Hinnant's algorithm).
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (month + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let at = days * 86_400 + h * 3600 + m * 60 + s;
+    let now = now.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64;
+    Some(Duration::from_secs((at - now).max(0) as u64))
+}
+
 fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();
     let mut src = e.source();
@@ -579,6 +646,33 @@ fn error_chain(e: &dyn std::error::Error) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retry_after_seconds_and_http_dates() {
+        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // 1994-11-06 08:49:37
+        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
+            Some(Duration::from_secs(30))
+        );
+        assert_eq!(
+            retry_after(
+                "Tue, 01 Mar 2000 00:00:00 GMT",
+                std::time::UNIX_EPOCH + Duration::from_secs(951_868_790)
+            ),
+            Some(Duration::from_secs(10))
+        );
+        assert_eq!(
+            retry_after("Sun, 06 Nov 1994 08:49:07 GMT", now),
+            Some(Duration::ZERO)
+        );
+        assert_eq!(retry_after("soon", now), None);
+        assert_eq!(retry_after("Sun, 06 Foo 1994 08:49:37 GMT", now), None);
+    }
     use crate::registry::auth::AuthEnv;
 
     fn r(s: &str) -> Reference {
