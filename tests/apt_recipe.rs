@@ -19,20 +19,14 @@ fn recipe(dir: &Path, f: &Fixture, packages: &[&str], key: &Path) -> PathBuf {
 name = "example.com/apt-test"
 platform = "linux/amd64"
 
-[[apt.source]]
-url = "{url}"
-suite = "stable"
-components = ["main"]
-signed-by = "{key}"
-
+{source}
 [apt]
 packages = [{list}]
 
 [python]
 version = "3.12"
 "#,
-        url = f.repo.url,
-        key = key.display(),
+        source = aptfix::source_toml(f, key),
         list = list.join(", ")
     );
     let p = dir.join("app.toml");

@@ -120,20 +120,14 @@ fn recipe(dir: &Path, f: &Fixture, python: &str) -> PathBuf {
 name = "example.com/wheels"
 platform = "linux/amd64"
 
-[[apt.source]]
-url = "{url}"
-suite = "stable"
-components = ["main"]
-signed-by = "{key}"
-
+{source}
 [apt]
 packages = ["python3"]
 
 [python]
 {python}
 "#,
-        url = f.repo.url,
-        key = f.key.display(),
+        source = aptfix::source_toml(f, &f.key),
     );
     let p = dir.join("app.toml");
     fs::write(&p, text).unwrap();

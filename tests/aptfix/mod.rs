@@ -649,3 +649,12 @@ pub fn python_universe() -> Vec<Deb> {
         deb("needs-missing", "1.0").field("Depends", "tool (>= 2.0)"),
     ]
 }
+
+/// The recipe's `[[apt.source]]` table for the fixture's repository, signed with `key`.
+pub fn source_toml(f: &Fixture, key: &Path) -> String {
+    format!(
+        "[[apt.source]]\nurl = \"{}\"\nsuite = \"stable\"\ncomponents = [\"main\"]\nsigned-by = \"{}\"\n",
+        f.repo.url,
+        key.display()
+    )
+}
