@@ -198,16 +198,9 @@ pub fn layer(
             .join(" ")
     );
     let key = cache_key(packages, &base.usr_merge, opts)?;
-    if !opts.no_cache {
-        if let Some(hit) = store.cached_layer(&key)? {
-            reporter.layer_finished(&name, true);
-            return Ok(Extra {
-                name,
-                layer: hit,
-                cached: true,
-                created_by,
-            });
-        }
+    if let Some(hit) = Extra::from_cache(store, &key, opts.no_cache, &name, &created_by, reporter)?
+    {
+        return Ok(hit);
     }
     let _guard = store.lock(&key.hex())?;
     let locked: Vec<Locked> = packages.iter().map(from_locked_deb).collect();

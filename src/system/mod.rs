@@ -192,6 +192,32 @@ pub struct Extra {
     pub created_by: String,
 }
 
+impl Extra {
+    /// The layer cached under `key`, unless `no_cache`; reported as cached when found.
+    pub(crate) fn from_cache(
+        store: &Store,
+        key: &Digest,
+        no_cache: bool,
+        name: &str,
+        created_by: &str,
+        reporter: &dyn Reporter,
+    ) -> Result<Option<Extra>, StoreError> {
+        if no_cache {
+            return Ok(None);
+        }
+        let Some(layer) = store.cached_layer(key)? else {
+            return Ok(None);
+        };
+        reporter.layer_finished(name, true);
+        Ok(Some(Extra {
+            name: name.to_string(),
+            layer,
+            cached: true,
+            created_by: created_by.to_string(),
+        }))
+    }
+}
+
 /// What [`prepare`] produced.
 #[derive(Clone, Debug, Default)]
 pub struct System {

@@ -280,16 +280,8 @@ fn group_layer(
         source,
     };
     let key = layer_key(&placeholders, interp, lopts).map_err(layer_err)?;
-    if !no_cache {
-        if let Some(hit) = store.cached_layer(&key)? {
-            reporter.layer_finished(&name, true);
-            return Ok(Extra {
-                name,
-                layer: hit,
-                cached: true,
-                created_by,
-            });
-        }
+    if let Some(hit) = Extra::from_cache(store, &key, no_cache, &name, &created_by, reporter)? {
+        return Ok(hit);
     }
     let _guard = store.lock(&key.hex())?;
     reporter.layer_started(&name, members.iter().map(|w| w.size).sum());
