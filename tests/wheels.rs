@@ -700,3 +700,135 @@ fn matches_pip_install_target() {
     };
     assert_eq!(show(&ours), show(&theirs));
 }
+
+/// Text-like bytes that deflate well but not trivially (several deflate blocks).
+fn big_text(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x2545f4914f6cdd1d;
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(
+            format!("def f_{}(a, b):\n    return a * {} + b\n", x % 9973, x % 97).as_bytes(),
+        );
+    }
+    v.truncate(n);
+    v
+}
+
+/// The wheel with a large member, a member just under the splice threshold and small ones.
+fn big_wheel(dir: &Path, tweak: &dyn Fn(&mut Vec<String>)) -> WheelInput {
+    let big = big_text(300_000);
+    let under = big_text(ocibuild::layer::SPLICE_MIN as usize - 1);
+    make_wheel(
+        dir,
+        "big-1.0-py3-none-any.whl",
+        &[
+            ("big/__init__.py", b"", 0o644),
+            ("big/generated.py", &big, 0o644),
+            ("big/under.py", &under, 0o644),
+            (
+                "big-1.0.dist-info/METADATA",
+                b"Metadata-Version: 2.1\nName: big\nVersion: 1.0\n",
+                0o644,
+            ),
+        ],
+        true,
+        tweak,
+    )
+}
+
+/// Golden digest of big_wheel's gzip layer: pins contract 3's reuse of a member's deflate
+/// blocks (the wheel itself is written by the pinned zip crate and zlib-rs).
+const GOLDEN_BIG_WHEEL_GZIP: &str =
+    "sha256:cee3d598e0a351d0dee70e2e554afdd60a008df06dcab1877df0c206d3c25554";
+
+#[test]
+fn gzip_wheel_layers_reuse_large_members_deflate_blocks() {
+    let tmp = common::tempdir();
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let w = big_wheel(tmp.path(), &no_tweak);
+    let gz1 = build_wheel_layer(
+        &store,
+        std::slice::from_ref(&w),
+        &interp(),
+        &opts(Compression::Gzip, 1),
+    )
+    .unwrap();
+    let gz4 = build_wheel_layer(
+        &store,
+        std::slice::from_ref(&w),
+        &interp(),
+        &opts(Compression::Gzip, 4),
+    )
+    .unwrap();
+    assert_eq!(gz1, gz4, "the thread count changes nothing");
+    let none = build_wheel_layer(
+        &store,
+        std::slice::from_ref(&w),
+        &interp(),
+        &opts(Compression::None, 2),
+    )
+    .unwrap();
+    assert_eq!(gz1.diff_id, none.diff_id, "the same tar");
+    // The gzip layer decodes to exactly that tar, also for gzip(1).
+    let gz = std::fs::read(store.blob_path(&gz1.digest)).unwrap();
+    let tar = std::fs::read(store.blob_path(&none.digest)).unwrap();
+    let mut back = Vec::new();
+    flate2::read::GzDecoder::new(&gz[..])
+        .read_to_end(&mut back)
+        .unwrap();
+    assert!(back == tar);
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(store.blob_path(&gz1.digest))
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout == tar, "gzip -dc");
+    // The large member's compressed bytes are in the layer as they are (its first 4 KiB;
+    // the final block's header bit is cleared further on), the one under the threshold not.
+    let mut ar = zip::ZipArchive::new(std::fs::File::open(&w.path).unwrap()).unwrap();
+    let raw = |ar: &mut zip::ZipArchive<std::fs::File>, name: &str| {
+        let mut v = Vec::new();
+        ar.by_name_raw(name.as_bytes())
+            .unwrap()
+            .read_to_end(&mut v)
+            .unwrap();
+        v
+    };
+    let big = raw(&mut ar, "big/generated.py");
+    let under = raw(&mut ar, "big/under.py");
+    let contains = |hay: &[u8], needle: &[u8]| hay.windows(needle.len()).any(|w| w == needle);
+    assert!(contains(&gz, &big[..4096]), "spliced");
+    assert!(!contains(&gz, &under[..1024]), "compressed again");
+    assert_eq!(gz1.digest.to_string(), GOLDEN_BIG_WHEEL_GZIP);
+}
+
+#[test]
+fn a_large_member_not_matching_record_fails_the_gzip_layer() {
+    let tmp = common::tempdir();
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let w = big_wheel(tmp.path(), &|rec| {
+        for r in rec
+            .iter_mut()
+            .filter(|r| r.starts_with("big/generated.py,"))
+        {
+            *r = format!(
+                "big/generated.py,{},300000",
+                record_hash(&Digest::of(b"other"))
+            );
+        }
+    });
+    let before = store_files(&store);
+    for c in [Compression::Gzip, Compression::Zstd] {
+        let err = build_wheel_layer(&store, std::slice::from_ref(&w), &interp(), &opts(c, 2))
+            .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("member `big/generated.py` does not match RECORD"),
+            "{c:?}: {msg}"
+        );
+    }
+    assert_eq!(store_files(&store), before, "nothing committed");
+}

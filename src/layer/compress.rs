@@ -6,6 +6,11 @@
 //!   finish. A block's bytes depend only on its input and that dictionary, so any number of
 //!   workers produces the same stream. One gzip member: fixed 10-byte header (mtime 0, xfl 0,
 //!   OS 255), CRC32 and ISIZE trailer.
+//!   Spliced content (contract 3): where the tar stage hands over a file's bytes together with
+//!   deflate blocks that already encode them (a wheel's zip member, see `splice`), the current
+//!   block is cut short (sync flush), the blocks are copied as they are, and the next block is
+//!   primed with the last 32 KiB of everything before it. The cuts sit where the content sits,
+//!   so the stream still depends only on its input.
 //! - zstd: vendored libzstd at level 3 with `NbWorkers` = threads (always ≥ 1: libzstd's output
 //!   is identical for every worker count ≥ 1, but may differ from single-threaded mode 0).
 
@@ -57,6 +62,26 @@ impl<W: Write> Compressor<W> {
         })
     }
 
+    /// Content bytes that [`write_deflate`](Self::write_deflate) pieces carry already
+    /// compressed: a gzip stream only counts and checksums them; the others compress them.
+    pub(crate) fn write_covered(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Compressor::Gzip(g) => g.covered(buf),
+            other => other.write_all(buf),
+        }
+    }
+
+    /// Deflate blocks (non-final, ending on a byte boundary) to copy into the stream as they
+    /// are. Only a gzip stream takes them.
+    pub(crate) fn write_deflate(&mut self, raw: Vec<u8>) -> io::Result<()> {
+        match self {
+            Compressor::Gzip(g) => g.deflate(raw),
+            _ => Err(io::Error::other(
+                "deflate blocks handed to a compressor other than gzip",
+            )),
+        }
+    }
+
     /// Ends the stream and returns the inner writer, flushed.
     pub(crate) fn finish(self) -> io::Result<W> {
         let mut w = match self {
@@ -100,6 +125,16 @@ struct Done {
     data: Vec<u8>,
 }
 
+/// What the gzip writer emits, in order.
+enum Pending {
+    /// A block being compressed by a worker.
+    Block(Receiver<Done>),
+    /// Covered content: its checksum and length.
+    Covered(crc32fast::Hasher, u64),
+    /// Deflate blocks copied as they are.
+    Deflate(Vec<u8>),
+}
+
 /// pigz-style parallel gzip writer. Memory: at most `2 × threads + 1` blocks of input in flight
 /// plus their compressed output.
 pub(crate) struct ParallelGzip<W: Write> {
@@ -107,7 +142,7 @@ pub(crate) struct ParallelGzip<W: Write> {
     block: Vec<u8>,
     dict: Vec<u8>,
     jobs: Option<SyncSender<Job>>,
-    inflight: VecDeque<Receiver<Done>>,
+    inflight: VecDeque<Pending>,
     max_inflight: usize,
     workers: Vec<JoinHandle<()>>,
     crc: crc32fast::Hasher,
@@ -149,9 +184,8 @@ impl<W: Write> ParallelGzip<W> {
             .pop()
             .unwrap_or_else(|| Vec::with_capacity(BLOCK_SIZE));
         let data = std::mem::replace(&mut self.block, fresh);
-        let mut next_dict = Vec::with_capacity(WINDOW);
-        next_dict.extend_from_slice(&data[data.len().saturating_sub(WINDOW)..]);
-        let dict = std::mem::replace(&mut self.dict, next_dict);
+        let dict = self.dict.clone();
+        slide_window(&mut self.dict, &data);
         let (reply, rx) = sync_channel(1);
         let jobs = self.jobs.as_ref().ok_or_else(worker_gone)?;
         jobs.send(Job {
@@ -161,24 +195,57 @@ impl<W: Write> ParallelGzip<W> {
             reply,
         })
         .map_err(|_| worker_gone())?;
-        self.inflight.push_back(rx);
+        self.push(Pending::Block(rx))
+    }
+
+    /// Queues `p` behind what is in flight; keeps at most `max_inflight` entries queued.
+    fn push(&mut self, p: Pending) -> io::Result<()> {
+        self.inflight.push_back(p);
         while self.inflight.len() > self.max_inflight {
             self.collect_one()?;
         }
         Ok(())
     }
 
-    /// Waits for the oldest block and writes it out.
-    fn collect_one(&mut self) -> io::Result<()> {
-        let Some(rx) = self.inflight.pop_front() else {
+    /// Ends the current block early (sync flush) before spliced content.
+    fn cut(&mut self) -> io::Result<()> {
+        if self.block.is_empty() {
             return Ok(());
+        }
+        self.dispatch(false)
+    }
+
+    /// Content carried by deflate blocks from [`deflate`](Self::deflate).
+    pub(crate) fn covered(&mut self, data: &[u8]) -> io::Result<()> {
+        self.cut()?;
+        let mut crc = crc32fast::Hasher::new();
+        crc.update(data);
+        slide_window(&mut self.dict, data);
+        self.push(Pending::Covered(crc, data.len() as u64))
+    }
+
+    /// Deflate blocks to copy as they are.
+    pub(crate) fn deflate(&mut self, raw: Vec<u8>) -> io::Result<()> {
+        self.cut()?;
+        self.push(Pending::Deflate(raw))
+    }
+
+    /// Waits for the oldest entry (a block: for its worker) and writes it out.
+    fn collect_one(&mut self) -> io::Result<()> {
+        let out = self.out.as_mut().ok_or_else(worker_gone)?;
+        let rx = match self.inflight.pop_front() {
+            None => return Ok(()),
+            Some(Pending::Block(rx)) => rx,
+            Some(Pending::Covered(crc, len)) => {
+                self.crc.combine(&crc);
+                self.total += len;
+                return Ok(());
+            }
+            Some(Pending::Deflate(raw)) => return out.write_all(&raw),
         };
         let done = rx.recv().map_err(|_| worker_gone())?;
         let compressed = done.compressed.map_err(io::Error::other)?;
-        self.out
-            .as_mut()
-            .ok_or_else(worker_gone)?
-            .write_all(&compressed)?;
+        out.write_all(&compressed)?;
         self.crc.combine(&done.crc);
         self.total += done.data.len() as u64;
         if self.spare.len() < 2 {
@@ -230,6 +297,18 @@ impl<W: Write> Drop for ParallelGzip<W> {
         for w in self.workers.drain(..) {
             let _ = w.join();
         }
+    }
+}
+
+/// Appends `data` to the deflate window `dict`, keeping its last [`WINDOW`] bytes.
+fn slide_window(dict: &mut Vec<u8>, data: &[u8]) {
+    if data.len() >= WINDOW {
+        dict.clear();
+        dict.extend_from_slice(&data[data.len() - WINDOW..]);
+    } else {
+        let excess = (dict.len() + data.len()).saturating_sub(WINDOW);
+        dict.drain(..excess);
+        dict.extend_from_slice(data);
     }
 }
 

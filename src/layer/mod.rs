@@ -11,6 +11,9 @@
 //! - Symlinks are kept verbatim and never followed; regular files sharing an inode within the
 //!   layer become hardlinks pointing back to the first one in sorted order, their headers
 //!   carrying the target's mode and owner (contract 2; contract 1 wrote mode 0644).
+//! - A file handed over as a raw deflate stream ([`Content::Deflated`], a wheel's zip member)
+//!   of [`SPLICE_MIN`] bytes or more keeps its deflate blocks in a gzip layer (contract 3; the
+//!   tar stream is unchanged, see `compress` and `splice`).
 //! - USTAR headers; a PAX extended header (`././@PaxHeader`, keys in sorted order) only when a
 //!   field does not fit. The archive ends with two zero blocks and no record padding.
 //! - Compression is pinned (see [`Compression::describe`]) and never depends on the thread count.
@@ -21,11 +24,14 @@
 
 mod compress;
 pub mod ignore;
+mod splice;
 mod tar;
 mod walk;
 
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
+use std::rc::Rc;
 
 use crate::digest::{Digest, HashingWriter};
 
@@ -33,7 +39,7 @@ pub use self::tar::TarWriter;
 pub use self::walk::scan;
 
 /// Version of the determinism contract; recorded in an image annotation.
-pub const CONTRACT_VERSION: u32 = 2;
+pub const CONTRACT_VERSION: u32 = 3;
 
 /// The layer compression, with a pinned compressor.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -256,9 +262,27 @@ pub fn write_layer(
     write_layer_with(entries, opts, out, progress, &mut host_file_content)
 }
 
-/// Hands a regular file's content to the tar writer: called once with a reader that yields
-/// exactly the entry's `size` bytes; returns what writing the entry returned.
-pub type ContentSink<'a> = dyn FnMut(&mut dyn Read) -> Result<(), LayerError> + 'a;
+/// A regular file's content, as a content source hands it to [`write_layer_with`].
+pub enum Content<'a> {
+    /// A reader of exactly the entry's `size` bytes.
+    Bytes(&'a mut dyn Read),
+    /// A raw deflate stream (RFC 1951) of the entry's bytes, such as a zip member's data. The
+    /// writer inflates it and shows every inflated byte, in order, to `inspect`. A gzip layer
+    /// copies the compressed blocks of a file of [`SPLICE_MIN`] bytes or more instead of
+    /// compressing it again (see [`CONTRACT_VERSION`]); the tar stream is the same either way.
+    Deflated {
+        raw: &'a mut dyn Read,
+        inspect: &'a mut dyn FnMut(&[u8]),
+    },
+}
+
+/// Hands a regular file's content to the tar writer: called once; returns what writing the
+/// entry returned.
+pub type ContentSink<'a> = dyn FnMut(Content<'_>) -> Result<(), LayerError> + 'a;
+
+/// Smallest file whose deflate stream a gzip layer reuses (part of the contract, version 3).
+/// Smaller files compress better together, with the window of what came before.
+pub const SPLICE_MIN: u64 = 16 * 1024;
 
 /// [`write_layer`] with the content of regular files coming from `content` instead of the
 /// host file `EntryKind::File::src`: for every `File` entry it is called with the entry's
@@ -283,7 +307,7 @@ pub fn write_layer_with(
     // Two stages, so reading, tar framing and the diff_id hash overlap with compression and
     // output: the tar stream goes in 1 MiB chunks over a bounded channel (memory stays bounded)
     // to a thread that owns the compressor. The byte stream is the same either way.
-    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(PIPE_DEPTH);
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(PIPE_DEPTH);
     std::thread::scope(|scope| {
         let consumer = scope.spawn(move || -> Result<(Digest, u64), LayerError> {
             let mut compressor = compressor;
@@ -291,8 +315,13 @@ pub fn write_layer_with(
                 entry: String::new(),
                 source,
             };
-            for chunk in rx {
-                compressor.write_all(&chunk).map_err(write_err)?;
+            for piece in rx {
+                match piece {
+                    Piece::Plain(chunk) => compressor.write_all(&chunk),
+                    Piece::Covered(chunk) => compressor.write_covered(&chunk),
+                    Piece::Deflate(raw) => compressor.write_deflate(raw),
+                }
+                .map_err(write_err)?;
             }
             let compressed = compressor.finish().map_err(|source| LayerError::Compress {
                 what: opts.compression.describe(),
@@ -301,7 +330,8 @@ pub fn write_layer_with(
             let (_, digest, size) = compressed.finish();
             Ok((digest, size))
         });
-        let produced = produce(entries, opts, ChunkSender::new(tx), progress, content);
+        let sender = SharedSender(Rc::new(RefCell::new(ChunkSender::new(tx))));
+        let produced = produce(entries, opts, sender, progress, content);
         let consumed = consumer.join().unwrap_or_else(|_| {
             Err(LayerError::Write {
                 entry: String::new(),
@@ -333,7 +363,7 @@ fn host_file_content(_: usize, e: &Entry, sink: &mut ContentSink<'_>) -> Result<
         path: src.clone(),
         source,
     })?;
-    sink(&mut file).map_err(|err| match err {
+    sink(Content::Bytes(&mut file)).map_err(|err| match err {
         LayerError::SizeMismatch {
             expected, found, ..
         } => LayerError::Changed {
@@ -353,11 +383,11 @@ fn host_file_content(_: usize, e: &Entry, sink: &mut ContentSink<'_>) -> Result<
 fn produce(
     entries: &[Entry],
     opts: &LayerOptions,
-    sink: ChunkSender,
+    sender: SharedSender,
     progress: &dyn Fn(u64),
     content: &mut dyn FnMut(usize, &Entry, &mut ContentSink<'_>) -> Result<(), LayerError>,
 ) -> Result<(Digest, u64), LayerError> {
-    let mut tar = TarWriter::new(HashingWriter::new(sink), opts.epoch);
+    let mut tar = TarWriter::new(HashingWriter::new(sender.clone()), opts.epoch);
     // A hard link's header carries its target's mode and owner: extractors (containers/storage,
     // GNU tar) apply the link header's metadata to the shared inode, so anything else would
     // change the target file (an executable losing its x bits). check_order guarantees the
@@ -378,7 +408,7 @@ fn produce(
                 file_meta.insert(e.path.as_str(), (e.mode, e.uid, e.gid));
                 let mut written = false;
                 let tar = &mut tar;
-                content(i, e, &mut |r: &mut dyn Read| {
+                content(i, e, &mut |c: Content<'_>| {
                     if written {
                         return Err(LayerError::Contract {
                             entry: e.path.clone(),
@@ -386,8 +416,29 @@ fn produce(
                         });
                     }
                     written = true;
-                    let mut reader = ProgressReader { inner: r, progress };
-                    tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
+                    let io_err = |source| LayerError::ReadContent {
+                        entry: e.path.clone(),
+                        source,
+                    };
+                    match c {
+                        Content::Bytes(r) => {
+                            let mut reader = ProgressReader { inner: r, progress };
+                            tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
+                        }
+                        Content::Deflated { raw, inspect } => {
+                            let splice =
+                                opts.compression == Compression::Gzip && *size >= SPLICE_MIN;
+                            let splicer = splice::Splicer::new(raw, splice).map_err(io_err)?;
+                            let mut reader = SpliceReader {
+                                splicer,
+                                inspect,
+                                progress,
+                                sender: splice.then(|| sender.clone()),
+                                begun: false,
+                            };
+                            tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
+                        }
+                    }
                 })?;
                 if !written {
                     return Err(LayerError::Contract {
@@ -406,36 +457,111 @@ fn produce(
     Ok((diff_id, uncompressed_size))
 }
 
-/// Collects writes into [`CHUNK`]-sized buffers and sends each full one down the channel;
-/// `flush` sends what is left. A closed channel (the consumer failed) is a broken pipe.
+/// What goes from the tar stage to the compression stage, in stream order.
+enum Piece {
+    /// Tar bytes to compress.
+    Plain(Vec<u8>),
+    /// Tar bytes (a file's content) that [`Piece::Deflate`] pieces already carry compressed:
+    /// counted and checksummed, not compressed again.
+    Covered(Vec<u8>),
+    /// Deflate blocks to copy into a gzip stream as they are (see [`splice`]).
+    Deflate(Vec<u8>),
+}
+
+/// A deflated file's content for the tar writer: inflates it, shows it to `inspect`, and, when
+/// splicing, marks the content as covered and sends the compressed blocks along.
+struct SpliceReader<'a, 'r> {
+    splicer: splice::Splicer<'r>,
+    inspect: &'a mut dyn FnMut(&[u8]),
+    progress: &'a dyn Fn(u64),
+    /// Set when splicing.
+    sender: Option<SharedSender>,
+    begun: bool,
+}
+
+impl Read for SpliceReader<'_, '_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if let Some(sender) = &self.sender {
+            if !self.begun {
+                // Everything before the content (its header) is plain.
+                self.begun = true;
+                sender.0.borrow_mut().set_mode(Mode::Covered)?;
+            }
+        }
+        let n = self.splicer.read(buf)?;
+        if n > 0 {
+            (self.inspect)(&buf[..n]);
+            (self.progress)(n as u64);
+        }
+        if let Some(sender) = &self.sender {
+            let raw = self.splicer.take_raw();
+            let mut s = sender.0.borrow_mut();
+            if !raw.is_empty() {
+                s.send_deflate(raw)?;
+            }
+            if n == 0 && !buf.is_empty() {
+                // The end of the content: what the tar writer writes next (padding) is plain.
+                s.set_mode(Mode::Plain)?;
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Whether bytes written to a [`ChunkSender`] are to be compressed or are covered.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    Plain,
+    Covered,
+}
+
+/// Collects writes into [`CHUNK`]-sized buffers and sends each full one down the channel, as
+/// [`Piece::Plain`] or [`Piece::Covered`] by the mode; `flush` sends what is left. A closed
+/// channel (the consumer failed) is a broken pipe.
 struct ChunkSender {
-    tx: std::sync::mpsc::SyncSender<Vec<u8>>,
+    tx: std::sync::mpsc::SyncSender<Piece>,
     buf: Vec<u8>,
+    mode: Mode,
 }
 
 impl ChunkSender {
-    fn new(tx: std::sync::mpsc::SyncSender<Vec<u8>>) -> Self {
+    fn new(tx: std::sync::mpsc::SyncSender<Piece>) -> Self {
         ChunkSender {
             tx,
             buf: Vec::with_capacity(CHUNK),
+            mode: Mode::Plain,
         }
     }
-    fn send(&mut self) -> std::io::Result<()> {
+    fn send_piece(&mut self, piece: Piece) -> io::Result<()> {
+        self.tx
+            .send(piece)
+            .map_err(|_| io::Error::new(io::ErrorKind::BrokenPipe, "the compression stage stopped"))
+    }
+    fn send(&mut self) -> io::Result<()> {
         if self.buf.is_empty() {
             return Ok(());
         }
         let full = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        self.tx.send(full).map_err(|_| {
-            std::io::Error::new(
-                std::io::ErrorKind::BrokenPipe,
-                "the compression stage stopped",
-            )
-        })
+        let piece = match self.mode {
+            Mode::Plain => Piece::Plain(full),
+            Mode::Covered => Piece::Covered(full),
+        };
+        self.send_piece(piece)
+    }
+    fn set_mode(&mut self, mode: Mode) -> io::Result<()> {
+        if mode != self.mode {
+            self.send()?;
+            self.mode = mode;
+        }
+        Ok(())
+    }
+    fn send_deflate(&mut self, raw: Vec<u8>) -> io::Result<()> {
+        self.send_piece(Piece::Deflate(raw))
     }
 }
 
 impl Write for ChunkSender {
-    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
         let n = data.len().min(CHUNK - self.buf.len());
         self.buf.extend_from_slice(&data[..n]);
         if self.buf.len() == CHUNK {
@@ -443,8 +569,22 @@ impl Write for ChunkSender {
         }
         Ok(n)
     }
-    fn flush(&mut self) -> std::io::Result<()> {
+    fn flush(&mut self) -> io::Result<()> {
         self.send()
+    }
+}
+
+/// The tar stage's one [`ChunkSender`], shared by the tar writer and a [`SpliceReader`] (both
+/// on the tar stage's thread, never borrowing it at the same time).
+#[derive(Clone)]
+struct SharedSender(Rc<RefCell<ChunkSender>>);
+
+impl Write for SharedSender {
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        self.0.borrow_mut().write(data)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.borrow_mut().flush()
     }
 }
 
@@ -625,6 +765,145 @@ mod tests {
         for bad in [&unsorted[..], &missing_parent, &dup, &no_slash, &[link]] {
             let err = write_layer(bad, &none, &mut sink, &|_| {}).unwrap_err();
             assert!(matches!(err, LayerError::Contract { .. }), "{err}");
+        }
+    }
+
+    /// Files of many sizes around SPLICE_MIN, each also as a raw deflate stream.
+    fn deflated_files() -> Vec<(Entry, Vec<u8>, Vec<u8>)> {
+        use std::io::Write as _;
+        let mut x: u64 = 77;
+        [0u64, 5, 1000, SPLICE_MIN - 1, SPLICE_MIN, 100_000, 3 << 20]
+            .iter()
+            .enumerate()
+            .map(|(i, &n)| {
+                let data: Vec<u8> = (0..n)
+                    .map(|j| {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        if j % 3 == 0 {
+                            b'a' + (j % 26) as u8
+                        } else {
+                            (x % 7) as u8
+                        }
+                    })
+                    .collect();
+                let level = [0, 1, 6, 9][i % 4];
+                let mut e =
+                    flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+                e.write_all(&data).unwrap();
+                let raw = e.finish().unwrap();
+                let entry = Entry {
+                    path: format!("f{i}"),
+                    kind: EntryKind::File {
+                        src: PathBuf::new(),
+                        size: n,
+                    },
+                    mode: 0o644,
+                    uid: 0,
+                    gid: 0,
+                    stat: StatKey::default(),
+                };
+                (entry, data, raw)
+            })
+            .collect()
+    }
+
+    fn layer_of(
+        files: &[(Entry, Vec<u8>, Vec<u8>)],
+        opts: &LayerOptions,
+        deflated: bool,
+    ) -> (Vec<u8>, LayerStats) {
+        let entries: Vec<Entry> = files.iter().map(|f| f.0.clone()).collect();
+        let mut out = Vec::new();
+        let mut seen = vec![Vec::new(); files.len()];
+        let stats = write_layer_with(&entries, opts, &mut out, &|_| {}, &mut |i, _, sink| {
+            if deflated {
+                let mut raw = &files[i].2[..];
+                let seen = &mut seen[i];
+                sink(Content::Deflated {
+                    raw: &mut raw,
+                    inspect: &mut |b: &[u8]| seen.extend_from_slice(b),
+                })
+            } else {
+                sink(Content::Bytes(&mut &files[i].1[..]))
+            }
+        })
+        .unwrap();
+        if deflated {
+            for (f, s) in files.iter().zip(&seen) {
+                assert!(f.1 == *s, "inspect saw the inflated bytes of {}", f.0.path);
+            }
+        }
+        (out, stats)
+    }
+
+    #[test]
+    fn deflated_content_gives_the_same_tar_and_a_valid_spliced_gzip() {
+        let files = deflated_files();
+        let (tar, plain) = layer_of(&files, &opts(Compression::None), false);
+        // Not gzip: the bytes are exactly those of the same content handed over as bytes.
+        for c in [Compression::None, Compression::Zstd] {
+            let a = layer_of(&files, &opts(c), false).1;
+            let b = layer_of(&files, &opts(c), true).1;
+            assert_eq!(a, b, "{c:?}");
+        }
+        let (gz, spliced) = layer_of(&files, &opts(Compression::Gzip), true);
+        assert_eq!(spliced.diff_id, plain.diff_id);
+        assert_eq!(spliced.uncompressed_size, plain.uncompressed_size);
+        let mut back = Vec::new();
+        flate2::read::GzDecoder::new(&gz[..])
+            .read_to_end(&mut back)
+            .unwrap();
+        assert!(back == tar, "the spliced gzip decodes to the tar");
+        // The spliced stream differs from compressing the same tar (the files of SPLICE_MIN
+        // bytes or more keep their own blocks) and does not depend on the thread count.
+        let (recompressed, _) = layer_of(&files, &opts(Compression::Gzip), false);
+        assert!(gz != recompressed);
+        for threads in [1, 5] {
+            let o = LayerOptions {
+                threads,
+                ..opts(Compression::Gzip)
+            };
+            assert!(layer_of(&files, &o, true).0 == gz, "threads={threads}");
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("l.tar.gz");
+        std::fs::write(&path, &gz).unwrap();
+        let status = std::process::Command::new("gzip")
+            .arg("-t")
+            .arg(&path)
+            .status()
+            .unwrap();
+        assert!(status.success(), "gzip -t accepts the spliced layer");
+    }
+
+    #[test]
+    fn corrupt_deflated_content_fails_the_layer() {
+        let mut files = deflated_files();
+        let last = files.len() - 1;
+        let raw = &mut files[last].2;
+        raw.truncate(raw.len() / 2);
+        let entries: Vec<Entry> = files.iter().map(|f| f.0.clone()).collect();
+        for c in [Compression::Gzip, Compression::None] {
+            let err = write_layer_with(
+                &entries,
+                &opts(c),
+                &mut Vec::new(),
+                &|_| {},
+                &mut |i, _, sink| {
+                    let mut raw = &files[i].2[..];
+                    sink(Content::Deflated {
+                        raw: &mut raw,
+                        inspect: &mut |_: &[u8]| {},
+                    })
+                },
+            )
+            .unwrap_err();
+            assert!(
+                matches!(&err, LayerError::ReadContent { entry, .. } if entry == "f6"),
+                "{err}"
+            );
         }
     }
 }
