@@ -17,7 +17,7 @@ use fs_err as fs;
 use serde_json::json;
 
 use crate::base::BaseImage;
-use crate::digest::{Digest, Hasher};
+use crate::digest::Digest;
 use crate::image::{
     self, annotations, Descriptor, History, ImageConfig, ImageRecord, LayerRecord, Manifest,
     RootFs, RunConfig,
@@ -392,44 +392,46 @@ fn content_key(
             _ => None,
         })
         .collect();
-    let mut digests: Vec<Option<Digest>> = vec![None; entries.len()];
+    let mut digests: Vec<Option<blake3::Hash>> = vec![None; entries.len()];
     let next = AtomicU64::new(0);
-    let results: Vec<Result<Vec<(usize, Digest)>, BuildError>> = std::thread::scope(|scope| {
-        let workers: Vec<_> = (0..threads.min(files.len()).max(1))
-            .map(|_| {
-                scope.spawn(|| {
-                    let mut out = Vec::new();
-                    let mut buf = vec![0u8; 256 * 1024];
-                    loop {
-                        let i = next.fetch_add(1, Ordering::Relaxed) as usize;
-                        let Some(&(idx, path, size)) = files.get(i) else {
-                            break;
-                        };
-                        let d =
-                            hash_file(path, size, &mut buf).map_err(|source| BuildError::Read {
-                                layer: l.name.clone(),
-                                path: path.clone(),
-                                source,
+    let results: Vec<Result<Vec<(usize, blake3::Hash)>, BuildError>> =
+        std::thread::scope(|scope| {
+            let workers: Vec<_> = (0..threads.min(files.len()).max(1))
+                .map(|_| {
+                    scope.spawn(|| {
+                        let mut out = Vec::new();
+                        let mut buf = vec![0u8; 256 * 1024];
+                        loop {
+                            let i = next.fetch_add(1, Ordering::Relaxed) as usize;
+                            let Some(&(idx, path, size)) = files.get(i) else {
+                                break;
+                            };
+                            let d = hash_file(path, size, &mut buf).map_err(|source| {
+                                BuildError::Read {
+                                    layer: l.name.clone(),
+                                    path: path.clone(),
+                                    source,
+                                }
                             })?;
-                        out.push((idx, d));
-                    }
-                    Ok(out)
-                })
-            })
-            .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join().unwrap_or_else(|_| {
-                    Err(BuildError::Read {
-                        layer: l.name.clone(),
-                        path: PathBuf::new(),
-                        source: io::Error::other("hashing thread panicked"),
+                            out.push((idx, d));
+                        }
+                        Ok(out)
                     })
                 })
-            })
-            .collect()
-    });
+                .collect();
+            workers
+                .into_iter()
+                .map(|w| {
+                    w.join().unwrap_or_else(|_| {
+                        Err(BuildError::Read {
+                            layer: l.name.clone(),
+                            path: PathBuf::new(),
+                            source: io::Error::other("hashing thread panicked"),
+                        })
+                    })
+                })
+                .collect()
+        });
     for r in results {
         for (idx, d) in r? {
             digests[idx] = Some(d);
@@ -452,12 +454,13 @@ fn content_key(
                 e.gid,
                 size,
                 link_target(&e.kind),
-                d.map(|d| d.to_string()).unwrap_or_default()
+                d.map(|d| format!("blake3:{}", d.to_hex()))
+                    .unwrap_or_default()
             ])
         })
         .collect();
     let doc = json!({
-        "kind": "layer/1",
+        "kind": "layer/2",
         "contract": layer::CONTRACT_VERSION,
         "compression": compression.describe(),
         "epoch": epoch,
@@ -466,17 +469,20 @@ fn content_key(
     Ok(Digest::of(&cjson::to_canonical_vec("layer key", &doc)?))
 }
 
-fn hash_file(path: &PathBuf, size: u64, buf: &mut [u8]) -> io::Result<Digest> {
+/// A file's BLAKE3 digest for the content key (a cache key only: it never reaches an image).
+fn hash_file(path: &PathBuf, size: u64, buf: &mut [u8]) -> io::Result<blake3::Hash> {
     let mut f = fs::File::open(path)?;
-    let mut h = Hasher::new();
+    let mut h = blake3::Hasher::new();
+    let mut n: u64 = 0;
     loop {
-        let n = f.read(buf)?;
-        if n == 0 {
+        let got = f.read(buf)?;
+        if got == 0 {
             break;
         }
-        h.update(&buf[..n]);
+        h.update(&buf[..got]);
+        n += got as u64;
     }
-    let (d, n) = h.finish();
+    let d = h.finalize();
     if n != size {
         return Err(io::Error::other(format!(
             "file changed while reading: expected {size} bytes, read {n}"
