@@ -279,7 +279,7 @@ fn build_layer(
     }
 
     reporter.layer_started(&l.name, total);
-    let mut w = store.blob_writer()?;
+    let mut w = store.prehashed_blob_writer()?;
     let stats = layer::write_layer(
         &entries,
         &LayerOptions {

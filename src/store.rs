@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use fs_err as fs;
 use serde::{Deserialize, Serialize};
 
-use crate::digest::{Digest, HashingWriter};
+use crate::digest::{Digest, Hasher};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -147,11 +147,25 @@ impl Store {
 
     /// A writer for a new blob; call [`BlobWriter::commit`] to put it in place.
     pub fn blob_writer(&self) -> Result<BlobWriter, StoreError> {
+        self.new_blob_writer(Some(Hasher::new()))
+    }
+
+    /// A writer for a blob whose sha256 the caller computes over exactly the bytes it writes
+    /// (a layer writer hashes its output anyway), so the store does not hash them again.
+    /// [`BlobWriter::commit`] then needs that digest.
+    pub fn prehashed_blob_writer(&self) -> Result<BlobWriter, StoreError> {
+        self.new_blob_writer(None)
+    }
+
+    fn new_blob_writer(&self, hasher: Option<Hasher>) -> Result<BlobWriter, StoreError> {
         let file = tempfile::Builder::new()
             .prefix("blob-")
             .tempfile_in(self.root.join("tmp"))?;
         Ok(BlobWriter {
-            inner: HashingWriter::new(io::BufWriter::with_capacity(256 * 1024, file)),
+            file: io::BufWriter::with_capacity(256 * 1024, file),
+            hasher,
+            written: 0,
+            kicked: 0,
             blobs: self.root.join("blobs/sha256"),
         })
     }
@@ -230,28 +244,50 @@ pub struct LockGuard {
 
 /// A blob being written: hashed while streaming, renamed into place on [`commit`](Self::commit).
 pub struct BlobWriter {
-    inner: HashingWriter<io::BufWriter<tempfile::NamedTempFile>>,
+    file: io::BufWriter<tempfile::NamedTempFile>,
+    /// None for a prehashed writer.
+    hasher: Option<Hasher>,
+    written: u64,
+    /// Bytes handed to the kernel's writeback so far (see [`WRITEBACK_STEP`]).
+    kicked: u64,
     blobs: PathBuf,
 }
 
+/// Every this many bytes, a blob writer asks the kernel to start writing back what it has, so
+/// the `fdatasync` before the rename waits for the tail only, not for the whole blob.
+const WRITEBACK_STEP: u64 = 8 << 20;
+
 impl BlobWriter {
     pub fn bytes_written(&self) -> u64 {
-        self.inner.bytes_written()
+        self.written
     }
 
-    /// Finish the blob. With `expected`, a different digest is an error and nothing is kept.
+    /// Finish the blob. With `expected`, a different digest is an error and nothing is kept;
+    /// a prehashed writer takes `expected` as the digest and cannot do without it.
     pub fn commit(self, expected: Option<Digest>) -> Result<Digest, StoreError> {
-        let (buf, digest, _) = self.inner.finish();
-        let tmp = buf.into_inner().map_err(|e| e.into_error())?;
-        if let Some(expected) = expected {
-            if expected != digest {
-                return Err(StoreError::DigestMismatch {
-                    path: tmp.path().to_path_buf(),
-                    expected,
-                    found: digest,
-                });
+        let tmp = self.file.into_inner().map_err(|e| e.into_error())?;
+        let digest = match (self.hasher, expected) {
+            (Some(h), expected) => {
+                let (digest, _) = h.finish();
+                if let Some(expected) = expected {
+                    if expected != digest {
+                        return Err(StoreError::DigestMismatch {
+                            path: tmp.path().to_path_buf(),
+                            expected,
+                            found: digest,
+                        });
+                    }
+                }
+                digest
             }
-        }
+            (None, Some(digest)) => digest,
+            (None, None) => {
+                return Err(StoreError::Io(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    "a prehashed blob needs its digest to be committed",
+                )))
+            }
+        };
         let dest = self.blobs.join(digest.hex());
         // Read-only: output layouts may hard-link store blobs, so no one should edit one in place.
         tmp.as_file()
@@ -265,20 +301,84 @@ impl BlobWriter {
         })?;
         Ok(digest)
     }
+
+    /// Starts writeback of everything written since the last call (Linux; elsewhere a no-op).
+    fn kick_writeback(&mut self) -> io::Result<()> {
+        self.file.flush()?;
+        #[cfg(target_os = "linux")]
+        {
+            use std::os::fd::AsRawFd;
+            let fd = self.file.get_ref().as_file().as_raw_fd();
+            let (from, len) = (self.kicked, self.written - self.kicked);
+            // SAFETY: a valid open descriptor and a byte range; SYNC_FILE_RANGE_WRITE only
+            // starts writeback and reads no memory of ours. A failure is harmless (the
+            // fdatasync at commit is what makes the blob durable), so it is ignored.
+            unsafe {
+                libc::sync_file_range(
+                    fd,
+                    from as libc::off64_t,
+                    len as libc::off64_t,
+                    libc::SYNC_FILE_RANGE_WRITE,
+                );
+            }
+        }
+        self.kicked = self.written;
+        Ok(())
+    }
 }
 
 impl Write for BlobWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.inner.write(buf)
+        let n = self.file.write(buf)?;
+        if let Some(h) = &mut self.hasher {
+            h.update(&buf[..n]);
+        }
+        self.written += n as u64;
+        if self.written - self.kicked >= WRITEBACK_STEP {
+            self.kick_writeback()?;
+        }
+        Ok(n)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.inner.flush()
+        self.file.flush()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn prehashed_blobs_take_the_callers_digest_and_need_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // Larger than the writeback step, so writeback is started along the way.
+        let data: Vec<u8> = (0..(WRITEBACK_STEP as usize * 2 + 12345))
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let d = Digest::of(&data);
+        let mut w = store.prehashed_blob_writer().unwrap();
+        for part in data.chunks(1 << 20) {
+            w.write_all(part).unwrap();
+        }
+        assert_eq!(w.bytes_written(), data.len() as u64);
+        assert_eq!(w.commit(Some(d)).unwrap(), d);
+        assert!(store.read_blob(&d).unwrap() == data);
+        let mut w = store.prehashed_blob_writer().unwrap();
+        w.write_all(b"x").unwrap();
+        assert!(w.commit(None).is_err());
+        // A hashing writer still checks.
+        let mut w = store.blob_writer().unwrap();
+        w.write_all(&data).unwrap();
+        assert!(matches!(
+            w.commit(Some(Digest::of(b"other"))),
+            Err(StoreError::DigestMismatch { .. })
+        ));
+        assert_eq!(
+            std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
+            0
+        );
+    }
 
     #[test]
     fn put_read_and_verify() {

@@ -226,7 +226,7 @@ pub fn build_layer(
     }
     ca_bundle(&mut items, spool.path())?;
     let entries = to_entries(items, &names)?;
-    let mut w = store.blob_writer()?;
+    let mut w = store.prehashed_blob_writer()?;
     let stats = layer::write_layer(&entries, &req.layer, &mut w, &|_| {})?;
     w.commit(Some(stats.digest))?;
     drop(spool);

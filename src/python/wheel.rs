@@ -209,7 +209,7 @@ pub fn build_wheel_layer(
     }
     let (entries, sources) = to_entries(&items, &wheels, &names)?;
     let mut failure: Option<WheelError> = None;
-    let mut w = store.blob_writer()?;
+    let mut w = store.prehashed_blob_writer()?;
     let written = layer::write_layer_with(&entries, opts, &mut w, &|_| {}, &mut |i, e, sink| {
         stream(i, e, sink, &sources, &mut archives, &names, &mut failure)
     });

@@ -430,7 +430,7 @@ fn archive_layer(
         })
         .sum();
     reporter.layer_started(&name, total);
-    let mut w = store.blob_writer()?;
+    let mut w = store.prehashed_blob_writer()?;
     let stats = layer::write_layer(
         &entries,
         &LayerOptions {
