@@ -230,6 +230,37 @@ fn reproducible_across_hosts_conditions() {
     );
 }
 
+/// `--no-cache` computes the content key while the layer streams (no separate hashing pass);
+/// it must be the very key a normal build computes, so its result serves later builds.
+#[test]
+fn a_no_cache_build_fills_the_cache_under_the_normal_content_key() {
+    let tmp = common::tempdir();
+    let recipe = write_project(&tmp.path().join("p"), "zstd", false, 0o644);
+    let cache = tmp.path().join("cache");
+    let mut first = build_cmd(&recipe, &tmp.path().join("o1"), &cache);
+    first.arg("--no-cache");
+    let a = build_json(first);
+    assert_eq!(a["layers"][0]["cached"], false, "{a:#}");
+    // New mtimes: the stat fingerprint misses, so the content key decides.
+    let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
+    for entry in walk(&tmp.path().join("p/app")) {
+        if let Ok(f) = fs::File::options().read(true).open(&entry) {
+            let _ = f.set_times(fs::FileTimes::new().set_modified(t));
+        }
+    }
+    let b = build_json(build_cmd(&recipe, &tmp.path().join("o2"), &cache));
+    assert_eq!(
+        b["layers"][0]["cached"], true,
+        "the --no-cache result is found by content: {b:#}"
+    );
+    assert_eq!(a["manifest"], b["manifest"]);
+    // A file whose content changed (same size) is not.
+    fs::write(tmp.path().join("p/app/data/values.txt"), "1 2 4\n").unwrap();
+    let c = build_json(build_cmd(&recipe, &tmp.path().join("o3"), &cache));
+    assert_eq!(c["layers"][0]["cached"], false, "{c:#}");
+    assert_ne!(a["manifest"], c["manifest"]);
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = vec![dir.to_path_buf()];
     for e in fs::read_dir(dir).unwrap() {
