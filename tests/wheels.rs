@@ -749,28 +749,19 @@ fn gzip_wheel_layers_reuse_large_members_deflate_blocks() {
     let tmp = common::tempdir();
     let store = Store::open(tmp.path().join("store")).unwrap();
     let w = big_wheel(tmp.path(), &no_tweak);
-    let gz1 = build_wheel_layer(
-        &store,
-        std::slice::from_ref(&w),
-        &interp(),
-        &opts(Compression::Gzip, 1),
-    )
-    .unwrap();
-    let gz4 = build_wheel_layer(
-        &store,
-        std::slice::from_ref(&w),
-        &interp(),
-        &opts(Compression::Gzip, 4),
-    )
-    .unwrap();
+    let build = |c, threads| {
+        build_wheel_layer(
+            &store,
+            std::slice::from_ref(&w),
+            &interp(),
+            &opts(c, threads),
+        )
+        .unwrap()
+    };
+    let gz1 = build(Compression::Gzip, 1);
+    let gz4 = build(Compression::Gzip, 4);
     assert_eq!(gz1, gz4, "the thread count changes nothing");
-    let none = build_wheel_layer(
-        &store,
-        std::slice::from_ref(&w),
-        &interp(),
-        &opts(Compression::None, 2),
-    )
-    .unwrap();
+    let none = build(Compression::None, 2);
     assert_eq!(gz1.diff_id, none.diff_id, "the same tar");
     // The gzip layer decodes to exactly that tar, also for gzip(1).
     let gz = std::fs::read(store.blob_path(&gz1.digest)).unwrap();

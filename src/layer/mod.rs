@@ -380,6 +380,45 @@ fn apply(c: &mut LayerCompressor<'_>, piece: Piece) -> io::Result<()> {
     }
 }
 
+/// What the system's `gzip -dc` makes of `gz` (it must succeed): a reader other than ours.
+#[cfg(test)]
+pub(crate) fn system_gunzip(gz: &[u8]) -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.gz");
+    std::fs::write(&path, gz).unwrap();
+    let out = std::process::Command::new("gzip")
+        .arg("-dc")
+        .arg(&path)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "gzip -dc: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
+/// Test data for the layer modules: deterministic pseudo-random bytes (xorshift from `seed`)
+/// mixed with text-like runs, so deflate and zstd have something to find.
+#[cfg(test)]
+pub(crate) fn test_sample(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        match x % 3 {
+            0 => v.extend_from_slice(b"the quick brown fox jumps over the lazy dog; "),
+            1 => v.extend_from_slice(&x.to_le_bytes()[..(x >> 20) as usize % 8]),
+            _ => v.extend_from_slice(&x.to_le_bytes()),
+        }
+    }
+    v.truncate(n);
+    v
+}
+
 /// Chunks in flight between the tar stage and the compression stage.
 const PIPE_DEPTH: usize = 4;
 const CHUNK: usize = 1 << 20;
@@ -831,23 +870,11 @@ mod tests {
     /// Files of many sizes around SPLICE_MIN, each also as a raw deflate stream.
     fn deflated_files() -> Vec<(Entry, Vec<u8>, Vec<u8>)> {
         use std::io::Write as _;
-        let mut x: u64 = 77;
         [0u64, 5, 1000, SPLICE_MIN - 1, SPLICE_MIN, 100_000, 3 << 20]
             .iter()
             .enumerate()
             .map(|(i, &n)| {
-                let data: Vec<u8> = (0..n)
-                    .map(|j| {
-                        x ^= x << 13;
-                        x ^= x >> 7;
-                        x ^= x << 17;
-                        if j % 3 == 0 {
-                            b'a' + (j % 26) as u8
-                        } else {
-                            (x % 7) as u8
-                        }
-                    })
-                    .collect();
+                let data = test_sample(n as usize, 77 + i as u64);
                 let level = [0, 1, 6, 9][i % 4];
                 let mut e =
                     flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
@@ -927,15 +954,10 @@ mod tests {
             };
             assert!(layer_of(&files, &o, true).0 == gz, "threads={threads}");
         }
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("l.tar.gz");
-        std::fs::write(&path, &gz).unwrap();
-        let status = std::process::Command::new("gzip")
-            .arg("-t")
-            .arg(&path)
-            .status()
-            .unwrap();
-        assert!(status.success(), "gzip -t accepts the spliced layer");
+        assert!(
+            system_gunzip(&gz) == tar,
+            "gzip(1) decodes the spliced layer"
+        );
     }
 
     #[test]

@@ -283,22 +283,7 @@ mod tests {
     use flate2::{read::DeflateDecoder, write::DeflateEncoder};
     use std::io::Write;
 
-    fn sample(n: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        let mut v = Vec::with_capacity(n);
-        while v.len() < n {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            match x % 4 {
-                0 => v.extend_from_slice(b"def splice(self, blocks): return blocks\n"),
-                1 => v.push((x >> 8) as u8),
-                _ => v.extend_from_slice(&x.to_le_bytes()[..(x as usize >> 20) % 8]),
-            }
-        }
-        v.truncate(n);
-        v
-    }
+    use crate::layer::test_sample as sample;
 
     fn deflate(data: &[u8], level: u32) -> Vec<u8> {
         let mut e = DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
