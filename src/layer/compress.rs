@@ -387,7 +387,7 @@ mod tests {
     use std::io::Read;
 
     fn sample(n: usize) -> Vec<u8> {
-        crate::layer::test_sample(n, 0x9e3779b97f4a7c15)
+        crate::layer::testdata::test_sample(n, 0x9e3779b97f4a7c15)
     }
 
     fn compress(c: Compression, threads: usize, data: &[u8], chunk: usize) -> Vec<u8> {
@@ -436,7 +436,7 @@ mod tests {
     fn gzip_passes_system_gzip_test() {
         let data = sample(2 * BLOCK_SIZE + 999);
         let gz = compress(Compression::Gzip, 3, &data, 65536);
-        assert!(crate::layer::system_gunzip(&gz) == data);
+        assert!(crate::layer::testdata::system_gunzip(&gz) == data);
     }
 
     #[test]

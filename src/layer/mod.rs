@@ -24,14 +24,15 @@
 
 mod compress;
 pub mod ignore;
+mod pipe;
 mod splice;
 mod tar;
 mod walk;
 
-use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
-use std::rc::Rc;
+
+use self::pipe::{apply, LayerCompressor, Piece, SharedSender, SpliceReader, PIPE_DEPTH};
 
 use crate::digest::{Digest, HashingWriter};
 
@@ -286,10 +287,12 @@ pub const SPLICE_MIN: u64 = 16 * 1024;
 
 /// [`write_layer`] with the content of regular files coming from `content` instead of the
 /// host file `EntryKind::File::src`: for every `File` entry it is called with the entry's
-/// index in `entries`, the entry, and a sink it must call exactly once with a reader of the
-/// content (a reader that borrows from the source, e.g. one member of an open zip archive, so
-/// nothing is extracted to disk first). Its error, or the sink's, fails the layer. The bytes
-/// written are the same as [`write_layer`]'s for the same entries and content.
+/// index in `entries`, the entry, and a sink it must call exactly once with the [`Content`]
+/// (a reader that borrows from the source, e.g. one member of an open zip archive, or that
+/// member's raw deflate stream, so nothing is extracted to disk first). Its error, or the
+/// sink's, fails the layer. The tar stream is the same as [`write_layer`]'s for the same
+/// entries and content; so are the zstd and uncompressed layers, while a gzip layer keeps the
+/// deflate blocks of [`Content::Deflated`] files of [`SPLICE_MIN`] bytes or more.
 pub fn write_layer_with(
     entries: &[Entry],
     opts: &LayerOptions,
@@ -315,16 +318,13 @@ pub fn write_layer_with(
     if opts.compression == Compression::Zstd {
         // One stage: libzstd's workers already compress while this thread reads and hashes,
         // and a second stage only costs copies (measured: more CPU and wall time with it).
-        let sender = SharedSender(Rc::new(RefCell::new(ChunkSender::direct(compressor))));
+        let sender = SharedSender::direct(compressor);
         let (diff_id, uncompressed_size) =
             produce(entries, opts, sender.clone(), progress, content)?;
-        let compressor = Rc::try_unwrap(sender.0)
-            .ok()
-            .and_then(|c| c.into_inner().into_direct())
-            .ok_or_else(|| LayerError::Contract {
-                entry: String::new(),
-                reason: "the compressor is still in use after the tar stage",
-            })?;
+        let compressor = sender.into_direct().ok_or_else(|| LayerError::Contract {
+            entry: String::new(),
+            reason: "the compressor is still in use after the tar stage",
+        })?;
         let (digest, size) = finish(compressor)?;
         return Ok(LayerStats {
             diff_id,
@@ -348,7 +348,7 @@ pub fn write_layer_with(
             }
             finish(compressor)
         });
-        let sender = SharedSender(Rc::new(RefCell::new(ChunkSender::new(tx))));
+        let sender = SharedSender::channel(tx);
         let produced = produce(entries, opts, sender, progress, content);
         let consumed = consumer.join().unwrap_or_else(|_| {
             Err(LayerError::Write {
@@ -367,61 +367,6 @@ pub fn write_layer_with(
         })
     })
 }
-
-/// The compressor the tar stage feeds: it writes the compressed bytes, hashed, to the output.
-type LayerCompressor<'o> = compress::Compressor<HashingWriter<&'o mut (dyn Write + Send)>>;
-
-/// Hands one piece of the tar stream to the compressor.
-fn apply(c: &mut LayerCompressor<'_>, piece: Piece) -> io::Result<()> {
-    match piece {
-        Piece::Plain(chunk) => c.write_all(&chunk),
-        Piece::Covered(chunk) => c.write_covered(&chunk),
-        Piece::Deflate(raw) => c.write_deflate(raw),
-    }
-}
-
-/// What the system's `gzip -dc` makes of `gz` (it must succeed): a reader other than ours.
-#[cfg(test)]
-pub(crate) fn system_gunzip(gz: &[u8]) -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("x.gz");
-    std::fs::write(&path, gz).unwrap();
-    let out = std::process::Command::new("gzip")
-        .arg("-dc")
-        .arg(&path)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "gzip -dc: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
-
-/// Test data for the layer modules: deterministic pseudo-random bytes (xorshift from `seed`)
-/// mixed with text-like runs, so deflate and zstd have something to find.
-#[cfg(test)]
-pub(crate) fn test_sample(n: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed | 1;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        match x % 3 {
-            0 => v.extend_from_slice(b"the quick brown fox jumps over the lazy dog; "),
-            1 => v.extend_from_slice(&x.to_le_bytes()[..(x >> 20) as usize % 8]),
-            _ => v.extend_from_slice(&x.to_le_bytes()),
-        }
-    }
-    v.truncate(n);
-    v
-}
-
-/// Chunks in flight between the tar stage and the compression stage.
-const PIPE_DEPTH: usize = 4;
-const CHUNK: usize = 1 << 20;
 
 /// The content of an entry's host file `src` (what [`write_layer`] streams).
 fn host_file_content(_: usize, e: &Entry, sink: &mut ContentSink<'_>) -> Result<(), LayerError> {
@@ -498,13 +443,12 @@ fn produce(
                             let splice =
                                 opts.compression == Compression::Gzip && *size >= SPLICE_MIN;
                             let splicer = splice::Splicer::new(raw, splice).map_err(io_err)?;
-                            let mut reader = SpliceReader {
+                            let mut reader = SpliceReader::new(
                                 splicer,
                                 inspect,
                                 progress,
-                                sender: splice.then(|| sender.clone()),
-                                begun: false,
-                            };
+                                splice.then(|| sender.clone()),
+                            );
                             tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
                         }
                     }
@@ -524,167 +468,6 @@ fn produce(
         source,
     })?;
     Ok((diff_id, uncompressed_size))
-}
-
-/// What goes from the tar stage to the compression stage, in stream order.
-enum Piece {
-    /// Tar bytes to compress.
-    Plain(Vec<u8>),
-    /// Tar bytes (a file's content) that [`Piece::Deflate`] pieces already carry compressed:
-    /// counted and checksummed, not compressed again.
-    Covered(Vec<u8>),
-    /// Deflate blocks to copy into a gzip stream as they are (see [`splice`]).
-    Deflate(Vec<u8>),
-}
-
-/// A deflated file's content for the tar writer: inflates it, shows it to `inspect`, and, when
-/// splicing, marks the content as covered and sends the compressed blocks along.
-struct SpliceReader<'a, 'r, 'o> {
-    splicer: splice::Splicer<'r>,
-    inspect: &'a mut dyn FnMut(&[u8]),
-    progress: &'a dyn Fn(u64),
-    /// Set when splicing.
-    sender: Option<SharedSender<'o>>,
-    begun: bool,
-}
-
-impl Read for SpliceReader<'_, '_, '_> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        if let Some(sender) = &self.sender {
-            if !self.begun {
-                // Everything before the content (its header) is plain.
-                self.begun = true;
-                sender.0.borrow_mut().set_mode(Mode::Covered)?;
-            }
-        }
-        let n = self.splicer.read(buf)?;
-        if n > 0 {
-            (self.inspect)(&buf[..n]);
-            (self.progress)(n as u64);
-        }
-        if let Some(sender) = &self.sender {
-            let raw = self.splicer.take_raw();
-            let mut s = sender.0.borrow_mut();
-            if !raw.is_empty() {
-                s.send_deflate(raw)?;
-            }
-            if n == 0 && !buf.is_empty() {
-                // The end of the content: what the tar writer writes next (padding) is plain.
-                s.set_mode(Mode::Plain)?;
-            }
-        }
-        Ok(n)
-    }
-}
-
-/// Whether bytes written to a [`ChunkSender`] are to be compressed or are covered.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum Mode {
-    Plain,
-    Covered,
-}
-
-/// Where a [`ChunkSender`]'s pieces go.
-enum Target<'o> {
-    /// Down the channel to the compression stage.
-    Channel(std::sync::mpsc::SyncSender<Piece>),
-    /// Straight into the compressor (one stage).
-    Direct(Box<LayerCompressor<'o>>),
-}
-
-/// Collects writes into [`CHUNK`]-sized buffers and sends each full one on, as
-/// [`Piece::Plain`] or [`Piece::Covered`] by the mode; `flush` sends what is left. A closed
-/// channel (the consumer failed) is a broken pipe. With a direct target nothing is buffered.
-struct ChunkSender<'o> {
-    target: Target<'o>,
-    buf: Vec<u8>,
-    mode: Mode,
-}
-
-impl<'o> ChunkSender<'o> {
-    fn new(tx: std::sync::mpsc::SyncSender<Piece>) -> Self {
-        ChunkSender {
-            target: Target::Channel(tx),
-            buf: Vec::with_capacity(CHUNK),
-            mode: Mode::Plain,
-        }
-    }
-    fn direct(c: LayerCompressor<'o>) -> Self {
-        ChunkSender {
-            target: Target::Direct(Box::new(c)),
-            buf: Vec::new(),
-            mode: Mode::Plain,
-        }
-    }
-    fn into_direct(self) -> Option<LayerCompressor<'o>> {
-        match self.target {
-            Target::Direct(c) => Some(*c),
-            Target::Channel(_) => None,
-        }
-    }
-    fn send_piece(&mut self, piece: Piece) -> io::Result<()> {
-        match &mut self.target {
-            Target::Channel(tx) => tx.send(piece).map_err(|_| {
-                io::Error::new(io::ErrorKind::BrokenPipe, "the compression stage stopped")
-            }),
-            Target::Direct(c) => apply(c, piece),
-        }
-    }
-    fn send(&mut self) -> io::Result<()> {
-        if self.buf.is_empty() {
-            return Ok(());
-        }
-        let full = std::mem::replace(&mut self.buf, Vec::with_capacity(CHUNK));
-        let piece = match self.mode {
-            Mode::Plain => Piece::Plain(full),
-            Mode::Covered => Piece::Covered(full),
-        };
-        self.send_piece(piece)
-    }
-    fn set_mode(&mut self, mode: Mode) -> io::Result<()> {
-        if mode != self.mode {
-            self.send()?;
-            self.mode = mode;
-        }
-        Ok(())
-    }
-    fn send_deflate(&mut self, raw: Vec<u8>) -> io::Result<()> {
-        self.send_piece(Piece::Deflate(raw))
-    }
-}
-
-impl Write for ChunkSender<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        if let Target::Direct(c) = &mut self.target {
-            return match self.mode {
-                Mode::Plain => c.write(data),
-                Mode::Covered => c.write_covered(data).map(|()| data.len()),
-            };
-        }
-        let n = data.len().min(CHUNK - self.buf.len());
-        self.buf.extend_from_slice(&data[..n]);
-        if self.buf.len() == CHUNK {
-            self.send()?;
-        }
-        Ok(n)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.send()
-    }
-}
-
-/// The tar stage's one [`ChunkSender`], shared by the tar writer and a [`SpliceReader`] (both
-/// on the tar stage's thread, never borrowing it at the same time).
-#[derive(Clone)]
-struct SharedSender<'o>(Rc<RefCell<ChunkSender<'o>>>);
-
-impl Write for SharedSender<'_> {
-    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
-        self.0.borrow_mut().write(data)
-    }
-    fn flush(&mut self) -> io::Result<()> {
-        self.0.borrow_mut().flush()
-    }
 }
 
 /// Checks the ordering half of the contract on entries handed to [`write_layer`].
@@ -752,6 +535,7 @@ pub fn decompressor<'a, R: io::BufRead + 'a>(
 
 #[cfg(test)]
 mod tests {
+    use super::testdata::{system_gunzip, test_sample};
     use super::*;
 
     fn dir(path: &str) -> Entry {
@@ -987,5 +771,46 @@ mod tests {
                 "{err}"
             );
         }
+    }
+}
+
+/// Test helpers shared by the layer modules' tests.
+#[cfg(test)]
+pub(crate) mod testdata {
+    /// What the system's `gzip -dc` makes of `gz` (it must succeed): a reader other than ours.
+    pub(crate) fn system_gunzip(gz: &[u8]) -> Vec<u8> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.gz");
+        std::fs::write(&path, gz).unwrap();
+        let out = std::process::Command::new("gzip")
+            .arg("-dc")
+            .arg(&path)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "gzip -dc: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
+    /// Test data for the layer modules: deterministic pseudo-random bytes (xorshift from `seed`)
+    /// mixed with text-like runs, so deflate and zstd have something to find.
+    pub(crate) fn test_sample(n: usize, seed: u64) -> Vec<u8> {
+        let mut x = seed | 1;
+        let mut v = Vec::with_capacity(n);
+        while v.len() < n {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            match x % 3 {
+                0 => v.extend_from_slice(b"the quick brown fox jumps over the lazy dog; "),
+                1 => v.extend_from_slice(&x.to_le_bytes()[..(x >> 20) as usize % 8]),
+                _ => v.extend_from_slice(&x.to_le_bytes()),
+            }
+        }
+        v.truncate(n);
+        v
     }
 }

@@ -283,7 +283,7 @@ mod tests {
     use flate2::{read::DeflateDecoder, write::DeflateEncoder};
     use std::io::Write;
 
-    use crate::layer::test_sample as sample;
+    use crate::layer::testdata::test_sample as sample;
 
     fn deflate(data: &[u8], level: u32) -> Vec<u8> {
         let mut e = DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
