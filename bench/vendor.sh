@@ -20,18 +20,9 @@ BIN=${BIN:-$ROOT/target/release/ocibuild}
 [ -x "$BIN" ] || cargo build --release -q
 W=$ROOT/bench/.data/vendor
 rm -rf "$W" && mkdir -p "$W/base" "$W/storage" "$W/app"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-addr=127.0.0.1:$port
-cat > "$W/config.yml" <<YML
-version: 0.1
-log: { level: error, accesslog: { disabled: true } }
-storage: { filesystem: { rootdirectory: $W/storage } }
-http: { addr: $addr, secret: bench }
-YML
-docker-registry serve "$W/config.yml" > "$W/registry.log" 2>&1 &
-reg=$!
-trap 'kill $reg 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+# shellcheck source=bench/registry-lib.sh
+. "$ROOT/bench/registry-lib.sh"
+start_registry "$W"
 printf '[[registry]]\nname = "%s"\ninsecure-http = true\n\n[[mirror]]\nprefix = "docker.io/library"\nlocations = ["%s/library"]\n' "$addr" "$addr" > "$W/registries.toml"
 
 # The base: random (incompressible) layers, pushed as docker.io/library/vendorbench:1.

@@ -555,6 +555,21 @@ fn handle(
 // ---------------------------------------------------------------------------------------------
 // Helpers
 
+/// Pushes blob `d` (`len` bytes) to `team/app`, asking to mount it from `other/base`; it
+/// must succeed.
+fn push_mounting(fake: &Fake, store: &Store, d: &Digest, len: usize) -> BlobPush {
+    fake.client()
+        .push_blob(
+            &fake.reference("team/app"),
+            d,
+            len as u64,
+            store,
+            Some(&fake.reference("other/base")),
+            &NoProgress,
+        )
+        .unwrap()
+}
+
 fn new_store() -> (tempfile::TempDir, Store) {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open(dir.path()).unwrap();
@@ -921,18 +936,7 @@ fn mount_answered_with_202_falls_back_to_upload() {
     let (_dir, store) = new_store();
     let blob = data(10_000, 6);
     let d = store.put_bytes(&blob).unwrap();
-    let client = fake.client();
-    let from = fake.reference("other/base");
-    let how = client
-        .push_blob(
-            &fake.reference("team/app"),
-            &d,
-            blob.len() as u64,
-            &store,
-            Some(&from),
-            &NoProgress,
-        )
-        .unwrap();
+    let how = push_mounting(&fake, &store, &d, blob.len());
     assert_eq!(how, BlobPush::Uploaded);
     let log = fake.log();
     assert!(
@@ -955,17 +959,7 @@ fn mount_answered_with_202_falls_back_to_upload() {
         ..Knobs::default()
     });
     fake.put_blob_in("other/base", &blob);
-    let how = fake
-        .client()
-        .push_blob(
-            &fake.reference("team/app"),
-            &d,
-            blob.len() as u64,
-            &store,
-            Some(&fake.reference("other/base")),
-            &NoProgress,
-        )
-        .unwrap();
+    let how = push_mounting(&fake, &store, &d, blob.len());
     assert_eq!(how, BlobPush::Mounted);
     assert!(!fake
         .log()
@@ -1226,17 +1220,7 @@ fn unmounted_blob_missing_locally_is_fetched_from_the_mount_source() {
     fake.put_blob_in("other/base", &blob);
     let d = ocibuild::digest::Digest::of(&blob);
     assert!(!store.has_blob(&d));
-    let how = fake
-        .client()
-        .push_blob(
-            &fake.reference("team/app"),
-            &d,
-            blob.len() as u64,
-            &store,
-            Some(&fake.reference("other/base")),
-            &NoProgress,
-        )
-        .unwrap();
+    let how = push_mounting(&fake, &store, &d, blob.len());
     assert_eq!(how, BlobPush::Uploaded);
     assert!(store.has_blob(&d), "fetched into the store, verified");
     let log = fake.log();

@@ -68,23 +68,28 @@ fn wheels(dir: &Path) -> Wheels {
         "cp312-cp312-musllinux_1_2_x86_64",
     ] {
         let body = format!("BUILD = {tag:?}\n");
-        files.push(info(&make_wheel(
-            &wd,
-            &format!("fastlib-1.0-{tag}.whl"),
-            &[
-                ("fastlib/__init__.py", body.as_bytes(), 0o644),
-                ("fastlib/_core.so", b"\x7fELF", 0o755),
-                (
-                    "fastlib-1.0.dist-info/METADATA",
-                    b"Name: fastlib\nVersion: 1.0\n",
-                    0o644,
-                ),
-            ],
-            false,
-            &no_tweak,
-        )));
+        files.push(info(&fastlib_wheel(&wd, tag, &body)));
     }
     Wheels { dir: wd, files }
+}
+
+/// fastlib 1.0 for `tag`, its `__init__.py` being `body`.
+fn fastlib_wheel(dir: &Path, tag: &str, body: &str) -> WheelInput {
+    make_wheel(
+        dir,
+        &format!("fastlib-1.0-{tag}.whl"),
+        &[
+            ("fastlib/__init__.py", body.as_bytes(), 0o644),
+            ("fastlib/_core.so", b"\x7fELF", 0o755),
+            (
+                "fastlib-1.0.dist-info/METADATA",
+                b"Name: fastlib\nVersion: 1.0\n",
+                0o644,
+            ),
+        ],
+        false,
+        &no_tweak,
+    )
 }
 
 fn pylock(dir: &Path, w: &Wheels, only: &dyn Fn(&str) -> bool) -> PathBuf {
@@ -414,20 +419,10 @@ fn verify_finds_a_lock_pointing_to_another_wheel() {
     );
 
     // Another build of fastlib 1.0 (same tags, other content), swapped into the lock by hand.
-    let other = make_wheel(
+    let other = fastlib_wheel(
         &w.dir,
-        "fastlib-1.0-cp312-cp312-manylinux_2_17_x86_64.whl",
-        &[
-            ("fastlib/__init__.py", b"BUILD = 'rebuilt'\n", 0o644),
-            ("fastlib/_core.so", b"\x7fELF", 0o755),
-            (
-                "fastlib-1.0.dist-info/METADATA",
-                b"Name: fastlib\nVersion: 1.0\n",
-                0o644,
-            ),
-        ],
-        false,
-        &no_tweak,
+        "cp312-cp312-manylinux_2_17_x86_64",
+        "BUILD = 'rebuilt'\n",
     );
     let (file, sha, size) = info(&other);
     let lock_path = t.path().join("app.lock");

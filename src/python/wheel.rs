@@ -124,6 +124,8 @@ enum Source {
         member: String,
         sha256: Digest,
         size: u64,
+        /// Stored with deflate: handed to the layer writer as its raw deflate stream.
+        deflated: bool,
     },
     /// Generated or rewritten content (launchers, scripts, INSTALLER, RECORD).
     Bytes(Vec<u8>),
@@ -254,6 +256,7 @@ fn stream<R: Read + io::Seek>(
             member,
             sha256,
             size,
+            deflated,
         }) => {
             let ar = archives
                 .get_mut(*wheel)
@@ -271,12 +274,7 @@ fn stream<R: Read + io::Seek>(
                 expected: format!("{} ({size} bytes)", record_hash(sha256)),
                 found: format!("{} ({n} bytes)", record_hash(found)),
             };
-            let deflated = ar
-                .by_index_raw(*index)
-                .map_err(|err| zip_err(err, failure))?
-                .compression()
-                == zip::CompressionMethod::Deflated;
-            if deflated {
+            if *deflated {
                 // The member's deflate stream itself: the layer writer inflates it (and a gzip
                 // layer reuses its blocks); RECORD is checked on what it inflates.
                 let mut raw = ar
@@ -447,7 +445,7 @@ fn plan_wheel<R: Read + io::Seek>(
         wheel: wheel.to_string(),
         source,
     };
-    // Members: (index, path, size, executable).
+    // Members: (index, path, size, executable, stored deflated).
     let mut members = Vec::new();
     for i in 0..ar.len() {
         let f = ar.by_index_raw(i).map_err(zerr)?;
@@ -456,12 +454,13 @@ fn plan_wheel<R: Read + io::Seek>(
             continue;
         }
         let exec = f.unix_mode().is_some_and(|m| m & 0o111 != 0);
-        members.push((i, name, f.size(), exec));
+        let deflated = f.compression() == zip::CompressionMethod::Deflated;
+        members.push((i, name, f.size(), exec, deflated));
     }
     // The .dist-info directory.
     let mut dist_infos: Vec<&str> = members
         .iter()
-        .filter_map(|(_, n, _, _)| n.split_once('/').map(|(d, _)| d))
+        .filter_map(|(_, n, _, _, _)| n.split_once('/').map(|(d, _)| d))
         .filter(|d| d.ends_with(".dist-info"))
         .collect();
     dist_infos.dedup();
@@ -519,7 +518,7 @@ fn plan_wheel<R: Read + io::Seek>(
         format!("{dist_info}/INSTALLER"),
     ];
     for name in record.keys() {
-        if *name != record_name && !members.iter().any(|(_, n, _, _)| n == name) {
+        if *name != record_name && !members.iter().any(|(_, n, _, _, _)| n == name) {
             return Err(WheelError::MissingMember {
                 wheel: wheel.to_string(),
                 member: name.clone(),
@@ -551,7 +550,7 @@ fn plan_wheel<R: Read + io::Seek>(
         }
         Ok(())
     };
-    for (index, name, size, exec) in &members {
+    for (index, name, size, exec, deflated) in &members {
         let signatures = [&skipped[1], &skipped[2]];
         if signatures.contains(&name) || *name == skipped[0] {
             continue;
@@ -642,6 +641,7 @@ fn plan_wheel<R: Read + io::Seek>(
                     member: name.clone(),
                     sha256,
                     size: *size,
+                    deflated: *deflated,
                 },
                 mode: if *exec { 0o755 } else { 0o644 },
                 size: *size,

@@ -224,14 +224,9 @@ pub fn layer(
             usr_merge: base.usr_merge.clone(),
         },
     )?;
-    store.put_cached_layer(&key, &built)?;
-    reporter.layer_finished(&name, false);
-    Ok(Extra {
-        name,
-        layer: built,
-        cached: false,
-        created_by,
-    })
+    Ok(Extra::built(
+        store, &key, built, name, created_by, reporter,
+    )?)
 }
 
 fn download_all(

@@ -216,6 +216,25 @@ impl Extra {
             created_by: created_by.to_string(),
         }))
     }
+
+    /// A layer just built: recorded in the cache under `key` and reported as built.
+    pub(crate) fn built(
+        store: &Store,
+        key: &Digest,
+        layer: CachedLayer,
+        name: String,
+        created_by: String,
+        reporter: &dyn Reporter,
+    ) -> Result<Extra, StoreError> {
+        store.put_cached_layer(key, &layer)?;
+        reporter.layer_finished(&name, false);
+        Ok(Extra {
+            name,
+            layer,
+            cached: false,
+            created_by,
+        })
+    }
 }
 
 /// What [`prepare`] produced.

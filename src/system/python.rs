@@ -449,19 +449,10 @@ fn archive_layer(
         diff_id: stats.diff_id,
         uncompressed_size: stats.uncompressed_size,
     };
-    store.put_cached_layer(&key, &built)?;
     let meta = store.put_bytes(version.to_string().as_bytes())?;
     store.put_fingerprint(&meta_key, &meta)?;
-    reporter.layer_finished(&name, false);
-    Ok((
-        version,
-        Extra {
-            name,
-            layer: built,
-            cached: false,
-            created_by,
-        },
-    ))
+    let extra = Extra::built(store, &key, built, name, created_by, reporter)?;
+    Ok((version, extra))
 }
 
 #[cfg(test)]

@@ -292,12 +292,7 @@ fn group_layer(
     .collect::<Result<Vec<_>, _>>()?;
     let inputs = inputs_of(paths)?;
     let built = build_wheel_layer(store, &inputs, interp, lopts).map_err(layer_err)?;
-    store.put_cached_layer(&key, &built)?;
-    reporter.layer_finished(&name, false);
-    Ok(Extra {
-        name,
-        layer: built,
-        cached: false,
-        created_by,
-    })
+    Ok(Extra::built(
+        store, &key, built, name, created_by, reporter,
+    )?)
 }
