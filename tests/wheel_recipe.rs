@@ -16,7 +16,7 @@ use aptfix::{fixture, python_universe, serve, Fixture};
 use common::{ocibuild, run, run_ok, stdout, tar_listing, tempdir};
 use ocibuild::python::wheel::WheelInput;
 use serde_json::Value;
-use wheelfix::make_wheel;
+use wheelfix::{big_text, make_wheel};
 
 fn no_tweak(_: &mut Vec<String>) {}
 
@@ -73,6 +73,13 @@ fn wheels(dir: &Path) -> Wheels {
     Wheels { dir: wd, files }
 }
 
+/// fastlib 1.0's `_core.so`: large enough that a gzip layer reuses its deflate blocks.
+fn core_so() -> Vec<u8> {
+    let mut v = b"\x7fELF".to_vec();
+    v.extend(big_text(2 * ocibuild::layer::SPLICE_MIN as usize));
+    v
+}
+
 /// fastlib 1.0 for `tag`, its `__init__.py` being `body`.
 fn fastlib_wheel(dir: &Path, tag: &str, body: &str) -> WheelInput {
     make_wheel(
@@ -80,7 +87,7 @@ fn fastlib_wheel(dir: &Path, tag: &str, body: &str) -> WheelInput {
         &format!("fastlib-1.0-{tag}.whl"),
         &[
             ("fastlib/__init__.py", body.as_bytes(), 0o644),
-            ("fastlib/_core.so", b"\x7fELF", 0o755),
+            ("fastlib/_core.so", &core_so(), 0o755),
             (
                 "fastlib-1.0.dist-info/METADATA",
                 b"Name: fastlib\nVersion: 1.0\n",
@@ -221,6 +228,29 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
             .arg(&unpack),
     );
     let init = fs::read_to_string(unpack.join(site).join("fastlib/__init__.py")).unwrap();
+    assert!(fs::read(unpack.join(site).join("fastlib/_core.so")).unwrap() == core_so());
+    // The layer (gzip, the default) carries _core.so's deflate blocks from the wheel as they
+    // are; umoci (Go's compress/gzip) unpacks it to the same bytes.
+    let whl = w
+        .dir
+        .join("fastlib-1.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    let mut ar = zip::ZipArchive::new(fs::File::open(&whl).unwrap()).unwrap();
+    let mut raw = Vec::new();
+    std::io::Read::read_to_end(&mut ar.by_name_raw(b"fastlib/_core.so").unwrap(), &mut raw)
+        .unwrap();
+    let gz = fs::read(&blob).unwrap();
+    // (From its second byte: in a one-block stream the first holds the last-block bit, cleared.)
+    assert!(gz.windows(4095).any(|win| win == &raw[1..4096]), "spliced");
+    if common::require_tool("umoci") {
+        let bundle = t.path().join("bundle");
+        common::umoci_unpack(&out, "latest", &bundle);
+        let rootfs = bundle.join("rootfs").join(site);
+        assert!(fs::read(rootfs.join("fastlib/_core.so")).unwrap() == core_so());
+        assert_eq!(
+            fs::read(rootfs.join("fastlib/__init__.py")).unwrap(),
+            init.as_bytes()
+        );
+    }
     assert!(init.contains("manylinux_2_28"), "{init}");
     let launcher = fs::read_to_string(unpack.join("usr/local/bin/click-demo")).unwrap();
     assert!(

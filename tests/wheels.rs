@@ -5,7 +5,7 @@ mod common;
 
 #[path = "wheelfix/mod.rs"]
 mod wheelfix;
-use wheelfix::make_wheel;
+use wheelfix::{big_text, make_wheel};
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -699,22 +699,6 @@ fn matches_pip_install_target() {
             .collect::<String>()
     };
     assert_eq!(show(&ours), show(&theirs));
-}
-
-/// Text-like bytes that deflate well but not trivially (several deflate blocks).
-fn big_text(n: usize) -> Vec<u8> {
-    let mut x: u64 = 0x2545f4914f6cdd1d;
-    let mut v = Vec::with_capacity(n);
-    while v.len() < n {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        v.extend_from_slice(
-            format!("def f_{}(a, b):\n    return a * {} + b\n", x % 9973, x % 97).as_bytes(),
-        );
-    }
-    v.truncate(n);
-    v
 }
 
 /// The wheel with a large member, a member just under the splice threshold and small ones.

@@ -56,3 +56,19 @@ pub fn make_wheel(
     let sha256 = Digest::of(&std::fs::read(&path).unwrap());
     WheelInput { path, file, sha256 }
 }
+
+/// Text-like bytes that deflate well but not trivially (several deflate blocks).
+pub fn big_text(n: usize) -> Vec<u8> {
+    let mut x: u64 = 0x2545f4914f6cdd1d;
+    let mut v = Vec::with_capacity(n);
+    while v.len() < n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        v.extend_from_slice(
+            format!("def f_{}(a, b):\n    return a * {} + b\n", x % 9973, x % 97).as_bytes(),
+        );
+    }
+    v.truncate(n);
+    v
+}
