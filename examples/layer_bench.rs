@@ -1,5 +1,5 @@
 //! Hand-run throughput check (see bench/layer-throughput.sh), not part of the test suite:
-//! `layer_bench DIR gzip|zstd|none THREADS OUT` scans DIR and writes its layer to OUT.
+//! `layer_bench DIR gzip|zstd|none[:LEVEL] THREADS OUT` scans DIR and writes its layer to OUT.
 
 use std::time::Instant;
 
@@ -8,13 +8,9 @@ use ocibuild::layer::{scan, write_layer, Compression, CopySpec, LayerOptions, Mo
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, dir, comp, threads, out] = &args[..] else {
-        anyhow::bail!("usage: layer_bench DIR gzip|zstd|none THREADS OUT");
+        anyhow::bail!("usage: layer_bench DIR gzip|zstd|none[:LEVEL] THREADS OUT");
     };
-    let compression = match comp.as_str() {
-        "gzip" => Compression::Gzip,
-        "zstd" => Compression::Zstd,
-        _ => Compression::None,
-    };
+    let compression = comp.parse::<Compression>().map_err(anyhow::Error::msg)?;
     let start = Instant::now();
     let spec = CopySpec {
         src: dir.into(),

@@ -2,7 +2,7 @@
 //! compress, into the store; no layer cache), for the `[[wheel]]`s of an ocibuild lock whose
 //! wheel files are already in the store. Target: CPython 3.11, x86_64, glibc 2.36, Debian's
 //! scheme (the bookworm python3 recipe's).
-//! Usage: wheel_bench LOCK STORE gzip|zstd|none THREADS
+//! Usage: wheel_bench LOCK STORE gzip|zstd|none[:LEVEL] THREADS
 
 use std::time::Instant;
 
@@ -17,7 +17,7 @@ use ocibuild::system::{wheels, AptPin, SystemOptions};
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let [_, lock, store, comp, threads] = &args[..] else {
-        anyhow::bail!("usage: wheel_bench LOCK STORE gzip|zstd|none THREADS");
+        anyhow::bail!("usage: wheel_bench LOCK STORE gzip|zstd|none[:LEVEL] THREADS");
     };
     let lock = Lock::load(lock.as_ref())?.ok_or_else(|| anyhow::anyhow!("no lock"))?;
     let store = Store::open(store)?;
@@ -34,11 +34,7 @@ fn main() -> anyhow::Result<()> {
     };
     let opts = SystemOptions {
         epoch: 0,
-        compression: match comp.as_str() {
-            "gzip" => Compression::Gzip,
-            "zstd" => Compression::Zstd,
-            _ => Compression::None,
-        },
+        compression: comp.parse::<Compression>().map_err(anyhow::Error::msg)?,
         threads: threads.parse()?,
         no_cache: true,
         pin: AptPin::Locked,

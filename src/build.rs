@@ -194,10 +194,7 @@ pub fn build(
         annotations::CONTRACT.into(),
         layer::CONTRACT_VERSION.to_string(),
     );
-    notes.insert(
-        annotations::COMPRESSION.into(),
-        compression.describe().into(),
-    );
+    notes.insert(annotations::COMPRESSION.into(), compression.describe());
     let manifest = Manifest {
         schema_version: 2,
         media_type: image::MEDIA_TYPE_MANIFEST.into(),

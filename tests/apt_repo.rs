@@ -164,7 +164,7 @@ fn layer_is_deterministic_across_builds_and_data_tar_order() {
         let idx = load(f);
         let locked = resolve(&idx, "amd64", &[req("app"), req("tinymta")], &base()).unwrap();
         let mut opts = layer_opts();
-        opts.layer.compression = Compression::Gzip;
+        opts.layer.compression = Compression::GZIP;
         let layer = build(f, &locked, &opts).unwrap();
         ids.push((layer.diff_id, layer.digest));
     }

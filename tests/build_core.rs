@@ -261,6 +261,57 @@ fn a_no_cache_build_fills_the_cache_under_the_normal_content_key() {
     assert_ne!(a["manifest"], c["manifest"]);
 }
 
+#[test]
+fn compression_level_is_recorded_and_keys_the_cache() {
+    let tmp = common::tempdir();
+    let recipe = write_project(&tmp.path().join("p"), "zstd", false, 0o644);
+    let cache = tmp.path().join("cache");
+    let manifest = |layout: &Path, v: &Value| -> Value {
+        let d = v["manifest"].as_str().unwrap();
+        serde_json::from_slice(&fs::read(blob(layout, d)).unwrap()).unwrap()
+    };
+    let o3 = tmp.path().join("o3");
+    let l3 = build_json(build_cmd(&recipe, &o3, &cache));
+    assert_eq!(l3["manifest"], GOLDEN_ZSTD, "level 3 is zstd's default");
+    let text = fs::read_to_string(&recipe).unwrap();
+    fs::write(
+        &recipe,
+        text.replace(
+            "compression = \"zstd\"\n",
+            "compression = \"zstd\"\ncompression-level = 1\n",
+        ),
+    )
+    .unwrap();
+    let o1 = tmp.path().join("o1");
+    let l1 = build_json(build_cmd(&recipe, &o1, &cache));
+    assert_eq!(
+        l1["layers"][0]["cached"], false,
+        "another level, another layer"
+    );
+    let (m3, m1) = (manifest(&o3, &l3), manifest(&o1, &l1));
+    assert_eq!(
+        m3["annotations"]["dev.ocibuild.compression"],
+        "zstd;libzstd;level=3;mt"
+    );
+    assert_eq!(
+        m1["annotations"]["dev.ocibuild.compression"],
+        "zstd;libzstd;level=1;mt"
+    );
+    assert_ne!(m1["layers"][0]["digest"], m3["layers"][0]["digest"]);
+    let diff_ids = |layout: &Path, m: &Value| -> Value {
+        let c: Value = serde_json::from_slice(
+            &fs::read(blob(layout, m["config"]["digest"].as_str().unwrap())).unwrap(),
+        )
+        .unwrap();
+        c["rootfs"]["diff_ids"].clone()
+    };
+    assert_eq!(diff_ids(&o1, &m1), diff_ids(&o3, &m3), "the same tar");
+    // And the level-1 build repeats from its cache.
+    let again = build_json(build_cmd(&recipe, &tmp.path().join("o1b"), &cache));
+    assert_eq!(again["layers"][0]["cached"], true);
+    assert_eq!(again["manifest"], l1["manifest"]);
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = vec![dir.to_path_buf()];
     for e in fs::read_dir(dir).unwrap() {

@@ -485,7 +485,7 @@ fn golden_digest_and_no_host_leaks() {
         "host permission bits, mtimes or creation order leaked"
     );
     // Compressed digests: stable for a pinned compressor, whatever the thread count.
-    for c in [Compression::Gzip, Compression::Zstd] {
+    for c in [Compression::GZIP, Compression::ZSTD] {
         let (bytes1, s1) = layer(&ea, c, 1);
         let (_, s4) = layer(&eb, c, 4);
         assert_eq!((s1.diff_id, s1.digest), (sa.diff_id, s4.digest), "{c:?}");
@@ -493,7 +493,7 @@ fn golden_digest_and_no_host_leaks() {
         assert_eq!(s1.uncompressed_size, sa.uncompressed_size);
         let mut back = Vec::new();
         match c {
-            Compression::Gzip => {
+            Compression::Gzip(_) => {
                 flate2::read::MultiGzDecoder::new(&bytes1[..])
                     .read_to_end(&mut back)
                     .unwrap();
@@ -543,7 +543,7 @@ fn file_changed_between_scan_and_write_is_an_error() {
     assert_eq!(paths, ["var/", "var/log/", "var/log/grows.log"]);
     let opts = LayerOptions {
         epoch: 0,
-        compression: Compression::Gzip,
+        compression: Compression::GZIP,
         threads: 2,
     };
     for content in ["123456789", "12"] {
@@ -583,7 +583,7 @@ fn top_level_symlink_source_is_resolved_and_progress_counts_content() {
     let total = std::cell::Cell::new(0u64);
     let opts = LayerOptions {
         epoch: 0,
-        compression: Compression::Zstd,
+        compression: Compression::ZSTD,
         threads: 2,
     };
     write_layer(&entries, &opts, &mut std::io::sink(), &|n| {

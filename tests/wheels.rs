@@ -292,14 +292,14 @@ fn deterministic_across_threads_and_input_order() {
         &store,
         &[a.clone(), b.clone()],
         &interp(),
-        &opts(Compression::Gzip, 1),
+        &opts(Compression::GZIP, 1),
     )
     .unwrap();
     let four = build_wheel_layer(
         &store,
         &[b.clone(), a.clone()],
         &interp(),
-        &opts(Compression::Gzip, 4),
+        &opts(Compression::GZIP, 4),
     )
     .unwrap();
     assert_eq!(one, four);
@@ -307,14 +307,14 @@ fn deterministic_across_threads_and_input_order() {
         &store,
         &[a.clone(), b.clone()],
         &interp(),
-        &opts(Compression::Zstd, 1),
+        &opts(Compression::ZSTD, 1),
     )
     .unwrap();
     let zstd3 = build_wheel_layer(
         &store,
         &[a.clone(), b.clone()],
         &interp(),
-        &opts(Compression::Zstd, 3),
+        &opts(Compression::ZSTD, 3),
     )
     .unwrap();
     assert_eq!(zstd1, zstd3);
@@ -322,13 +322,13 @@ fn deterministic_across_threads_and_input_order() {
     let k1 = layer_key(
         &[a.clone(), b.clone()],
         &interp(),
-        &opts(Compression::Gzip, 1),
+        &opts(Compression::GZIP, 1),
     )
     .unwrap();
     let k2 = layer_key(
         &[b.clone(), a.clone()],
         &interp(),
-        &opts(Compression::Gzip, 8),
+        &opts(Compression::GZIP, 8),
     )
     .unwrap();
     assert_eq!(k1, k2);
@@ -337,7 +337,7 @@ fn deterministic_across_threads_and_input_order() {
         layer_key(
             &[a.clone(), b.clone()],
             &interp(),
-            &opts(Compression::Zstd, 1)
+            &opts(Compression::ZSTD, 1)
         )
         .unwrap()
     );
@@ -345,7 +345,7 @@ fn deterministic_across_threads_and_input_order() {
     other.executable = "/opt/py/bin/python3".into();
     assert_ne!(
         k1,
-        layer_key(&[a, b], &other, &opts(Compression::Gzip, 1)).unwrap()
+        layer_key(&[a, b], &other, &opts(Compression::GZIP, 1)).unwrap()
     );
 }
 
@@ -368,7 +368,7 @@ fn bad_record_hash_commits_nothing() {
         },
     );
     let before = store_files(&store);
-    let err = build_wheel_layer(&store, &[w], &interp(), &opts(Compression::Gzip, 2)).unwrap_err();
+    let err = build_wheel_layer(&store, &[w], &interp(), &opts(Compression::GZIP, 2)).unwrap_err();
     let msg = err.to_string();
     assert!(matches!(err, WheelError::RecordMismatch { .. }), "{msg}");
     assert!(
@@ -742,8 +742,8 @@ fn gzip_wheel_layers_reuse_large_members_deflate_blocks() {
         )
         .unwrap()
     };
-    let gz1 = build(Compression::Gzip, 1);
-    let gz4 = build(Compression::Gzip, 4);
+    let gz1 = build(Compression::GZIP, 1);
+    let gz4 = build(Compression::GZIP, 4);
     assert_eq!(gz1, gz4, "the thread count changes nothing");
     let none = build(Compression::None, 2);
     assert_eq!(gz1.diff_id, none.diff_id, "the same tar");
@@ -796,7 +796,7 @@ fn a_large_member_not_matching_record_fails_the_gzip_layer() {
         }
     });
     let before = store_files(&store);
-    for c in [Compression::Gzip, Compression::Zstd] {
+    for c in [Compression::GZIP, Compression::ZSTD] {
         let err = build_wheel_layer(&store, std::slice::from_ref(&w), &interp(), &opts(c, 2))
             .unwrap_err();
         let msg = err.to_string();

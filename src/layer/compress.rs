@@ -1,6 +1,7 @@
 //! Pinned, deterministic compressors whose output never depends on the thread count.
 //!
-//! - gzip: pigz-style parallel deflate with flate2's zlib-rs backend at level 6. The stream is
+//! - gzip: pigz-style parallel deflate with flate2's zlib-rs backend at the recipe's level
+//!   (default 6). The stream is
 //!   cut into fixed 1 MiB blocks; each is compressed as raw deflate with the previous block's
 //!   last 32 KiB as preset dictionary, non-final blocks end with a sync flush, the last with
 //!   finish. A block's bytes depend only on its input and that dictionary, so any number of
@@ -11,7 +12,7 @@
 //!   block is cut short (sync flush), the blocks are copied as they are, and the next block is
 //!   primed with the last 32 KiB of everything before it. The cuts sit where the content sits,
 //!   so the stream still depends only on its input.
-//! - zstd: vendored libzstd at level 3 with `NbWorkers` = threads (always ≥ 1: libzstd's output
+//! - zstd: vendored libzstd at the recipe's level (default 3) with `NbWorkers` = threads (always ≥ 1: libzstd's output
 //!   is identical for every worker count ≥ 1, but may differ from single-threaded mode 0).
 
 use std::collections::VecDeque;
@@ -24,12 +25,20 @@ use flate2::{Compress, FlushCompress, Status};
 
 use super::Compression;
 
-pub(crate) const GZIP_DESCRIPTION: &str = "gzip;zlib-rs;level=6;block=1048576";
-pub(crate) const ZSTD_DESCRIPTION: &str = "zstd;libzstd;level=3;mt";
+pub(crate) const GZIP_DEFAULT_LEVEL: u32 = 6;
+pub(crate) const ZSTD_DEFAULT_LEVEL: i32 = 3;
 
-const GZIP_LEVEL: u32 = 6;
-const ZSTD_LEVEL: i32 = 3;
-/// Uncompressed bytes per gzip block (part of [`GZIP_DESCRIPTION`]).
+/// The gzip writer's identity: backend, level and block size.
+pub(crate) fn gzip_description(level: u32) -> String {
+    format!("gzip;zlib-rs;level={level};block={BLOCK_SIZE}")
+}
+
+/// The zstd writer's identity: backend, level, multi-threaded framing.
+pub(crate) fn zstd_description(level: i32) -> String {
+    format!("zstd;libzstd;level={level};mt")
+}
+
+/// Uncompressed bytes per gzip block (part of [`gzip_description`]).
 const BLOCK_SIZE: usize = 1 << 20;
 /// The deflate window: how much of the previous block primes the next.
 const WINDOW: usize = 32 * 1024;
@@ -48,9 +57,9 @@ impl<W: Write> Compressor<W> {
         let threads = threads.max(1);
         Ok(match c {
             Compression::None => Compressor::None(out),
-            Compression::Gzip => Compressor::Gzip(ParallelGzip::new(out, threads)?),
-            Compression::Zstd => {
-                let mut enc = zstd::stream::write::Encoder::new(out, ZSTD_LEVEL)?;
+            Compression::Gzip(level) => Compressor::Gzip(ParallelGzip::new(out, level, threads)?),
+            Compression::Zstd(level) => {
+                let mut enc = zstd::stream::write::Encoder::new(out, level)?;
                 let workers = u32::try_from(threads).unwrap_or(u32::MAX);
                 enc.multithread(workers)?;
                 // Pinned explicitly rather than left to library defaults.
@@ -151,7 +160,7 @@ pub(crate) struct ParallelGzip<W: Write> {
 }
 
 impl<W: Write> ParallelGzip<W> {
-    pub(crate) fn new(mut out: W, threads: usize) -> io::Result<Self> {
+    pub(crate) fn new(mut out: W, level: u32, threads: usize) -> io::Result<Self> {
         out.write_all(&GZIP_HEADER)?;
         let (tx, rx) = sync_channel::<Job>(threads);
         let rx = Arc::new(Mutex::new(rx));
@@ -160,7 +169,7 @@ impl<W: Write> ParallelGzip<W> {
             let rx = Arc::clone(&rx);
             let handle = std::thread::Builder::new()
                 .name(format!("gzip-{i}"))
-                .spawn(move || worker(&rx))?;
+                .spawn(move || worker(&rx, level))?;
             workers.push(handle);
         }
         Ok(ParallelGzip {
@@ -316,7 +325,7 @@ fn worker_gone() -> io::Error {
     io::Error::other("a gzip compression worker stopped unexpectedly")
 }
 
-fn worker(rx: &Mutex<Receiver<Job>>) {
+fn worker(rx: &Mutex<Receiver<Job>>, level: u32) {
     loop {
         let job = match rx.lock() {
             Ok(guard) => match guard.recv() {
@@ -327,7 +336,7 @@ fn worker(rx: &Mutex<Receiver<Job>>) {
         };
         let mut crc = crc32fast::Hasher::new();
         crc.update(&job.data);
-        let compressed = deflate_block(&job.dict, &job.data, job.last);
+        let compressed = deflate_block(&job.dict, &job.data, level, job.last);
         // The writer may be gone (error path); nothing to do then.
         let _ = job.reply.send(Done {
             compressed,
@@ -337,14 +346,15 @@ fn worker(rx: &Mutex<Receiver<Job>>) {
     }
 }
 
-/// Raw deflate of one block primed with `dict`; sync flush unless `last`, then finish.
+/// Raw deflate of one block at `level` primed with `dict`; sync flush unless `last`, then
+/// finish.
 ///
 /// A fresh compressor per block, never a reset one: with zlib-rs 0.5.5, a `reset()` compressor
 /// reused across blocks produced different bytes than a fresh one (seen on a 300 MB layer: the
 /// output depended on which worker had compressed which blocks before), which would make the
 /// output depend on the thread count. The allocation is noise next to compressing 1 MiB.
-fn deflate_block(dict: &[u8], data: &[u8], last: bool) -> Result<Vec<u8>, String> {
-    let mut c = Compress::new(flate2::Compression::new(GZIP_LEVEL), false);
+fn deflate_block(dict: &[u8], data: &[u8], level: u32, last: bool) -> Result<Vec<u8>, String> {
+    let mut c = Compress::new(flate2::Compression::new(level), false);
     let c = &mut c;
     if !dict.is_empty() {
         c.set_dictionary(dict)
@@ -410,11 +420,11 @@ mod tests {
             3 * BLOCK_SIZE + 12345,
         ] {
             let data = sample(n);
-            let one = compress(Compression::Gzip, 1, &data, 100_000);
+            let one = compress(Compression::GZIP, 1, &data, 100_000);
             for threads in [2, 4, 8] {
                 assert_eq!(
                     one,
-                    compress(Compression::Gzip, threads, &data, 77_777),
+                    compress(Compression::GZIP, threads, &data, 77_777),
                     "n={n} t={threads}"
                 );
             }
@@ -435,17 +445,17 @@ mod tests {
     #[test]
     fn gzip_passes_system_gzip_test() {
         let data = sample(2 * BLOCK_SIZE + 999);
-        let gz = compress(Compression::Gzip, 3, &data, 65536);
+        let gz = compress(Compression::GZIP, 3, &data, 65536);
         assert!(crate::layer::testdata::system_gunzip(&gz) == data);
     }
 
     #[test]
     fn zstd_identical_for_any_thread_count_and_decodes() {
         let data = sample(9 * BLOCK_SIZE + 7);
-        let one = compress(Compression::Zstd, 1, &data, 100_000);
+        let one = compress(Compression::ZSTD, 1, &data, 100_000);
         for threads in [2, 4] {
             assert!(
-                one == compress(Compression::Zstd, threads, &data, 33_333),
+                one == compress(Compression::ZSTD, threads, &data, 33_333),
                 "t={threads}"
             );
         }

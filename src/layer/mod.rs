@@ -42,32 +42,84 @@ pub use self::walk::scan;
 /// Version of the determinism contract; recorded in an image annotation.
 pub const CONTRACT_VERSION: u32 = 3;
 
-/// The layer compression, with a pinned compressor.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
+/// The layer compression, with a pinned compressor and its level.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Compression {
-    Gzip,
-    Zstd,
+    /// gzip at a zlib level, 1 to 9.
+    Gzip(u32),
+    /// zstd at a libzstd level, 1 to 19.
+    Zstd(i32),
     None,
 }
 
 impl Compression {
+    /// The default: gzip at level 6, as gzip(1) and pigz.
+    pub const GZIP: Compression = Compression::Gzip(compress::GZIP_DEFAULT_LEVEL);
+    /// zstd at level 3, as zstd(1), buildkit and containers/image.
+    pub const ZSTD: Compression = Compression::Zstd(compress::ZSTD_DEFAULT_LEVEL);
+
+    /// The compression a recipe names (`gzip`, `zstd` or `none`), at `level` or the default
+    /// level; the message says what is wrong.
+    pub fn from_name(name: &str, level: Option<i64>) -> Result<Compression, String> {
+        let bad_level = |l: i64, range: &str| {
+            format!("compression-level {l} is out of range for {name} (expected {range})")
+        };
+        match (name, level) {
+            ("gzip", None) => Ok(Compression::GZIP),
+            ("gzip", Some(l)) => u32::try_from(l)
+                .ok()
+                .filter(|l| (1..=9).contains(l))
+                .map(Compression::Gzip)
+                .ok_or_else(|| bad_level(l, "1 to 9")),
+            ("zstd", None) => Ok(Compression::ZSTD),
+            ("zstd", Some(l)) => i32::try_from(l)
+                .ok()
+                .filter(|l| (1..=19).contains(l))
+                .map(Compression::Zstd)
+                .ok_or_else(|| bad_level(l, "1 to 19")),
+            ("none", None) => Ok(Compression::None),
+            ("none", Some(_)) => {
+                Err("compression-level needs compression `gzip` or `zstd`, not `none`".into())
+            }
+            (other, _) => Err(format!(
+                "unknown compression `{other}`, expected `gzip`, `zstd` or `none`"
+            )),
+        }
+    }
+
     /// The OCI layer media type.
     pub fn media_type(self) -> &'static str {
         match self {
-            Compression::Gzip => "application/vnd.oci.image.layer.v1.tar+gzip",
-            Compression::Zstd => "application/vnd.oci.image.layer.v1.tar+zstd",
+            Compression::Gzip(_) => "application/vnd.oci.image.layer.v1.tar+gzip",
+            Compression::Zstd(_) => "application/vnd.oci.image.layer.v1.tar+zstd",
             Compression::None => "application/vnd.oci.image.layer.v1.tar",
         }
     }
 
-    /// Stable identity of the compressor recorded in an image annotation. Changing it (or the
-    /// pinned backend versions in Cargo.lock) is a contract change: the compressed digest moves.
-    pub fn describe(self) -> &'static str {
+    /// Stable identity of the compressor and its level, recorded in an image annotation and in
+    /// every layer cache key. Changing it (or the pinned backend versions in Cargo.lock) is a
+    /// contract change: the compressed digest moves.
+    pub fn describe(self) -> String {
         match self {
-            Compression::Gzip => compress::GZIP_DESCRIPTION,
-            Compression::Zstd => compress::ZSTD_DESCRIPTION,
-            Compression::None => "none",
+            Compression::Gzip(level) => compress::gzip_description(level),
+            Compression::Zstd(level) => compress::zstd_description(level),
+            Compression::None => "none".into(),
+        }
+    }
+}
+
+/// `gzip`, `zstd` or `none`, optionally with `:LEVEL` (`zstd:1`), as the benchmarks take it.
+impl std::str::FromStr for Compression {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            Some((name, level)) => {
+                let level = level
+                    .parse()
+                    .map_err(|_| format!("invalid compression level `{level}`"))?;
+                Compression::from_name(name, Some(level))
+            }
+            None => Compression::from_name(s, None),
         }
     }
 }
@@ -225,7 +277,7 @@ pub enum LayerError {
     Contract { entry: String, reason: &'static str },
     #[error("finishing the {what} stream failed")]
     Compress {
-        what: &'static str,
+        what: String,
         #[source]
         source: io::Error,
     },
@@ -315,7 +367,7 @@ pub fn write_layer_with(
         let (_, digest, size) = compressed.finish();
         Ok::<_, LayerError>((digest, size))
     };
-    if opts.compression == Compression::Zstd {
+    if matches!(opts.compression, Compression::Zstd(_)) {
         // One stage: libzstd's workers already compress while this thread reads and hashes,
         // and a second stage only costs copies (measured: more CPU and wall time with it).
         let sender = SharedSender::direct(compressor);
@@ -440,8 +492,8 @@ fn produce(
                             tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
                         }
                         Content::Deflated { raw, inspect } => {
-                            let splice =
-                                opts.compression == Compression::Gzip && *size >= SPLICE_MIN;
+                            let splice = matches!(opts.compression, Compression::Gzip(_))
+                                && *size >= SPLICE_MIN;
                             let splicer = splice::Splicer::new(raw, splice).map_err(io_err)?;
                             let mut reader = SpliceReader::new(
                                 splicer,
@@ -563,16 +615,55 @@ mod tests {
             Compression::None.media_type(),
             "application/vnd.oci.image.layer.v1.tar"
         );
-        assert!(Compression::Gzip.media_type().ends_with("+gzip"));
-        assert!(Compression::Zstd.media_type().ends_with("+zstd"));
+        assert!(Compression::GZIP.media_type().ends_with("+gzip"));
+        assert!(Compression::ZSTD.media_type().ends_with("+zstd"));
         assert_eq!(
-            Compression::Gzip.describe(),
+            Compression::GZIP.describe(),
             "gzip;zlib-rs;level=6;block=1048576"
         );
-        assert_eq!(Compression::Zstd.describe(), "zstd;libzstd;level=3;mt");
+        assert_eq!(Compression::ZSTD.describe(), "zstd;libzstd;level=3;mt");
         assert_eq!(
-            serde_json::to_string(&Compression::Zstd).unwrap(),
-            "\"zstd\""
+            Compression::Gzip(1).describe(),
+            "gzip;zlib-rs;level=1;block=1048576"
+        );
+        assert_eq!(Compression::Zstd(19).describe(), "zstd;libzstd;level=19;mt");
+    }
+
+    #[test]
+    fn compression_names_and_levels() {
+        let ok = |name, level| Compression::from_name(name, level).unwrap();
+        assert_eq!(ok("gzip", None), Compression::Gzip(6));
+        assert_eq!(ok("zstd", None), Compression::Zstd(3));
+        assert_eq!(ok("none", None), Compression::None);
+        assert_eq!(ok("gzip", Some(1)), Compression::Gzip(1));
+        assert_eq!(ok("gzip", Some(9)), Compression::Gzip(9));
+        assert_eq!(ok("zstd", Some(1)), Compression::Zstd(1));
+        assert_eq!(ok("zstd", Some(19)), Compression::Zstd(19));
+        let err = |name, level| Compression::from_name(name, level).unwrap_err();
+        for (name, level, range) in [
+            ("gzip", 0, "1 to 9"),
+            ("gzip", 10, "1 to 9"),
+            ("gzip", -1, "1 to 9"),
+            ("zstd", 0, "1 to 19"),
+            ("zstd", 20, "1 to 19"),
+            ("zstd", i64::MAX, "1 to 19"),
+        ] {
+            assert_eq!(
+                err(name, Some(level)),
+                format!("compression-level {level} is out of range for {name} (expected {range})")
+            );
+        }
+        assert_eq!(
+            err("none", Some(3)),
+            "compression-level needs compression `gzip` or `zstd`, not `none`"
+        );
+        assert_eq!("zstd:1".parse(), Ok(Compression::Zstd(1)));
+        assert_eq!("gzip".parse(), Ok(Compression::GZIP));
+        assert!("zstd:fast".parse::<Compression>().is_err());
+        assert!("none:1".parse::<Compression>().is_err());
+        assert_eq!(
+            err("xz", Some(3)),
+            "unknown compression `xz`, expected `gzip`, `zstd` or `none`"
         );
     }
 
@@ -710,16 +801,39 @@ mod tests {
     }
 
     #[test]
+    fn the_level_changes_the_bytes_not_the_tar() {
+        let files = deflated_files();
+        let at = |c, deflated| layer_of(&files, &opts(c), deflated);
+        let (g6_bytes, g6) = at(Compression::GZIP, false);
+        let (g1_bytes, g1) = at(Compression::Gzip(1), false);
+        let (z3_bytes, z3) = at(Compression::ZSTD, false);
+        let (z19_bytes, z19) = at(Compression::Zstd(19), false);
+        for s in [&g1, &z3, &z19] {
+            assert_eq!(s.diff_id, g6.diff_id, "one tar");
+        }
+        assert!(g1_bytes.len() > g6_bytes.len(), "level 1 compresses less");
+        assert!(z19_bytes.len() < z3_bytes.len(), "level 19 compresses more");
+        assert_eq!(Digest::of(&system_gunzip(&g1_bytes)), g1.diff_id);
+        let back = zstd::decode_all(&z19_bytes[..]).unwrap();
+        assert_eq!(Digest::of(&back), z19.diff_id);
+        // A wheel member's deflate blocks are reused whatever the level.
+        let (spliced, s1) = at(Compression::Gzip(1), true);
+        assert_ne!(spliced, g1_bytes);
+        assert_eq!(Digest::of(&system_gunzip(&spliced)), s1.diff_id);
+        assert_eq!(s1.diff_id, g6.diff_id);
+    }
+
+    #[test]
     fn deflated_content_gives_the_same_tar_and_a_valid_spliced_gzip() {
         let files = deflated_files();
         let (tar, plain) = layer_of(&files, &opts(Compression::None), false);
         // Not gzip: the bytes are exactly those of the same content handed over as bytes.
-        for c in [Compression::None, Compression::Zstd] {
+        for c in [Compression::None, Compression::ZSTD] {
             let a = layer_of(&files, &opts(c), false).1;
             let b = layer_of(&files, &opts(c), true).1;
             assert_eq!(a, b, "{c:?}");
         }
-        let (gz, spliced) = layer_of(&files, &opts(Compression::Gzip), true);
+        let (gz, spliced) = layer_of(&files, &opts(Compression::GZIP), true);
         assert_eq!(spliced.diff_id, plain.diff_id);
         assert_eq!(spliced.uncompressed_size, plain.uncompressed_size);
         let mut back = Vec::new();
@@ -729,12 +843,12 @@ mod tests {
         assert!(back == tar, "the spliced gzip decodes to the tar");
         // The spliced stream differs from compressing the same tar (the files of SPLICE_MIN
         // bytes or more keep their own blocks) and does not depend on the thread count.
-        let (recompressed, _) = layer_of(&files, &opts(Compression::Gzip), false);
+        let (recompressed, _) = layer_of(&files, &opts(Compression::GZIP), false);
         assert!(gz != recompressed);
         for threads in [1, 5] {
             let o = LayerOptions {
                 threads,
-                ..opts(Compression::Gzip)
+                ..opts(Compression::GZIP)
             };
             assert!(layer_of(&files, &o, true).0 == gz, "threads={threads}");
         }
@@ -751,7 +865,7 @@ mod tests {
         let raw = &mut files[last].2;
         raw.truncate(raw.len() / 2);
         let entries: Vec<Entry> = files.iter().map(|f| f.0.clone()).collect();
-        for c in [Compression::Gzip, Compression::None] {
+        for c in [Compression::GZIP, Compression::None] {
             let err = write_layer_with(
                 &entries,
                 &opts(c),

@@ -75,6 +75,7 @@ pub(super) struct RawImage {
     pub name: Option<Spanned<String>>,
     pub tag: Option<Spanned<String>>,
     pub compression: Option<Spanned<String>>,
+    pub compression_level: Option<Spanned<i64>>,
     pub source_date_epoch: Option<Spanned<i64>>,
     pub platform: Option<Spanned<String>>,
 }

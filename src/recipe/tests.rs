@@ -122,7 +122,7 @@ fn full_recipe() {
         Image {
             name: "example.com:5000/team/hello".into(),
             tag: "1.0".into(),
-            compression: Compression::Zstd,
+            compression: Compression::ZSTD,
             source_date_epoch: Some(1_700_000_000),
             platform: Platform {
                 os: "linux".into(),
@@ -226,7 +226,25 @@ fn minimal_recipe_defaults() {
     let r = parse_in(&d, IMG).unwrap();
     assert_eq!(r.image.name, "hello");
     assert_eq!(r.image.tag, "latest");
-    assert_eq!(r.image.compression, Compression::Gzip);
+    assert_eq!(r.image.compression, Compression::GZIP);
+    for (toml, want) in [
+        (
+            "compression = \"zstd\"\ncompression-level = 1\n",
+            Compression::Zstd(1),
+        ),
+        (
+            "compression = \"zstd\"\ncompression-level = 19\n",
+            Compression::Zstd(19),
+        ),
+        ("compression-level = 9\n", Compression::Gzip(9)),
+        (
+            "compression = \"gzip\"\ncompression-level = 1\n",
+            Compression::Gzip(1),
+        ),
+    ] {
+        let r = parse_in(&d, &format!("[image]\nname = \"hello\"\n{toml}")).unwrap();
+        assert_eq!(r.image.compression, want, "{toml}");
+    }
     assert_eq!(r.image.source_date_epoch, None);
     assert_eq!(r.image.platform, Platform::host());
     assert_eq!(r.base, Base::Scratch);
@@ -408,7 +426,7 @@ fn schema_errors() {
         (
             "[image]\nname = \"hello\"\nversion = 2\n",
             "recipe.toml:3:1: unknown field `version`, expected one of `name`, `tag`, \
-             `compression`, `source-date-epoch`, `platform`",
+             `compression`, `compression-level`, `source-date-epoch`, `platform`",
         ),
         (
             &with_img("[[layer]]\nname = \"app\"\nsorce = \"app\"\n"),
@@ -485,7 +503,7 @@ fn schema_errors() {
         (
             &with_img("layer = []\n"),
             "recipe.toml:3:1: unknown field `layer`, expected one of `name`, `tag`, \
-             `compression`, `source-date-epoch`, `platform`; keys after a `[table]` header \
+             `compression`, `compression-level`, `source-date-epoch`, `platform`; keys after a `[table]` header \
              belong to that table: move top-level keys above the first header",
         ),
         (
@@ -598,6 +616,26 @@ fn image_errors() {
         (
             "[image]\nname = \"hello\"\ncompression = \"xz\"\n",
             "recipe.toml:3:15: unknown compression `xz`, expected `gzip`, `zstd` or `none`",
+        ),
+        (
+            "[image]\nname = \"hello\"\ncompression = \"xz\"\ncompression-level = 3\n",
+            "recipe.toml:3:15: unknown compression `xz`, expected `gzip`, `zstd` or `none`",
+        ),
+        (
+            "[image]\nname = \"hello\"\ncompression-level = 10\n",
+            "recipe.toml:3:21: compression-level 10 is out of range for gzip (expected 1 to 9)",
+        ),
+        (
+            "[image]\nname = \"hello\"\ncompression = \"zstd\"\ncompression-level = 0\n",
+            "recipe.toml:4:21: compression-level 0 is out of range for zstd (expected 1 to 19)",
+        ),
+        (
+            "[image]\nname = \"hello\"\ncompression = \"none\"\ncompression-level = 1\n",
+            "recipe.toml:4:21: compression-level needs compression `gzip` or `zstd`, not `none`",
+        ),
+        (
+            "[image]\nname = \"hello\"\ncompression-level = \"fast\"\n",
+            "recipe.toml:3:21: invalid type: string \"fast\", expected an integer",
         ),
         (
             "[image]\nname = \"hello\"\nsource-date-epoch = -1\n",

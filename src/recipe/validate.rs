@@ -93,20 +93,21 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
             t.into_inner()
         }
     };
-    let compression = match raw.compression {
-        None => Compression::Gzip,
-        Some(c) => match c.get_ref().as_str() {
-            "gzip" => Compression::Gzip,
-            "zstd" => Compression::Zstd,
-            "none" => Compression::None,
-            other => {
-                return Err(ctx.err(
-                    c.span(),
-                    format!("unknown compression `{other}`, expected `gzip`, `zstd` or `none`"),
-                ))
-            }
-        },
-    };
+    let level = raw.compression_level.as_ref().map(|l| *l.get_ref());
+    let compression = match &raw.compression {
+        None => Compression::from_name("gzip", level),
+        Some(c) => Compression::from_name(c.get_ref(), level),
+    }
+    .map_err(|m| {
+        // An unknown name is the name's fault; a bad level is the level's.
+        let span = match (&raw.compression, &raw.compression_level) {
+            (Some(c), _) if !matches!(c.get_ref().as_str(), "gzip" | "zstd" | "none") => c.span(),
+            (_, Some(l)) => l.span(),
+            (Some(c), None) => c.span(),
+            (None, None) => 0..0,
+        };
+        ctx.err(span, m)
+    })?;
     let source_date_epoch = match raw.source_date_epoch {
         None => None,
         Some(s) => Some(u64::try_from(*s.get_ref()).map_err(|_| {
