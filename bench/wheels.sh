@@ -3,12 +3,16 @@
 # x86_64), from a warm download cache: the wheel step alone (examples/wheel_bench.rs: plan,
 # install straight from the zips, compress, into the store) against
 # `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed first) +
-# `tar --sort=name` + `pigz -p$(nproc) -6` (and `zstd -T0 -3`), interleaved in the same run.
-# Needs PyPI once (uv, and the wheels). Usage: bench/wheels.sh   (ROUNDS=3 JOBS=$(nproc))
+# `tar --sort=name` + `pigz -p$(nproc) -6` (issue 5's peer, for every ratio in the first column)
+# and the same with `zstd -T0 -3` (for reference), interleaved in the same run. LEVELS adds
+# ocibuild runs at other levels (`zstd:1`, `gzip:9`, ...) to each round.
+# Needs PyPI once (uv, and the wheels).
+# Usage: bench/wheels.sh   (ROUNDS=3 JOBS=$(nproc) LEVELS="zstd:2 zstd:1")
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS=${ROUNDS:-3}
 JOBS=${JOBS:-$(nproc)}
+LEVELS=${LEVELS:-}
 RUN=$PWD/bench/.data/wheels
 mkdir -p "$RUN"
 cargo build --release -q --example wheel_bench
@@ -54,6 +58,7 @@ for r in $(seq 1 "$ROUNDS"); do
   t peer-gzip "$r" peer.tar.gz sh -c "$UVI && $TAR | pigz -p$JOBS -6 > peer.tar.gz"
   t ours-zstd "$r" - "$BIN" app.lock cache zstd "$JOBS"
   t peer-zstd "$r" peer.tar.zst sh -c "$UVI && $TAR | zstd -T0 -3 -q -f -o peer.tar.zst"
+  for l in $LEVELS; do t "ours-$l" "$r" - "$BIN" app.lock cache "$l" "$JOBS"; done
 done
 python3 - results.tsv <<'PY'
 import csv, statistics as st, sys
@@ -62,10 +67,12 @@ by = {}
 for r in rows: by.setdefault(r["name"], []).append(r)
 m = lambda n, f: st.median(float(r[f]) for r in by[n])
 print(f"load1 {min(float(r['load1']) for r in rows):.2f}-{max(float(r['load1']) for r in rows):.2f}")
-print("| | ocibuild wall s | uv --target + tar + compressor wall s | ratio | size ours / peer | ocibuild peak RSS MB |")
-print("|---|---|---|---|---|---|")
-for c in ["gzip", "zstd"]:
-    o, p = m(f"ours-{c}", "wall"), m(f"peer-{c}", "wall")
-    so, sp = m(f"ours-{c}", "bytes"), m(f"peer-{c}", "bytes")
-    print(f"| {c} | {o:.2f} | {p:.2f} | {o/p:.2f}x | {so/sp:.3f} | {m(f'ours-{c}','rss_kib')/1024:.0f} |")
+print("| ocibuild | wall s | / uv+tar+pigz | / uv+tar+zstd -3 | size / pigz's | size / zstd -3's | peak RSS MiB |")
+print("|---|---|---|---|---|---|---|")
+pg, pz = m("peer-gzip", "wall"), m("peer-zstd", "wall")
+bg, bz = m("peer-gzip", "bytes"), m("peer-zstd", "bytes")
+print(f"| (peers) | pigz {pg:.2f}, zstd {pz:.2f} | | | | | |")
+for n in [k for k in by if k.startswith("ours-")]:
+    o, b = m(n, "wall"), m(n, "bytes")
+    print(f"| {n[5:]} | {o:.2f} | {o/pg:.3f}x | {o/pz:.2f}x | {b/bg:.3f} | {b/bz:.3f} | {m(n,'rss_kib')/1024:.0f} |")
 PY
