@@ -61,22 +61,22 @@ impl Compression {
     /// The compression a recipe names (`gzip`, `zstd` or `none`), at `level` or the default
     /// level; the message says what is wrong.
     pub fn from_name(name: &str, level: Option<i64>) -> Result<Compression, String> {
-        let bad_level = |l: i64, range: &str| {
-            format!("compression-level {l} is out of range for {name} (expected {range})")
+        // A level within max_level, else the message naming the range.
+        let level_in = |l: i64, max: i64| {
+            if (1..=max).contains(&l) {
+                Ok(l)
+            } else {
+                Err(format!(
+                    "compression-level {l} is out of range for {name} (expected 1 to {max})"
+                ))
+            }
         };
+        // Both ranges fit u32 and i32, so the casts are exact.
         match (name, level) {
             ("gzip", None) => Ok(Compression::GZIP),
-            ("gzip", Some(l)) => u32::try_from(l)
-                .ok()
-                .filter(|l| (1..=9).contains(l))
-                .map(Compression::Gzip)
-                .ok_or_else(|| bad_level(l, "1 to 9")),
+            ("gzip", Some(l)) => level_in(l, 9).map(|l| Compression::Gzip(l as u32)),
             ("zstd", None) => Ok(Compression::ZSTD),
-            ("zstd", Some(l)) => i32::try_from(l)
-                .ok()
-                .filter(|l| (1..=19).contains(l))
-                .map(Compression::Zstd)
-                .ok_or_else(|| bad_level(l, "1 to 19")),
+            ("zstd", Some(l)) => level_in(l, 19).map(|l| Compression::Zstd(l as i32)),
             ("none", None) => Ok(Compression::None),
             ("none", Some(_)) => {
                 Err("compression-level needs compression `gzip` or `zstd`, not `none`".into())
