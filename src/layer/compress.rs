@@ -1,19 +1,19 @@
 //! Pinned, deterministic compressors whose output never depends on the thread count.
 //!
 //! - gzip: pigz-style parallel deflate with flate2's zlib-rs backend at the recipe's level
-//!   (default 6). The stream is
-//!   cut into fixed 1 MiB blocks; each is compressed as raw deflate with the previous block's
-//!   last 32 KiB as preset dictionary, non-final blocks end with a sync flush, the last with
-//!   finish. A block's bytes depend only on its input and that dictionary, so any number of
-//!   workers produces the same stream. One gzip member: fixed 10-byte header (mtime 0, xfl 0,
-//!   OS 255), CRC32 and ISIZE trailer.
+//!   (default 6). The stream is cut into fixed 1 MiB blocks; each is compressed as raw deflate
+//!   with the previous block's last 32 KiB as preset dictionary, non-final blocks end with a
+//!   sync flush, the last with finish. A block's bytes depend only on its input and that
+//!   dictionary, so any number of workers produces the same stream. One gzip member: fixed
+//!   10-byte header (mtime 0, xfl 0, OS 255), CRC32 and ISIZE trailer.
 //!   Spliced content (contract 3): where the tar stage hands over a file's bytes together with
 //!   deflate blocks that already encode them (a wheel's zip member, see `splice`), the current
 //!   block is cut short (sync flush), the blocks are copied as they are, and the next block is
 //!   primed with the last 32 KiB of everything before it. The cuts sit where the content sits,
 //!   so the stream still depends only on its input.
-//! - zstd: vendored libzstd at the recipe's level (default 3) with `NbWorkers` = threads (always ≥ 1: libzstd's output
-//!   is identical for every worker count ≥ 1, but may differ from single-threaded mode 0).
+//! - zstd: vendored libzstd at the recipe's level (default 3) with `NbWorkers` = threads
+//!   (always ≥ 1: libzstd's output is identical for every worker count ≥ 1, but may differ from
+//!   single-threaded mode 0).
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -27,6 +27,9 @@ use super::Compression;
 
 pub(crate) const GZIP_DEFAULT_LEVEL: u32 = 6;
 pub(crate) const ZSTD_DEFAULT_LEVEL: i32 = 3;
+/// The highest levels taken (the lowest is 1): zlib's, and zstd's without `--ultra`.
+pub(crate) const GZIP_MAX_LEVEL: u32 = 9;
+pub(crate) const ZSTD_MAX_LEVEL: i32 = 19;
 
 /// The gzip writer's identity: backend, level and block size.
 pub(crate) fn gzip_description(level: u32) -> String {
@@ -55,6 +58,14 @@ pub(crate) enum Compressor<W: Write> {
 impl<W: Write> Compressor<W> {
     pub(crate) fn new(c: Compression, threads: usize, out: W) -> io::Result<Self> {
         let threads = threads.max(1);
+        // Compression::from_name checks recipe levels; this guards the library's other callers
+        // (an out-of-range zlib level would make flate2 panic).
+        if !c.level_in_range() {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("compression level out of range: {}", c.describe()),
+            ));
+        }
         Ok(match c {
             Compression::None => Compressor::None(out),
             Compression::Gzip(level) => Compressor::Gzip(ParallelGzip::new(out, level, threads)?),
@@ -439,6 +450,19 @@ mod tests {
                 .unwrap();
             assert!(back == data, "multi gzip round trip n={n}");
             assert_eq!(&one[..10], &GZIP_HEADER);
+        }
+    }
+
+    #[test]
+    fn out_of_range_levels_are_errors_not_panics() {
+        for c in [
+            Compression::Gzip(0),
+            Compression::Gzip(10),
+            Compression::Zstd(0),
+            Compression::Zstd(23),
+        ] {
+            let err = Compressor::new(c, 1, Vec::new()).err().expect("refused");
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{c:?}");
         }
     }
 

@@ -61,7 +61,7 @@ impl Compression {
     /// The compression a recipe names (`gzip`, `zstd` or `none`), at `level` or the default
     /// level; the message says what is wrong.
     pub fn from_name(name: &str, level: Option<i64>) -> Result<Compression, String> {
-        // A level within max_level, else the message naming the range.
+        // A level from 1 to max, else the message naming the range.
         let level_in = |l: i64, max: i64| {
             if (1..=max).contains(&l) {
                 Ok(l)
@@ -71,12 +71,13 @@ impl Compression {
                 ))
             }
         };
+        let (gzip_max, zstd_max) = (compress::GZIP_MAX_LEVEL, compress::ZSTD_MAX_LEVEL);
         // Both ranges fit u32 and i32, so the casts are exact.
         match (name, level) {
             ("gzip", None) => Ok(Compression::GZIP),
-            ("gzip", Some(l)) => level_in(l, 9).map(|l| Compression::Gzip(l as u32)),
+            ("gzip", Some(l)) => level_in(l, gzip_max.into()).map(|l| Compression::Gzip(l as u32)),
             ("zstd", None) => Ok(Compression::ZSTD),
-            ("zstd", Some(l)) => level_in(l, 19).map(|l| Compression::Zstd(l as i32)),
+            ("zstd", Some(l)) => level_in(l, zstd_max.into()).map(|l| Compression::Zstd(l as i32)),
             ("none", None) => Ok(Compression::None),
             ("none", Some(_)) => {
                 Err("compression-level needs compression `gzip` or `zstd`, not `none`".into())
@@ -84,6 +85,15 @@ impl Compression {
             (other, _) => Err(format!(
                 "unknown compression `{other}`, expected `gzip`, `zstd` or `none`"
             )),
+        }
+    }
+
+    /// Whether the level is one [`from_name`](Self::from_name) accepts.
+    pub fn level_in_range(self) -> bool {
+        match self {
+            Compression::Gzip(l) => (1..=compress::GZIP_MAX_LEVEL).contains(&l),
+            Compression::Zstd(l) => (1..=compress::ZSTD_MAX_LEVEL).contains(&l),
+            Compression::None => true,
         }
     }
 
