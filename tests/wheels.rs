@@ -341,6 +341,16 @@ fn deterministic_across_threads_and_input_order() {
         )
         .unwrap()
     );
+    assert_ne!(
+        k1,
+        layer_key(
+            &[a.clone(), b.clone()],
+            &interp(),
+            &opts(Compression::Gzip(1), 1)
+        )
+        .unwrap(),
+        "the level is part of the key"
+    );
     let mut other = interp();
     other.executable = "/opt/py/bin/python3".into();
     assert_ne!(

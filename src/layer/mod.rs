@@ -285,6 +285,12 @@ pub enum LayerError {
     InvalidPath { entry: String, reason: &'static str },
     #[error("tar entry `{entry}` breaks the layer contract: {reason}")]
     Contract { entry: String, reason: &'static str },
+    #[error("starting the {what} compressor failed")]
+    Compressor {
+        what: String,
+        #[source]
+        source: io::Error,
+    },
     #[error("finishing the {what} stream failed")]
     Compress {
         what: String,
@@ -365,8 +371,8 @@ pub fn write_layer_with(
     check_order(entries)?;
     let compressed = HashingWriter::new(out);
     let compressor = compress::Compressor::new(opts.compression, opts.threads, compressed)
-        .map_err(|source| LayerError::Write {
-            entry: String::new(),
+        .map_err(|source| LayerError::Compressor {
+            what: opts.compression.describe(),
             source,
         })?;
     let finish = |compressor: LayerCompressor<'_>| {
@@ -826,10 +832,13 @@ mod tests {
         assert_eq!(Digest::of(&system_gunzip(&g1_bytes)), g1.diff_id);
         let back = zstd::decode_all(&z19_bytes[..]).unwrap();
         assert_eq!(Digest::of(&back), z19.diff_id);
-        // A wheel member's deflate blocks are reused whatever the level.
-        let (spliced, s1) = at(Compression::Gzip(1), true);
-        assert_ne!(spliced, g1_bytes);
-        assert_eq!(Digest::of(&system_gunzip(&spliced)), s1.diff_id);
+        // A wheel member's deflate blocks are reused whatever the level; the rest of the layer
+        // is compressed at the level.
+        let (spliced1, s1) = at(Compression::Gzip(1), true);
+        let (spliced6, _) = at(Compression::GZIP, true);
+        assert_ne!(spliced1, g1_bytes);
+        assert_ne!(spliced1, spliced6);
+        assert_eq!(Digest::of(&system_gunzip(&spliced1)), s1.diff_id);
         assert_eq!(s1.diff_id, g6.diff_id);
     }
 

@@ -1066,7 +1066,7 @@ fn docs_examples_parse() {
     let r = parse_in(&d, blocks[0]).unwrap();
     assert_eq!(r.image.reference(), "example.com/team/hello:1.0");
     assert_eq!(r.image.platform.to_string(), "linux/arm64/v8");
-    assert_eq!(r.image.compression, Compression::Zstd(3));
+    assert_eq!(r.image.compression, Compression::Zstd(5));
     assert_eq!(r.layers.len(), 2);
     assert_eq!(r.config.exposed_ports, ["53/udp", "8080/tcp"]);
     assert_eq!(r.tests[1].gpu, Gpu::Optional);
