@@ -5,7 +5,10 @@
 # `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed first) +
 # `tar --sort=name` + `pigz -p$(nproc) -6` (issue 5's peer, for every ratio in the first column)
 # and the same with `zstd -T0 -3` (for reference), interleaved in the same run. LEVELS adds
-# ocibuild runs at other levels (`zstd:1`, `gzip:9`, ...) to each round.
+# ocibuild runs at other levels (`zstd:1`, `gzip:9`, ...) to each round. Each round also measures
+# examples/wheel_floor.rs for every zstd level run: the time the work no zstd wheel layer can
+# skip (inflate, the sha256s, libzstd) would take spread perfectly over the cores, a lower
+# bound for any implementation on this machine.
 # Needs PyPI once (uv, and the wheels).
 # Usage: bench/wheels.sh   (ROUNDS=3 JOBS=$(nproc) LEVELS="zstd:2 zstd:1")
 set -euo pipefail
@@ -15,9 +18,10 @@ JOBS=${JOBS:-$(nproc)}
 LEVELS=${LEVELS:-}
 RUN=$PWD/bench/.data/wheels
 mkdir -p "$RUN"
-cargo build --release -q --example wheel_bench
+cargo build --release -q --example wheel_bench --example wheel_floor
 cargo build --release -q
 BIN=$PWD/target/release/examples/wheel_bench
+FLOOR=$PWD/target/release/examples/wheel_floor
 OCB=$PWD/target/release/ocibuild
 [ -x "$RUN/venv/bin/uv" ] || { python3 -m venv "$RUN/venv"; "$RUN/venv/bin/pip" install -q uv; }
 UV=$RUN/venv/bin/uv
@@ -45,6 +49,7 @@ PY
 echo "installed: $(du -sb warm-uv | cut -f1) bytes" >&2
 TAR="tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - -C target ."
 printf 'name\tround\twall\tuser\tsys\trss_kib\tbytes\tload1\n' > results.tsv
+: > floor.log
 t() { # NAME ROUND OUT CMD...
   local n=$1 r=$2 o=$3; shift 3
   /usr/bin/time -f '%e %U %S %M' -o time.txt "$@" > out.txt 2>/dev/null
@@ -59,6 +64,12 @@ for r in $(seq 1 "$ROUNDS"); do
   t ours-zstd "$r" - "$BIN" app.lock cache zstd "$JOBS"
   t peer-zstd "$r" peer.tar.zst sh -c "$UVI && $TAR | zstd -T0 -3 -q -f -o peer.tar.zst"
   for l in $LEVELS; do t "ours-$l" "$r" - "$BIN" app.lock cache "$l" "$JOBS"; done
+  for l in zstd:3 $LEVELS; do
+    case $l in zstd:*)
+      f=$("$FLOOR" "${l#zstd:}" "$JOBS" whl/*.whl 2>> floor.log)
+      printf 'floor-%s\t%s\t%s\t0\t0\t0\t0\t%s\n' "$l" "$r" "$f" "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv;;
+    esac
+  done
 done
 python3 - results.tsv <<'PY'
 import csv, statistics as st, sys
@@ -75,4 +86,11 @@ print(f"| (peers) | pigz {pg:.2f}, zstd {pz:.2f} | | | | | |")
 for n in [k for k in by if k.startswith("ours-")]:
     o, b = m(n, "wall"), m(n, "bytes")
     print(f"| {n[5:]} | {o:.2f} | {o/pg:.3f}x | {o/pz:.2f}x | {b/bg:.3f} | {b/bz:.3f} | {m(n,'rss_kib')/1024:.0f} |")
+print()
+print("| lower bound (examples/wheel_floor.rs) | s | / uv+tar+pigz | rounds, s |")
+print("|---|---|---|---|")
+for n in [k for k in by if k.startswith("floor-")]:
+    f = m(n, "wall")
+    print(f"| {n[6:]} | {f:.2f} | {f/pg:.3f}x | {', '.join(r['wall'] for r in by[n])} |")
 PY
+echo "wheel_floor phases: $RUN/floor.log" >&2

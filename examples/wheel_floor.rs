@@ -1,0 +1,142 @@
+//! bench/wheels.sh: a lower bound on the wall time of any zstd wheel layer build on this
+//! machine. It does only the work that no installer writing a zstd layer with the checks
+//! issue 5 asks for can skip, with everything already in memory:
+//! - inflating every deflated member (the layer holds the inflated bytes);
+//! - sha256 of the inflated bytes twice (RECORD, and the diff_id: the tar holds them too) and
+//!   of the compressed bytes once (the blob digest);
+//! - libzstd at the given level, single-threaded per share (its multi-threaded mode does the
+//!   same matching plus job overlap).
+//!
+//! The members are split into CORES shares of equal size (largest first, each to the lightest
+//! share), and the shares run at once, one thread each, on the real cores: so the bound counts
+//! how well this machine runs CORES busy threads, but no pipeline, no waiting and no imbalance.
+//! Not counted either: reading and hashing the wheel files, zip and tar framing, writing the
+//! blob, page faults (buffers are allocated and touched before the clock starts). Each round
+//! runs the whole; the fastest of ROUNDS counts.
+//! Usage: wheel_floor LEVEL CORES WHEEL...   (prints the bound in seconds on stdout, what the
+//! threads spent on each phase on stderr)
+
+use std::io::Read;
+use std::time::Instant;
+
+use sha2::{Digest, Sha256};
+
+const ROUNDS: usize = 3;
+
+/// One thread's part: its members' deflate streams and what they inflate to.
+struct Share {
+    raws: Vec<Vec<u8>>,
+    content: Vec<u8>,
+    buf: Vec<u8>,
+    out: Vec<u8>,
+    level: i32,
+}
+
+impl Share {
+    /// Inflates, hashes and compresses the share; the seconds each phase took.
+    fn run(&mut self) -> anyhow::Result<[f64; 3]> {
+        let t = Instant::now();
+        let mut n = 0;
+        for raw in &self.raws {
+            let mut d = flate2::read::DeflateDecoder::new(&raw[..]);
+            loop {
+                match d.read(&mut self.buf)? {
+                    0 => break,
+                    k => n += k,
+                }
+            }
+        }
+        anyhow::ensure!(n == self.content.len(), "inflated {n} bytes");
+        let inflate = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        let size = zstd::bulk::Compressor::new(self.level)?
+            .compress_to_buffer(&self.content, &mut self.out)?;
+        let zstd = t.elapsed().as_secs_f64();
+        let t = Instant::now();
+        // Two different messages over the content (RECORD's, and the tar's with its headers),
+        // so neither hash can be folded into the other.
+        std::hint::black_box([
+            Sha256::digest(std::hint::black_box(&self.content)),
+            Sha256::new_with_prefix([0u8; 512])
+                .chain_update(&self.content)
+                .finalize(),
+            Sha256::digest(&self.out[..size]),
+        ]);
+        Ok([inflate, t.elapsed().as_secs_f64(), zstd])
+    }
+}
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let (Some(level), Some(cores), Some(wheels)) = (args.get(1), args.get(2), args.get(3..)) else {
+        anyhow::bail!("usage: wheel_floor LEVEL CORES WHEEL...");
+    };
+    let level: i32 = level.parse()?;
+    let cores: usize = cores.parse::<usize>()?.max(1);
+    let mut members: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+    for w in wheels {
+        let mut ar = zip::ZipArchive::new(std::fs::File::open(w)?)?;
+        for i in 0..ar.len() {
+            let mut m = ar.by_index_raw(i)?;
+            if m.compression() == zip::CompressionMethod::Deflated {
+                let mut raw = Vec::new();
+                m.read_to_end(&mut raw)?;
+                let mut content = Vec::new();
+                flate2::read::DeflateDecoder::new(&raw[..]).read_to_end(&mut content)?;
+                members.push((raw, content));
+            }
+        }
+    }
+    let count = members.len();
+    members.sort_by_key(|m| std::cmp::Reverse(m.1.len()));
+    let mut shares: Vec<Share> = (0..cores)
+        .map(|_| Share {
+            raws: Vec::new(),
+            content: Vec::new(),
+            buf: vec![1; 1 << 20],
+            out: Vec::new(),
+            level,
+        })
+        .collect();
+    for (raw, content) in members {
+        if let Some(s) = shares.iter_mut().min_by_key(|s| s.content.len()) {
+            s.raws.push(raw);
+            s.content.extend_from_slice(&content);
+        }
+    }
+    for s in &mut shares {
+        s.out = vec![1; zstd::zstd_safe::compress_bound(s.content.len())];
+    }
+    let mut best: Option<(f64, [f64; 3])> = None;
+    for _ in 0..ROUNDS {
+        let t = Instant::now();
+        let phases = std::thread::scope(|scope| {
+            let threads: Vec<_> = shares
+                .iter_mut()
+                .map(|s| scope.spawn(move || s.run()))
+                .collect();
+            let mut sum = [0.0; 3];
+            for th in threads {
+                let p = th
+                    .join()
+                    .map_err(|_| anyhow::anyhow!("a thread panicked"))??;
+                for (a, b) in sum.iter_mut().zip(p) {
+                    *a += b;
+                }
+            }
+            Ok::<_, anyhow::Error>(sum)
+        })?;
+        let wall = t.elapsed().as_secs_f64();
+        if best.is_none_or(|(b, _)| wall < b) {
+            best = Some((wall, phases));
+        }
+    }
+    let (wall, [inflate, hash, zstd]) = best.ok_or_else(|| anyhow::anyhow!("no rounds"))?;
+    let bytes: usize = shares.iter().map(|s| s.content.len()).sum();
+    eprintln!(
+        "{count} members, {bytes} bytes, zstd level {level}, {cores} threads: {wall:.2} s; \
+         thread seconds: inflate {inflate:.2}, zstd {zstd:.2}, sha256 {hash:.2}"
+    );
+    println!("{wall:.3}");
+    Ok(())
+}
