@@ -5,10 +5,10 @@
 # `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed first) +
 # `tar --sort=name` + `pigz -p$(nproc) -6` (issue 5's peer, for every ratio in the first column)
 # and the same with `zstd -T0 -3` (for reference), interleaved in the same run. LEVELS adds
-# ocibuild runs at other levels (`zstd:1`, `gzip:9`, ...) to each round. Each round also measures
-# examples/wheel_floor.rs for every zstd level run: the time the work no zstd wheel layer can
-# skip (inflate, the sha256s, libzstd) would take spread perfectly over the cores, a lower
-# bound for any implementation on this machine.
+# ocibuild runs at other levels (`zstd:1`, `gzip:9`, ...) to each round. Each round also runs
+# examples/wheel_floor.rs for every zstd level measured: the work no zstd wheel layer can skip
+# (reading and inflating the members, the sha256s, libzstd, writing the output), in memory and
+# split evenly over the cores, a lower bound for any implementation on this machine.
 # Needs PyPI once (uv, and the wheels).
 # Usage: bench/wheels.sh   (ROUNDS=3 JOBS=$(nproc) LEVELS="zstd:2 zstd:1")
 set -euo pipefail
@@ -66,7 +66,7 @@ for r in $(seq 1 "$ROUNDS"); do
   for l in $LEVELS; do t "ours-$l" "$r" - "$BIN" app.lock cache "$l" "$JOBS"; done
   for l in zstd:3 $LEVELS; do
     case $l in zstd:*)
-      f=$("$FLOOR" "${l#zstd:}" "$JOBS" whl/*.whl 2>> floor.log)
+      f=$("$FLOOR" "${l#zstd:}" "$JOBS" . whl/*.whl 2>> floor.log)
       printf 'floor-%s\t%s\t%s\t0\t0\t0\t0\t%s\n' "$l" "$r" "$f" "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv;;
     esac
   done
