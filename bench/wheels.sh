@@ -7,8 +7,8 @@
 # and the same with `zstd -T0 -3` (for reference), interleaved in the same run. LEVELS adds
 # ocibuild runs at other levels (`zstd:1`, `gzip:9`, ...) to each round. Each round also runs
 # examples/wheel_floor.rs for every zstd level measured: the work no zstd wheel layer can skip
-# (reading and inflating the members, the sha256s, libzstd, writing the output), in memory and
-# split evenly over the cores, a lower bound for any implementation on this machine.
+# (reading and inflating the members, the sha256s, libzstd, writing the output), with no framing
+# or pipeline, split evenly over the cores: a lower bound for any implementation on this machine.
 # Needs PyPI once (uv, and the wheels).
 # Usage: bench/wheels.sh   (ROUNDS=3 JOBS=$(nproc) LEVELS="zstd:2 zstd:1")
 set -euo pipefail
