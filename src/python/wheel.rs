@@ -192,9 +192,10 @@ pub fn build_wheel_layer(
         })?;
         // A small buffer: the zip reader seeks to each member at least twice (its local header,
         // then its data), and a seek empties the buffer, so a large one is refilled, mostly for
-        // nothing, each time (bench/wheels.sh's 121 MB of wheels, under strace: about 1.5 GB
-        // through read(2) with 256 KiB, 0.2 GB with 8 KiB, the sha256 pass included). Member
-        // data comes in the layer writer's 64 KiB reads, which bypass it.
+        // nothing, each time (bench/wheels.sh's 121 MB of wheels, under strace: 1.67 GB
+        // through read(2) with 256 KiB, 0.28 GB with 8 KiB, the sha256 pass included). Member
+        // data comes in reads larger than it (the splicer's 64 KiB, the tar writer's 256 KiB
+        // for stored members), which bypass it.
         let mut ar =
             zip::ZipArchive::new(BufReader::with_capacity(8 * 1024, f)).map_err(|source| {
                 WheelError::Zip {
