@@ -42,7 +42,22 @@ fn main() -> anyhow::Result<()> {
     };
     let fetcher = ocibuild::apt::HttpFetcher::offline()?;
     let start = Instant::now();
-    let layers = wheels::layers(&lock.wheels, &interp, &fetcher, &store, &opts, &Silent)?;
+    // As under recipes/bookworm-python.toml: scratch, the apt layer, no recipe layers.
+    let layout = wheels::WheelLayout {
+        overlap: ocibuild::recipe::Overlap::Error,
+        max_layer_size: ocibuild::recipe::DEFAULT_MAX_LAYER_SIZE,
+        other_layers: 1,
+    };
+    let layers = wheels::layers(
+        &lock.wheels,
+        &interp,
+        layout,
+        &fetcher,
+        &store,
+        &opts,
+        &Silent,
+    )?
+    .layers;
     let size: u64 = layers.iter().map(|l| l.layer.size).sum();
     let raw: u64 = layers.iter().map(|l| l.layer.uncompressed_size).sum();
     eprintln!(

@@ -72,6 +72,9 @@ pub struct Built {
     /// The target interpreter, when the recipe has `[python]` (set by the caller that prepared
     /// the system layers).
     pub interpreter: Option<crate::python::Interpreter>,
+    /// The wheels' shared paths and the shared libraries the base already has (set by the
+    /// same caller; empty without wheels).
+    pub wheels: crate::system::wheelset::WheelReport,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -227,6 +230,7 @@ pub fn build(
         },
         cached,
         interpreter: None,
+        wheels: Default::default(),
     })
 }
 
@@ -285,7 +289,7 @@ fn build_layer(
             threads,
         },
         &mut w,
-        &|n| reporter.layer_progress(n),
+        &|n| reporter.layer_progress(&l.name, n),
     )
     .map_err(lerr)?;
     let digest = w.commit(Some(stats.digest))?;

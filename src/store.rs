@@ -8,6 +8,8 @@
 //! layers/<key>.json      layer cache: hash of a layer's inputs → the layer it produced
 //! fingerprints/<fp>      stat fast path: hash of the inputs' host metadata → layer cache key
 //! locks/<key>.lock       advisory locks, so two builds of the same layer do the work once
+//! meta/<key>.json        facts derived from inputs, cached by a hash of those inputs (what a
+//!                        wheel installs, how a set of wheels shares paths)
 //! tmp/                   temporary files, renamed into place when complete
 //! ```
 //!
@@ -82,7 +84,14 @@ impl Store {
     /// Open (creating if needed) the store at `root`.
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         let root = root.into();
-        for sub in ["blobs/sha256", "layers", "fingerprints", "locks", "tmp"] {
+        for sub in [
+            "blobs/sha256",
+            "layers",
+            "fingerprints",
+            "locks",
+            "tmp",
+            "meta",
+        ] {
             fs::create_dir_all(root.join(sub))?;
         }
         Ok(Store { root })
@@ -220,6 +229,23 @@ impl Store {
     pub fn put_fingerprint(&self, fp: &Digest, key: &Digest) -> Result<(), StoreError> {
         let path = self.root.join("fingerprints").join(fp.hex());
         self.write_small(&path, key.to_string().as_bytes())
+    }
+
+    /// A fact cached under `key` ([`Store::put_meta`]), if present.
+    pub fn meta(&self, key: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
+        let path = self.root.join("meta").join(format!("{}.json", key.hex()));
+        match fs::read(&path) {
+            Ok(d) => Ok(Some(d)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Caches a fact derived from inputs under the hash of those inputs.
+    pub fn put_meta(&self, key: &Digest, data: &[u8]) -> Result<(), StoreError> {
+        let path = self.root.join("meta").join(format!("{}.json", key.hex()));
+        fs::create_dir_all(self.root.join("meta"))?;
+        self.write_small(&path, data)
     }
 
     fn write_small(&self, path: &Path, data: &[u8]) -> Result<(), StoreError> {

@@ -50,7 +50,8 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
 }
 
 /// What the comparison leaves out: bytecode, the installer's own marker files, RECORD (its
-/// rows differ by INSTALLER's hash, and uv writes it in install order), uv's `.lock` file.
+/// rows differ by INSTALLER's hash, and uv writes it in install order: compared row by row
+/// instead), uv's `.lock` file.
 fn comparable(path: &str) -> bool {
     !(path == ".lock"
         || path.ends_with(".pyc")
@@ -70,35 +71,8 @@ fn numpy_pillow_click_from_a_uv_pylock() {
     }
     let t = tempdir();
     let uv = uv(t.path());
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
-    fs::create_dir(t.path().join("keys")).unwrap();
-    fs::copy(
-        repo.join("keys/debian-bookworm.asc"),
-        t.path().join("keys/debian-bookworm.asc"),
-    )
-    .unwrap();
-    fs::write(t.path().join("req.in"), "numpy\npillow\nclick\n").unwrap();
-    run_ok(
-        Command::new(&uv)
-            .current_dir(t.path())
-            .args([
-                "pip",
-                "compile",
-                "req.in",
-                "--format",
-                "pylock.toml",
-                "-o",
-                "pylock.toml",
-            ])
-            .args(["--python-version", "3.11", "--python-platform"])
-            .arg(format!("{}-manylinux_2_36", machine()))
-            .arg("--quiet"),
-    );
-    let recipe = t.path().join("app.toml");
-    let text = fs::read_to_string(repo.join("bookworm-python.toml"))
-        .unwrap()
-        .replace("[python]\n", "[python]\nlock = \"pylock.toml\"\n");
-    fs::write(&recipe, text).unwrap();
+    uv_lock(&uv, t.path(), "numpy\npillow\nclick\n");
+    let recipe = bookworm_recipe(t.path());
     let cache = t.path().join("cache");
     let out = t.path().join("img");
     let o = run_ok(
@@ -137,9 +111,23 @@ fn numpy_pillow_click_from_a_uv_pylock() {
         stdout(&o)
     );
 
-    // The same wheels through `uv pip install --target`: file for file the same site-packages.
-    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
-    let wheels_dir = t.path().join("wheels");
+    same_as_uv_target(&uv, t.path(), &cache, &out, &v, 500);
+}
+
+/// `uv pip install --target` of the lock's wheels (from the store) against the image's wheel
+/// layers, unpacked: the same files with the same bytes (bytecode, installer markers aside),
+/// and the same RECORD rows in any order (INSTALLER's and RECORD's own aside). At least
+/// `min_files` are compared.
+fn same_as_uv_target(
+    uv: &Path,
+    dir: &Path,
+    cache: &Path,
+    out: &Path,
+    v: &serde_json::Value,
+    min_files: usize,
+) {
+    let lock = fs::read_to_string(dir.join("app.lock")).unwrap();
+    let wheels_dir = dir.join("wheels");
     fs::create_dir(&wheels_dir).unwrap();
     let mut wheel_paths = Vec::new();
     let parsed: toml::Value = toml::from_str(&lock).unwrap();
@@ -149,9 +137,9 @@ fn numpy_pillow_click_from_a_uv_pylock() {
         fs::copy(cache.join("blobs/sha256").join(sha), &file).unwrap();
         wheel_paths.push(file);
     }
-    let target = t.path().join("uv-target");
+    let target = dir.join("uv-target");
     run_ok(
-        Command::new(&uv)
+        Command::new(uv)
             .args([
                 "pip",
                 "install",
@@ -165,7 +153,7 @@ fn numpy_pillow_click_from_a_uv_pylock() {
             .arg(format!("{}-manylinux_2_36", machine()))
             .args(&wheel_paths),
     );
-    let unpacked = t.path().join("unpacked");
+    let unpacked = dir.join("unpacked");
     fs::create_dir(&unpacked).unwrap();
     for l in v["layers"].as_array().unwrap() {
         let name = l["name"].as_str().unwrap();
@@ -185,6 +173,29 @@ fn numpy_pillow_click_from_a_uv_pylock() {
         .into_iter()
         .filter(|(p, _)| !p.starts_with("bin/"))
         .collect();
+    // RECORD: the same rows, whatever their order.
+    let rows = |files: &BTreeMap<String, Vec<u8>>| -> BTreeMap<String, Vec<String>> {
+        files
+            .iter()
+            .filter(|(p, _)| p.ends_with(".dist-info/RECORD"))
+            .map(|(p, c)| {
+                let mut r: Vec<String> = String::from_utf8_lossy(c)
+                    .lines()
+                    // Scripts aside: uv writes them to `--target`'s bin/, we to the scheme's.
+                    .filter(|l| {
+                        let p = l.split(',').next().unwrap_or("");
+                        comparable(p) && !p.starts_with("../") && !p.starts_with("bin/")
+                    })
+                    .map(String::from)
+                    .collect();
+                r.sort();
+                (p.clone(), r)
+            })
+            .collect()
+    };
+    let (our_rows, their_rows) = (rows(&ours), rows(&theirs));
+    assert!(!our_rows.is_empty());
+    assert_eq!(our_rows, their_rows, "RECORD rows");
     let ours: BTreeMap<_, _> = ours.into_iter().filter(|(p, _)| comparable(p)).collect();
     let theirs: BTreeMap<_, _> = theirs.into_iter().filter(|(p, _)| comparable(p)).collect();
     let only_ours: Vec<_> = ours.keys().filter(|k| !theirs.contains_key(*k)).collect();
@@ -198,5 +209,92 @@ fn numpy_pillow_click_from_a_uv_pylock() {
         only_ours.is_empty() && only_theirs.is_empty() && differ.is_empty(),
         "only ocibuild: {only_ours:?}\nonly uv: {only_theirs:?}\ndiffer: {differ:?}"
     );
-    assert!(ours.len() > 500, "{} files compared", ours.len());
+    assert!(ours.len() >= min_files, "{} files compared", ours.len());
+}
+
+/// The bookworm python recipe, copied with its key into `dir`, installing `pylock.toml`.
+fn bookworm_recipe(dir: &Path) -> PathBuf {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    fs::create_dir(dir.join("keys")).unwrap();
+    fs::copy(
+        repo.join("keys/debian-bookworm.asc"),
+        dir.join("keys/debian-bookworm.asc"),
+    )
+    .unwrap();
+    let recipe = dir.join("app.toml");
+    let text = fs::read_to_string(repo.join("bookworm-python.toml"))
+        .unwrap()
+        .replace("[python]\n", "[python]\nlock = \"pylock.toml\"\n");
+    fs::write(&recipe, text).unwrap();
+    recipe
+}
+
+/// `uv pip compile` of `requirements` into `dir/pylock.toml`, for CPython 3.11 on glibc 2.36.
+fn uv_lock(uv: &Path, dir: &Path, requirements: &str) {
+    fs::write(dir.join("req.in"), requirements).unwrap();
+    run_ok(
+        Command::new(uv)
+            .current_dir(dir)
+            .args([
+                "pip",
+                "compile",
+                "req.in",
+                "--format",
+                "pylock.toml",
+                "-o",
+                "pylock.toml",
+            ])
+            .args(["--python-version", "3.11", "--python-platform"])
+            .arg(format!("{}-manylinux_2_36", machine()))
+            .arg("--quiet"),
+    );
+}
+
+/// Issue 16: three CUDA 12 wheels that each ship the same `nvidia/__init__.py` (as the eleven
+/// of a PyTorch lock do) build, import and load their library under podman, with no GPU.
+#[test]
+fn cuda_wheels_sharing_the_nvidia_namespace_file() {
+    if !common::online("installs nvidia-* CUDA 12 wheels from PyPI") || !require_tool("podman") {
+        return;
+    }
+    let t = tempdir();
+    let uv = uv(t.path());
+    uv_lock(
+        &uv,
+        t.path(),
+        "nvidia-cuda-runtime-cu12\nnvidia-nvjitlink-cu12\nnvidia-cufile-cu12\n",
+    );
+    let recipe = bookworm_recipe(t.path());
+    let cache = t.path().join("cache");
+    let out = t.path().join("img");
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", &cache)
+            .args(["build", "--json", "-o"])
+            .arg(&out)
+            .arg(&recipe),
+    );
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let shared = v["wheels"]["sharedFiles"].as_array().unwrap();
+    let init = shared
+        .iter()
+        .find(|s| s["path"] == "/usr/local/lib/python3.11/dist-packages/nvidia/__init__.py")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(init["wheels"].as_array().unwrap().len() >= 3, "{init}");
+    let o = podman_run(
+        &out,
+        "3.11",
+        &[
+            "python3",
+            "-c",
+            "import ctypes, os, nvidia.cuda_runtime as r; \
+             d = os.path.join(list(r.__path__)[0], 'lib'); \
+             lib = ctypes.CDLL(os.path.join(d, 'libcudart.so.12')); \
+             v = ctypes.c_int(); print('loaded', lib._name.rsplit('/', 1)[1], \
+             hasattr(lib, 'cudaRuntimeGetVersion'))",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o).trim(), "loaded libcudart.so.12 True");
+    same_as_uv_target(&uv, t.path(), &cache, &out, &v, 20);
 }

@@ -6,6 +6,8 @@
 #[path = "aptfix/mod.rs"]
 mod aptfix;
 mod common;
+#[path = "wheel_recipe/overlap.rs"]
+mod overlap;
 #[path = "wheelfix/mod.rs"]
 mod wheelfix;
 

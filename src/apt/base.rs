@@ -25,6 +25,22 @@ pub struct Base {
     pub pythons: BTreeMap<String, Option<String>>,
     /// glibc's version from a pre-2.34 `libc-2.NN.so` file name, when the base has one.
     pub libc_file_version: Option<(u32, u32)>,
+    /// Shared libraries by soname ([`soname`] of the file name) → (path, bytes): the regular
+    /// file, or the first symlink of that soname when no regular file has it.
+    pub libraries: BTreeMap<String, (String, u64)>,
+}
+
+/// The soname a shared library's file name stands for, as ldconfig names the links it makes:
+/// `libcublas.so.12.8.4.1` and `libcublas.so.12` → `libcublas.so.12`. `None` for anything else
+/// (`libfoo.so`, the development link, has no version and is not loaded at run time).
+pub fn soname(file_name: &str) -> Option<String> {
+    let (stem, version) = file_name.split_once(".so.")?;
+    let major = version.split('.').next()?;
+    let ok = stem.starts_with("lib")
+        && stem.len() > 3
+        && !major.is_empty()
+        && major.bytes().all(|b| b.is_ascii_digit());
+    ok.then(|| format!("{stem}.so.{major}"))
 }
 
 /// Whether `path` (normalized, relative) names a Python executable in a `bin/` directory.
@@ -64,6 +80,8 @@ pub fn scan_base<'a>(
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut pythons: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut libc_file_version = None;
+    // Path → (soname, bytes, regular file).
+    let mut libs: BTreeMap<String, (String, u64, bool)> = BTreeMap::new();
     for (name, reader) in layers {
         let err = |source: std::io::Error| AptError::Decompress {
             what: format!("base layer {name}"),
@@ -85,6 +103,7 @@ pub fn scan_base<'a>(
             if base == ".wh..wh..opq" {
                 files.retain(|p, _| !p.starts_with(&dir));
                 pythons.retain(|p, _| !p.starts_with(&dir));
+                libs.retain(|p, _| !p.starts_with(&dir));
                 if dir.is_empty() {
                     // An opaque root: the top-level symlinks of lower layers go too.
                     links.clear();
@@ -95,10 +114,25 @@ pub fn scan_base<'a>(
                 let victim = format!("{dir}{victim}");
                 files.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
                 pythons.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
+                libs.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
                 links.remove(&victim);
                 continue;
             }
             let etype = entry.header().entry_type();
+            if let Some(so) = soname(base) {
+                match etype {
+                    tar::EntryType::Regular | tar::EntryType::Continuous => {
+                        let size = entry.header().size().unwrap_or(0);
+                        libs.insert(path.clone(), (so, size, true));
+                    }
+                    tar::EntryType::Symlink => {
+                        libs.insert(path.clone(), (so, 0, false));
+                    }
+                    _ => {
+                        libs.remove(&path);
+                    }
+                }
+            }
             if is_python_path(&path) {
                 match etype {
                     tar::EntryType::Symlink => {
@@ -154,17 +188,48 @@ pub fn scan_base<'a>(
         installed.add_status(text, &format!("base /{path}"))?;
     }
     let usr_merge = UsrMerge::from_symlinks(links.iter().map(|(p, t)| (p.as_str(), t.as_str())));
+    let mut libraries: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    // Regular files first (in path order), then symlinks for sonames no file has.
+    for want_regular in [true, false] {
+        for (path, (so, size, regular)) in &libs {
+            if *regular == want_regular && !libraries.contains_key(so) {
+                libraries.insert(so.clone(), (path.clone(), *size));
+            }
+        }
+    }
     Ok(Base {
         installed,
         usr_merge,
         pythons,
         libc_file_version,
+        libraries,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sonames_from_file_names() {
+        assert_eq!(
+            soname("libcublas.so.12.8.4.1").as_deref(),
+            Some("libcublas.so.12")
+        );
+        assert_eq!(
+            soname("libcudart.so.12").as_deref(),
+            Some("libcudart.so.12")
+        );
+        for no in [
+            "libfoo.so",
+            "foo.so.1",
+            "lib.so.1",
+            "libx.so.abc",
+            "libx.so.",
+        ] {
+            assert_eq!(soname(no), None, "{no}");
+        }
+    }
 
     fn layer(entries: &[(&str, Option<&str>, Option<&str>)]) -> Vec<u8> {
         let mut b = tar::Builder::new(Vec::new());

@@ -16,6 +16,7 @@ use super::attest::{
 use crate::digest::Digest;
 use crate::image::annotations;
 use crate::json as cjson;
+use crate::python::plan::{group_name, is_wheel_layer, plan_layers, LayerLimits};
 
 pub const SPDX_MEDIA_TYPE: &str = "application/spdx+json";
 pub const CYCLONEDX_MEDIA_TYPE: &str = "application/vnd.cyclonedx+json";
@@ -185,22 +186,28 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             layers: named(PYTHON_LAYER),
         });
     }
-    // The wheel layers' grouping is a pure function of the locked wheels (names and sizes):
-    // plan it again to find each wheel's layer by name.
+    // The wheel layers' grouping is a pure function of the locked wheels (names and sizes) and
+    // of how many other layers the image has: plan it again to find each wheel's layer by
+    // name. (The size bound only ever refuses a plan, so it is not needed here.)
     let sizes: Vec<(&str, u64)> = lock
         .wheels
         .iter()
         .map(|w| (w.name.as_str(), w.size))
         .collect();
+    let wheel_layers = layers
+        .iter()
+        .filter(|l| !l.base && l.name.as_deref().is_some_and(is_wheel_layer))
+        .count();
+    let plan = LayerLimits::for_image(layers.len() - wheel_layers, u64::MAX)
+        .and_then(|limits| plan_layers(&sizes, &limits).ok())
+        .unwrap_or_default();
     let mut wheel_layer = vec![Vec::new(); lock.wheels.len()];
-    for group in
-        crate::python::plan::plan_layers(&sizes, &crate::python::plan::LayerLimits::default())
-    {
+    for group in plan {
         let names: Vec<&str> = group
             .iter()
             .map(|&i| lock.wheels[i].name.as_str())
             .collect();
-        let layer = named(&crate::python::plan::group_name(&names));
+        let layer = named(&group_name(&names));
         for &i in &group {
             wheel_layer[i] = layer.clone();
         }

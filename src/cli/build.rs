@@ -256,6 +256,7 @@ pub fn build_in_store(
     opts.lock_digest = crate::audit::attest::lock_digest(recipe_path)?;
     let mut built = build::build(recipe, base, &sys.layers, &opts, store, &bars)?;
     built.interpreter = sys.interpreter;
+    built.wheels = sys.wheel_report;
     Ok(built)
 }
 
@@ -355,6 +356,22 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 "size": d.size,
             })).collect::<Vec<_>>(),
             "referrersPush": attached,
+            "wheels": {
+                "sharedFiles": built.wheels.shared.iter().map(|(p, ws)| json!({
+                    "path": p, "wheels": ws,
+                })).collect::<Vec<_>>(),
+                "replacedFiles": built.wheels.replaced.iter().map(|(p, (w, others))| json!({
+                    "path": p, "installedBy": w, "leftOutBy": others,
+                })).collect::<Vec<_>>(),
+                "duplicateLibraries": built.wheels.duplicate_libraries.iter().map(|d| json!({
+                    "soname": d.soname,
+                    "basePath": d.base_path,
+                    "baseSize": d.base_size,
+                    "wheel": d.wheel,
+                    "wheelPath": d.wheel_path,
+                    "wastedBytes": d.wheel_size,
+                })).collect::<Vec<_>>(),
+            },
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -378,6 +395,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             );
         }
         if !cli.quiet {
+            report_wheels(&built.wheels);
             for (l, (name, cached)) in img.layers.iter().zip(&built.cached) {
                 println!(
                     "  layer {name}: {} ({} bytes{})",
@@ -412,6 +430,39 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the
+/// shared libraries that the base and a wheel both ship.
+fn report_wheels(r: &crate::system::wheelset::WheelReport) {
+    if !r.shared.is_empty() {
+        let wheels: std::collections::BTreeSet<&String> = r.shared.values().flatten().collect();
+        eprintln!(
+            "note: {} path(s) installed with the same content by several wheels ({}): kept once \
+             per layer",
+            r.shared.len(),
+            wheels.into_iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    for (path, (winner, others)) in &r.replaced {
+        eprintln!(
+            "note: {path}: installed from {winner} (overlap = \"last\"), left out of {}",
+            others.join(", ")
+        );
+    }
+    let wasted: u64 = r.duplicate_libraries.iter().map(|d| d.wheel_size).sum();
+    for d in &r.duplicate_libraries {
+        eprintln!(
+            "note: {} is in the base at {} and installed again by wheel {} at {} ({} bytes twice)",
+            d.soname, d.base_path, d.wheel, d.wheel_path, d.wheel_size
+        );
+    }
+    if r.duplicate_libraries.len() > 1 {
+        eprintln!(
+            "note: {} shared libraries of the base are shipped again by wheels: {wasted} bytes",
+            r.duplicate_libraries.len()
+        );
+    }
 }
 
 /// With --attach: push the SBOM and provenance artifacts after the image, and the referrers tag.

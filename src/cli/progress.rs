@@ -1,23 +1,33 @@
-//! Progress display: indicatif bars on a terminal, nothing otherwise.
+//! Progress display: indicatif bars on a terminal, nothing otherwise. Several layers build at
+//! once (the wheel layers side by side), so each has its own bar, by name.
 
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::Mutex;
 
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use crate::progress::Reporter;
 
 pub struct Bars {
     enabled: bool,
-    bar: Mutex<Option<ProgressBar>>,
+    multi: MultiProgress,
+    bars: Mutex<HashMap<String, ProgressBar>>,
 }
 
 impl Bars {
     /// Bars only when stderr is a terminal and not `--quiet`.
     pub fn new(quiet: bool) -> Self {
+        let enabled = !quiet && std::io::stderr().is_terminal();
+        let target = if enabled {
+            ProgressDrawTarget::stderr()
+        } else {
+            ProgressDrawTarget::hidden()
+        };
         Bars {
-            enabled: !quiet && std::io::stderr().is_terminal(),
-            bar: Mutex::new(None),
+            enabled,
+            multi: MultiProgress::with_draw_target(target),
+            bars: Mutex::new(HashMap::new()),
         }
     }
 }
@@ -27,31 +37,34 @@ impl Reporter for Bars {
         if !self.enabled {
             return;
         }
-        let bar = ProgressBar::new(total_bytes);
+        let bar = self.multi.add(ProgressBar::new(total_bytes));
         let style = ProgressStyle::with_template(
-            "{prefix:>12} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+            "{prefix:>24!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
         )
         .unwrap_or_else(|_| ProgressStyle::default_bar())
         .progress_chars("=> ");
         bar.set_style(style);
         bar.set_prefix(name.to_string());
-        if let Ok(mut slot) = self.bar.lock() {
-            *slot = Some(bar);
+        if let Ok(mut bars) = self.bars.lock() {
+            if let Some(old) = bars.insert(name.to_string(), bar) {
+                old.finish_and_clear();
+            }
         }
     }
 
-    fn layer_progress(&self, bytes: u64) {
-        if let Ok(slot) = self.bar.lock() {
-            if let Some(bar) = slot.as_ref() {
+    fn layer_progress(&self, name: &str, bytes: u64) {
+        if let Ok(bars) = self.bars.lock() {
+            if let Some(bar) = bars.get(name) {
                 bar.inc(bytes);
             }
         }
     }
 
-    fn layer_finished(&self, _name: &str, _cached: bool) {
-        if let Ok(mut slot) = self.bar.lock() {
-            if let Some(bar) = slot.take() {
+    fn layer_finished(&self, name: &str, _cached: bool) {
+        if let Ok(mut bars) = self.bars.lock() {
+            if let Some(bar) = bars.remove(name) {
                 bar.finish_and_clear();
+                self.multi.remove(&bar);
             }
         }
     }

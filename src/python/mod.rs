@@ -15,6 +15,7 @@ pub mod dist_info;
 pub mod index;
 pub mod interpreter;
 pub mod markers;
+pub mod overlap;
 pub mod plan;
 pub mod pylock;
 pub mod requirements;

@@ -20,12 +20,13 @@
 //! uid/gid 0. No bytecode is compiled, and signatures (`RECORD.jws`, `RECORD.p7s`) are not
 //! installed: they sign the RECORD that is rewritten.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
 
 use super::dist_info::{csv_field, entry_points, launcher, parse_record, shebang, wheel_field};
 use super::interpreter::Interpreter;
+use super::overlap::{InstalledFile, Listing};
 use super::tags::{escape_name, WheelFile};
 use crate::digest::{Digest, Hasher, HashingReader};
 use crate::json::JsonError;
@@ -97,12 +98,29 @@ pub enum WheelError {
         first: String,
         second: String,
     },
+    #[error(
+        "`/{}` is installed with different content by {} ({}) and by {} ({}): set \
+         `[python] overlap = \"last\"` to install the file of the wheel later in lock order",
+        .0.path, .0.first, .0.first_file, .0.second, .0.second_file
+    )]
+    ContentConflict(Box<ContentConflict>),
     #[error("{wheel}: entry_points.txt line {line}: {reason}")]
     EntryPoint {
         wheel: String,
         line: usize,
         reason: String,
     },
+}
+
+/// The details of [`WheelError::ContentConflict`]: the path, and each wheel with its file's
+/// sha256 and mode.
+#[derive(Debug)]
+pub struct ContentConflict {
+    pub path: String,
+    pub first: String,
+    pub first_file: String,
+    pub second: String,
+    pub second_file: String,
 }
 
 /// One wheel to install: a `.whl` file already checked against the lock's sha256 (checked
@@ -112,6 +130,9 @@ pub struct WheelInput {
     pub path: PathBuf,
     pub file: WheelFile,
     pub sha256: Digest,
+    /// Installed paths (layer paths) this wheel leaves out: another wheel's different file
+    /// wins there (`[python] overlap = "last"`, decided by [`super::overlap::resolve`]).
+    pub exclude: BTreeSet<String>,
 }
 
 /// Where an installed file's bytes come from.
@@ -136,6 +157,8 @@ struct Item {
     source: Source,
     mode: u32,
     size: u64,
+    /// The installed content's sha256 (RECORD's for zip members, computed for the rest).
+    sha256: Digest,
     wheel: usize,
 }
 
@@ -147,9 +170,9 @@ pub fn layer_key(
     interp: &Interpreter,
     opts: &LayerOptions,
 ) -> Result<Digest, WheelError> {
-    let mut ws: Vec<(&str, String)> = wheels
+    let mut ws: Vec<(&str, String, &BTreeSet<String>)> = wheels
         .iter()
-        .map(|w| (w.file.filename.as_str(), w.sha256.to_string()))
+        .map(|w| (w.file.filename.as_str(), w.sha256.to_string(), &w.exclude))
         .collect();
     ws.sort();
     let s = &interp.scheme;
@@ -159,7 +182,14 @@ pub fn layer_key(
         "contract": layer::CONTRACT_VERSION,
         "compression": opts.compression.describe(),
         "epoch": opts.epoch,
-        "wheels": ws.iter().map(|(f, d)| serde_json::json!({"filename": f, "sha256": d})).collect::<Vec<_>>(),
+        // `exclude` only where there is one, so layers without it keep their keys.
+        "wheels": ws.iter().map(|(f, d, x)| {
+            let mut w = serde_json::json!({"filename": f, "sha256": d});
+            if !x.is_empty() {
+                w["exclude"] = serde_json::json!(x);
+            }
+            w
+        }).collect::<Vec<_>>(),
         "executable": interp.executable,
         "scheme": {
             "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
@@ -172,12 +202,72 @@ pub fn layer_key(
     )?))
 }
 
+/// The key under which [`list_wheel`]'s result for this wheel and interpreter is cached: what
+/// the listing is a function of (the wheel's sha256, the executable and the scheme).
+pub fn listing_key(sha256: &Digest, interp: &Interpreter) -> Result<Digest, WheelError> {
+    let s = &interp.scheme;
+    let v = serde_json::json!({
+        "kind": "python-wheel-files",
+        "install": INSTALL_VERSION,
+        "sha256": sha256.to_string(),
+        "executable": interp.executable,
+        "scheme": {
+            "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
+            "headers": s.headers, "data": s.data,
+        },
+    });
+    Ok(Digest::of(&crate::json::to_canonical_vec(
+        "wheel listing key",
+        &v,
+    )?))
+}
+
+/// Every file `wheel` installs for `interp` (layer paths, content sha256, mode, size), as
+/// [`build_wheel_layer`] would write it: read from the zip's directory, WHEEL, RECORD and
+/// entry points, and its scripts. The wheel file itself was verified against the lock when
+/// it entered the store; [`build_wheel_layer`] checks it again before installing anything.
+pub fn list_wheel(wheel: &WheelInput, interp: &Interpreter) -> Result<Listing, WheelError> {
+    let f = fs_err::File::open(&wheel.path).map_err(|source| WheelError::Io {
+        path: wheel.path.clone(),
+        source,
+    })?;
+    let mut ar = zip::ZipArchive::new(BufReader::with_capacity(8 * 1024, f)).map_err(|source| {
+        WheelError::Zip {
+            wheel: wheel.file.filename.clone(),
+            source,
+        }
+    })?;
+    let items = plan_wheel(&mut ar, wheel, 0, interp, &BTreeSet::new())?;
+    Ok(Listing {
+        files: items
+            .into_iter()
+            .map(|(path, it)| InstalledFile {
+                path,
+                sha256: it.sha256,
+                mode: it.mode,
+                size: it.size,
+            })
+            .collect(),
+    })
+}
+
 /// Installs `wheels` into one layer (written to the store). On any error nothing is committed.
 pub fn build_wheel_layer(
     store: &Store,
     wheels: &[WheelInput],
     interp: &Interpreter,
     opts: &LayerOptions,
+) -> Result<CachedLayer, WheelError> {
+    build_wheel_layer_with(store, wheels, interp, opts, &|_| {})
+}
+
+/// [`build_wheel_layer`], reporting each chunk of installed bytes to `progress`.
+pub fn build_wheel_layer_with(
+    store: &Store,
+    wheels: &[WheelInput],
+    interp: &Interpreter,
+    opts: &LayerOptions,
+    progress: &dyn Fn(u64),
 ) -> Result<CachedLayer, WheelError> {
     let mut wheels: Vec<&WheelInput> = wheels.iter().collect();
     wheels.sort_by(|a, b| a.file.filename.cmp(&b.file.filename));
@@ -203,13 +293,20 @@ pub fn build_wheel_layer(
                     source,
                 }
             })?;
-        for (path, item) in plan_wheel(&mut ar, w, wi, interp)? {
+        for (path, item) in plan_wheel(&mut ar, w, wi, interp, &w.exclude)? {
             if let Some(prev) = items.get(&path) {
-                return Err(WheelError::Conflict {
+                // The same bytes and mode from several wheels: written once (the first
+                // wheel's, in file name order); every wheel's RECORD lists it.
+                if (prev.sha256, prev.mode) == (item.sha256, item.mode) {
+                    continue;
+                }
+                return Err(WheelError::ContentConflict(Box::new(ContentConflict {
                     path,
                     first: names[prev.wheel].clone(),
+                    first_file: format!("sha256 {}, mode {:o}", prev.sha256.hex(), prev.mode),
                     second: names[wi].clone(),
-                });
+                    second_file: format!("sha256 {}, mode {:o}", item.sha256.hex(), item.mode),
+                })));
             }
             items.insert(path, item);
         }
@@ -218,7 +315,7 @@ pub fn build_wheel_layer(
     let (entries, sources) = to_entries(&items, &wheels, &names)?;
     let mut failure: Option<WheelError> = None;
     let mut w = store.prehashed_blob_writer()?;
-    let written = layer::write_layer_with(&entries, opts, &mut w, &|_| {}, &mut |i, e, sink| {
+    let written = layer::write_layer_with(&entries, opts, &mut w, progress, &mut |i, e, sink| {
         stream(i, e, sink, &sources, &mut archives, &names, &mut failure)
     });
     let stats = match (written, failure) {
@@ -441,6 +538,7 @@ fn plan_wheel<R: Read + io::Seek>(
     w: &WheelInput,
     wi: usize,
     interp: &Interpreter,
+    exclude: &BTreeSet<String>,
 ) -> Result<BTreeMap<String, Item>, WheelError> {
     let wheel = w.file.filename.as_str();
     let fmt_err = |reason: String| WheelError::Format {
@@ -539,12 +637,15 @@ fn plan_wheel<R: Read + io::Seek>(
     let insert = |out: &mut BTreeMap<String, Item>,
                   rows: &mut Vec<(String, String, String)>,
                   path: String,
-                  item: Item,
-                  sha: Digest|
+                  item: Item|
      -> Result<(), WheelError> {
+        if exclude.contains(&path) {
+            // Another wheel's file is installed there: this wheel neither writes nor lists it.
+            return Ok(());
+        }
         rows.push((
             relative(site, &format!("/{path}")),
-            record_hash(&sha),
+            record_hash(&item.sha256),
             item.size.to_string(),
         ));
         if out.insert(path.clone(), item).is_some() {
@@ -636,9 +737,10 @@ fn plan_wheel<R: Read + io::Seek>(
                 size: content.len() as u64,
                 source: Source::Bytes(content),
                 mode: 0o755,
+                sha256: sha,
                 wheel: wi,
             };
-            insert(&mut out, &mut rows, path, item, sha)?;
+            insert(&mut out, &mut rows, path, item)?;
         } else {
             let item = Item {
                 source: Source::Zip {
@@ -651,9 +753,10 @@ fn plan_wheel<R: Read + io::Seek>(
                 },
                 mode: if *exec { 0o755 } else { 0o644 },
                 size: *size,
+                sha256,
                 wheel: wi,
             };
-            insert(&mut out, &mut rows, path, item, sha256)?;
+            insert(&mut out, &mut rows, path, item)?;
         }
     }
     // Launchers.
@@ -665,9 +768,10 @@ fn plan_wheel<R: Read + io::Seek>(
                 size: content.len() as u64,
                 source: Source::Bytes(content),
                 mode: 0o755,
+                sha256: sha,
                 wheel: wi,
             };
-            insert(&mut out, &mut rows, join(&s.scripts, &name), item, sha)?;
+            insert(&mut out, &mut rows, join(&s.scripts, &name), item)?;
         }
     }
     // INSTALLER, then RECORD.
@@ -677,6 +781,7 @@ fn plan_wheel<R: Read + io::Seek>(
         size: installer.len() as u64,
         source: Source::Bytes(installer),
         mode: 0o644,
+        sha256: sha,
         wheel: wi,
     };
     insert(
@@ -684,7 +789,6 @@ fn plan_wheel<R: Read + io::Seek>(
         &mut rows,
         join(site, &format!("{dist_info}/INSTALLER")),
         item,
-        sha,
     )?;
     let record_path = join(site, &record_name);
     rows.push((
@@ -702,6 +806,7 @@ fn plan_wheel<R: Read + io::Seek>(
         record_path,
         Item {
             size: bytes.len() as u64,
+            sha256: Digest::of(&bytes),
             source: Source::Bytes(bytes),
             mode: 0o644,
             wheel: wi,

@@ -9,7 +9,8 @@ use super::grammar::normalize_abs;
 use super::raw::{RawApt, RawAptSource, RawPython, RawPythonArchive};
 use super::validate::{backticked, resolve};
 use super::{
-    Apt, AptSource, Ctx, Platform, Python, PythonArchive, PythonPackages, PythonSource, RecipeError,
+    Apt, AptSource, Ctx, Overlap, Platform, Python, PythonArchive, PythonPackages, PythonSource,
+    RecipeError, DEFAULT_MAX_LAYER_SIZE,
 };
 use crate::digest::Digest;
 
@@ -255,11 +256,67 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
         }
     };
     let _ = span;
+    let overlap = match raw.overlap {
+        None => Overlap::Error,
+        Some(o) => match o.get_ref().as_str() {
+            "error" => Overlap::Error,
+            "last" => Overlap::Last,
+            other => {
+                return Err(ctx.err(
+                    o.span(),
+                    format!(
+                        "[python]: invalid overlap `{other}`: expected {}",
+                        backticked(&["error", "last"])
+                    ),
+                ))
+            }
+        },
+    };
+    let max_layer_size = match raw.max_layer_size {
+        None => DEFAULT_MAX_LAYER_SIZE,
+        Some(v) => byte_size(v.get_ref())
+            .map_err(|m| ctx.err(v.span(), format!("[python]: invalid max-layer-size: {m}")))?,
+    };
     Ok(Python {
         source,
         version,
         packages,
+        overlap,
+        max_layer_size,
     })
+}
+
+/// A size in bytes: an integer, or a string with a decimal (`KB`, `MB`, `GB`) or binary
+/// (`KiB`, `MiB`, `GiB`) unit. At least 1 MB, so a typo cannot split every wheel apart.
+fn byte_size(v: &toml::Value) -> std::result::Result<u64, String> {
+    let expected = "expected bytes as an integer or a string like \"5GB\" or \"512MiB\"";
+    let n = match v {
+        toml::Value::Integer(i) => u64::try_from(*i).map_err(|_| expected.to_string())?,
+        toml::Value::String(s) => {
+            let t = s.trim();
+            let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+            let (num, unit) = t.split_at(split);
+            let mult: u64 = match unit.trim() {
+                "" | "B" => 1,
+                "KB" => 1_000,
+                "MB" => 1_000_000,
+                "GB" => 1_000_000_000,
+                "KiB" => 1 << 10,
+                "MiB" => 1 << 20,
+                "GiB" => 1 << 30,
+                _ => return Err(format!("`{s}`: {expected}")),
+            };
+            num.parse::<u64>()
+                .ok()
+                .and_then(|n| n.checked_mul(mult))
+                .ok_or_else(|| format!("`{s}`: {expected}"))?
+        }
+        _ => return Err(expected.to_string()),
+    };
+    if n < 1_000_000 {
+        return Err(format!("{n} bytes is below the minimum of 1 MB"));
+    }
+    Ok(n)
 }
 
 fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<PythonArchive> {

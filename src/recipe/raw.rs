@@ -58,6 +58,8 @@ pub(super) struct RawPython {
     pub lock: Option<Spanned<String>>,
     pub requirements: Option<Spanned<String>>,
     pub index: Option<Spanned<String>>,
+    pub overlap: Option<Spanned<String>>,
+    pub max_layer_size: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]

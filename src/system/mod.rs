@@ -12,6 +12,7 @@
 pub mod apt;
 pub mod python;
 pub mod wheels;
+pub mod wheelset;
 
 use std::io::{self, Read};
 
@@ -59,6 +60,10 @@ pub enum SystemError {
     },
     #[error("python package `{package}`: {reason}")]
     Wheel { package: String, reason: String },
+    #[error("[python] wheels: {0}")]
+    WheelSet(#[source] crate::python::wheel::WheelError),
+    #[error("[python] wheels: {0}")]
+    WheelPlan(#[source] crate::python::plan::PlanError),
     #[error("wheel layer `{layer}`: {source}")]
     WheelLayer {
         layer: String,
@@ -251,6 +256,8 @@ pub struct System {
     pub wheels_resolved: Option<usize>,
     /// The wheels installed.
     pub wheels: Vec<crate::lock::LockedWheel>,
+    /// How the wheels share paths, and the shared libraries the base already has.
+    pub wheel_report: wheelset::WheelReport,
     /// Whether the lock changed (and should be saved).
     pub lock_changed: bool,
 }
@@ -276,6 +283,43 @@ pub fn scan_base(store: &Store, base: Option<&BaseImage>) -> Result<crate::apt::
     };
     let streams: Vec<_> = base_streams(store, base).collect::<Result<_, _>>()?;
     Ok(crate::apt::scan_base(streams)?)
+}
+
+/// The base's shared libraries by soname (see [`crate::apt::Base::libraries`]), for a build
+/// that reads nothing else from the base: cached under its layers' digests, so only the first
+/// build on a base pays for reading it. Empty for a shallow base, whose layers were never
+/// downloaded.
+fn base_libraries(
+    store: &Store,
+    base: Option<&BaseImage>,
+) -> Result<std::collections::BTreeMap<String, (String, u64)>, SystemError> {
+    let Some(b) = base else {
+        return Ok(Default::default());
+    };
+    if !b
+        .layers
+        .iter()
+        .all(|l| store.has_blob(&l.descriptor.digest))
+    {
+        return Ok(Default::default());
+    }
+    let v = serde_json::json!({
+        "kind": "base-libraries",
+        "version": 1,
+        "layers": b.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
+    });
+    let key = Digest::of(&crate::json::to_canonical_vec("base libraries key", &v)?);
+    if let Some(bytes) = store.meta(&key)? {
+        if let Ok(libs) = serde_json::from_slice(&bytes) {
+            return Ok(libs);
+        }
+    }
+    let libs = scan_base(store, base)?.libraries;
+    let bytes = serde_json::to_vec(&libs).map_err(|e| SystemError::Python {
+        problem: format!("caching the base's libraries: {e}"),
+    })?;
+    store.put_meta(&key, &bytes)?;
+    Ok(libs)
 }
 
 /// Builds the system layers and finds the interpreter. `lock` is updated in place when `[apt]`
@@ -357,9 +401,23 @@ pub fn prepare(
                 sys.lock_changed = true;
             }
             if opts.build_layers {
-                sys.layers.extend(wheels::layers(
-                    &wheels, &interp, fetcher, store, opts, reporter,
-                )?);
+                let layout = wheels::WheelLayout {
+                    overlap: py.overlap,
+                    max_layer_size: py.max_layer_size,
+                    other_layers: base.map_or(0, |b| b.layers.len())
+                        + sys.layers.len()
+                        + recipe.layers.len(),
+                };
+                let built =
+                    wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;
+                sys.layers.extend(built.layers);
+                let base_libraries = if needs_base_scan {
+                    scanned.libraries.clone()
+                } else {
+                    base_libraries(store, base)?
+                };
+                let dups = wheelset::duplicates(&built.set, &wheels, &base_libraries);
+                sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
             }
             sys.wheels = wheels;
         }

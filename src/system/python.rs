@@ -439,7 +439,7 @@ fn archive_layer(
             threads: opts.threads,
         },
         &mut w,
-        &|n| reporter.layer_progress(n),
+        &|n| reporter.layer_progress(&name, n),
     )?;
     w.commit(Some(stats.digest))?;
     let built = CachedLayer {

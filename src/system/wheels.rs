@@ -3,8 +3,10 @@
 //! store, and installed into layers (a big wheel alone, small ones grouped), each cached by its
 //! wheels' digests and the interpreter's scheme.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::wheelset::{self, WheelSet};
 use super::{fetch_verified, parallel_map, AptPin, Extra, SystemError, SystemOptions};
 use crate::apt::Fetcher;
 use crate::digest::Digest;
@@ -13,11 +15,11 @@ use crate::lock::{Lock, LockedPythonPackages, LockedWheel};
 use crate::progress::Reporter;
 use crate::python::index::{IndexClient, IndexFile};
 use crate::python::markers::{MarkerEnv, Version};
-use crate::python::plan::{group_name, plan_layers, LayerLimits};
+use crate::python::plan::{group_name, plan_layers, LayerLimits, PlanError};
 use crate::python::tags::{self, normalize_name, WheelFile};
-use crate::python::wheel::{build_wheel_layer, layer_key, WheelInput};
+use crate::python::wheel::{build_wheel_layer_with, layer_key, WheelInput};
 use crate::python::{pylock, requirements, Interpreter};
-use crate::recipe::PythonPackages;
+use crate::recipe::{Overlap, PythonPackages};
 use crate::store::Store;
 
 /// Parallel wheel downloads.
@@ -199,19 +201,51 @@ fn from_requirements(
     Ok(out)
 }
 
-/// Downloads the wheels the store lacks (verified, in parallel) and builds their layers, several
-/// at once: a layer's producer (inflating from the zips, RECORD and diff_id hashing, tar) is one
-/// thread, so building layers side by side keeps every core busy. The bytes do not depend on it.
+/// How the wheels are laid out in layers: the recipe's `[python] overlap` and
+/// `max-layer-size`, and how many other layers the image has (base, system, recipe).
+#[derive(Clone, Copy, Debug)]
+pub struct WheelLayout {
+    pub overlap: Overlap,
+    pub max_layer_size: u64,
+    pub other_layers: usize,
+}
+
+/// The wheel layers, and what the analysis of the set found.
+#[derive(Clone, Debug, Default)]
+pub struct WheelLayers {
+    pub layers: Vec<Extra>,
+    pub set: WheelSet,
+}
+
+/// Decides the shared paths of the whole set first ([`wheelset::analyze`]), then downloads the
+/// wheels the store lacks (verified, in parallel) and builds their layers, several at once: a
+/// layer's producer (inflating from the zips, RECORD and diff_id hashing, tar) is one thread,
+/// so building layers side by side keeps every core busy. The bytes do not depend on it.
 pub fn layers(
     wheels: &[LockedWheel],
     interp: &Interpreter,
+    layout: WheelLayout,
     fetcher: &dyn Fetcher,
     store: &Store,
     opts: &SystemOptions,
     reporter: &dyn Reporter,
-) -> Result<Vec<Extra>, SystemError> {
+) -> Result<WheelLayers, SystemError> {
     let sizes: Vec<(&str, u64)> = wheels.iter().map(|w| (w.name.as_str(), w.size)).collect();
-    let groups = plan_layers(&sizes, &LayerLimits::default());
+    let limits = LayerLimits::for_image(layout.other_layers, layout.max_layer_size).ok_or(
+        SystemError::WheelPlan(PlanError::NoRoom {
+            other: layout.other_layers,
+        }),
+    )?;
+    let groups = plan_layers(&sizes, &limits).map_err(SystemError::WheelPlan)?;
+    let set = wheelset::analyze(
+        wheels,
+        interp,
+        layout.overlap,
+        fetcher,
+        store,
+        opts.threads,
+        opts.no_cache,
+    )?;
     let side_by_side = opts.threads.min(groups.len()).max(1);
     let lopts = LayerOptions {
         epoch: opts.epoch,
@@ -223,9 +257,16 @@ pub fn layers(
     let total = |g: &Vec<usize>| -> u64 { g.iter().map(|&i| wheels[i].size).sum() };
     order.sort_by(|&a, &b| total(&groups[b]).cmp(&total(&groups[a])).then(a.cmp(&b)));
     let built = parallel_map(&order, side_by_side, |&gi| {
-        let members: Vec<&LockedWheel> = groups[gi].iter().map(|&i| &wheels[i]).collect();
+        let members: Vec<(&LockedWheel, &BTreeSet<String>)> = groups[gi]
+            .iter()
+            .map(|&i| (&wheels[i], &set.overlaps.excluded[i]))
+            .collect();
+        let group = Group {
+            members: &members,
+            installed: groups[gi].iter().map(|&i| set.installed_bytes[i]).sum(),
+        };
         group_layer(
-            &members,
+            &group,
             interp,
             fetcher,
             store,
@@ -238,12 +279,21 @@ pub fn layers(
     for (gi, r) in order.into_iter().zip(built) {
         out[gi] = Some(r?);
     }
-    Ok(out.into_iter().flatten().collect())
+    Ok(WheelLayers {
+        layers: out.into_iter().flatten().collect(),
+        set,
+    })
+}
+
+/// The wheels of one layer, each with the paths it leaves out, and the bytes they install.
+struct Group<'a> {
+    members: &'a [(&'a LockedWheel, &'a BTreeSet<String>)],
+    installed: u64,
 }
 
 /// One wheel layer: from the cache, or downloaded and built.
 fn group_layer(
-    members: &[&LockedWheel],
+    group: &Group<'_>,
     interp: &Interpreter,
     fetcher: &dyn Fetcher,
     store: &Store,
@@ -251,12 +301,18 @@ fn group_layer(
     no_cache: bool,
     reporter: &dyn Reporter,
 ) -> Result<Extra, SystemError> {
-    let name = group_name(&members.iter().map(|w| w.name.as_str()).collect::<Vec<_>>());
+    let members = group.members;
+    let name = group_name(
+        &members
+            .iter()
+            .map(|(w, _)| w.name.as_str())
+            .collect::<Vec<_>>(),
+    );
     let created_by = format!(
         "ocibuild wheels: {}",
         members
             .iter()
-            .map(|w| w.filename.as_str())
+            .map(|(w, _)| w.filename.as_str())
             .collect::<Vec<_>>()
             .join(" ")
     );
@@ -264,17 +320,23 @@ fn group_layer(
         members
             .iter()
             .zip(paths)
-            .map(|(w, path)| {
+            .map(|((w, exclude), path)| {
                 Ok(WheelInput {
                     path,
                     file: WheelFile::parse(&w.filename).map_err(|e| wheel_err(&w.name, e))?,
                     sha256: w.sha256,
+                    exclude: (*exclude).clone(),
                 })
             })
             .collect()
     };
     // The key needs only names and digests: the paths are placeholders until a miss.
-    let placeholders = inputs_of(members.iter().map(|w| store.blob_path(&w.sha256)).collect())?;
+    let placeholders = inputs_of(
+        members
+            .iter()
+            .map(|(w, _)| store.blob_path(&w.sha256))
+            .collect(),
+    )?;
     let layer_err = |source| SystemError::WheelLayer {
         layer: name.clone(),
         source,
@@ -284,14 +346,16 @@ fn group_layer(
         return Ok(hit);
     }
     let _guard = store.lock(&key.hex())?;
-    reporter.layer_started(&name, members.iter().map(|w| w.size).sum());
-    let paths = parallel_map(members, DOWNLOADS, |w| {
+    reporter.layer_started(&name, group.installed);
+    let paths = parallel_map(members, DOWNLOADS, |(w, _)| {
         fetch_verified(fetcher, store, &w.url, w.sha256, Some(w.size), &w.filename)
     })
     .into_iter()
     .collect::<Result<Vec<_>, _>>()?;
     let inputs = inputs_of(paths)?;
-    let built = build_wheel_layer(store, &inputs, interp, lopts).map_err(layer_err)?;
+    let progress = |n: u64| reporter.layer_progress(&name, n);
+    let built =
+        build_wheel_layer_with(store, &inputs, interp, lopts, &progress).map_err(layer_err)?;
     Ok(Extra::built(
         store, &key, built, name, created_by, reporter,
     )?)

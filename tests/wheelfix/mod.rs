@@ -54,7 +54,12 @@ pub fn make_wheel(
     }
     zw.finish().unwrap();
     let sha256 = Digest::of(&std::fs::read(&path).unwrap());
-    WheelInput { path, file, sha256 }
+    WheelInput {
+        path,
+        file,
+        sha256,
+        exclude: Default::default(),
+    }
 }
 
 /// Text-like bytes that deflate well but not trivially (several deflate blocks).

@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# A full PyTorch CUDA 12 image (issue 16): recipes/bookworm-python.toml + a uv pylock of
+# `torch==$TORCH` (about 4 GB of wheels: torch, triton and the nvidia-*-cu12 wheels, eleven of
+# which ship the same nvidia/__init__.py) + a small app layer. Measured in the same run,
+# interleaved, ROUNDS times:
+#   ours  `ocibuild build --no-cache --locked` from a store holding only the downloads (the
+#         .debs and wheels): every layer built, the wheel set analysed again
+#   peer  `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed first)
+#         + `tar --sort=name` + `pigz -p$(nproc) -6`
+# then, once: `import torch` and a small tensor computation under podman; the rebuild after an
+# app change (median of 5); and a push of the first image, then of the rebuild, to a local
+# docker-registry (what the second push uploads).
+# Needs PyPI once (uv, the wheels: ~4 GB, kept in bench/.data/torch) and the Debian archive.
+# Usage: bench/torch.sh   (ROUNDS=3 TORCH=2.9.1)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROUNDS=${ROUNDS:-3}
+TORCH=${TORCH:-2.9.1}
+JOBS=$(nproc)
+source bench/registry-lib.sh
+RUN=$PWD/bench/.data/torch
+mkdir -p "$RUN"
+cargo build --release -q
+OCB=$PWD/target/release/ocibuild
+[ -x "$RUN/venv/bin/uv" ] || { python3 -m venv "$RUN/venv"; "$RUN/venv/bin/pip" install -q uv; }
+UV=$RUN/venv/bin/uv
+export UV_CACHE_DIR=$RUN/uv-cache
+cd "$RUN"
+echo "torch==$TORCH" > req.in
+[ -f pylock.toml ] || "$UV" pip compile -q req.in --format pylock.toml -o pylock.toml \
+  --python-version 3.11 --python-platform x86_64-manylinux_2_36
+mkdir -p keys app && cp ../../../recipes/keys/debian-bookworm.asc keys/
+echo 'print("app v1")' > app/main.py
+sed 's/^\[python\]$/[python]\nlock = "pylock.toml"/' ../../../recipes/bookworm-python.toml > app.toml
+printf '\n[[layer]]\nname = "app"\nsrc = "app"\ndest = "/app"\n' >> app.toml
+# Downloads (and the lock) through a first build; then a store with only the downloads.
+export OCIBUILD_CACHE=$RUN/cache
+"$OCB" -q build app.toml -o first.oci > /dev/null
+rm -rf downloads && mkdir -p downloads/blobs/sha256 whl
+python3 - <<'PY'
+import tomllib, pathlib, os, shutil
+lock = tomllib.loads(pathlib.Path("app.lock").read_text())
+blobs = pathlib.Path("cache/blobs/sha256")
+for sec in ("deb", "wheel"):
+    for x in lock.get(sec, []):
+        h = x["sha256"].split(":")[1]
+        os.link(blobs / h, pathlib.Path("downloads/blobs/sha256") / h)
+        if sec == "wheel" and not (pathlib.Path("whl") / x["filename"]).exists():
+            os.link(blobs / h, pathlib.Path("whl") / x["filename"])
+print(len(lock["wheel"]), "wheels,", sum(x["size"] for x in lock["wheel"]), "bytes")
+PY
+"$UV" pip install -q --no-deps --target warm-uv --python-version 3.11 \
+  --python-platform x86_64-manylinux_2_36 whl/*.whl
+echo "installed by uv: $(du -sb warm-uv | cut -f1) bytes" >&2
+TAR="tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - -C target ."
+UVI="rm -rf target && $UV pip install -q --no-deps --target target --python-version 3.11 --python-platform x86_64-manylinux_2_36 whl/*.whl"
+printf 'name\tround\twall\tuser\tsys\trss_kib\tbytes\tload1\n' > results.tsv
+t() { # NAME ROUND BYTES-CMD CMD...
+  local n=$1 r=$2 b=$3; shift 3
+  /usr/bin/time -f '%e %U %S %M' -o time.txt "$@" > /dev/null 2> err.txt || { cat err.txt >&2; exit 1; }
+  printf '%s\t%s\t%s\t%s\t%s\n' "$n" "$r" "$(tr ' ' '\t' < time.txt)" "$(eval "$b")" \
+    "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv
+}
+layout_bytes() { find "$1/blobs" -type f -printf '%s\n' | awk '{s+=$1} END {print s}'; }
+for r in $(seq 1 "$ROUNDS"); do
+  rm -rf store img.oci && cp -al downloads store && mkdir -p store/tmp
+  OCIBUILD_CACHE=$RUN/store t ours "$r" "layout_bytes img.oci" \
+    "$OCB" -q build --no-cache --locked app.toml -o img.oci
+  t peer "$r" "stat -c %s peer.tar.gz" sh -c "$UVI && $TAR | pigz -p$JOBS -6 > peer.tar.gz"
+done
+# The image works: import torch, compute.
+if command -v podman > /dev/null; then
+  rm -rf /tmp/ocibuild-torch-img && cp -a img.oci /tmp/ocibuild-torch-img
+  podman run --rm ${OCIBUILD_PODMAN_ARGS:---runtime runc --network none --ulimit nofile=1024:1024 --ulimit nproc=1000:1000} \
+    oci:/tmp/ocibuild-torch-img:3.11 python3 -c \
+    "import torch; a = torch.arange(12.0).reshape(3, 4); print('torch', torch.__version__, float((a @ a.T).trace()), torch.cuda.is_available())" \
+    | tee podman.txt
+fi
+# Rebuild after an app change (layer cache warm from the last round's store).
+export OCIBUILD_CACHE=$RUN/store
+for i in 1 2 3 4 5; do
+  echo "print(\"app v$((i + 1))\")" > app/main.py
+  /usr/bin/time -f '%e' -a -o rebuild.txt "$OCB" -q build --locked app.toml -o img.oci > /dev/null
+done
+# Push the image, change the app, rebuild, push again: what does the second push send?
+start_registry "$RUN/registry"
+"$OCB" -q build --locked app.toml -o img.oci > /dev/null
+printf '[[registry]]\nname = "%s"\ninsecure-http = true\n' "$addr" > registries.toml
+"$OCB" --registries registries.toml push img.oci "$addr/bench/torch:1" > push1.txt
+echo 'print("app v9")' > app/main.py
+"$OCB" --registries registries.toml build --locked --json app.toml -o img.oci \
+  --push "$addr/bench/torch:2" > push2.json
+python3 - results.tsv <<'PY'
+import csv, json, statistics as st, sys
+rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
+by = {}
+for r in rows: by.setdefault(r["name"], []).append(r)
+m = lambda n, f: st.median(float(r[f]) for r in by[n])
+print(f"rounds: {len(by['ours'])}; load1 during: {', '.join(r['load1'] for r in rows)}")
+for n in ("ours", "peer"):
+    print(f"{n}: wall {m(n, 'wall'):.2f} s (runs {', '.join(r['wall'] for r in by[n])}), "
+          f"user {m(n, 'user'):.1f} s, sys {m(n, 'sys'):.1f} s, peak RSS {m(n, 'rss_kib') / 1024:.0f} MiB, "
+          f"{m(n, 'bytes') / 1e9:.3f} GB")
+print(f"ours / peer: wall {m('ours', 'wall') / m('peer', 'wall'):.3f}x (target <= 0.15x), "
+      f"size {m('ours', 'bytes') / m('peer', 'bytes'):.4f}x (target <= 1.01x)")
+rb = sorted(float(x) for x in open("rebuild.txt").read().split())
+print(f"rebuild after an app change: median {st.median(rb) * 1000:.0f} ms (runs {rb})")
+p = json.load(open("push2.json"))["push"]
+sent = [b for b in p["blobs"] if b["result"].startswith("uploaded")]
+app = json.load(open("push2.json"))
+names = {l["digest"]: l["name"] for l in app["layers"]}
+names[app["config"]] = "config"
+print(f"second push: {len(sent)} blobs uploaded, {p['uploaded_bytes']} bytes: "
+      + ", ".join(f"{names.get(b['digest'], b['digest'])} {b['size']}" for b in sent)
+      + f"; then the manifest ({app['manifestSize']} bytes)")
+PY

@@ -1,0 +1,255 @@
+//! The wheels of one image as a set, decided before any wheel layer is built: what each wheel
+//! installs (its listing, cached per wheel and interpreter), how they share paths
+//! ([`crate::python::overlap`]), and which shared libraries they ship (to find the ones the base
+//! image already has). The whole analysis is cached under the set's inputs, so a rebuild with
+//! nothing changed reads one small file and no wheel.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use super::{fetch_verified, parallel_map, SystemError};
+use crate::apt::Fetcher;
+use crate::digest::Digest;
+use crate::lock::LockedWheel;
+use crate::python::overlap::{self, Listing, Overlaps};
+use crate::python::tags::WheelFile;
+use crate::python::wheel::{list_wheel, listing_key, WheelInput};
+use crate::python::Interpreter;
+use crate::recipe::Overlap;
+use crate::store::Store;
+
+/// Bump when what is cached here changes shape or meaning.
+const ANALYSIS_VERSION: u32 = 1;
+
+/// A shared library a wheel installs (a file whose name is a soname, see
+/// [`crate::apt::base::soname`]).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WheelLibrary {
+    /// Index of the wheel in lock order.
+    pub wheel: usize,
+    pub soname: String,
+    /// The installed path (layer path, no leading `/`).
+    pub path: String,
+    pub size: u64,
+}
+
+/// What [`analyze`] found for the image's wheels (indices in lock order).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WheelSet {
+    pub overlaps: Overlaps,
+    pub libraries: Vec<WheelLibrary>,
+    /// Per wheel: the bytes of the files it installs (what a layer's progress counts).
+    pub installed_bytes: Vec<u64>,
+}
+
+fn wheel_err(package: &str, reason: impl std::fmt::Display) -> SystemError {
+    SystemError::Wheel {
+        package: package.to_string(),
+        reason: reason.to_string(),
+    }
+}
+
+fn input(w: &LockedWheel, store: &Store) -> Result<WheelInput, SystemError> {
+    Ok(WheelInput {
+        path: store.blob_path(&w.sha256),
+        file: WheelFile::parse(&w.filename).map_err(|e| wheel_err(&w.name, e))?,
+        sha256: w.sha256,
+        exclude: BTreeSet::new(),
+    })
+}
+
+/// The cache key of the analysis: the wheels (in lock order), the interpreter's install
+/// scheme and executable, and the overlap policy.
+fn set_key(
+    wheels: &[LockedWheel],
+    interp: &Interpreter,
+    policy: Overlap,
+) -> Result<Digest, SystemError> {
+    let s = &interp.scheme;
+    let v = serde_json::json!({
+        "kind": "python-wheel-set",
+        "version": ANALYSIS_VERSION,
+        "overlap": format!("{policy:?}"),
+        "executable": interp.executable,
+        "scheme": {
+            "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
+            "headers": s.headers, "data": s.data,
+        },
+        "wheels": wheels.iter().map(|w| serde_json::json!({
+            "filename": w.filename, "sha256": w.sha256.to_string(),
+        })).collect::<Vec<_>>(),
+    });
+    Ok(Digest::of(&crate::json::to_canonical_vec(
+        "wheel set key",
+        &v,
+    )?))
+}
+
+/// What `w` installs: from the store's cache, else read from the wheel (downloaded, verified,
+/// when the store lacks it) and cached.
+fn listing(
+    w: &LockedWheel,
+    interp: &Interpreter,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    no_cache: bool,
+) -> Result<Listing, SystemError> {
+    let layer_err = |source| SystemError::WheelLayer {
+        layer: format!("wheel-{}", w.name),
+        source,
+    };
+    let key = listing_key(&w.sha256, interp).map_err(layer_err)?;
+    if let Some(bytes) = store.meta(&key)?.filter(|_| !no_cache) {
+        if let Ok(l) = serde_json::from_slice::<Listing>(&bytes) {
+            return Ok(l);
+        }
+    }
+    fetch_verified(fetcher, store, &w.url, w.sha256, Some(w.size), &w.filename)?;
+    let l = list_wheel(&input(w, store)?, interp).map_err(layer_err)?;
+    let bytes = serde_json::to_vec(&l).map_err(|e| wheel_err(&w.name, e))?;
+    store.put_meta(&key, &bytes)?;
+    Ok(l)
+}
+
+/// Analyzes `wheels` (in lock order) for `interp`: see the module docs. A conflict that
+/// `policy` does not settle is an error, and nothing is built or cached. `no_cache` (a
+/// `--no-cache` build) reads every wheel again instead of the cached analysis.
+pub fn analyze(
+    wheels: &[LockedWheel],
+    interp: &Interpreter,
+    policy: Overlap,
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    threads: usize,
+    no_cache: bool,
+) -> Result<WheelSet, SystemError> {
+    let key = set_key(wheels, interp, policy)?;
+    if let Some(bytes) = store.meta(&key)?.filter(|_| !no_cache) {
+        if let Ok(set) = serde_json::from_slice::<WheelSet>(&bytes) {
+            if set.overlaps.excluded.len() == wheels.len()
+                && set.installed_bytes.len() == wheels.len()
+            {
+                return Ok(set);
+            }
+        }
+    }
+    let listings: Vec<Listing> = parallel_map(wheels, threads.max(4), |w| {
+        listing(w, interp, fetcher, store, no_cache)
+    })
+    .into_iter()
+    .collect::<Result<_, _>>()?;
+    let named: Vec<(&str, &Listing)> = wheels
+        .iter()
+        .zip(&listings)
+        .map(|(w, l)| (w.filename.as_str(), l))
+        .collect();
+    let overlaps = overlap::resolve(&named, policy).map_err(SystemError::WheelSet)?;
+    let mut libraries = Vec::new();
+    for (wi, l) in listings.iter().enumerate() {
+        for f in &l.files {
+            let name = f.path.rsplit('/').next().unwrap_or(&f.path);
+            if let Some(soname) = crate::apt::base::soname(name) {
+                libraries.push(WheelLibrary {
+                    wheel: wi,
+                    soname,
+                    path: f.path.clone(),
+                    size: f.size,
+                });
+            }
+        }
+    }
+    let set = WheelSet {
+        overlaps,
+        libraries,
+        installed_bytes: listings
+            .iter()
+            .map(|l| l.files.iter().map(|f| f.size).sum())
+            .collect(),
+    };
+    let bytes = serde_json::to_vec(&set).map_err(|e| SystemError::Python {
+        problem: format!("caching the wheel set: {e}"),
+    })?;
+    store.put_meta(&key, &bytes)?;
+    Ok(set)
+}
+
+/// A shared library that both the base image and a wheel ship.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct DuplicateLibrary {
+    pub soname: String,
+    /// Where the base has it (absolute path).
+    pub base_path: String,
+    /// Its bytes in the base (0 when the base has only a symlink of that name).
+    pub base_size: u64,
+    /// The wheel's project name.
+    pub wheel: String,
+    /// Where the wheel installs it (absolute path).
+    pub wheel_path: String,
+    /// The wheel's copy: the bytes the image carries twice.
+    pub wheel_size: u64,
+}
+
+/// The shared libraries of `set` that `base_libraries` (soname → (path, bytes), from the base's
+/// layers) already has: reported, never changed.
+pub fn duplicates(
+    set: &WheelSet,
+    wheels: &[LockedWheel],
+    base_libraries: &BTreeMap<String, (String, u64)>,
+) -> Vec<DuplicateLibrary> {
+    let mut out: Vec<DuplicateLibrary> = set
+        .libraries
+        .iter()
+        .filter_map(|l| {
+            let (base_path, base_size) = base_libraries.get(&l.soname)?;
+            Some(DuplicateLibrary {
+                soname: l.soname.clone(),
+                base_path: format!("/{base_path}"),
+                base_size: *base_size,
+                wheel: wheels.get(l.wheel)?.name.clone(),
+                wheel_path: format!("/{}", l.path),
+                wheel_size: l.size,
+            })
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.soname, &a.wheel_path).cmp(&(&b.soname, &b.wheel_path)));
+    out
+}
+
+/// What the wheel step found that the user should know of (reported; nothing is changed).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct WheelReport {
+    /// Paths several wheels install with the same bytes and mode → the wheels' names.
+    pub shared: BTreeMap<String, Vec<String>>,
+    /// Paths whose content differed, settled by `overlap = "last"` → (winner, the others).
+    pub replaced: BTreeMap<String, (String, Vec<String>)>,
+    /// Shared libraries both the base image and a wheel ship.
+    pub duplicate_libraries: Vec<DuplicateLibrary>,
+}
+
+impl WheelReport {
+    /// The report of `set` for `wheels` (lock order), paths made absolute.
+    pub fn new(set: &WheelSet, wheels: &[LockedWheel], duplicates: Vec<DuplicateLibrary>) -> Self {
+        let name = |i: &usize| wheels.get(*i).map_or_else(String::new, |w| w.name.clone());
+        WheelReport {
+            shared: set
+                .overlaps
+                .shared
+                .iter()
+                .map(|(p, ws)| (format!("/{p}"), ws.iter().map(name).collect()))
+                .collect(),
+            replaced: set
+                .overlaps
+                .replaced
+                .iter()
+                .map(|(p, (w, others))| {
+                    (
+                        format!("/{p}"),
+                        (name(w), others.iter().map(name).collect()),
+                    )
+                })
+                .collect(),
+            duplicate_libraries: duplicates,
+        }
+    }
+}

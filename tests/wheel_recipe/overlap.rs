@@ -1,0 +1,306 @@
+//! Paths that several wheels install, through the recipe (issue 16): the nvidia-*-cu12 case of
+//! one identical `nvidia/__init__.py` in three wheels, each big enough for a layer of its own;
+//! different content (refused, naming both wheels and sha256s); `overlap = "last"`; the layer
+//! size bound; and a shared library the base image already has.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use super::aptfix::{self, fixture, python_universe, Fixture};
+use super::common::{self, ocibuild, run, run_ok, stdout, tar_listing, tempdir};
+use super::no_tweak;
+use super::wheelfix::make_wheel;
+use serde_json::Value;
+
+const SITE: &str = "usr/local/lib/python3.12/dist-packages";
+
+/// Incompressible bytes: a 9 MiB library makes its wheel "big" (a layer of its own).
+fn noise(n: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect()
+}
+
+/// Three nvidia-* wheels, each with `nvidia/__init__.py` (the third's is `third_init`) and a
+/// 9 MiB `nvidia/<x>/lib/lib<x>.so.12`. Returns the pylock's path.
+fn project(dir: &Path, third_init: &[u8]) -> PathBuf {
+    let wd = dir.join("wheels");
+    fs::create_dir_all(&wd).unwrap();
+    let mut text = String::from(
+        "lock-version = \"1.0\"\ncreated-by = \"test\"\nrequires-python = \">=3.11\"\n",
+    );
+    for (i, x) in ["cudart", "nvrtc", "cufile"].iter().enumerate() {
+        let init: &[u8] = if i == 2 { third_init } else { b"" };
+        let lib = format!("nvidia/{x}/lib/lib{x}.so.12");
+        let body = noise(9 << 20, i as u64 + 7);
+        let w = make_wheel(
+            &wd,
+            &format!("nvidia_{x}-12.0-py3-none-any.whl"),
+            &[
+                ("nvidia/__init__.py", init, 0o644),
+                (lib.as_str(), &body, 0o755),
+                (
+                    &format!("nvidia_{x}-12.0.dist-info/METADATA"),
+                    format!("Name: nvidia-{x}\nVersion: 12.0\n").as_bytes(),
+                    0o644,
+                ),
+            ],
+            true,
+            &no_tweak,
+        );
+        let f = &w.file.filename;
+        let size = fs::metadata(&w.path).unwrap().len();
+        text.push_str(&format!(
+            "\n[[packages]]\nname = \"nvidia-{x}\"\nversion = \"12.0\"\nwheels = [{{ name = \"{f}\", path = \"wheels/{f}\", size = {size}, hashes = {{ sha256 = \"{}\" }} }}]\n",
+            w.sha256.hex()
+        ));
+    }
+    let p = dir.join("pylock.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+fn recipe(dir: &Path, f: &Fixture, base: Option<&str>, python_extra: &str) -> PathBuf {
+    let base = base
+        .map(|b| format!("[base]\nimage = \"{b}\"\n"))
+        .unwrap_or_default();
+    let text = format!(
+        "[image]\nname = \"example.com/nv\"\nplatform = \"linux/amd64\"\n{base}\n{}\n[apt]\npackages = [\"python3\"]\n\n[python]\nlock = \"pylock.toml\"\n{python_extra}\n",
+        aptfix::source_toml(f, &f.key),
+    );
+    let p = dir.join("app.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+fn layer_listing(out: &Path, v: &Value, name: &str) -> Vec<String> {
+    let l = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no layer {name} in {v:#}"));
+    let d = l["digest"].as_str().unwrap().trim_start_matches("sha256:");
+    tar_listing(&out.join("blobs/sha256").join(d))
+}
+
+fn build(recipe: &Path, out: &Path, cache: &Path) -> std::process::Output {
+    run(ocibuild()
+        .env("OCIBUILD_CACHE", cache)
+        .args(["build", "--json", "-o"])
+        .arg(out)
+        .arg(recipe))
+}
+
+#[test]
+fn one_namespace_file_from_three_wheels_in_separate_layers() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    project(t.path(), b"");
+    let r = recipe(t.path(), &f, None, "");
+    let out = t.path().join("img");
+    let o = build(&r, &out, &t.path().join("cache"));
+    common::assert_success(&o, "build");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let init = format!("f 0644 0:0 {SITE}/nvidia/__init__.py");
+    for x in ["cudart", "nvrtc", "cufile"] {
+        // Each wheel layer is a complete install of its wheel, the shared file included.
+        let listing = layer_listing(&out, &v, &format!("wheel-nvidia-{x}"));
+        assert!(listing.contains(&init), "{x}: {listing:?}");
+    }
+    let shared = &v["wheels"]["sharedFiles"];
+    assert_eq!(
+        shared,
+        &serde_json::json!([{
+            "path": format!("/{SITE}/nvidia/__init__.py"),
+            "wheels": ["nvidia-cudart", "nvidia-cufile", "nvidia-nvrtc"],
+        }]),
+        "{v:#}"
+    );
+    // A second build is all cache hits and reports the same.
+    let again = build(&r, &t.path().join("img2"), &t.path().join("cache"));
+    let w: Value = serde_json::from_str(&stdout(&again)).unwrap();
+    assert_eq!(w["manifest"], v["manifest"]);
+    assert_eq!(w["wheels"], v["wheels"]);
+    assert!(w["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|l| l["cached"] == true));
+}
+
+#[test]
+fn different_content_is_refused_unless_overlap_last() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    project(t.path(), b"# the cufile wheel's own\n");
+    let r = recipe(t.path(), &f, None, "");
+    let out = t.path().join("img");
+    let o = build(&r, &out, &t.path().join("cache"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    let line = err
+        .lines()
+        .find(|l| l.contains("installed with different content"))
+        .unwrap_or_else(|| panic!("{err}"));
+    for want in [
+        format!("`/{SITE}/nvidia/__init__.py`"),
+        "nvidia_cudart-12.0-py3-none-any.whl (sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855, mode 644)".to_string(),
+        "nvidia_cufile-12.0-py3-none-any.whl (sha256 ".to_string(),
+        "overlap = \"last\"".to_string(),
+    ] {
+        assert!(line.contains(&want), "{want}: {line}");
+    }
+    assert!(!out.exists(), "nothing written");
+
+    // Opted in: the last wheel in lock order (nvidia-nvrtc, by name) wins over the others.
+    let r = recipe(t.path(), &f, None, "overlap = \"last\"");
+    let o = build(&r, &out, &t.path().join("cache"));
+    common::assert_success(&o, "build with overlap = last");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(
+        v["wheels"]["replacedFiles"],
+        serde_json::json!([{
+            "path": format!("/{SITE}/nvidia/__init__.py"),
+            "installedBy": "nvidia-nvrtc",
+            "leftOutBy": ["nvidia-cudart", "nvidia-cufile"],
+        }])
+    );
+    let init = format!("f 0644 0:0 {SITE}/nvidia/__init__.py");
+    assert!(layer_listing(&out, &v, "wheel-nvidia-nvrtc").contains(&init));
+    for x in ["cudart", "cufile"] {
+        assert!(!layer_listing(&out, &v, &format!("wheel-nvidia-{x}")).contains(&init));
+    }
+}
+
+#[test]
+fn a_wheel_over_the_layer_size_bound_is_refused() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    project(t.path(), b"");
+    let r = recipe(t.path(), &f, None, "max-layer-size = \"5MB\"");
+    let out = t.path().join("img");
+    let o = build(&r, &out, &t.path().join("cache"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("[python] wheels: wheel `nvidia-cudart` is ")
+            && err.contains("bytes, over the wheel layer size bound of 5000000 bytes (`[python] max-layer-size`)"),
+        "{err}"
+    );
+    assert!(!out.exists(), "nothing written");
+    let r = recipe(t.path(), &f, None, "max-layer-size = \"5 parsecs\"");
+    let o = run(ocibuild().args(["build", "-o"]).arg(&out).arg(&r));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("[python]: invalid max-layer-size: `5 parsecs`"),
+        "{err}"
+    );
+}
+
+/// A base image (pushed to docker-registry) that ships `libcudart.so.12` under
+/// /usr/local/cuda, and a wheel that ships it again: reported, nothing changed.
+#[test]
+fn a_library_the_base_already_ships_is_reported() {
+    if !(common::require_tool("docker-registry") && common::require_tool("skopeo")) {
+        return;
+    }
+    let reg = common::registry::start_registry(None);
+    let addr = reg.addr.clone();
+    let t = tempdir();
+    // The base: one layer with the library (a real file) and its soname link.
+    let bdir = t.path().join("base");
+    fs::create_dir_all(bdir.join("root/usr/local/cuda/lib64")).unwrap();
+    fs::write(
+        bdir.join("root/usr/local/cuda/lib64/libcudart.so.12.8.90"),
+        noise(4096, 3),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink(
+        "libcudart.so.12.8.90",
+        bdir.join("root/usr/local/cuda/lib64/libcudart.so.12"),
+    )
+    .unwrap();
+    fs::write(
+        bdir.join("base.toml"),
+        "[image]\nname = \"localhost/cudabase\"\ntag = \"b\"\n[[layer]]\nname = \"cuda\"\nsrc = \"root\"\ndest = \"/\"\n",
+    )
+    .unwrap();
+    let layout = bdir.join("layout");
+    run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", t.path().join("cache"))
+            .arg("build")
+            .arg(bdir.join("base.toml"))
+            .arg("-o")
+            .arg(&layout),
+    );
+    run_ok(
+        std::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!(
+                "{}:{}",
+                common::registry::USER,
+                common::registry::PASS
+            ))
+            .arg(format!("oci:{}:b", layout.display()))
+            .arg(format!("docker://{addr}/cudabase:b")),
+    );
+    let registries = t.path().join("registries.toml");
+    fs::write(
+        &registries,
+        format!("[[registry]]\nname = \"{addr}\"\ninsecure-http = true\n"),
+    )
+    .unwrap();
+    let auth = common::registry::auth_file(t.path(), &addr, common::registry::PASS);
+
+    let f = fixture(&python_universe(), false);
+    project(t.path(), b"");
+    let r = recipe(t.path(), &f, Some(&format!("{addr}/cudabase:b")), "");
+    let out = t.path().join("img");
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", t.path().join("cache"))
+        .env("REGISTRY_AUTH_FILE", &auth)
+        .arg("--registries")
+        .arg(&registries)
+        .args(["build", "--json", "-o"])
+        .arg(&out)
+        .arg(&r));
+    common::assert_success(&o, "build on the CUDA-like base");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let dups = v["wheels"]["duplicateLibraries"].as_array().unwrap();
+    assert_eq!(dups.len(), 1, "{v:#}");
+    assert_eq!(dups[0]["soname"], "libcudart.so.12");
+    assert_eq!(
+        dups[0]["basePath"],
+        "/usr/local/cuda/lib64/libcudart.so.12.8.90"
+    );
+    assert_eq!(dups[0]["baseSize"], 4096);
+    assert_eq!(dups[0]["wheel"], "nvidia-cudart");
+    assert_eq!(
+        dups[0]["wheelPath"],
+        format!("/{SITE}/nvidia/cudart/lib/libcudart.so.12")
+    );
+    assert_eq!(dups[0]["wastedBytes"], 9 << 20);
+    // Without --json, a note says the same on stderr.
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", t.path().join("cache"))
+        .env("REGISTRY_AUTH_FILE", &auth)
+        .arg("--registries")
+        .arg(&registries)
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(&r));
+    common::assert_success(&o, "second build");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("note: libcudart.so.12 is in the base at /usr/local/cuda/lib64/libcudart.so.12.8.90 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 ({} bytes twice)", 9 << 20)),
+        "{err}"
+    );
+}
