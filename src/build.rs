@@ -42,6 +42,12 @@ pub enum BuildError {
         path: PathBuf,
         source: io::Error,
     },
+    #[error(
+        "the image would have {count} layers ({base} from the base), more than the {} an image \
+         may have (containerd's and Docker's overlay storage); merge some [[layer]]s",
+        image::MAX_LAYERS
+    )]
+    TooManyLayers { count: usize, base: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -100,6 +106,14 @@ pub fn build(
         .unwrap_or(0);
     let compression = recipe.image.compression;
     let threads = opts.threads.max(1);
+    let base_layers = base.map_or(0, |b| b.layers.len());
+    let count = base_layers + system.len() + recipe.layers.len();
+    if count > image::MAX_LAYERS {
+        return Err(BuildError::TooManyLayers {
+            count,
+            base: base_layers,
+        });
+    }
 
     // The base's layers first, byte for byte, as the store holds them.
     let mut layers: Vec<LayerRecord> = base.map(|b| b.layers.clone()).unwrap_or_default();

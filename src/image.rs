@@ -35,6 +35,10 @@ pub mod annotations {
     pub const LOCK_DIGEST: &str = "dev.ocibuild.lock.digest";
 }
 
+/// The most layers an image may have, base included: 127 is the depth Docker's aufs and
+/// overlay drivers enforced and that images keep to for containerd's overlay snapshotter, whose
+/// mount options must fit in one page; podman has refused images with hundreds of layers.
+pub const MAX_LAYERS: usize = 127;
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Platform {
     pub architecture: String,

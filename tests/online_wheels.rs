@@ -250,8 +250,10 @@ fn uv_lock(uv: &Path, dir: &Path, requirements: &str) {
     );
 }
 
-/// Issue 16: three CUDA 12 wheels that each ship the same `nvidia/__init__.py` (as the eleven
-/// of a PyTorch lock do) build, import and load their library under podman, with no GPU.
+/// Issue 16: three CUDA 12 wheels that each ship the same `nvidia/__init__.py` build, import and
+/// load their library under podman, with no GPU. Pinned to the versions `torch==2.9.1` locks:
+/// the 12.9 releases dropped the file (a PEP 420 namespace package), so unpinned they would
+/// not exercise the shared path at all.
 #[test]
 fn cuda_wheels_sharing_the_nvidia_namespace_file() {
     if !common::online("installs nvidia-* CUDA 12 wheels from PyPI") || !require_tool("podman") {
@@ -262,7 +264,7 @@ fn cuda_wheels_sharing_the_nvidia_namespace_file() {
     uv_lock(
         &uv,
         t.path(),
-        "nvidia-cuda-runtime-cu12\nnvidia-nvjitlink-cu12\nnvidia-cufile-cu12\n",
+        "nvidia-cuda-runtime-cu12==12.8.90\nnvidia-nvjitlink-cu12==12.8.93\nnvidia-cufile-cu12==1.13.1.3\n",
     );
     let recipe = bookworm_recipe(t.path());
     let cache = t.path().join("cache");

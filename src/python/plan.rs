@@ -18,8 +18,7 @@
 use super::tags::normalize_name;
 use crate::digest::Digest;
 
-/// The most layers an image may have, base included.
-pub const MAX_IMAGE_LAYERS: usize = 127;
+pub use crate::image::MAX_LAYERS as MAX_IMAGE_LAYERS;
 /// The most wheel layers, so the recipe's own layers keep room under [`MAX_IMAGE_LAYERS`].
 pub const MAX_WHEEL_LAYERS: usize = 64;
 

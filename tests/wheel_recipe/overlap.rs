@@ -304,3 +304,75 @@ fn a_library_the_base_already_ships_is_reported() {
         "{err}"
     );
 }
+
+/// 125 one-file [[layer]]s: with the apt layer, room for one wheel layer under the bound of 127.
+fn many_layers(dir: &Path, recipe: &Path, n: usize) {
+    let mut text = fs::read_to_string(recipe).unwrap();
+    for i in 0..n {
+        let d = dir.join(format!("l{i:03}"));
+        fs::create_dir_all(&d).unwrap();
+        fs::write(d.join("f"), format!("{i}\n")).unwrap();
+        text.push_str(&format!(
+            "\n[[layer]]\nname = \"l{i:03}\"\nsrc = \"l{i:03}\"\ndest = \"/l/{i:03}\"\n"
+        ));
+    }
+    fs::write(recipe, text).unwrap();
+}
+
+#[test]
+fn the_image_layer_bound_merges_wheel_layers_or_says_why_it_cannot() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    project(t.path(), b"");
+    let r = recipe(t.path(), &f, None, "");
+    many_layers(t.path(), &r, 125);
+    let out = t.path().join("img");
+    let o = build(&r, &out, &t.path().join("cache"));
+    common::assert_success(&o, "build with room for one wheel layer");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let layers = v["layers"].as_array().unwrap();
+    assert_eq!(layers.len(), 127);
+    let wheel_layers: Vec<&str> = layers
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .filter(|n| n.starts_with("wheel"))
+        .collect();
+    assert_eq!(wheel_layers, ["wheels-nvidia-cudart-and-2-more"]);
+    // The merged layer still has the shared file once.
+    let init = format!("f 0644 0:0 {SITE}/nvidia/__init__.py");
+    let listing = layer_listing(&out, &v, "wheels-nvidia-cudart-and-2-more");
+    assert_eq!(listing.iter().filter(|l| **l == init).count(), 1);
+
+    // Two 9 MiB wheels fit in 20 MB, three do not: the count cannot be met.
+    let text = fs::read_to_string(&r)
+        .unwrap()
+        .replace("[python]\n", "[python]\nmax-layer-size = \"20MB\"\n");
+    fs::write(&r, text).unwrap();
+    let out2 = t.path().join("img2");
+    let o = build(&r, &out2, &t.path().join("cache"));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("[python] wheels: the wheels need 2 layers, and merging any two more would pass the wheel layer size bound of 20000000 bytes (`[python] max-layer-size`); the image may have 1 wheel layers (at most 127 layers in all, base included)"),
+        "{err}"
+    );
+    assert!(!out2.exists());
+
+    // Without wheels, more than 127 layers is refused too.
+    let t = tempdir();
+    let r = t.path().join("plain.toml");
+    fs::write(&r, "[image]\nname = \"example.com/many\"\n").unwrap();
+    many_layers(t.path(), &r, 128);
+    let out = t.path().join("img");
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", t.path().join("cache"))
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(&r));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success() && err.contains("the image would have 128 layers (0 from the base), more than the 127 an image may have"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
