@@ -7,6 +7,9 @@ mod common;
 mod wheelfix;
 use wheelfix::{big_text, make_wheel};
 
+#[path = "wheels/overlap.rs"]
+mod overlap;
+
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -462,141 +465,6 @@ fn unsafe_member_paths_are_refused() {
             "{msg}"
         );
     }
-}
-
-/// nvidia-*-cu12 style: three wheels that each ship `nvidia/__init__.py` (empty).
-fn namespace_wheels(dir: &Path, third_init: &[u8]) -> Vec<WheelInput> {
-    ["nvidia_a", "nvidia_b", "nvidia_c"]
-        .iter()
-        .map(|n| {
-            let init: &[u8] = if *n == "nvidia_c" { third_init } else { b"" };
-            let own = format!("nvidia/{}/lib/lib{n}.so.12", &n[7..]);
-            make_wheel(
-                dir,
-                &format!("{n}-1-py3-none-any.whl"),
-                &[
-                    ("nvidia/__init__.py", init, 0o644),
-                    (own.as_str(), n.as_bytes(), 0o755),
-                ],
-                true,
-                &no_tweak,
-            )
-        })
-        .collect()
-}
-
-#[test]
-fn an_identical_file_from_three_wheels_is_written_once_and_in_every_record() {
-    let tmp = common::tempdir();
-    let store = Store::open(tmp.path().join("store")).unwrap();
-    let ws = namespace_wheels(tmp.path(), b"");
-    let layer = build_wheel_layer(&store, &ws, &interp(), &opts(Compression::None, 1)).unwrap();
-    let l = read_layer(&store, &layer);
-    let init = format!("{SITE}/nvidia/__init__.py");
-    assert_eq!(l[&init], (0o644, false, Vec::new()));
-    for n in ["a", "b", "c"] {
-        assert!(l.contains_key(&format!("{SITE}/nvidia/{n}/lib/libnvidia_{n}.so.12")));
-        let record = text(&l, &format!("{SITE}/nvidia_{n}-1.dist-info/RECORD"));
-        assert!(
-            record.contains(&format!(
-                "nvidia/__init__.py,{},0\n",
-                record_hash(&Digest::of(b""))
-            )),
-            "{record}"
-        );
-    }
-    // The tar has the path once (read_layer would have kept the last of two silently).
-    let mut ar = tar::Archive::new(store.open_blob(&layer.digest).unwrap());
-    let count = ar
-        .entries()
-        .unwrap()
-        .filter(|e| e.as_ref().unwrap().path_bytes().as_ref() == init.as_bytes())
-        .count();
-    assert_eq!(count, 1);
-    // Input order does not matter.
-    let mut rev = ws.clone();
-    rev.reverse();
-    let again = build_wheel_layer(&store, &rev, &interp(), &opts(Compression::None, 1)).unwrap();
-    assert_eq!(again.digest, layer.digest);
-}
-
-#[test]
-fn different_content_names_both_wheels_and_hashes_and_writes_nothing() {
-    let tmp = common::tempdir();
-    let store = Store::open(tmp.path().join("store")).unwrap();
-    let before = store_files(&store);
-    let ws = namespace_wheels(tmp.path(), b"# not empty\n");
-    let e = build_wheel_layer(&store, &ws, &interp(), &opts(Compression::None, 1)).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        format!(
-            "`/{SITE}/nvidia/__init__.py` is installed with different content by \
-             nvidia_a-1-py3-none-any.whl (sha256 {}, mode 644) and by nvidia_c-1-py3-none-any.whl \
-             (sha256 {}, mode 644): set `[python] overlap = \"last\"` to install the file of the \
-             wheel later in lock order",
-            Digest::of(b"").hex(),
-            Digest::of(b"# not empty\n").hex()
-        )
-    );
-    assert_eq!(store_files(&store), before, "nothing committed");
-}
-
-#[test]
-fn an_excluded_path_is_neither_written_nor_listed() {
-    let tmp = common::tempdir();
-    let store = Store::open(tmp.path().join("store")).unwrap();
-    let mut ws = namespace_wheels(tmp.path(), b"# not empty\n");
-    let init = format!("{SITE}/nvidia/__init__.py");
-    // What `overlap = "last"` decides: the later wheel (nvidia_c) wins; a and b leave it out.
-    for w in &mut ws[..2] {
-        w.exclude.insert(init.clone());
-    }
-    let layer = build_wheel_layer(&store, &ws, &interp(), &opts(Compression::None, 1)).unwrap();
-    let l = read_layer(&store, &layer);
-    assert_eq!(l[&init].2, b"# not empty\n");
-    let a = text(&l, &format!("{SITE}/nvidia_a-1.dist-info/RECORD"));
-    assert!(!a.contains("nvidia/__init__.py"), "{a}");
-    let c = text(&l, &format!("{SITE}/nvidia_c-1.dist-info/RECORD"));
-    assert!(c.contains("nvidia/__init__.py"), "{c}");
-    // The exclusion is part of the key: the same wheels without it are another layer.
-    let mut plain = ws.clone();
-    for w in &mut plain {
-        w.exclude.clear();
-    }
-    assert_ne!(
-        layer_key(&ws, &interp(), &opts(Compression::None, 1)).unwrap(),
-        layer_key(&plain, &interp(), &opts(Compression::None, 1)).unwrap()
-    );
-    // A wheel with nothing excluded keeps the key it had before exclusions existed.
-    assert_eq!(
-        layer_key(&ws[2..], &interp(), &opts(Compression::None, 1)).unwrap(),
-        layer_key(&plain[2..], &interp(), &opts(Compression::None, 1)).unwrap()
-    );
-}
-
-#[test]
-fn a_file_where_another_wheel_has_a_directory_conflicts() {
-    let tmp = common::tempdir();
-    let store = Store::open(tmp.path().join("store")).unwrap();
-    let a = make_wheel(
-        tmp.path(),
-        "alpha-1-py3-none-any.whl",
-        &[("shared", b"a file", 0o644)],
-        true,
-        &no_tweak,
-    );
-    let b = make_wheel(
-        tmp.path(),
-        "beta-1-py3-none-any.whl",
-        &[("shared/x.py", b"b", 0o644)],
-        true,
-        &no_tweak,
-    );
-    let e = build_wheel_layer(&store, &[b, a], &interp(), &opts(Compression::None, 1)).unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        format!("`/{SITE}/shared` is installed twice: by alpha-1-py3-none-any.whl (a file) and by beta-1-py3-none-any.whl (files beneath it)")
-    );
 }
 
 #[test]

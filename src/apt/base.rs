@@ -35,11 +35,10 @@ pub struct Base {
 /// (`libfoo.so`, the development link, has no version and is not loaded at run time).
 pub fn soname(file_name: &str) -> Option<String> {
     let (stem, version) = file_name.split_once(".so.")?;
+    let numeric = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+    // Every part numeric: `libstdc++.so.6.0.30-gdb.py` (a gdb script) is no library.
+    let ok = stem.starts_with("lib") && stem.len() > 3 && version.split('.').all(numeric);
     let major = version.split('.').next()?;
-    let ok = stem.starts_with("lib")
-        && stem.len() > 3
-        && !major.is_empty()
-        && major.bytes().all(|b| b.is_ascii_digit());
     ok.then(|| format!("{stem}.so.{major}"))
 }
 
@@ -80,8 +79,8 @@ pub fn scan_base<'a>(
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut pythons: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut libc_file_version = None;
-    // Path → (soname, bytes, regular file).
-    let mut libs: BTreeMap<String, (String, u64, bool)> = BTreeMap::new();
+    // Path → (soname, bytes, regular file, symlink or hard link target).
+    let mut libs: BTreeMap<String, (String, u64, bool, Option<String>)> = BTreeMap::new();
     for (name, reader) in layers {
         let err = |source: std::io::Error| AptError::Decompress {
             what: format!("base layer {name}"),
@@ -122,11 +121,22 @@ pub fn scan_base<'a>(
             if let Some(so) = soname(base) {
                 match etype {
                     tar::EntryType::Regular | tar::EntryType::Continuous => {
-                        let size = entry.header().size().unwrap_or(0);
-                        libs.insert(path.clone(), (so, size, true));
+                        libs.insert(path.clone(), (so, entry.size(), true, None));
                     }
-                    tar::EntryType::Symlink => {
-                        libs.insert(path.clone(), (so, 0, false));
+                    tar::EntryType::Symlink | tar::EntryType::Link => {
+                        let t = entry.link_name_bytes().map(|t| {
+                            let t = String::from_utf8_lossy(&t).into_owned();
+                            match (etype, t.starts_with('/'), path.rsplit_once('/')) {
+                                // A hard link names a path from the root; so does `/x`.
+                                (tar::EntryType::Link, _, _) | (_, true, _) => t
+                                    .trim_start_matches("./")
+                                    .trim_start_matches('/')
+                                    .to_string(),
+                                (_, false, Some((d, _))) => format!("{d}/{t}"),
+                                (_, false, None) => t,
+                            }
+                        });
+                        libs.insert(path.clone(), (so, 0, false, t));
                     }
                     _ => {
                         libs.remove(&path);
@@ -189,12 +199,22 @@ pub fn scan_base<'a>(
     }
     let usr_merge = UsrMerge::from_symlinks(links.iter().map(|(p, t)| (p.as_str(), t.as_str())));
     let mut libraries: BTreeMap<String, (String, u64)> = BTreeMap::new();
-    // Regular files first (in path order), then symlinks for sonames no file has.
+    // Regular files first (in path order), then links for sonames no file has, each with its
+    // target's path and size when the target is a regular file (`libcuda.so.1 ->
+    // libcuda.so.580.65.06` names another "soname" than its target's).
     for want_regular in [true, false] {
-        for (path, (so, size, regular)) in &libs {
-            if *regular == want_regular && !libraries.contains_key(so) {
-                libraries.insert(so.clone(), (path.clone(), *size));
+        for (path, (so, size, regular, target)) in &libs {
+            if *regular != want_regular || libraries.contains_key(so) {
+                continue;
             }
+            let resolved = target
+                .as_ref()
+                .and_then(|t| libs.get(t).map(|l| (t, l)))
+                .filter(|(_, l)| l.2);
+            match resolved {
+                Some((t, l)) => libraries.insert(so.clone(), (t.clone(), l.1)),
+                None => libraries.insert(so.clone(), (path.clone(), *size)),
+            };
         }
     }
     Ok(Base {

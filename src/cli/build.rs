@@ -363,14 +363,15 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 "replacedFiles": built.wheels.replaced.iter().map(|(p, (w, others))| json!({
                     "path": p, "installedBy": w, "leftOutBy": others,
                 })).collect::<Vec<_>>(),
-                "duplicateLibraries": built.wheels.duplicate_libraries.iter().map(|d| json!({
+                // null: the base's layers were never downloaded (a shallow base).
+                "duplicateLibraries": built.wheels.duplicate_libraries.as_ref().map(|ds| ds.iter().map(|d| json!({
                     "soname": d.soname,
                     "basePath": d.base_path,
                     "baseSize": d.base_size,
                     "wheel": d.wheel,
                     "wheelPath": d.wheel_path,
                     "wastedBytes": d.wheel_size,
-                })).collect::<Vec<_>>(),
+                })).collect::<Vec<_>>()),
             },
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -450,17 +451,18 @@ fn report_wheels(r: &crate::system::wheelset::WheelReport) {
             others.join(", ")
         );
     }
-    let wasted: u64 = r.duplicate_libraries.iter().map(|d| d.wheel_size).sum();
-    for d in &r.duplicate_libraries {
+    let dups = r.duplicate_libraries.as_deref().unwrap_or_default();
+    let wasted: u64 = dups.iter().map(|d| d.wheel_size).sum();
+    for d in dups {
         eprintln!(
             "note: {} is in the base at {} and installed again by wheel {} at {} ({} bytes twice)",
             d.soname, d.base_path, d.wheel, d.wheel_path, d.wheel_size
         );
     }
-    if r.duplicate_libraries.len() > 1 {
+    if dups.len() > 1 {
         eprintln!(
             "note: {} shared libraries of the base are shipped again by wheels: {wasted} bytes",
-            r.duplicate_libraries.len()
+            dups.len()
         );
     }
 }

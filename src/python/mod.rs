@@ -13,6 +13,7 @@
 
 pub mod dist_info;
 pub mod index;
+mod install;
 pub mod interpreter;
 pub mod markers;
 pub mod overlap;

@@ -18,7 +18,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
-use super::wheel::{ContentConflict, WheelError};
+use super::interpreter::Interpreter;
+use super::wheel::{ContentConflict, WheelError, WheelFileAt, INSTALL_VERSION};
 use crate::digest::Digest;
 use crate::recipe::Overlap;
 
@@ -48,6 +49,33 @@ pub struct Overlaps {
     pub replaced: BTreeMap<String, (usize, Vec<usize>)>,
 }
 
+impl Overlaps {
+    /// The same decisions with wheel `k` renamed `order[k]` (from sorted positions back to the
+    /// caller's).
+    pub fn reindexed(self, order: &[usize]) -> Overlaps {
+        let map = |k: usize| order.get(k).copied().unwrap_or(k);
+        let mut excluded = vec![BTreeSet::new(); self.excluded.len()];
+        for (k, x) in self.excluded.into_iter().enumerate() {
+            if let Some(slot) = excluded.get_mut(map(k)) {
+                *slot = x;
+            }
+        }
+        Overlaps {
+            excluded,
+            shared: self
+                .shared
+                .into_iter()
+                .map(|(p, ws)| (p, ws.into_iter().map(map).collect()))
+                .collect(),
+            replaced: self
+                .replaced
+                .into_iter()
+                .map(|(p, (w, others))| (p, (map(w), others.into_iter().map(map).collect())))
+                .collect(),
+        }
+    }
+}
+
 /// Decides every shared path of `wheels` (in lock order: `(wheel file name, listing)`).
 pub fn resolve(wheels: &[(&str, &Listing)], policy: Overlap) -> Result<Overlaps, WheelError> {
     let mut by_path: BTreeMap<&str, Vec<(usize, &InstalledFile)>> = BTreeMap::new();
@@ -62,10 +90,10 @@ pub fn resolve(wheels: &[(&str, &Listing)], policy: Overlap) -> Result<Overlaps,
         while let Some(i) = cur.rfind('/') {
             cur = &cur[..i];
             if let Some(file) = by_path.get(cur) {
-                return Err(WheelError::Conflict {
+                return Err(WheelError::FileOverDirectory {
                     path: cur.to_string(),
-                    first: format!("{} (a file)", wheels[file[0].0].0),
-                    second: format!("{} (files beneath it)", wheels[owners[0].0].0),
+                    file_wheel: wheels[file[0].0].0.to_string(),
+                    dir_wheel: wheels[owners[0].0].0.to_string(),
                 });
             }
         }
@@ -87,10 +115,8 @@ pub fn resolve(wheels: &[(&str, &Listing)], policy: Overlap) -> Result<Overlaps,
             (Some((other_wheel, other)), Overlap::Error) => {
                 return Err(WheelError::ContentConflict(Box::new(ContentConflict {
                     path: path.to_string(),
-                    first: wheels[first_wheel].0.to_string(),
-                    first_file: describe(first),
-                    second: wheels[*other_wheel].0.to_string(),
-                    second_file: describe(other),
+                    first: at(wheels[first_wheel].0, first),
+                    second: at(wheels[*other_wheel].0, other),
                 })));
             }
             (Some(_), Overlap::Last) => {
@@ -107,8 +133,33 @@ pub fn resolve(wheels: &[(&str, &Listing)], policy: Overlap) -> Result<Overlaps,
     Ok(out)
 }
 
-fn describe(f: &InstalledFile) -> String {
-    format!("sha256 {}, mode {:o}", f.sha256.hex(), f.mode)
+fn at(wheel: &str, f: &InstalledFile) -> WheelFileAt {
+    WheelFileAt {
+        wheel: wheel.to_string(),
+        sha256: f.sha256,
+        mode: f.mode,
+    }
+}
+
+/// The key under which [`super::wheel::list_wheel`]'s result for this wheel and interpreter
+/// is cached: what the listing is a function of (the install rules' version, the wheel's
+/// sha256, the executable and the scheme).
+pub fn listing_key(sha256: &Digest, interp: &Interpreter) -> Result<Digest, WheelError> {
+    let s = &interp.scheme;
+    let v = serde_json::json!({
+        "kind": "python-wheel-files",
+        "install": INSTALL_VERSION,
+        "sha256": sha256.to_string(),
+        "executable": interp.executable,
+        "scheme": {
+            "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
+            "headers": s.headers, "data": s.data,
+        },
+    });
+    Ok(Digest::of(&crate::json::to_canonical_vec(
+        "wheel listing key",
+        &v,
+    )?))
 }
 
 #[cfg(test)]
@@ -152,6 +203,15 @@ mod tests {
                 .to_string();
             assert!(e.contains("a.whl") && e.contains("b.whl") && e.contains("/s/p/x.py"));
             assert!(e.contains(&Digest::of(b"1").hex()), "{e}");
+            let theirs = if std::ptr::eq(other, &b) { b"2" } else { b"1" };
+            assert!(
+                e.contains(&format!(
+                    "(sha256 {}, mode {:o})",
+                    Digest::of(theirs).hex(),
+                    other.files[0].mode
+                )),
+                "{e}"
+            );
         }
         let o = resolve(
             &[("a.whl", &a), ("b.whl", &b), ("c.whl", &c)],
@@ -171,9 +231,10 @@ mod tests {
             let e = resolve(&[("a.whl", &a), ("b.whl", &b)], policy)
                 .unwrap_err()
                 .to_string();
-            assert!(
-                e.contains("/s/p") && e.contains("a.whl (a file)") && e.contains("b.whl"),
-                "{e}"
+            assert_eq!(
+                e,
+                "`/s/p` is a file in a.whl and a directory in b.whl (which installs files \
+                 beneath it): no install order gives both"
             );
         }
     }

@@ -82,6 +82,16 @@ pub enum PlanError {
         limit: u64,
     },
     #[error(
+        "the {count} small wheels that share a layer with `{first}` hold {size} bytes, over the \
+         wheel layer size bound of {limit} bytes (`[python] max-layer-size`)"
+    )]
+    SmallGroupTooBig {
+        first: String,
+        count: usize,
+        size: u64,
+        limit: u64,
+    },
+    #[error(
         "the image's other layers already number {other} (base, system and recipe layers), \
          which leaves no room for wheel layers under the bound of {MAX_IMAGE_LAYERS}"
     )]
@@ -131,27 +141,19 @@ pub fn plan_layers(
             small[(b % n_small as u64) as usize].push(i);
         }
     }
-    // A small group over the size bound (hundreds of small wheels) is split by name, evenly.
+    // A group of small wheels over the size bound (hundreds of them, or a tiny bound) is
+    // refused rather than split, so that the bound never changes a plan that succeeds.
     for g in small.into_iter().filter(|g| !g.is_empty()) {
         let sum: u64 = g.iter().map(|&i| wheels[i].1).sum();
-        let parts = sum.div_ceil(limits.max_layer_size).max(1) as usize;
-        if parts == 1 {
-            groups.push(g);
-            continue;
+        if sum > limits.max_layer_size {
+            return Err(PlanError::SmallGroupTooBig {
+                first: wheels[g[0]].0.to_string(),
+                count: g.len(),
+                size: sum,
+                limit: limits.max_layer_size,
+            });
         }
-        let mut g = g;
-        g.sort_by_key(|&i| normalize_name(wheels[i].0));
-        let mut cur: Vec<usize> = Vec::new();
-        let mut cur_size = 0u64;
-        for i in g {
-            if cur_size + wheels[i].1 > limits.max_layer_size && !cur.is_empty() {
-                groups.push(std::mem::take(&mut cur));
-                cur_size = 0;
-            }
-            cur_size += wheels[i].1;
-            cur.push(i);
-        }
-        groups.push(cur);
+        groups.push(g);
     }
     let key = |i: usize| (normalize_name(wheels[i].0), wheels[i].0.to_string(), i);
     let total = |g: &Vec<usize>| g.iter().map(|&i| wheels[i].1).sum::<u64>();
@@ -290,7 +292,7 @@ mod tests {
     }
 
     #[test]
-    fn a_small_group_over_the_size_bound_splits_by_name() {
+    fn a_small_group_over_the_size_bound_is_refused() {
         let w: Vec<(String, u64)> = (0..10).map(|i| (format!("p{i}"), 50)).collect();
         let w: Vec<(&str, u64)> = w.iter().map(|(n, s)| (n.as_str(), *s)).collect();
         let l = LayerLimits {
@@ -299,10 +301,23 @@ mod tests {
             max_layers: 64,
             max_layer_size: 200,
         };
-        let plan = plan_layers(&w, &l).unwrap();
-        assert_eq!(plan.len(), 3);
-        assert!(plan
-            .iter()
-            .all(|g| g.iter().map(|&i| w[i].1).sum::<u64>() <= 200));
+        let e = plan_layers(&w, &l).unwrap_err();
+        assert!(
+            matches!(
+                e,
+                PlanError::SmallGroupTooBig {
+                    count: 10,
+                    size: 500,
+                    limit: 200,
+                    ..
+                }
+            ),
+            "{e}"
+        );
+        let fits = LayerLimits {
+            max_layer_size: 500,
+            ..l
+        };
+        assert_eq!(plan_layers(&w, &fits).unwrap().len(), 1);
     }
 }

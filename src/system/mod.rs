@@ -60,15 +60,17 @@ pub enum SystemError {
     },
     #[error("python package `{package}`: {reason}")]
     Wheel { package: String, reason: String },
+    // No #[source] on these: the message already carries the cause, and the CLI prints the
+    // chain (`{:#}`), which would say it twice.
     #[error("[python] wheels: {0}")]
-    WheelSet(#[source] crate::python::wheel::WheelError),
+    WheelSet(crate::python::wheel::WheelError),
     #[error("[python] wheels: {0}")]
-    WheelPlan(#[source] crate::python::plan::PlanError),
-    #[error("wheel layer `{layer}`: {source}")]
+    WheelPlan(crate::python::plan::PlanError),
+    // `error`, not `source`: the message carries it (see WheelSet).
+    #[error("wheel layer `{layer}`: {error}")]
     WheelLayer {
         layer: String,
-        #[source]
-        source: crate::python::wheel::WheelError,
+        error: crate::python::wheel::WheelError,
     },
     #[error("{what}: fetching {url}: {reason}")]
     Fetch {
@@ -287,21 +289,22 @@ pub fn scan_base(store: &Store, base: Option<&BaseImage>) -> Result<crate::apt::
 
 /// The base's shared libraries by soname (see [`crate::apt::Base::libraries`]), for a build
 /// that reads nothing else from the base: cached under its layers' digests, so only the first
-/// build on a base pays for reading it. Empty for a shallow base, whose layers were never
+/// build on a base pays for reading it. `None` for a shallow base, whose layers were never
 /// downloaded.
+#[allow(clippy::type_complexity)]
 fn base_libraries(
     store: &Store,
     base: Option<&BaseImage>,
-) -> Result<std::collections::BTreeMap<String, (String, u64)>, SystemError> {
+) -> Result<Option<std::collections::BTreeMap<String, (String, u64)>>, SystemError> {
     let Some(b) = base else {
-        return Ok(Default::default());
+        return Ok(Some(Default::default()));
     };
     if !b
         .layers
         .iter()
         .all(|l| store.has_blob(&l.descriptor.digest))
     {
-        return Ok(Default::default());
+        return Ok(None);
     }
     let v = serde_json::json!({
         "kind": "base-libraries",
@@ -311,7 +314,7 @@ fn base_libraries(
     let key = Digest::of(&crate::json::to_canonical_vec("base libraries key", &v)?);
     if let Some(bytes) = store.meta(&key)? {
         if let Ok(libs) = serde_json::from_slice(&bytes) {
-            return Ok(libs);
+            return Ok(Some(libs));
         }
     }
     let libs = scan_base(store, base)?.libraries;
@@ -319,7 +322,7 @@ fn base_libraries(
         problem: format!("caching the base's libraries: {e}"),
     })?;
     store.put_meta(&key, &bytes)?;
-    Ok(libs)
+    Ok(Some(libs))
 }
 
 /// Builds the system layers and finds the interpreter. `lock` is updated in place when `[apt]`
@@ -411,12 +414,15 @@ pub fn prepare(
                 let built =
                     wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;
                 sys.layers.extend(built.layers);
-                let base_libraries = if needs_base_scan {
-                    scanned.libraries.clone()
+                let base_libraries = if needs_base_scan || base.is_none() {
+                    Some(scanned.libraries.clone())
+                } else if built.set.libraries.is_empty() {
+                    Some(Default::default()) // nothing to match: the base need not be read
                 } else {
                     base_libraries(store, base)?
                 };
-                let dups = wheelset::duplicates(&built.set, &wheels, &base_libraries);
+                let dups =
+                    base_libraries.map(|libs| wheelset::duplicates(&built.set, &wheels, &libs));
                 sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
             }
             sys.wheels = wheels;

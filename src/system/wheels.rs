@@ -230,6 +230,9 @@ pub fn layers(
     opts: &SystemOptions,
     reporter: &dyn Reporter,
 ) -> Result<WheelLayers, SystemError> {
+    if wheels.is_empty() {
+        return Ok(WheelLayers::default());
+    }
     let sizes: Vec<(&str, u64)> = wheels.iter().map(|w| (w.name.as_str(), w.size)).collect();
     let limits = LayerLimits::for_image(layout.other_layers, layout.max_layer_size).ok_or(
         SystemError::WheelPlan(PlanError::NoRoom {
@@ -337,9 +340,9 @@ fn group_layer(
             .map(|(w, _)| store.blob_path(&w.sha256))
             .collect(),
     )?;
-    let layer_err = |source| SystemError::WheelLayer {
+    let layer_err = |error| SystemError::WheelLayer {
         layer: name.clone(),
-        source,
+        error,
     };
     let key = layer_key(&placeholders, interp, lopts).map_err(layer_err)?;
     if let Some(hit) = Extra::from_cache(store, &key, no_cache, &name, &created_by, reporter)? {

@@ -12,9 +12,10 @@ use super::{fetch_verified, parallel_map, SystemError};
 use crate::apt::Fetcher;
 use crate::digest::Digest;
 use crate::lock::LockedWheel;
+use crate::python::overlap::listing_key;
 use crate::python::overlap::{self, Listing, Overlaps};
-use crate::python::tags::WheelFile;
-use crate::python::wheel::{list_wheel, listing_key, WheelInput};
+use crate::python::tags::{normalize_name, WheelFile};
+use crate::python::wheel::{list_wheel, WheelInput};
 use crate::python::Interpreter;
 use crate::recipe::Overlap;
 use crate::store::Store;
@@ -59,26 +60,27 @@ fn input(w: &LockedWheel, store: &Store) -> Result<WheelInput, SystemError> {
     })
 }
 
-/// The cache key of the analysis: the wheels (in lock order), the interpreter's install
-/// scheme and executable, and the overlap policy.
+/// The cache key of the analysis: each wheel's listing key (which covers the install rules'
+/// version, the wheel's sha256, the executable and the scheme), in the given order, and the
+/// overlap policy.
 fn set_key(
     wheels: &[LockedWheel],
     interp: &Interpreter,
     policy: Overlap,
 ) -> Result<Digest, SystemError> {
-    let s = &interp.scheme;
+    let keys = wheels
+        .iter()
+        .map(|w| {
+            listing_key(&w.sha256, interp)
+                .map(|k| k.to_string())
+                .map_err(|e| wheel_err(&w.name, e))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     let v = serde_json::json!({
         "kind": "python-wheel-set",
         "version": ANALYSIS_VERSION,
         "overlap": format!("{policy:?}"),
-        "executable": interp.executable,
-        "scheme": {
-            "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
-            "headers": s.headers, "data": s.data,
-        },
-        "wheels": wheels.iter().map(|w| serde_json::json!({
-            "filename": w.filename, "sha256": w.sha256.to_string(),
-        })).collect::<Vec<_>>(),
+        "listings": keys,
     });
     Ok(Digest::of(&crate::json::to_canonical_vec(
         "wheel set key",
@@ -95,10 +97,7 @@ fn listing(
     store: &Store,
     no_cache: bool,
 ) -> Result<Listing, SystemError> {
-    let layer_err = |source| SystemError::WheelLayer {
-        layer: format!("wheel-{}", w.name),
-        source,
-    };
+    let layer_err = |e| wheel_err(&w.name, e);
     let key = listing_key(&w.sha256, interp).map_err(layer_err)?;
     if let Some(bytes) = store.meta(&key)?.filter(|_| !no_cache) {
         if let Ok(l) = serde_json::from_slice::<Listing>(&bytes) {
@@ -139,12 +138,16 @@ pub fn analyze(
     })
     .into_iter()
     .collect::<Result<_, _>>()?;
-    let named: Vec<(&str, &Listing)> = wheels
+    // Lock order is by normalized name, whatever order the lock file lists them in (a
+    // hand-edited lock must not change which wheel `overlap = "last"` picks).
+    let mut order: Vec<usize> = (0..wheels.len()).collect();
+    order.sort_by_key(|&i| (normalize_name(&wheels[i].name), wheels[i].filename.clone()));
+    let named: Vec<(&str, &Listing)> = order
         .iter()
-        .zip(&listings)
-        .map(|(w, l)| (w.filename.as_str(), l))
+        .map(|&i| (wheels[i].filename.as_str(), &listings[i]))
         .collect();
-    let overlaps = overlap::resolve(&named, policy).map_err(SystemError::WheelSet)?;
+    let sorted = overlap::resolve(&named, policy).map_err(SystemError::WheelSet)?;
+    let overlaps = sorted.reindexed(&order);
     let mut libraries = Vec::new();
     for (wi, l) in listings.iter().enumerate() {
         for f in &l.files {
@@ -200,6 +203,13 @@ pub fn duplicates(
     let mut out: Vec<DuplicateLibrary> = set
         .libraries
         .iter()
+        .filter(|l| {
+            // A file the wheel leaves out (another wheel's copy wins) is not carried by it.
+            set.overlaps
+                .excluded
+                .get(l.wheel)
+                .is_some_and(|x| !x.contains(&l.path))
+        })
         .filter_map(|l| {
             let (base_path, base_size) = base_libraries.get(&l.soname)?;
             Some(DuplicateLibrary {
@@ -223,13 +233,18 @@ pub struct WheelReport {
     pub shared: BTreeMap<String, Vec<String>>,
     /// Paths whose content differed, settled by `overlap = "last"` → (winner, the others).
     pub replaced: BTreeMap<String, (String, Vec<String>)>,
-    /// Shared libraries both the base image and a wheel ship.
-    pub duplicate_libraries: Vec<DuplicateLibrary>,
+    /// Shared libraries both the base image and a wheel ship; `None` when the base's layers
+    /// were not read (a shallow base, never downloaded), so nothing can be said.
+    pub duplicate_libraries: Option<Vec<DuplicateLibrary>>,
 }
 
 impl WheelReport {
     /// The report of `set` for `wheels` (lock order), paths made absolute.
-    pub fn new(set: &WheelSet, wheels: &[LockedWheel], duplicates: Vec<DuplicateLibrary>) -> Self {
+    pub fn new(
+        set: &WheelSet,
+        wheels: &[LockedWheel],
+        duplicates: Option<Vec<DuplicateLibrary>>,
+    ) -> Self {
         let name = |i: &usize| wheels.get(*i).map_or_else(String::new, |w| w.name.clone());
         WheelReport {
             shared: set
