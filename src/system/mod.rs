@@ -60,16 +60,22 @@ pub enum SystemError {
     },
     #[error("python package `{package}`: {reason}")]
     Wheel { package: String, reason: String },
-    // No #[source] on these: the message already carries the cause, and the CLI prints the
-    // chain (`{:#}`), which would say it twice.
-    #[error("[python] wheels: {0}")]
-    WheelSet(crate::python::wheel::WheelError),
-    #[error("[python] wheels: {0}")]
-    WheelPlan(crate::python::plan::PlanError),
-    // `error`, not `source`: the message carries it (see WheelSet).
-    #[error("wheel layer `{layer}`: {error}")]
+    // These say only their own part and leave the cause to the chain, which the CLI prints
+    // (`{:#}`): a message that also embedded it would say it twice.
+    #[error("[python] wheels")]
+    WheelSet(#[source] crate::python::wheel::WheelError),
+    #[error("[python] wheels")]
+    WheelPlan(#[source] crate::python::plan::PlanError),
+    #[error("python package `{package}`")]
+    WheelListing {
+        package: String,
+        #[source]
+        error: crate::python::wheel::WheelError,
+    },
+    #[error("wheel layer `{layer}`")]
     WheelLayer {
         layer: String,
+        #[source]
         error: crate::python::wheel::WheelError,
     },
     #[error("{what}: fetching {url}: {reason}")]

@@ -97,7 +97,10 @@ fn listing(
     store: &Store,
     no_cache: bool,
 ) -> Result<Listing, SystemError> {
-    let layer_err = |e| wheel_err(&w.name, e);
+    let layer_err = |error| SystemError::WheelListing {
+        package: w.name.clone(),
+        error,
+    };
     let key = listing_key(&w.sha256, interp).map_err(layer_err)?;
     if let Some(bytes) = store.meta(&key)?.filter(|_| !no_cache) {
         if let Ok(l) = serde_json::from_slice::<Listing>(&bytes) {
