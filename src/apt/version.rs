@@ -16,12 +16,18 @@ pub struct VersionError {
 
 /// A parsed Debian version. Equality and ordering follow dpkg, so `1.0` == `0:1.0` == `1.0-0`;
 /// [`Display`](fmt::Display) prints the string as it was given.
+///
+/// The upstream part and the revision are kept as offsets into the string as given, not as
+/// strings of their own: an index loads one `Version` per package (tens of thousands), and one
+/// allocation each instead of three is most of what a package costs in memory.
 #[derive(Clone, Debug)]
 pub struct Version {
-    original: String,
+    original: Box<str>,
     epoch: u32,
-    upstream: String,
-    revision: String,
+    /// `original[upstream_start..upstream_end]` is the upstream part; the revision, when there
+    /// is one, is everything after the `-` at `upstream_end`.
+    upstream_start: u32,
+    upstream_end: u32,
 }
 
 impl Version {
@@ -73,11 +79,18 @@ impl Version {
         if !revision.chars().all(ok_rev) {
             return Err(err("invalid character in the revision"));
         }
+        // `rest` is a suffix of `t`, and `upstream` a prefix of `rest`.
+        let start = t.len() - rest.len();
+        let end = start + upstream.len();
+        let (Ok(upstream_start), Ok(upstream_end)) = (u32::try_from(start), u32::try_from(end))
+        else {
+            return Err(err("version is too long"));
+        };
         Ok(Version {
-            original: t.to_string(),
+            original: t.into(),
             epoch,
-            upstream: upstream.to_string(),
-            revision: revision.to_string(),
+            upstream_start,
+            upstream_end,
         })
     }
 
@@ -85,11 +98,13 @@ impl Version {
         self.epoch
     }
     pub fn upstream(&self) -> &str {
-        &self.upstream
+        &self.original[self.upstream_start as usize..self.upstream_end as usize]
     }
     /// The Debian revision; empty when the version has none.
     pub fn revision(&self) -> &str {
-        &self.revision
+        self.original
+            .get(self.upstream_end as usize + 1..)
+            .unwrap_or("")
     }
     /// The version as written.
     pub fn as_str(&self) -> &str {
@@ -114,8 +129,8 @@ impl Ord for Version {
     fn cmp(&self, other: &Self) -> Ordering {
         self.epoch
             .cmp(&other.epoch)
-            .then_with(|| verrevcmp(&self.upstream, &other.upstream))
-            .then_with(|| verrevcmp(&self.revision, &other.revision))
+            .then_with(|| verrevcmp(self.upstream(), other.upstream()))
+            .then_with(|| verrevcmp(self.revision(), other.revision()))
     }
 }
 
