@@ -2,6 +2,7 @@
 //! dependency fields (`Depends`, `Pre-Depends`, `Provides`).
 
 use std::fmt;
+use std::io::{self, BufRead, Read};
 
 use super::version::{Constraint, Relation, Version, VersionError};
 
@@ -14,6 +15,9 @@ pub enum ControlError {
     NotAField { line: usize, text: String },
     #[error("line {line}: field `{field}` appears twice in one paragraph")]
     Duplicate { line: usize, field: String },
+    /// Only from a [`ParagraphReader`] ([`MAX_LINE`]).
+    #[error("line {line} is longer than {limit} bytes")]
+    LineTooLong { line: usize, limit: usize },
     #[error("dependency `{text}`: {reason}")]
     Dependency { text: String, reason: &'static str },
     #[error("dependency `{text}`: {source}")]
@@ -86,29 +90,107 @@ impl Paragraph {
 
 /// Parses a deb822 file into its paragraphs. Blank (or whitespace-only) lines separate
 /// paragraphs; lines starting with a space or tab continue the previous field; lines starting
-/// with `#` are comments.
+/// with `#` are comments. A `\r` before the line end is dropped.
 pub fn parse_paragraphs(text: &str) -> Result<Vec<Paragraph>, ControlError> {
+    let mut parser = Parser::new(Keep::All);
     let mut out = Vec::new();
-    let mut cur = Paragraph::default();
-    for (i, raw) in text.lines().enumerate() {
-        let line_no = i + 1;
-        let line = raw.strip_suffix('\r').unwrap_or(raw);
+    for raw in text.lines() {
+        if let Some(p) = parser.line(raw.strip_suffix('\r').unwrap_or(raw))? {
+            out.push(p);
+        }
+    }
+    out.extend(parser.finish());
+    Ok(out)
+}
+
+/// Which fields a paragraph keeps. Every field is still checked (syntax, duplicates), so
+/// what parses with [`Keep::All`] parses with [`Keep::Only`] and the other way round.
+#[derive(Clone, Copy, Debug)]
+pub enum Keep {
+    All,
+    /// Only these (case-insensitive): a Packages index is read for a few fields of each
+    /// paragraph, and its descriptions are most of its size.
+    Only(&'static [&'static str]),
+}
+
+impl Keep {
+    fn keeps(self, name: &str) -> bool {
+        match self {
+            Keep::All => true,
+            Keep::Only(names) => names.iter().any(|n| n.eq_ignore_ascii_case(name)),
+        }
+    }
+}
+
+/// The paragraph grammar, fed one line at a time (line end and its `\r` already removed):
+/// the one implementation behind [`parse_paragraphs`] and [`ParagraphReader`].
+struct Parser {
+    keep: Keep,
+    cur: Paragraph,
+    /// Every field name of the current paragraph, kept or not (the duplicate check):
+    /// `names[name_ends[i - 1]..name_ends[i]]`, one buffer so no paragraph allocates per field.
+    names: String,
+    name_ends: Vec<usize>,
+    /// Whether the last field was kept, i.e. where a continuation line goes.
+    last_kept: bool,
+    line_no: usize,
+}
+
+impl Parser {
+    fn new(keep: Keep) -> Parser {
+        Parser {
+            keep,
+            cur: Paragraph::default(),
+            names: String::new(),
+            name_ends: Vec::new(),
+            last_kept: false,
+            line_no: 0,
+        }
+    }
+
+    /// Whether the current paragraph has a field (kept or not): a paragraph of dropped fields
+    /// only is still a paragraph (a Packages entry without `Package` is an error, not nothing).
+    fn open(&self) -> bool {
+        !self.name_ends.is_empty()
+    }
+
+    fn has_name(&self, name: &str) -> bool {
+        let mut start = 0;
+        self.name_ends.iter().any(|&end| {
+            let seen = &self.names[start..end];
+            start = end;
+            seen.eq_ignore_ascii_case(name)
+        })
+    }
+
+    fn take(&mut self) -> Paragraph {
+        self.names.clear();
+        self.name_ends.clear();
+        self.last_kept = false;
+        std::mem::take(&mut self.cur)
+    }
+
+    /// One line; returns the paragraph this line ends, if any.
+    fn line(&mut self, line: &str) -> Result<Option<Paragraph>, ControlError> {
+        self.line_no += 1;
+        let line_no = self.line_no;
         if line.trim().is_empty() {
-            if !cur.is_empty() {
-                out.push(std::mem::take(&mut cur));
-            }
-            continue;
+            return Ok(self.open().then(|| self.take()));
         }
         if line.starts_with('#') {
-            continue;
+            return Ok(None);
         }
         if line.starts_with(' ') || line.starts_with('\t') {
-            let Some((_, v)) = cur.fields.last_mut() else {
+            if !self.open() {
                 return Err(ControlError::Continuation { line: line_no });
-            };
-            v.push('\n');
-            v.push_str(line.trim_end());
-            continue;
+            }
+            if self.last_kept {
+                if let Some((_, v)) = self.cur.fields.last_mut() {
+                    v.push('\n');
+                    v.push_str(line.trim_end());
+                }
+            }
+            return Ok(None);
         }
         let Some((name, value)) = line.split_once(':') else {
             return Err(ControlError::NotAField {
@@ -123,19 +205,139 @@ pub fn parse_paragraphs(text: &str) -> Result<Vec<Paragraph>, ControlError> {
                 text: line.to_string(),
             });
         }
-        if cur.get(name).is_some() {
+        if self.has_name(name) {
             return Err(ControlError::Duplicate {
                 line: line_no,
                 field: name.to_string(),
             });
         }
-        cur.fields
-            .push((name.to_string(), value.trim().to_string()));
+        self.names.push_str(name);
+        self.name_ends.push(self.names.len());
+        self.last_kept = self.keep.keeps(name);
+        if self.last_kept {
+            self.cur
+                .fields
+                .push((name.to_string(), value.trim().to_string()));
+        }
+        Ok(None)
     }
-    if !cur.is_empty() {
-        out.push(cur);
+
+    /// The end of the input: the last paragraph, if it had no blank line after it.
+    fn finish(&mut self) -> Option<Paragraph> {
+        self.open().then(|| self.take())
     }
-    Ok(out)
+}
+
+/// Longest line a [`ParagraphReader`] reads, line end included: what bounds the memory one
+/// paragraph can take, whatever the size of the file. The longest lines of the Debian archive's
+/// indices (the `Provides` of some Rust library packages) are a few hundred kilobytes.
+pub const MAX_LINE: usize = 16 << 20;
+
+/// Why a [`ParagraphReader`] stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error(transparent)]
+    Control(#[from] ControlError),
+    #[error("line {line} is not UTF-8")]
+    NotUtf8 { line: usize },
+    /// From the reader: for a decompressed stream, a decompression error.
+    #[error("reading line {line}")]
+    Io {
+        line: usize,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// Reads deb822 paragraphs one at a time from a stream, so that a large file (a Packages
+/// index) is never in memory whole: what it holds at a time is one line and one paragraph's
+/// kept fields. The same grammar as [`parse_paragraphs`]; the whole input must be UTF-8 (as a
+/// `&str` is), which line by line is the same check, `\n` never being part of a multi-byte
+/// character.
+pub struct ParagraphReader<R> {
+    input: R,
+    parser: Parser,
+    line: Vec<u8>,
+}
+
+impl<R: BufRead> ParagraphReader<R> {
+    pub fn new(input: R, keep: Keep) -> ParagraphReader<R> {
+        ParagraphReader {
+            input,
+            parser: Parser::new(keep),
+            line: Vec::new(),
+        }
+    }
+
+    /// The number of lines read so far.
+    pub fn line_no(&self) -> usize {
+        self.parser.line_no
+    }
+
+    /// Reads the next line into `self.line` (line end and `\r` removed, as `str::lines` and
+    /// [`parse_paragraphs`] remove them); `false` at the end of the input.
+    fn read_line(&mut self) -> Result<bool, ReadError> {
+        self.line.clear();
+        let line = self.parser.line_no + 1;
+        let n = (&mut self.input)
+            .take(MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut self.line)
+            .map_err(|source| ReadError::Io { line, source })?;
+        if n == 0 {
+            return Ok(false);
+        }
+        if self.line.len() > MAX_LINE {
+            return Err(ReadError::Control(ControlError::LineTooLong {
+                line,
+                limit: MAX_LINE,
+            }));
+        }
+        // `str::lines` drops `\n` and then a `\r` before it; `parse_paragraphs` drops one more
+        // `\r`. The same here, so both read a file alike.
+        if self.line.last() == Some(&b'\n') {
+            self.line.pop();
+            if self.line.last() == Some(&b'\r') {
+                self.line.pop();
+            }
+        }
+        if self.line.last() == Some(&b'\r') {
+            self.line.pop();
+        }
+        Ok(true)
+    }
+
+    /// The next paragraph, or `None` at the end of the input.
+    pub fn next_paragraph(&mut self) -> Result<Option<Paragraph>, ReadError> {
+        while self.read_line()? {
+            let line = std::str::from_utf8(&self.line).map_err(|_| ReadError::NotUtf8 {
+                line: self.parser.line_no + 1,
+            })?;
+            if let Some(p) = self.parser.line(line)? {
+                return Ok(Some(p));
+            }
+        }
+        Ok(self.parser.finish())
+    }
+
+    /// Reads the rest of the input checking only that it is UTF-8 (and readable), parsing
+    /// nothing: after a syntax error, whether a later line would have made the whole input
+    /// refused for another reason (as reading it whole first would have said).
+    pub fn check_rest(&mut self) -> Result<(), ReadError> {
+        while self.read_line()? {
+            self.parser.line_no += 1;
+            if std::str::from_utf8(&self.line).is_err() {
+                return Err(ReadError::NotUtf8 {
+                    line: self.parser.line_no,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// The underlying reader (to drain the rest of it).
+    pub fn get_mut(&mut self) -> &mut R {
+        &mut self.input
+    }
 }
 
 /// One alternative of a dependency: `name[:arch] [(REL version)] [[archs]] [<profiles>]`.
@@ -329,6 +531,129 @@ mod tests {
             parse_paragraphs("A: 1\na: 2\n"),
             Err(ControlError::Duplicate { line: 2, .. })
         ));
+    }
+
+    /// Every paragraph of `text` through a [`ParagraphReader`] reading `chunk` bytes at a time.
+    fn stream(text: &[u8], keep: Keep, chunk: usize) -> Result<Vec<Paragraph>, ReadError> {
+        let mut r = ParagraphReader::new(io::BufReader::with_capacity(chunk, text), keep);
+        let mut out = Vec::new();
+        while let Some(p) = r.next_paragraph()? {
+            out.push(p);
+        }
+        Ok(out)
+    }
+
+    /// Paragraph boundaries as Debian policy 5.1 and deb822(5) give them: paragraphs are
+    /// separated by empty lines (whitespace-only lines accepted, as the policy lets parsers
+    /// do), continuation lines start with a space or a tab. CRLF is not in the policy; it is
+    /// accepted as LF, as it always was here. The reader and `parse_paragraphs` agree on all
+    /// of it, whatever the read size (1 byte splits every line and every CRLF).
+    #[test]
+    fn reader_boundaries_match_parse_paragraphs() {
+        let cases: &[(&str, usize)] = &[
+            ("A: 1\nB: 2\n\nA: 3\n", 2),
+            // No newline at the end of the last line.
+            ("A: 1\n\nA: 2\n continued", 2),
+            ("A: 1", 1),
+            // Several blank lines between paragraphs, and before the first and after the last.
+            ("\n\nA: 1\n\n\n\nA: 2\n\n\n", 2),
+            // Whitespace-only separators.
+            ("A: 1\n \t \nA: 2\n\t\nA: 3\n", 3),
+            // Continuation lines, space and tab, and the ` .` empty line of a description.
+            ("A: 1\nD: short\n long\n .\n\tlast \nB: 2\n", 1),
+            // CRLF throughout, a CRLF blank line, and a lone CR at the very end.
+            ("A: 1\r\nD: x\r\n y\r\n\r\nA: 2\r", 2),
+            // Two CRs before LF: `lines` takes one, the parser the other.
+            ("A: 1\r\r\nB: 2\n", 1),
+            // Comments, between and inside paragraphs.
+            ("# c\nA: 1\n# c\n x\n\nA: 2\n", 2),
+            ("", 0),
+            ("\n \n", 0),
+        ];
+        for (text, n) in cases {
+            let whole = parse_paragraphs(text).unwrap();
+            assert_eq!(whole.len(), *n, "{text:?}");
+            for chunk in [1, 2, 3, 7, 1 << 16] {
+                let streamed = stream(text.as_bytes(), Keep::All, chunk).unwrap();
+                assert_eq!(streamed, whole, "{text:?} read {chunk} bytes at a time");
+            }
+        }
+        let ps = parse_paragraphs("A: 1\n\nA: 2\n continued").unwrap();
+        assert_eq!(ps[1].get("A"), Some("2\n continued"));
+        let ps = parse_paragraphs("A: 1\nD: short\n long\n .\n\tlast \nB: 2\n").unwrap();
+        assert_eq!(ps[0].get("D"), Some("short\n long\n .\n\tlast"));
+        let ps = parse_paragraphs("A: 1\r\nD: x\r\n y\r\n\r\nA: 2\r").unwrap();
+        assert_eq!((ps[0].get("D"), ps[1].get("A")), (Some("x\n y"), Some("2")));
+        // The errors, and their line numbers, are the same too.
+        for bad in [
+            " x\n",
+            "A: 1\nnot a field\n",
+            "A: 1\r\n\r\n x\r\n",
+            "A: 1\na: 2\n",
+        ] {
+            let whole = parse_paragraphs(bad).unwrap_err();
+            for chunk in [1, 1 << 16] {
+                match stream(bad.as_bytes(), Keep::All, chunk) {
+                    Err(ReadError::Control(e)) => assert_eq!(e, whole, "{bad:?}"),
+                    other => panic!("{bad:?}: {other:?}"),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn reader_keeps_only_some_fields_but_checks_all() {
+        let only = Keep::Only(&["Package", "depends"]);
+        let text = "Package: a\nDescription: d\n more\nDepends: x,\n y\nTag: t\n\n\
+                    Description: only dropped fields\n\nPackage: b\n";
+        let ps = stream(text.as_bytes(), only, 4).unwrap();
+        assert_eq!(ps.len(), 3);
+        assert_eq!(
+            ps[0].fields().collect::<Vec<_>>(),
+            [("Package", "a"), ("Depends", "x,\n y")]
+        );
+        // A paragraph of dropped fields only is still one (not skipped, not merged).
+        assert!(ps[1].is_empty());
+        assert_eq!(ps[2].get("Package"), Some("b"));
+        // A dropped field's continuation lines do not land on a kept field.
+        let ps = stream(b"Package: a\nDescription: d\n more\n", only, 4).unwrap();
+        assert_eq!(ps[0].get("Package"), Some("a"));
+        // Duplicates among dropped fields are still errors.
+        let err = stream(b"Package: a\nTag: 1\ntag: 2\n", only, 4).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ReadError::Control(ControlError::Duplicate { line: 3, .. })
+            ),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn reader_refuses_non_utf8_and_overlong_lines() {
+        let err = stream(b"A: 1\n\nB: \xff\n", Keep::All, 2).unwrap_err();
+        assert!(matches!(err, ReadError::NotUtf8 { line: 3 }), "{err}");
+        // The line after a syntax error is still checked.
+        let mut r = ParagraphReader::new(&b"A: 1\nbad\nC: \xff\n"[..], Keep::All);
+        assert!(matches!(r.next_paragraph(), Err(ReadError::Control(_))));
+        assert!(matches!(
+            r.check_rest(),
+            Err(ReadError::NotUtf8 { line: 3 })
+        ));
+        let mut long = b"A: ".to_vec();
+        long.resize(MAX_LINE, b'x');
+        long.push(b'\n');
+        let err = stream(&long, Keep::All, 1 << 16).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ReadError::Control(ControlError::LineTooLong { line: 1, .. })
+            ),
+            "{err}"
+        );
+        long.truncate(MAX_LINE - 1);
+        long.push(b'\n');
+        assert_eq!(stream(&long, Keep::All, 1 << 16).unwrap().len(), 1);
     }
 
     #[test]
