@@ -465,7 +465,7 @@ fn file_url_source() {
     let mut s = source(&repo, Some(&key));
     s.url = format!("file://{}", repo.root.display());
     let idx = load_source(&HttpFetcher::new().unwrap(), &s).unwrap();
-    assert_eq!(idx.packages[0].name, "a");
+    assert_eq!(&*idx.packages[0].name, "a");
     assert!(idx.packages[0].source_url.starts_with("file://"));
 }
 

@@ -4,8 +4,8 @@
 //! - [`version`]: Debian versions and relations, compared exactly as dpkg does.
 //! - [`control`]: deb822 paragraphs and dependency fields.
 //! - [`fetch`]: the [`Fetcher`] trait (http, https, file) and its reqwest implementation.
-//! - [`release`]: InRelease / Release.gpg verification, the Release SHA256 list, and the
-//!   verified `Packages` indices.
+//! - [`release`]: InRelease / Release.gpg verification and the Release SHA256 list.
+//! - [`index`]: the `Packages` indices, streamed and verified, as compact [`Package`]s.
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
 //! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
@@ -17,6 +17,7 @@ pub mod base;
 pub mod control;
 pub mod deb;
 pub mod fetch;
+pub mod index;
 pub mod release;
 pub mod resolve;
 pub mod version;
@@ -31,7 +32,8 @@ use crate::store::StoreError;
 pub use self::base::{scan_base, Base};
 pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
 pub use self::fetch::{Fetcher, HttpFetcher};
-pub use self::release::{load_source, Package, Source, SourceIndex};
+pub use self::index::{load_source, MultiArch, Package, SourceIndex};
+pub use self::release::Source;
 pub use self::resolve::{resolve, Installed, Locked, Request};
 pub use self::version::{Constraint, Relation, Version};
 

@@ -1,11 +1,11 @@
 //! A source's metadata: the Release file (InRelease clearsigned, or Release + Release.gpg
-//! detached), its signature checked against the source's key, its SHA256 list, and the
-//! `Packages` indices it vouches for (each verified by sha256 AND size before it is parsed).
+//! detached), its signature checked against the source's key, and its SHA256 list, which
+//! vouches for the `Packages` indices ([`super::index`] reads them, by sha256 AND size).
 //!
 //! Not checked (yet): `Valid-Until` (snapshots are long expired by design; a lock pins the
 //! files by hash anyway) and key expiry/revocation.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
@@ -14,16 +14,13 @@ use pgp::composed::{
 };
 use pgp::packet::Signature;
 
-use super::control::{self, parse_depends, parse_paragraphs, parse_provides, Alternatives, Dep};
+use super::control::parse_paragraphs;
 use super::fetch::{fetch_bytes, join_url, Fetcher};
-use super::version::Version;
 use super::AptError;
-use crate::digest::{Digest, HashingReader};
+use crate::digest::Digest;
 
 /// Largest Release / InRelease / key file read.
 const MAX_RELEASE: u64 = 64 << 20;
-/// Largest compressed or uncompressed Packages index read.
-const MAX_INDEX: u64 = 1 << 30;
 
 /// One `[apt]` source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,40 +51,6 @@ impl Source {
             None => self.url.trim_end_matches('/').to_string(),
         }
     }
-}
-
-/// `Multi-Arch` of a binary package.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MultiArch {
-    No,
-    Same,
-    Foreign,
-    Allowed,
-}
-
-/// One binary package of an index: what the resolver needs, and where to get it.
-#[derive(Clone, Debug)]
-pub struct Package {
-    pub name: String,
-    pub version: Version,
-    pub architecture: String,
-    pub multi_arch: MultiArch,
-    /// Pre-Depends then Depends.
-    pub depends: Vec<Alternatives>,
-    pub provides: Vec<Dep>,
-    /// Path relative to the archive root (`pool/main/…/x.deb`).
-    pub filename: String,
-    pub size: u64,
-    pub sha256: Digest,
-    /// The archive root it came from ([`Source::archive_url`]).
-    pub source_url: String,
-}
-
-/// A loaded source: its packages, in index order.
-#[derive(Clone, Debug)]
-pub struct SourceIndex {
-    pub source_url: String,
-    pub packages: Vec<Package>,
 }
 
 /// A parsed Release file.
@@ -312,172 +275,6 @@ pub(crate) fn decoder<'a>(
     })
 }
 
-/// Fetches one file listed in the Release, verifying size and sha256 before returning it.
-fn fetch_verified(
-    fetcher: &dyn Fetcher,
-    url: &str,
-    what: &str,
-    expected: Digest,
-    size: u64,
-) -> Result<Option<Vec<u8>>, AptError> {
-    if size > MAX_INDEX {
-        return Err(AptError::TooLarge {
-            url: url.to_string(),
-            limit: MAX_INDEX,
-        });
-    }
-    let Some(r) = fetcher.open(url)? else {
-        return Ok(None);
-    };
-    let read_err = |source| AptError::Read {
-        url: url.to_string(),
-        source,
-    };
-    let mut hr = HashingReader::new(r);
-    let mut data = Vec::new();
-    (&mut hr)
-        .take(size)
-        .read_to_end(&mut data)
-        .map_err(read_err)?;
-    // Bytes past the announced size count too (bounded), so the mismatch says how many.
-    std::io::copy(&mut (&mut hr).take(1 << 30), &mut std::io::sink()).map_err(read_err)?;
-    let (_, found, found_size) = hr.finish();
-    if found != expected || found_size != size {
-        return Err(AptError::HashMismatch(Box::new(super::Mismatch {
-            what: what.to_string(),
-            url: url.to_string(),
-            expected,
-            found,
-            expected_size: size,
-            found_size,
-        })));
-    }
-    Ok(Some(data))
-}
-
-/// Loads a source: its verified Release, then for each component the `binary-ARCH` and (if
-/// listed) `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed.
-pub fn load_source(fetcher: &dyn Fetcher, source: &Source) -> Result<SourceIndex, AptError> {
-    let release = fetch_release(fetcher, source)?;
-    let archive = source.archive_url();
-    let dists = join_url(&archive, &format!("dists/{}", source.suite));
-    let mut packages = Vec::new();
-    let mut seen: HashSet<(String, String, String)> = HashSet::new();
-    for comp in &source.components {
-        for arch in [source.architecture.as_str(), "all"] {
-            if arch == "all" && source.architecture == "all" {
-                continue;
-            }
-            let base = format!("{comp}/binary-{arch}/Packages");
-            let names = [format!("{base}.xz"), format!("{base}.gz"), base.clone()];
-            let mut text = None;
-            for name in names.iter().filter(|n| release.sha256.contains_key(*n)) {
-                let (digest, size) = release.sha256[name];
-                let url = join_url(&dists, name);
-                let what = format!("index {name}");
-                let Some(data) = fetch_verified(fetcher, &url, &what, digest, size)? else {
-                    continue;
-                };
-                let mut out = Vec::new();
-                decoder(name, Box::new(&data[..]))
-                    .and_then(|d| d.take(MAX_INDEX).read_to_end(&mut out))
-                    .map_err(|source| AptError::Decompress {
-                        what: url.clone(),
-                        source,
-                    })?;
-                let s = String::from_utf8(out).map_err(|_| AptError::Release {
-                    url: url.clone(),
-                    reason: "Packages index is not UTF-8".into(),
-                })?;
-                text = Some((s, url));
-                break;
-            }
-            let Some((text, url)) = text else {
-                if arch == "all" {
-                    continue;
-                }
-                return Err(AptError::IndexMissing {
-                    url: join_url(&dists, "InRelease"),
-                    what: format!("Packages index for {comp}/binary-{arch}"),
-                    tried: names.join(", "),
-                });
-            };
-            for p in parse_packages(&text, &url, &archive)? {
-                if p.architecture != source.architecture && p.architecture != "all" {
-                    continue;
-                }
-                let key = (
-                    p.name.clone(),
-                    p.version.to_string(),
-                    p.architecture.clone(),
-                );
-                if seen.insert(key) {
-                    packages.push(p);
-                }
-            }
-        }
-    }
-    Ok(SourceIndex {
-        source_url: archive,
-        packages,
-    })
-}
-
-/// Parses a Packages index.
-pub fn parse_packages(text: &str, what: &str, source_url: &str) -> Result<Vec<Package>, AptError> {
-    let ps = parse_paragraphs(text).map_err(|source| AptError::Control {
-        what: what.to_string(),
-        source,
-    })?;
-    ps.iter().map(|p| package_of(p, what, source_url)).collect()
-}
-
-fn package_of(p: &control::Paragraph, what: &str, source_url: &str) -> Result<Package, AptError> {
-    let name = p.get("Package").unwrap_or("").to_string();
-    let bad = |reason: String| AptError::Field {
-        what: what.to_string(),
-        package: name.clone(),
-        reason,
-    };
-    if name.is_empty() {
-        return Err(bad("no Package field".into()));
-    }
-    let field = |f: &str| p.get(f).ok_or_else(|| bad(format!("no {f} field")));
-    let version = Version::parse(field("Version")?).map_err(|e| bad(e.to_string()))?;
-    let mut depends = Vec::new();
-    for f in ["Pre-Depends", "Depends"] {
-        if let Some(v) = p.get(f) {
-            depends.extend(parse_depends(v).map_err(|e| bad(format!("{f}: {e}")))?);
-        }
-    }
-    let provides = match p.get("Provides") {
-        Some(v) => parse_provides(v).map_err(|e| bad(format!("Provides: {e}")))?,
-        None => Vec::new(),
-    };
-    let multi_arch = match p.get("Multi-Arch").unwrap_or("no") {
-        "same" => MultiArch::Same,
-        "foreign" => MultiArch::Foreign,
-        "allowed" => MultiArch::Allowed,
-        _ => MultiArch::No,
-    };
-    let sha = field("SHA256")?;
-    let size = field("Size")?;
-    Ok(Package {
-        version,
-        architecture: field("Architecture")?.to_string(),
-        multi_arch,
-        depends,
-        provides,
-        filename: field("Filename")?.to_string(),
-        size: size
-            .parse()
-            .map_err(|_| bad(format!("bad Size `{size}`")))?,
-        sha256: parse_sha256(sha).ok_or_else(|| bad(format!("bad SHA256 `{sha}`")))?,
-        source_url: source_url.to_string(),
-        name,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -516,22 +313,5 @@ mod tests {
         assert_eq!(r.sha256["main/binary-amd64/Packages"].1, 12);
         assert!(Release::parse("Suite: x\n", "u").is_err());
         assert!(Release::parse("SHA256:\n zz 1 a\n", "u").is_err());
-    }
-
-    #[test]
-    fn packages_entries() {
-        let h = "b".repeat(64);
-        let text = format!(
-            "Package: a\nVersion: 1:2.0-1\nArchitecture: amd64\nPre-Depends: p\nDepends: b (>= 1) | c\nProvides: v (= 2)\nMulti-Arch: foreign\nFilename: pool/a.deb\nSize: 10\nSHA256: {h}\n\n\
-             Package: b\nVersion: 1\nArchitecture: all\nFilename: pool/b.deb\nSize: 3\nSHA256: {h}\n"
-        );
-        let ps = parse_packages(&text, "idx", "http://x").unwrap();
-        assert_eq!(ps.len(), 2);
-        assert_eq!(ps[0].depends.len(), 2);
-        assert_eq!(ps[0].depends[0][0].name, "p");
-        assert_eq!(ps[0].multi_arch, MultiArch::Foreign);
-        assert_eq!(ps[0].provides[0].name, "v");
-        let err = parse_packages("Package: x\nVersion: 1\n", "idx", "u").unwrap_err();
-        assert!(err.to_string().contains("package `x`"), "{err}");
     }
 }

@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use super::control::{parse_paragraphs, parse_provides, Dep};
 use super::fetch::join_url;
-use super::release::{MultiArch, Package, SourceIndex};
+use super::index::{MultiArch, Package, SourceIndex};
 use super::version::{Constraint, Version};
 use super::AptError;
 use crate::digest::Digest;
@@ -181,7 +181,7 @@ impl<'a> Index<'a> {
         let mut by_name: HashMap<&str, Vec<&Package>> = HashMap::new();
         let mut providers: HashMap<&str, Vec<(&Package, &Dep)>> = HashMap::new();
         for p in sources.iter().flat_map(|s| &s.packages) {
-            if p.architecture != arch && p.architecture != "all" {
+            if &*p.architecture != arch && &*p.architecture != "all" {
                 continue;
             }
             by_name.entry(&p.name).or_default().push(p);
@@ -208,12 +208,12 @@ impl<'a> Index<'a> {
         match dep.arch.as_deref() {
             None | Some("native") => true,
             Some("any") => p.multi_arch == MultiArch::Allowed,
-            Some(a) => a == self.arch || (a == "all" && p.architecture == "all"),
+            Some(a) => a == self.arch || (a == "all" && &*p.architecture == "all"),
         }
     }
 
     fn real_matches(&self, p: &Package, dep: &Dep) -> bool {
-        p.name == dep.name
+        *p.name == *dep.name
             && self.arch_ok(p, dep)
             && dep
                 .constraint
@@ -351,10 +351,16 @@ pub fn resolve(
 
     while let Some(p) = queue.pop_front() {
         let parent_chain = chosen
-            .get(p.name.as_str())
+            .get(&*p.name)
             .map(|(_, c)| c.clone())
             .unwrap_or_default();
-        for group in &p.depends {
+        // Checked when the index was read, so this does not fail in practice.
+        let depends = p.depends().map_err(|e| AptError::Field {
+            what: format!("index of {}", p.source_url),
+            package: p.name.to_string(),
+            reason: format!("Depends: {e}"),
+        })?;
+        for group in &depends {
             if group
                 .iter()
                 .any(|d| installed.satisfies(d) || satisfied_by_chosen(&chosen, d, &index))
@@ -367,7 +373,7 @@ pub fn resolve(
                 index
                     .candidates(d)
                     .into_iter()
-                    .find(|c| compatible(&index, c, &p.depends))
+                    .find(|c| compatible(&index, c, &depends))
                     .map(|c| (d, c))
             });
             let Some((dep, cand)) = pick else {
@@ -391,13 +397,13 @@ pub fn resolve(
     let mut out: Vec<Locked> = chosen
         .values()
         .map(|(p, _)| Locked {
-            name: p.name.clone(),
+            name: p.name.to_string(),
             version: p.version.to_string(),
-            architecture: p.architecture.clone(),
-            filename: p.filename.clone(),
+            architecture: p.architecture.to_string(),
+            filename: p.filename.to_string(),
             size: p.size,
             sha256: p.sha256,
-            source_url: p.source_url.clone(),
+            source_url: p.source_url.to_string(),
         })
         .collect();
     out.sort();
@@ -407,7 +413,7 @@ pub fn resolve(
 /// Whether `cand` meets every single-alternative dependency of `depends` naming it.
 fn compatible(index: &Index<'_>, cand: &Package, depends: &[super::control::Alternatives]) -> bool {
     depends.iter().all(|g| match g.as_slice() {
-        [d] if d.name == cand.name => index.real_matches(cand, d),
+        [d] if *d.name == *cand.name => index.real_matches(cand, d),
         _ => true,
     })
 }
@@ -434,7 +440,7 @@ fn check_clash(
     cand: &Package,
     chain: &[String],
 ) -> Result<(), AptError> {
-    if let Some((other, other_chain)) = chosen.get(cand.name.as_str()) {
+    if let Some((other, other_chain)) = chosen.get(&*cand.name) {
         return Err(AptError::Unsatisfiable {
             chain: chain.to_vec(),
             reason: format!(
@@ -453,8 +459,6 @@ fn check_clash(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::apt::control::parse_depends;
-
     fn pkg(
         name: &str,
         version: &str,
@@ -468,9 +472,9 @@ mod tests {
             version: Version::parse(version).unwrap(),
             architecture: arch.into(),
             multi_arch: ma,
-            depends: parse_depends(deps).unwrap(),
-            provides: parse_provides(prov).unwrap(),
-            filename: format!("pool/{name}_{version}_{arch}.deb"),
+            depends: deps.into(),
+            provides: parse_provides(prov).unwrap().into(),
+            filename: format!("pool/{name}_{version}_{arch}.deb").into(),
             size: 1,
             sha256: Digest::of(name.as_bytes()),
             source_url: "http://x".into(),

@@ -297,9 +297,7 @@ pub fn gz(data: &[u8]) -> Vec<u8> {
 /// Writes the repository under `root` and serves it.
 pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool) -> Repo {
     let pool = root.join("pool/main");
-    let dists = root.join("dists/stable");
     std::fs::create_dir_all(&pool).unwrap();
-    std::fs::create_dir_all(dists.join("main/binary-amd64")).unwrap();
     let mut packages = String::new();
     for d in debs {
         let bytes = build_deb(d, reversed);
@@ -312,6 +310,27 @@ pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool
             Digest::of(&bytes).hex()
         ));
     }
+    write_dists(root, &packages, signing);
+    Repo {
+        root: root.to_path_buf(),
+        url: serve(root.to_path_buf()),
+    }
+}
+
+/// A repository of an index only (no .debs): `packages` as its main/binary-amd64 Packages
+/// (plain, .gz and .xz), signed as `signing` says, and served.
+pub fn make_index_repo(root: &Path, packages: &str, signing: Signing<'_>) -> Repo {
+    write_dists(root, packages, signing);
+    Repo {
+        root: root.to_path_buf(),
+        url: serve(root.to_path_buf()),
+    }
+}
+
+/// Writes `dists/stable`: the Packages index in three compressions, and the Release over them.
+pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
+    let dists = root.join("dists/stable");
+    std::fs::create_dir_all(dists.join("main/binary-amd64")).unwrap();
     let mut sums = String::new();
     for (name, bytes) in [
         ("main/binary-amd64/Packages", packages.as_bytes().to_vec()),
@@ -363,10 +382,6 @@ pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool
             std::fs::write(dists.join("Release.gpg"), text).unwrap();
         }
         Signing::Unsigned => std::fs::write(dists.join("Release"), &release).unwrap(),
-    }
-    Repo {
-        root: root.to_path_buf(),
-        url: serve(root.to_path_buf()),
     }
 }
 

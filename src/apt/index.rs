@@ -1,0 +1,741 @@
+//! A source's `Packages` indices, streamed: each is downloaded, hashed, decompressed and parsed
+//! in one pass, one paragraph at a time, keeping of each package only what the resolver and
+//! the lock read ([`Package`]); descriptions and the other fields are checked and dropped.
+//!
+//! Nothing parsed from an index is used before the whole file has matched the sha256 and size
+//! that the signed Release gives: its packages are a candidate, handed on only after the check,
+//! and dropped on a mismatch, which is then the error whatever else was wrong with the content.
+//!
+//! Memory: one line, one paragraph's kept fields, and the packages kept (a few hundred bytes
+//! each). The index text is never whole in memory; reading each index whole first (50 MB for
+//! the Debian archive's bookworm `main` amd64, 22 MB for its `all`) and then every paragraph in
+//! full is what made `ocibuild lock` take 470 MB.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::Arc;
+
+use super::control::{
+    parse_depends, parse_provides, Alternatives, ControlError, Dep, Keep, Paragraph,
+    ParagraphReader, ReadError,
+};
+use super::fetch::{join_url, Fetcher};
+use super::release::{decoder, fetch_release, parse_sha256, Source};
+use super::version::Version;
+use super::{AptError, Mismatch};
+use crate::digest::{Digest, HashingReader};
+
+/// Largest Packages index read, compressed or not.
+const MAX_INDEX: u64 = 1 << 30;
+
+/// The fields of a Packages paragraph that are kept: those [`package_of`] reads.
+const FIELDS: &[&str] = &[
+    "Package",
+    "Version",
+    "Architecture",
+    "Multi-Arch",
+    "Pre-Depends",
+    "Depends",
+    "Provides",
+    "Filename",
+    "Size",
+    "SHA256",
+];
+
+/// `Multi-Arch` of a binary package.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MultiArch {
+    No,
+    Same,
+    Foreign,
+    Allowed,
+}
+
+/// One binary package of an index: what the resolver needs, and where to get it. Compact,
+/// because an index has tens of thousands: shared strings for what repeats, boxed strings
+/// for the rest, and the dependencies as text.
+#[derive(Clone, Debug)]
+pub struct Package {
+    pub name: Arc<str>,
+    pub version: Version,
+    /// The source's architecture or `all` (one string per source, shared).
+    pub architecture: Arc<str>,
+    pub multi_arch: MultiArch,
+    /// `Pre-Depends` then `Depends` as written, joined by `,` (which splits groups, so this
+    /// parses as the two fields one after the other). Checked when the index is read; parsed
+    /// again by [`Package::depends`] only for the few packages the resolver walks, as parsed
+    /// relations take several times the text's memory.
+    pub depends: Box<str>,
+    pub provides: Box<[Dep]>,
+    /// Path relative to the archive root (`pool/main/…/x.deb`).
+    pub filename: Box<str>,
+    pub size: u64,
+    pub sha256: Digest,
+    /// The archive root it came from ([`Source::archive_url`]; shared).
+    pub source_url: Arc<str>,
+}
+
+impl Package {
+    /// The dependency groups: `Pre-Depends`, then `Depends`.
+    pub fn depends(&self) -> Result<Vec<Alternatives>, ControlError> {
+        parse_depends(&self.depends)
+    }
+}
+
+/// A loaded source: its packages, in index order.
+#[derive(Clone, Debug)]
+pub struct SourceIndex {
+    pub source_url: String,
+    pub packages: Vec<Package>,
+}
+
+/// The strings every package of a source shares.
+struct Shared {
+    source_url: Arc<str>,
+    native: Arc<str>,
+    all: Arc<str>,
+}
+
+impl Shared {
+    fn new(source_url: &str, architecture: &str) -> Shared {
+        Shared {
+            source_url: Arc::from(source_url),
+            native: Arc::from(architecture),
+            all: Arc::from("all"),
+        }
+    }
+}
+
+/// What the signed Release says an index is.
+struct Expected {
+    /// `index main/binary-amd64/Packages.xz`, for messages.
+    what: String,
+    digest: Digest,
+    size: u64,
+}
+
+/// Loads a source: its verified Release, then for each component the `binary-ARCH` and (if
+/// listed) `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed.
+/// A package in more than one (the Debian archive lists `all` packages in both) is kept once,
+/// as first seen.
+pub fn load_source(fetcher: &dyn Fetcher, source: &Source) -> Result<SourceIndex, AptError> {
+    let release = fetch_release(fetcher, source)?;
+    let archive = source.archive_url();
+    let dists = join_url(&archive, &format!("dists/{}", source.suite));
+    let shared = Shared::new(&archive, &source.architecture);
+    let mut kept = Kept::default();
+    for comp in &source.components {
+        for arch in [source.architecture.as_str(), "all"] {
+            if arch == "all" && source.architecture == "all" {
+                continue;
+            }
+            let base = format!("{comp}/binary-{arch}/Packages");
+            let names = [format!("{base}.xz"), format!("{base}.gz"), base.clone()];
+            let mut verified = None;
+            for name in &names {
+                let Some(&(digest, size)) = release.sha256.get(name) else {
+                    continue;
+                };
+                let url = join_url(&dists, name);
+                let expected = Expected {
+                    what: format!("index {name}"),
+                    digest,
+                    size,
+                };
+                if let Some(ps) = read_index(fetcher, &url, name, &expected, &shared, &kept)? {
+                    verified = Some(ps);
+                    break;
+                }
+            }
+            let Some(verified) = verified else {
+                if arch == "all" {
+                    continue;
+                }
+                return Err(AptError::IndexMissing {
+                    url: join_url(&dists, "InRelease"),
+                    what: format!("Packages index for {comp}/binary-{arch}"),
+                    tried: names.join(", "),
+                });
+            };
+            kept.add(verified);
+        }
+    }
+    Ok(SourceIndex {
+        source_url: archive,
+        packages: kept.packages,
+    })
+}
+
+/// The packages of a source so far, each (name, version as written, architecture) once.
+#[derive(Default)]
+struct Kept {
+    packages: Vec<Package>,
+    /// Name → where in `packages` its versions are: the duplicate check, without a copy of
+    /// each key.
+    seen: HashMap<Arc<str>, Vec<usize>>,
+}
+
+impl Kept {
+    fn same(a: &Package, b: &Package) -> bool {
+        a.version.as_str() == b.version.as_str() && a.architecture == b.architecture
+    }
+
+    fn contains(&self, p: &Package) -> bool {
+        self.seen
+            .get(&p.name)
+            .is_some_and(|at| at.iter().any(|&i| Kept::same(&self.packages[i], p)))
+    }
+
+    /// Adds a verified index's packages but those already there (also from earlier in the same
+    /// index), keeping their order. In place: the first index is most of a source, and is
+    /// moved rather than copied.
+    fn add(&mut self, mut verified: Vec<Package>) {
+        let start = self.packages.len();
+        if start == 0 {
+            self.packages = verified;
+        } else {
+            self.packages.append(&mut verified);
+        }
+        // `packages[..kept]` is final; `packages[next]` is the next one to look at.
+        let mut kept = start;
+        for next in start..self.packages.len() {
+            if self.contains(&self.packages[next]) {
+                continue;
+            }
+            let name = Arc::clone(&self.packages[next].name);
+            self.seen.entry(name).or_default().push(kept);
+            self.packages.swap(kept, next);
+            kept += 1;
+        }
+        self.packages.truncate(kept);
+    }
+}
+
+/// Streams one index: `Ok(None)` when it is not there; its packages (of the source's
+/// architecture and `all`) only once the file matched `expected`.
+fn read_index(
+    fetcher: &dyn Fetcher,
+    url: &str,
+    name: &str,
+    expected: &Expected,
+    shared: &Shared,
+    kept: &Kept,
+) -> Result<Option<Vec<Package>>, AptError> {
+    if expected.size > MAX_INDEX {
+        return Err(AptError::TooLarge {
+            url: url.to_string(),
+            limit: MAX_INDEX,
+        });
+    }
+    let Some(r) = fetcher.open(url)? else {
+        return Ok(None);
+    };
+    let mut hashed = HashingReader::new(Trap::new(r));
+    let over = Cell::new(false);
+    let mut file = (&mut hashed).take(expected.size);
+    let candidate = parse_stream(name, &mut file, url, shared, kept, &over);
+    // Whatever the parse left (all of it after an early error), and bytes past the announced
+    // size (bounded), go through the hash too, so the mismatch says how many there were.
+    let rest = file.limit() + (1 << 30);
+    let drained = io::copy(&mut (&mut hashed).take(rest), &mut io::sink());
+    let (trap, found, found_size) = hashed.finish();
+    let read_err = |source| AptError::Read {
+        url: url.to_string(),
+        source,
+    };
+    if let Some(source) = trap.error {
+        return Err(read_err(source));
+    }
+    drained.map_err(read_err)?;
+    if found != expected.digest || found_size != expected.size {
+        return Err(AptError::HashMismatch(Box::new(Mismatch {
+            what: expected.what.clone(),
+            url: url.to_string(),
+            expected: expected.digest,
+            found,
+            expected_size: expected.size,
+            found_size,
+        })));
+    }
+    if over.get() {
+        return Err(AptError::TooLarge {
+            url: format!("{url} (decompressed)"),
+            limit: MAX_INDEX,
+        });
+    }
+    candidate.map(Some)
+}
+
+/// Decompresses and parses an index as it is read. The result is unverified: see
+/// [`read_index`].
+fn parse_stream(
+    name: &str,
+    file: &mut dyn Read,
+    url: &str,
+    shared: &Shared,
+    kept: &Kept,
+    over: &Cell<bool>,
+) -> Result<Vec<Package>, AptError> {
+    let decompress_err = |source| AptError::Decompress {
+        what: url.to_string(),
+        source,
+    };
+    let dec = decoder(name, Box::new(file)).map_err(decompress_err)?;
+    let text = BufReader::with_capacity(
+        1 << 16,
+        Capped {
+            inner: dec,
+            left: MAX_INDEX,
+            over,
+        },
+    );
+    read_packages(text, url, shared, kept).map_err(|e| e.into_error(url))
+}
+
+/// Why [`read_packages`] failed: the text, or one paragraph's fields.
+#[derive(Debug)]
+enum Failure {
+    Read(ReadError),
+    Package(AptError),
+}
+
+impl Failure {
+    /// The error for the index at `url`; a read error is the decompressor's (the download's
+    /// own errors are told apart by [`Trap`]).
+    fn into_error(self, url: &str) -> AptError {
+        match self {
+            Failure::Read(ReadError::Io { source, .. }) => AptError::Decompress {
+                what: url.to_string(),
+                source,
+            },
+            Failure::Read(ReadError::NotUtf8 { .. }) => AptError::Release {
+                url: url.to_string(),
+                reason: "Packages index is not UTF-8".into(),
+            },
+            Failure::Read(ReadError::Control(source)) => AptError::Control {
+                what: url.to_string(),
+                source,
+            },
+            Failure::Package(e) => e,
+        }
+    }
+}
+
+/// Parses a Packages index from a stream, keeping the packages of the source's architecture
+/// and `all` that `kept` does not have yet.
+///
+/// Which error wins when there are several is as when the text was read whole before being
+/// parsed: a read (decompression) error anywhere, then text that is not UTF-8 anywhere, then
+/// the first syntax error, then the first paragraph with a bad field. So after an error this
+/// reads on, as far as a higher-ranked one could still come.
+fn read_packages<R: BufRead>(
+    text: R,
+    what: &str,
+    shared: &Shared,
+    kept: &Kept,
+) -> Result<Vec<Package>, Failure> {
+    let mut reader = ParagraphReader::new(text, Keep::Only(FIELDS));
+    let mut packages = Vec::new();
+    let mut bad_field = None;
+    loop {
+        let p = match reader.next_paragraph() {
+            Ok(Some(p)) => p,
+            Ok(None) => break,
+            Err(e) => return Err(Failure::Read(settle(&mut reader, e))),
+        };
+        if bad_field.is_some() {
+            continue;
+        }
+        match package_of(&p, what, shared) {
+            // Already kept from a verified index: dropped now rather than at the end, which
+            // reads nothing from this unverified one into what is kept.
+            Ok(Some(p)) if !kept.contains(&p) => packages.push(p),
+            Ok(_) => {}
+            Err(e) => {
+                bad_field = Some(e);
+                packages = Vec::new();
+            }
+        }
+    }
+    match bad_field {
+        Some(e) => Err(Failure::Package(e)),
+        None => Ok(packages),
+    }
+}
+
+/// After `err`, the error that reading the rest of the input makes the one to report
+/// (the order of [`read_packages`]).
+fn settle<R: BufRead>(reader: &mut ParagraphReader<R>, err: ReadError) -> ReadError {
+    let drain = |reader: &mut ParagraphReader<R>| {
+        let line = reader.line_no();
+        io::copy(reader.get_mut(), &mut io::sink())
+            .err()
+            .map(|source| ReadError::Io { line, source })
+    };
+    let later = match &err {
+        // An over-long line cannot be split into lines to check for UTF-8; a read error
+        // further on still comes first.
+        ReadError::Control(ControlError::LineTooLong { .. }) | ReadError::NotUtf8 { .. } => {
+            drain(reader)
+        }
+        ReadError::Control(_) => match reader.check_rest() {
+            Ok(()) => None,
+            Err(ReadError::Control(ControlError::LineTooLong { .. })) => drain(reader),
+            Err(e @ ReadError::NotUtf8 { .. }) => Some(drain(reader).unwrap_or(e)),
+            Err(e) => Some(e),
+        },
+        ReadError::Io { .. } => None,
+    };
+    later.unwrap_or(err)
+}
+
+/// A package from its paragraph; `None` when it is for another architecture (checked all the
+/// same: an index with a bad entry is refused, whatever its architecture).
+fn package_of(p: &Paragraph, what: &str, shared: &Shared) -> Result<Option<Package>, AptError> {
+    let name = p.get("Package").unwrap_or("");
+    let bad = |reason: String| AptError::Field {
+        what: what.to_string(),
+        package: name.to_string(),
+        reason,
+    };
+    if name.is_empty() {
+        return Err(bad("no Package field".into()));
+    }
+    let field = |f: &str| p.get(f).ok_or_else(|| bad(format!("no {f} field")));
+    // The checks run in the order they always have, so an entry with several faults is
+    // reported by the same one.
+    let version = Version::parse(field("Version")?).map_err(|e| bad(e.to_string()))?;
+    let mut depends = String::new();
+    for f in ["Pre-Depends", "Depends"] {
+        if let Some(v) = p.get(f) {
+            parse_depends(v).map_err(|e| bad(format!("{f}: {e}")))?;
+            if !depends.is_empty() {
+                depends.push(',');
+            }
+            depends.push_str(v);
+        }
+    }
+    let provides = match p.get("Provides") {
+        Some(v) => parse_provides(v).map_err(|e| bad(format!("Provides: {e}")))?,
+        None => Vec::new(),
+    };
+    let multi_arch = match p.get("Multi-Arch").unwrap_or("no") {
+        "same" => MultiArch::Same,
+        "foreign" => MultiArch::Foreign,
+        "allowed" => MultiArch::Allowed,
+        _ => MultiArch::No,
+    };
+    let sha = field("SHA256")?;
+    let size = field("Size")?;
+    let architecture = field("Architecture")?;
+    let filename = field("Filename")?;
+    let size = size
+        .parse()
+        .map_err(|_| bad(format!("bad Size `{size}`")))?;
+    let sha256 = parse_sha256(sha).ok_or_else(|| bad(format!("bad SHA256 `{sha}`")))?;
+    let architecture = if architecture == &*shared.native {
+        Arc::clone(&shared.native)
+    } else if architecture == "all" {
+        Arc::clone(&shared.all)
+    } else {
+        return Ok(None);
+    };
+    Ok(Some(Package {
+        name: Arc::from(name),
+        version,
+        architecture,
+        multi_arch,
+        depends: depends.into_boxed_str(),
+        provides: provides.into_boxed_slice(),
+        filename: filename.into(),
+        size,
+        sha256,
+        source_url: Arc::clone(&shared.source_url),
+    }))
+}
+
+/// Parses a Packages index held in memory as [`load_source`] reads one: the packages of
+/// `architecture` and `all`, each once.
+pub fn parse_packages(
+    text: &str,
+    what: &str,
+    source_url: &str,
+    architecture: &str,
+) -> Result<Vec<Package>, AptError> {
+    let shared = Shared::new(source_url, architecture);
+    let mut kept = Kept::default();
+    let ps =
+        read_packages(text.as_bytes(), what, &shared, &kept).map_err(|e| e.into_error(what))?;
+    kept.add(ps);
+    Ok(kept.packages)
+}
+
+/// The download under the hash: keeps its first error, so that one can be told from a
+/// decompression error when it comes back out of the decoder.
+struct Trap<R> {
+    inner: R,
+    error: Option<io::Error>,
+}
+
+impl<R> Trap<R> {
+    fn new(inner: R) -> Trap<R> {
+        Trap { inner, error: None }
+    }
+}
+
+impl<R: Read> Read for Trap<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        match self.inner.read(buf) {
+            Err(e) if e.kind() != io::ErrorKind::Interrupted => {
+                let kind = e.kind();
+                self.error.get_or_insert(e);
+                Err(io::Error::new(kind, "reading the index failed"))
+            }
+            other => other,
+        }
+    }
+}
+
+/// The decompressed text, refused past `left` bytes (`over` says so): a small file must not
+/// decompress into an endless one.
+struct Capped<'a, R> {
+    inner: R,
+    left: u64,
+    over: &'a Cell<bool>,
+}
+
+impl<R: Read> Read for Capped<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.left == 0 {
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            self.over.set(true);
+            return Err(io::Error::other(format!(
+                "more than {MAX_INDEX} bytes decompressed"
+            )));
+        }
+        let max = usize::try_from(self.left)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.inner.read(&mut buf[..max])?;
+        self.left -= n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(name: &str, version: &str, arch: &str, extra: &str) -> String {
+        format!(
+            "Package: {name}\nVersion: {version}\nArchitecture: {arch}\n{extra}\
+             Filename: pool/{name}_{version}_{arch}.deb\nSize: 10\nSHA256: {}\n\
+             Description: {name}\n a long description\n .\n that is dropped\n\n",
+            "b".repeat(64)
+        )
+    }
+
+    #[test]
+    fn packages_entries() {
+        let text = [
+            entry(
+                "a",
+                "1:2.0-1",
+                "amd64",
+                "Pre-Depends: p\nDepends: b (>= 1) | c,\n d\nProvides: v (= 2)\nMulti-Arch: foreign\n",
+            ),
+            entry("b", "1", "all", ""),
+            entry("other", "1", "arm64", ""),
+            // The same (name, version, architecture) twice: the first is kept.
+            entry("b", "1", "all", "Depends: nothing-kept\n"),
+            entry("b", "1.0", "all", ""),
+        ]
+        .concat();
+        let ps = parse_packages(&text, "idx", "http://x", "amd64").unwrap();
+        let names: Vec<String> = ps
+            .iter()
+            .map(|p| format!("{}={}:{}", p.name, p.version, p.architecture))
+            .collect();
+        assert_eq!(names, ["a=1:2.0-1:amd64", "b=1:all", "b=1.0:all"]);
+        let a = &ps[0];
+        // Pre-Depends then Depends, as groups.
+        let deps = a.depends().unwrap();
+        let groups: Vec<Vec<&str>> = deps
+            .iter()
+            .map(|g| g.iter().map(|d| d.name.as_str()).collect())
+            .collect();
+        assert_eq!(groups, [vec!["p"], vec!["b", "c"], vec!["d"]]);
+        assert_eq!(a.multi_arch, MultiArch::Foreign);
+        assert_eq!(a.provides[0].name, "v");
+        assert_eq!(&*a.filename, "pool/a_1:2.0-1_amd64.deb");
+        assert_eq!(&*a.source_url, "http://x");
+        assert!(ps[1].depends().unwrap().is_empty());
+        // Shared, not copied per package.
+        assert!(Arc::ptr_eq(&ps[1].architecture, &ps[2].architecture));
+        assert!(Arc::ptr_eq(&ps[0].source_url, &ps[1].source_url));
+
+        let err = parse_packages("Package: x\nVersion: 1\n", "idx", "u", "amd64").unwrap_err();
+        assert!(err.to_string().contains("package `x`"), "{err}");
+        let err = parse_packages(
+            &entry("x", "1", "amd64", "Depends: (\n"),
+            "idx",
+            "u",
+            "amd64",
+        )
+        .unwrap_err();
+        assert!(err.to_string().contains("Depends: dependency"), "{err}");
+        // Entries of other architectures are checked all the same.
+        let err = parse_packages(
+            &entry("x", "1", "arm64", "Depends: A\n"),
+            "idx",
+            "u",
+            "amd64",
+        )
+        .unwrap_err();
+        assert!(matches!(err, AptError::Field { .. }), "{err}");
+    }
+
+    /// Reading the text whole first reported a decompression error, then non-UTF-8 text, then
+    /// the first syntax error, then the first bad entry, wherever each was: so does the stream.
+    #[test]
+    fn error_precedence_is_as_reading_whole() {
+        let bad_entry = "Package: x\nVersion: 1\n\n";
+        let bad_syntax = "Package: y\nnot a field\n\n";
+        let text = format!("{bad_entry}{}{bad_syntax}", entry("a", "1", "amd64", ""));
+        let err = parse_packages(&text, "idx", "u", "amd64").unwrap_err();
+        assert!(
+            matches!(err, AptError::Control { ref source, .. }
+                if matches!(source, ControlError::NotAField { line: 16, .. })),
+            "{err}"
+        );
+        let bytes = [text.as_bytes(), b"Package: \xff\n"].concat();
+        let shared = Shared::new("u", "amd64");
+        let err = read_packages(&bytes[..], "idx", &shared, &Kept::default())
+            .unwrap_err()
+            .into_error("idx");
+        assert!(err.to_string().contains("not UTF-8"), "{err}");
+        // Only bad entries: the first one.
+        let text = format!("{}{bad_entry}Package: z\n\n", entry("a", "1", "amd64", ""));
+        let err = parse_packages(&text, "idx", "u", "amd64").unwrap_err();
+        assert!(err.to_string().contains("package `x`: no SHA256"), "{err}");
+    }
+
+    #[test]
+    fn decompressed_size_is_capped() {
+        let over = Cell::new(false);
+        let mut capped = Capped {
+            inner: &b"0123456789"[..],
+            left: 10,
+            over: &over,
+        };
+        let mut out = Vec::new();
+        capped.read_to_end(&mut out).unwrap();
+        assert_eq!((out.len(), over.get()), (10, false));
+        let mut capped = Capped {
+            inner: &b"0123456789!"[..],
+            left: 10,
+            over: &over,
+        };
+        assert!(capped.read_to_end(&mut Vec::new()).is_err());
+        assert!(over.get());
+    }
+
+    /// Files in memory; `cut` makes a file's reader fail after that many bytes.
+    struct Mem {
+        files: HashMap<String, Vec<u8>>,
+        cut: Option<usize>,
+    }
+
+    impl Fetcher for Mem {
+        fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, AptError> {
+            let Some(data) = self.files.get(url).cloned() else {
+                return Ok(None);
+            };
+            Ok(Some(match self.cut {
+                Some(n) => Box::new(std::io::Cursor::new(data[..n].to_vec()).chain(Failing)),
+                None => Box::new(std::io::Cursor::new(data)),
+            }))
+        }
+    }
+
+    struct Failing;
+
+    impl Read for Failing {
+        fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+            Err(io::Error::new(io::ErrorKind::ConnectionReset, "reset"))
+        }
+    }
+
+    fn gz(data: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        e.write_all(data).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn read_index_checks_the_hash_before_anything_is_used() {
+        let good = gz(entry("a", "1", "amd64", "").as_bytes());
+        let url = "mem://dists/s/main/binary-amd64/Packages.gz";
+        let name = "main/binary-amd64/Packages.gz";
+        let expected = Expected {
+            what: format!("index {name}"),
+            digest: Digest::of(&good),
+            size: good.len() as u64,
+        };
+        let shared = Shared::new("mem://", "amd64");
+        let kept = Kept::default();
+        let read = |data: Vec<u8>, cut: Option<usize>| {
+            let f = Mem {
+                files: HashMap::from([(url.to_string(), data)]),
+                cut,
+            };
+            read_index(&f, url, name, &expected, &shared, &kept)
+        };
+        let ps = read(good.clone(), None).unwrap().unwrap();
+        assert_eq!(ps.len(), 1);
+        // Another index that parses well, but not the one the Release vouches for.
+        let other = gz(entry("evil", "1", "amd64", "").as_bytes());
+        let err = read(other, None).unwrap_err();
+        assert!(matches!(err, AptError::HashMismatch(_)), "{err}");
+        // Broken content and a wrong hash: the hash is what is reported.
+        let broken = gz(b"Package: a\nnot a field\n");
+        let err = read(broken.clone(), None).unwrap_err();
+        assert!(matches!(err, AptError::HashMismatch(_)), "{err}");
+        let mut corrupt = good.clone();
+        corrupt[good.len() / 2] ^= 0x55;
+        let err = read(corrupt, None).unwrap_err();
+        assert!(matches!(err, AptError::HashMismatch(_)), "{err}");
+        // Broken content with the right hash: the content's error.
+        let expected_broken = Expected {
+            what: expected.what.clone(),
+            digest: Digest::of(&broken),
+            size: broken.len() as u64,
+        };
+        let f = Mem {
+            files: HashMap::from([(url.to_string(), broken)]),
+            cut: None,
+        };
+        let err = read_index(&f, url, name, &expected_broken, &shared, &kept).unwrap_err();
+        assert!(matches!(err, AptError::Control { .. }), "{err}");
+        // A download failing half-way is a read error, not a decompression error.
+        let err = read(good.clone(), Some(good.len() / 2)).unwrap_err();
+        assert!(
+            matches!(err, AptError::Read { ref source, .. }
+                if source.kind() == io::ErrorKind::ConnectionReset),
+            "{err}"
+        );
+        assert!(read(good, None).is_ok());
+        let f = Mem {
+            files: HashMap::new(),
+            cut: None,
+        };
+        assert!(read_index(&f, url, name, &expected, &shared, &kept)
+            .unwrap()
+            .is_none());
+    }
+}
