@@ -73,16 +73,8 @@ fn numpy_pillow_click_from_a_uv_pylock() {
     let uv = uv(t.path());
     uv_lock(&uv, t.path(), "numpy\npillow\nclick\n");
     let recipe = bookworm_recipe(t.path());
-    let cache = t.path().join("cache");
-    let out = t.path().join("img");
-    let o = run_ok(
-        ocibuild()
-            .env("OCIBUILD_CACHE", &cache)
-            .args(["build", "--json", "-o"])
-            .arg(&out)
-            .arg(&recipe),
-    );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let (cache, out) = (t.path().join("cache"), t.path().join("img"));
+    let v = build_json(&recipe, &cache, &out);
     let names: Vec<&str> = v["layers"]
         .as_array()
         .unwrap()
@@ -229,6 +221,18 @@ fn bookworm_recipe(dir: &Path) -> PathBuf {
     recipe
 }
 
+/// `ocibuild build --json` of `recipe` with store `cache` into `out`: its report.
+fn build_json(recipe: &Path, cache: &Path, out: &Path) -> serde_json::Value {
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", cache)
+            .args(["build", "--json", "-o"])
+            .arg(out)
+            .arg(recipe),
+    );
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
 /// `uv pip compile` of `requirements` into `dir/pylock.toml`, for CPython 3.11 on glibc 2.36.
 fn uv_lock(uv: &Path, dir: &Path, requirements: &str) {
     fs::write(dir.join("req.in"), requirements).unwrap();
@@ -267,16 +271,8 @@ fn cuda_wheels_sharing_the_nvidia_namespace_file() {
         "nvidia-cuda-runtime-cu12==12.8.90\nnvidia-nvjitlink-cu12==12.8.93\nnvidia-cufile-cu12==1.13.1.3\n",
     );
     let recipe = bookworm_recipe(t.path());
-    let cache = t.path().join("cache");
-    let out = t.path().join("img");
-    let o = run_ok(
-        ocibuild()
-            .env("OCIBUILD_CACHE", &cache)
-            .args(["build", "--json", "-o"])
-            .arg(&out)
-            .arg(&recipe),
-    );
-    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let (cache, out) = (t.path().join("cache"), t.path().join("img"));
+    let v = build_json(&recipe, &cache, &out);
     let shared = v["wheels"]["sharedFiles"].as_array().unwrap();
     let init = shared
         .iter()

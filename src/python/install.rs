@@ -43,6 +43,19 @@ pub(super) struct Item {
     pub(super) wheel: usize,
 }
 
+impl Item {
+    /// Generated or rewritten content (a script, a launcher, INSTALLER, RECORD) of wheel `wheel`.
+    pub(super) fn generated(content: Vec<u8>, mode: u32, wheel: usize) -> Item {
+        Item {
+            size: content.len() as u64,
+            sha256: Digest::of(&content),
+            source: Source::Bytes(content),
+            mode,
+            wheel,
+        }
+    }
+}
+
 /// A member path, checked: UTF-8, relative, no `..`, `.` or empty components, no backslash.
 pub(super) fn check_member(raw: &[u8], wheel: &str) -> Result<String, WheelError> {
     let bad = |member: String, reason| WheelError::BadPath {
@@ -311,15 +324,12 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
                 new.extend_from_slice(rest);
                 content = new;
             }
-            let sha = Digest::of(&content);
-            let item = Item {
-                size: content.len() as u64,
-                source: Source::Bytes(content),
-                mode: 0o755,
-                sha256: sha,
-                wheel: wi,
-            };
-            insert(&mut out, &mut rows, path, item)?;
+            insert(
+                &mut out,
+                &mut rows,
+                path,
+                Item::generated(content, 0o755, wi),
+            )?;
         } else {
             let item = Item {
                 source: Source::Zip {
@@ -342,27 +352,12 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
     if let Some(ep) = read_member(ar, &format!("{dist_info}/entry_points.txt"), wheel)? {
         for (name, module, attr) in entry_points(&text(ep, "entry_points.txt")?, wheel)? {
             let content = launcher(&interp.executable, &module, &attr).into_bytes();
-            let sha = Digest::of(&content);
-            let item = Item {
-                size: content.len() as u64,
-                source: Source::Bytes(content),
-                mode: 0o755,
-                sha256: sha,
-                wheel: wi,
-            };
+            let item = Item::generated(content, 0o755, wi);
             insert(&mut out, &mut rows, join(&s.scripts, &name), item)?;
         }
     }
     // INSTALLER, then RECORD.
-    let installer = b"ocibuild\n".to_vec();
-    let sha = Digest::of(&installer);
-    let item = Item {
-        size: installer.len() as u64,
-        source: Source::Bytes(installer),
-        mode: 0o644,
-        sha256: sha,
-        wheel: wi,
-    };
+    let item = Item::generated(b"ocibuild\n".to_vec(), 0o644, wi);
     insert(
         &mut out,
         &mut rows,
@@ -381,16 +376,7 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
         text.push_str(&format!("{},{h},{n}\n", csv_field(p)));
     }
     let bytes = text.into_bytes();
-    out.insert(
-        record_path,
-        Item {
-            size: bytes.len() as u64,
-            sha256: Digest::of(&bytes),
-            source: Source::Bytes(bytes),
-            mode: 0o644,
-            wheel: wi,
-        },
-    );
+    out.insert(record_path, Item::generated(bytes, 0o644, wi));
     Ok(out)
 }
 

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::interpreter::Interpreter;
-use super::wheel::{ContentConflict, WheelError, WheelFileAt, INSTALL_VERSION};
+use super::wheel::{scheme_json, ContentConflict, WheelError, WheelFileAt, INSTALL_VERSION};
 use crate::digest::Digest;
 use crate::recipe::Overlap;
 
@@ -145,16 +145,12 @@ fn at(wheel: &str, f: &InstalledFile) -> WheelFileAt {
 /// is cached: what the listing is a function of (the install rules' version, the wheel's
 /// sha256, the executable and the scheme).
 pub fn listing_key(sha256: &Digest, interp: &Interpreter) -> Result<Digest, WheelError> {
-    let s = &interp.scheme;
     let v = serde_json::json!({
         "kind": "python-wheel-files",
         "install": INSTALL_VERSION,
         "sha256": sha256.to_string(),
         "executable": interp.executable,
-        "scheme": {
-            "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
-            "headers": s.headers, "data": s.data,
-        },
+        "scheme": scheme_json(interp),
     });
     Ok(Digest::of(&crate::json::to_canonical_vec(
         "wheel listing key",

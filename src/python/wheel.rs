@@ -163,7 +163,6 @@ pub fn layer_key(
         .map(|w| (w.file.filename.as_str(), w.sha256.to_string(), &w.exclude))
         .collect();
     ws.sort();
-    let s = &interp.scheme;
     let v = serde_json::json!({
         "kind": "python-wheels",
         "install": INSTALL_VERSION,
@@ -179,15 +178,21 @@ pub fn layer_key(
             w
         }).collect::<Vec<_>>(),
         "executable": interp.executable,
-        "scheme": {
-            "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
-            "headers": s.headers, "data": s.data,
-        },
+        "scheme": scheme_json(interp),
     });
     Ok(Digest::of(&crate::json::to_canonical_vec(
         "wheel layer key",
         &v,
     )?))
+}
+
+/// The install scheme as it enters cache keys (the layer's, the listing's).
+pub(super) fn scheme_json(interp: &Interpreter) -> serde_json::Value {
+    let s = &interp.scheme;
+    serde_json::json!({
+        "purelib": s.purelib, "platlib": s.platlib, "scripts": s.scripts,
+        "headers": s.headers, "data": s.data,
+    })
 }
 
 /// Every file `wheel` installs for `interp`, as [`build_wheel_layer`] would write it (layer

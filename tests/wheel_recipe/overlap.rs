@@ -80,14 +80,7 @@ fn recipe(dir: &Path, f: &Fixture, base: Option<&str>, python_extra: &str) -> Pa
 }
 
 fn layer_listing(out: &Path, v: &Value, name: &str) -> Vec<String> {
-    let l = v["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == name)
-        .unwrap_or_else(|| panic!("no layer {name} in {v:#}"));
-    let d = l["digest"].as_str().unwrap().trim_start_matches("sha256:");
-    tar_listing(&out.join("blobs/sha256").join(d))
+    tar_listing(&super::layer(out, v, name).1)
 }
 
 fn build(recipe: &Path, out: &Path, cache: &Path) -> std::process::Output {
