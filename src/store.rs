@@ -107,6 +107,11 @@ impl Store {
         &self.root
     }
 
+    /// Where temporary files go (on the store's file system, so a rename into place works).
+    pub fn tmp_dir(&self) -> PathBuf {
+        self.root.join("tmp")
+    }
+
     pub fn blob_path(&self, digest: &Digest) -> PathBuf {
         self.root.join("blobs/sha256").join(digest.hex())
     }

@@ -187,13 +187,19 @@ fn signatures_bad_key_tampered_detached_unsigned() {
     // InRelease: the right key verifies, another key does not.
     let repo = make_repo(&dir.path().join("r1"), &debs, Signing::InRelease(&k), false);
     assert_eq!(
-        load_source(&fetcher, &source(&repo, Some(&key)))
+        load_source(&fetcher, &source(&repo, Some(&key)), &std::env::temp_dir())
             .unwrap()
-            .packages
+            .packages()
+            .unwrap()
             .len(),
         1
     );
-    let err = load_source(&fetcher, &source(&repo, Some(&other))).unwrap_err();
+    let err = load_source(
+        &fetcher,
+        &source(&repo, Some(&other)),
+        &std::env::temp_dir(),
+    )
+    .unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
     assert!(err.to_string().contains("InRelease"), "{err}");
     // A tampered signed text fails.
@@ -202,7 +208,7 @@ fn signatures_bad_key_tampered_detached_unsigned() {
         .unwrap()
         .replace("Codename: testy", "Codename: tasty");
     std::fs::write(&p, text).unwrap();
-    let err = load_source(&fetcher, &source(&repo, Some(&key))).unwrap_err();
+    let err = load_source(&fetcher, &source(&repo, Some(&key)), &std::env::temp_dir()).unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
 
     // Signed by a signing subkey bound to the primary in the key file.
@@ -215,35 +221,53 @@ fn signatures_bad_key_tampered_detached_unsigned() {
         false,
     );
     assert_eq!(
-        load_source(&fetcher, &source(&repo, Some(&key_s)))
-            .unwrap()
-            .packages
-            .len(),
+        load_source(
+            &fetcher,
+            &source(&repo, Some(&key_s)),
+            &std::env::temp_dir()
+        )
+        .unwrap()
+        .packages()
+        .unwrap()
+        .len(),
         1
     );
-    let err = load_source(&fetcher, &source(&repo, Some(&key))).unwrap_err();
+    let err = load_source(&fetcher, &source(&repo, Some(&key)), &std::env::temp_dir()).unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
 
     // Release + Release.gpg (no InRelease).
     let repo = make_repo(&dir.path().join("r2"), &debs, Signing::Detached(&k), false);
     assert_eq!(
-        load_source(&fetcher, &source(&repo, Some(&key)))
+        load_source(&fetcher, &source(&repo, Some(&key)), &std::env::temp_dir())
             .unwrap()
-            .packages
+            .packages()
+            .unwrap()
             .len(),
         1
     );
-    let err = load_source(&fetcher, &source(&repo, Some(&other))).unwrap_err();
+    let err = load_source(
+        &fetcher,
+        &source(&repo, Some(&other)),
+        &std::env::temp_dir(),
+    )
+    .unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
 
     // Unsigned: refused without a key unless allowed; a key with no signature is refused.
     let repo = make_repo(&dir.path().join("r3"), &debs, Signing::Unsigned, false);
-    let err = load_source(&fetcher, &source(&repo, None)).unwrap_err();
+    let err = load_source(&fetcher, &source(&repo, None), &std::env::temp_dir()).unwrap_err();
     assert!(matches!(err, AptError::Unsigned { .. }), "{err}");
     let mut s = source(&repo, None);
     s.allow_unsigned = true;
-    assert_eq!(load_source(&fetcher, &s).unwrap().packages.len(), 1);
-    let err = load_source(&fetcher, &source(&repo, Some(&key))).unwrap_err();
+    assert_eq!(
+        load_source(&fetcher, &s, &std::env::temp_dir())
+            .unwrap()
+            .packages()
+            .unwrap()
+            .len(),
+        1
+    );
+    let err = load_source(&fetcher, &source(&repo, Some(&key)), &std::env::temp_dir()).unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
 }
 
@@ -259,10 +283,15 @@ fn packages_hash_mismatch_and_fallback() {
     let saved = std::fs::read(&xz).unwrap();
     std::fs::remove_file(&xz).unwrap();
     assert_eq!(
-        load_source(&fetcher, &source(&f.repo, Some(&f.key)))
-            .unwrap()
-            .packages
-            .len(),
+        load_source(
+            &fetcher,
+            &source(&f.repo, Some(&f.key)),
+            &std::env::temp_dir()
+        )
+        .unwrap()
+        .packages()
+        .unwrap()
+        .len(),
         1
     );
     // A corrupted .xz is an error, never a fallback.
@@ -270,14 +299,24 @@ fn packages_hash_mismatch_and_fallback() {
     let n = bad.len();
     bad[n / 2] ^= 1;
     std::fs::write(&xz, &bad).unwrap();
-    let err = load_source(&fetcher, &source(&f.repo, Some(&f.key))).unwrap_err();
+    let err = load_source(
+        &fetcher,
+        &source(&f.repo, Some(&f.key)),
+        &std::env::temp_dir(),
+    )
+    .unwrap_err();
     assert!(matches!(err, AptError::HashMismatch(_)), "{err}");
     assert!(err.to_string().contains("Packages.xz"), "{err}");
     // Longer than the Release says: a mismatch naming both sizes.
     let mut long = saved.clone();
     long.extend_from_slice(b"trailing");
     std::fs::write(&xz, &long).unwrap();
-    let err = load_source(&fetcher, &source(&f.repo, Some(&f.key))).unwrap_err();
+    let err = load_source(
+        &fetcher,
+        &source(&f.repo, Some(&f.key)),
+        &std::env::temp_dir(),
+    )
+    .unwrap_err();
     match &err {
         AptError::HashMismatch(m) => {
             assert_eq!(m.expected_size, saved.len() as u64);
@@ -464,9 +503,9 @@ fn file_url_source() {
     );
     let mut s = source(&repo, Some(&key));
     s.url = format!("file://{}", repo.root.display());
-    let idx = load_source(&HttpFetcher::new().unwrap(), &s).unwrap();
-    assert_eq!(&*idx.packages[0].name, "a");
-    assert!(idx.packages[0].source_url.starts_with("file://"));
+    let idx = load_source(&HttpFetcher::new().unwrap(), &s, &std::env::temp_dir()).unwrap();
+    assert_eq!(&*idx.packages().unwrap()[0].name, "a");
+    assert!(idx.packages().unwrap()[0].source_url.starts_with("file://"));
 }
 
 #[test]

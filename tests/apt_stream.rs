@@ -92,9 +92,13 @@ fn many_paragraphs_read_as_written_in_every_compression() {
     let fetcher = HttpFetcher::new().unwrap();
     let src = source(&repo, Some(&key));
 
-    let idx = load_source(&fetcher, &src).unwrap();
-    assert_eq!(idx.packages.len(), N + 1, "arm64 entries dropped");
-    for (i, p) in idx.packages.iter().take(N).enumerate() {
+    let idx = load_source(&fetcher, &src, &std::env::temp_dir()).unwrap();
+    assert_eq!(
+        idx.packages().unwrap().len(),
+        N + 1,
+        "arm64 entries dropped"
+    );
+    for (i, p) in idx.packages().unwrap().iter().take(N).enumerate() {
         assert_eq!(&*p.name, format!("pkg{i}"));
         assert_eq!(p.version.as_str(), format!("1:{i}.0-1"));
         assert_eq!(&*p.architecture, "amd64");
@@ -120,7 +124,7 @@ fn many_paragraphs_read_as_written_in_every_compression() {
             assert!(deps.is_empty());
         }
     }
-    let last = &idx.packages[N];
+    let last = &idx.packages().unwrap()[N];
     assert_eq!((&*last.name, &*last.architecture), ("base", "all"));
     assert_eq!(last.sha256.hex(), sha(N), "the last line, with no newline");
 
@@ -136,12 +140,12 @@ fn many_paragraphs_read_as_written_in_every_compression() {
     assert!(locked.iter().any(|l| l.name == "base"));
 
     // The same packages from the .gz and from the uncompressed index.
-    let want: Vec<String> = idx.packages.iter().map(summary).collect();
+    let want: Vec<String> = idx.packages().unwrap().iter().map(summary).collect();
     let main = repo.root.join("dists/stable/main/binary-amd64");
     for drop in ["Packages.xz", "Packages.gz"] {
         std::fs::remove_file(main.join(drop)).unwrap();
-        let got = load_source(&fetcher, &src).unwrap();
-        let got: Vec<String> = got.packages.iter().map(summary).collect();
+        let got = load_source(&fetcher, &src, &std::env::temp_dir()).unwrap();
+        let got: Vec<String> = got.packages().unwrap().iter().map(summary).collect();
         assert!(got == want, "without {drop}: the packages differ");
     }
 }
@@ -157,11 +161,18 @@ fn an_index_the_release_does_not_vouch_for_is_refused() {
     let src = source(&repo, Some(&key));
     let xz_path = repo.root.join("dists/stable/main/binary-amd64/Packages.xz");
     let good = std::fs::read(&xz_path).unwrap();
-    assert_eq!(load_source(&fetcher, &src).unwrap().packages.len(), N + 1);
+    assert_eq!(
+        load_source(&fetcher, &src, &std::env::temp_dir())
+            .unwrap()
+            .packages()
+            .unwrap()
+            .len(),
+        N + 1
+    );
 
     let refused = |bytes: &[u8], why: &str| {
         std::fs::write(&xz_path, bytes).unwrap();
-        match load_source(&fetcher, &src) {
+        match load_source(&fetcher, &src, &std::env::temp_dir()) {
             Err(AptError::HashMismatch(m)) => {
                 assert!(m.what.contains("Packages.xz"), "{why}: {}", m.what);
                 assert_eq!(m.expected_size, good.len() as u64, "{why}");
@@ -193,5 +204,12 @@ fn an_index_the_release_does_not_vouch_for_is_refused() {
 
     // A broken .xz is never a reason to fall back to the .gz; the good one reads again.
     std::fs::write(&xz_path, &good).unwrap();
-    assert_eq!(load_source(&fetcher, &src).unwrap().packages.len(), N + 1);
+    assert_eq!(
+        load_source(&fetcher, &src, &std::env::temp_dir())
+            .unwrap()
+            .packages()
+            .unwrap()
+            .len(),
+        N + 1
+    );
 }

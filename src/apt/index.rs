@@ -6,14 +6,17 @@
 //! that the signed Release gives: its packages are a candidate, handed on only after the check,
 //! and dropped on a mismatch, which is then the error whatever else was wrong with the content.
 //!
-//! Memory: one line, one paragraph's kept fields, and the packages kept (about 0.7 KB each in
-//! RSS, BENCHMARKS.md). The index text is never whole in memory; reading each index whole first (50 MB for
-//! the Debian archive's bookworm `main` amd64, 22 MB for its `all`) and then every paragraph in
-//! full is what made `ocibuild lock` take 470 MB.
+//! Memory: one line, one paragraph, and a 24-byte key per package kept: the packages
+//! themselves go to the source's [`Spill`] on disk as they are parsed, and are read back by
+//! name ([`SourceIndex::named`], [`SourceIndex::providing`]) for the few the resolver looks
+//! at. The index text is never whole in memory; reading each index whole first (50 MB for the
+//! Debian archive's bookworm `main` amd64, 22 MB for its `all`) and then every paragraph in
+//! full is what made `ocibuild lock` take 470 MB, and keeping every package in memory
+//! (0.7 KB each) made it grow by 45 MB per bookworm `main` (BENCHMARKS.md).
 
 use std::cell::Cell;
-use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
 use std::sync::Arc;
 
 use super::control::{
@@ -22,6 +25,7 @@ use super::control::{
 };
 use super::fetch::{join_url, Fetcher};
 use super::release::{decoder, fetch_release, parse_sha256, Source};
+use super::spill::{Keys, SourceIndex, Spill};
 use super::version::Version;
 use super::{AptError, Mismatch};
 use crate::digest::{Digest, HashingReader};
@@ -52,9 +56,8 @@ pub enum MultiArch {
     Allowed,
 }
 
-/// One binary package of an index: what the resolver needs, and where to get it. Compact,
-/// because an index has tens of thousands: shared strings for what repeats, boxed strings
-/// for the rest, and the dependencies as text.
+/// One binary package of an index: what the resolver needs, and where to get it. Read back
+/// from the source's [`Spill`] for the names the resolver looks up.
 #[derive(Clone, Debug)]
 pub struct Package {
     pub name: Arc<str>,
@@ -81,13 +84,6 @@ impl Package {
     pub fn depends(&self) -> Result<Vec<Alternatives>, ControlError> {
         parse_depends(&self.depends)
     }
-}
-
-/// A loaded source: its packages, in index order.
-#[derive(Clone, Debug)]
-pub struct SourceIndex {
-    pub source_url: String,
-    pub packages: Vec<Package>,
 }
 
 /// The strings every package of a source shares.
@@ -117,14 +113,18 @@ struct Expected {
 
 /// Loads a source: its verified Release, then for each component the `binary-ARCH` and (if
 /// listed) `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed.
-/// A package in more than one (the Debian archive lists `all` packages in both) is kept once,
-/// as first seen.
-pub fn load_source(fetcher: &dyn Fetcher, source: &Source) -> Result<SourceIndex, AptError> {
+/// The packages go to a spill file in `spill_dir` (the store's `tmp/`).
+pub fn load_source(
+    fetcher: &dyn Fetcher,
+    source: &Source,
+    spill_dir: &Path,
+) -> Result<SourceIndex, AptError> {
     let release = fetch_release(fetcher, source)?;
     let archive = source.archive_url();
     let dists = join_url(&archive, &format!("dists/{}", source.suite));
     let shared = Shared::new(&archive, &source.architecture);
-    let mut kept = Kept::default();
+    let spill = Spill::new(&archive, spill_dir)?;
+    let mut kept = Keys::default();
     for comp in &source.components {
         for arch in [source.architecture.as_str(), "all"] {
             if arch == "all" && source.architecture == "all" {
@@ -143,8 +143,12 @@ pub fn load_source(fetcher: &dyn Fetcher, source: &Source) -> Result<SourceIndex
                     digest,
                     size,
                 };
-                if let Some(ps) = read_index(fetcher, &url, name, &expected, &shared, &kept)? {
-                    verified = Some(ps);
+                let to = Dest {
+                    shared: &shared,
+                    spill: &spill,
+                };
+                if let Some(keys) = read_index(fetcher, &url, name, &expected, &to)? {
+                    verified = Some(keys);
                     break;
                 }
             }
@@ -158,70 +162,28 @@ pub fn load_source(fetcher: &dyn Fetcher, source: &Source) -> Result<SourceIndex
                     tried: names.join(", "),
                 });
             };
-            kept.add(verified);
+            kept.names.extend(verified.names);
+            kept.provides.extend(verified.provides);
         }
     }
-    Ok(SourceIndex {
-        source_url: archive,
-        packages: kept.packages,
-    })
+    Ok(SourceIndex::new(spill, kept.names, kept.provides))
 }
 
-/// The packages of a source so far, each (name, version as written, architecture) once.
-#[derive(Default)]
-struct Kept {
-    packages: Vec<Package>,
-    /// Name → where in `packages` its versions are: the duplicate check, without a copy of
-    /// each key.
-    seen: HashMap<Arc<str>, Vec<usize>>,
+/// Where an index's packages go.
+struct Dest<'a> {
+    shared: &'a Shared,
+    spill: &'a Spill,
 }
 
-impl Kept {
-    fn same(a: &Package, b: &Package) -> bool {
-        a.version.as_str() == b.version.as_str() && a.architecture == b.architecture
-    }
-
-    fn contains(&self, p: &Package) -> bool {
-        self.seen
-            .get(&p.name)
-            .is_some_and(|at| at.iter().any(|&i| Kept::same(&self.packages[i], p)))
-    }
-
-    /// Adds a verified index's packages but those already there (also from earlier in the same
-    /// index), keeping their order. In place: the first index is most of a source, and is
-    /// moved rather than copied.
-    fn add(&mut self, mut verified: Vec<Package>) {
-        let start = self.packages.len();
-        if start == 0 {
-            self.packages = verified;
-        } else {
-            self.packages.append(&mut verified);
-        }
-        // `packages[..kept]` is final; `packages[next]` is the next one to look at.
-        let mut kept = start;
-        for next in start..self.packages.len() {
-            if self.contains(&self.packages[next]) {
-                continue;
-            }
-            let name = Arc::clone(&self.packages[next].name);
-            self.seen.entry(name).or_default().push(kept);
-            self.packages.swap(kept, next);
-            kept += 1;
-        }
-        self.packages.truncate(kept);
-    }
-}
-
-/// Streams one index: `Ok(None)` when it is not there; its packages (of the source's
-/// architecture and `all`) only once the file matched `expected`.
+/// Streams one index: `Ok(None)` when it is not there; the keys of its packages (of the
+/// source's architecture and `all`) only once the file matched `expected`.
 fn read_index(
     fetcher: &dyn Fetcher,
     url: &str,
     name: &str,
     expected: &Expected,
-    shared: &Shared,
-    kept: &Kept,
-) -> Result<Option<Vec<Package>>, AptError> {
+    to: &Dest<'_>,
+) -> Result<Option<Keys>, AptError> {
     if expected.size > MAX_INDEX {
         return Err(AptError::TooLarge {
             url: url.to_string(),
@@ -234,7 +196,7 @@ fn read_index(
     let mut hashed = HashingReader::new(Trap::new(r));
     let over = Cell::new(false);
     let mut file = (&mut hashed).take(expected.size);
-    let candidate = parse_stream(name, &mut file, url, shared, kept, &over);
+    let candidate = parse_stream(name, &mut file, url, to, &over);
     // Whatever the parse left (all of it after an early error), and bytes past the announced
     // size (bounded), go through the hash too, so the mismatch says how many there were.
     let rest = file.limit() + (1 << 30);
@@ -273,10 +235,9 @@ fn parse_stream(
     name: &str,
     file: &mut dyn Read,
     url: &str,
-    shared: &Shared,
-    kept: &Kept,
+    to: &Dest<'_>,
     over: &Cell<bool>,
-) -> Result<Vec<Package>, AptError> {
+) -> Result<Keys, AptError> {
     let decompress_err = |source| AptError::Decompress {
         what: url.to_string(),
         source,
@@ -290,7 +251,7 @@ fn parse_stream(
             over,
         },
     );
-    read_packages(text, url, shared, kept).map_err(|e| e.into_error(url))
+    read_packages(text, url, to).map_err(|e| e.into_error(url))
 }
 
 /// Why [`read_packages`] failed: the text, or one paragraph's fields.
@@ -322,21 +283,16 @@ impl Failure {
     }
 }
 
-/// Parses a Packages index from a stream, keeping the packages of the source's architecture
-/// and `all` that `kept` does not have yet.
+/// Parses a Packages index from a stream into the spill, keeping the keys of the packages of
+/// the source's architecture and `all`.
 ///
 /// Which error wins when there are several is as when the text was read whole before being
 /// parsed: a read (decompression) error anywhere, then text that is not UTF-8 anywhere, then
 /// the first syntax error, then the first paragraph with a bad field. So after an error this
 /// reads on, as far as a higher-ranked one could still come.
-fn read_packages<R: BufRead>(
-    text: R,
-    what: &str,
-    shared: &Shared,
-    kept: &Kept,
-) -> Result<Vec<Package>, Failure> {
+fn read_packages<R: BufRead>(text: R, what: &str, to: &Dest<'_>) -> Result<Keys, Failure> {
     let mut reader = ParagraphReader::new(text, Keep::Only(FIELDS));
-    let mut packages = Vec::new();
+    let mut keys = Keys::default();
     let mut bad_field = None;
     loop {
         let p = match reader.next_paragraph() {
@@ -347,20 +303,18 @@ fn read_packages<R: BufRead>(
         if bad_field.is_some() {
             continue;
         }
-        match package_of(&p, what, shared) {
-            // Already kept from a verified index: dropped now rather than at the end, which
-            // reads nothing from this unverified one into what is kept.
-            Ok(Some(p)) if !kept.contains(&p) => packages.push(p),
-            Ok(_) => {}
+        match package_of(&p, what, to.shared) {
+            Ok(Some(p)) => keys.push(to.spill, &p).map_err(Failure::Package)?,
+            Ok(None) => {}
             Err(e) => {
                 bad_field = Some(e);
-                packages = Vec::new();
+                keys = Keys::default();
             }
         }
     }
     match bad_field {
         Some(e) => Err(Failure::Package(e)),
-        None => Ok(packages),
+        None => Ok(keys),
     }
 }
 
@@ -455,22 +409,6 @@ fn package_of(p: &Paragraph, what: &str, shared: &Shared) -> Result<Option<Packa
     }))
 }
 
-/// Parses a Packages index held in memory as [`load_source`] reads one: the packages of
-/// `architecture` and `all`, each once.
-pub fn parse_packages(
-    text: &str,
-    what: &str,
-    source_url: &str,
-    architecture: &str,
-) -> Result<Vec<Package>, AptError> {
-    let shared = Shared::new(source_url, architecture);
-    let mut kept = Kept::default();
-    let ps =
-        read_packages(text.as_bytes(), what, &shared, &kept).map_err(|e| e.into_error(what))?;
-    kept.add(ps);
-    Ok(kept.packages)
-}
-
 /// The download under the hash: keeps its first error, so that one can be told from a
 /// decompression error when it comes back out of the decoder.
 struct Trap<R> {
@@ -529,6 +467,25 @@ impl<R: Read> Read for Capped<'_, R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::collections::HashMap;
+
+    /// The packages of `architecture` and `all` in an index held in memory, each once.
+    fn parse_packages(
+        text: &str,
+        what: &str,
+        source_url: &str,
+        architecture: &str,
+    ) -> Result<Vec<Package>, AptError> {
+        let dir = tempfile::tempdir().unwrap();
+        let shared = Shared::new(source_url, architecture);
+        let spill = Spill::new(source_url, dir.path()).unwrap();
+        let to = Dest {
+            shared: &shared,
+            spill: &spill,
+        };
+        let keys = read_packages(text.as_bytes(), what, &to).map_err(|e| e.into_error(what))?;
+        SourceIndex::new(spill, keys.names, keys.provides).packages()
+    }
 
     fn entry(name: &str, version: &str, arch: &str, extra: &str) -> String {
         format!(
@@ -574,8 +531,6 @@ mod tests {
         assert_eq!(&*a.filename, "pool/a_1:2.0-1_amd64.deb");
         assert_eq!(&*a.source_url, "http://x");
         assert!(ps[1].depends().unwrap().is_empty());
-        // Shared, not copied per package.
-        assert!(Arc::ptr_eq(&ps[1].architecture, &ps[2].architecture));
         assert!(Arc::ptr_eq(&ps[0].source_url, &ps[1].source_url));
 
         let err = parse_packages("Package: x\nVersion: 1\n", "idx", "u", "amd64").unwrap_err();
@@ -614,7 +569,13 @@ mod tests {
         );
         let bytes = [text.as_bytes(), b"Package: \xff\n"].concat();
         let shared = Shared::new("u", "amd64");
-        let err = read_packages(&bytes[..], "idx", &shared, &Kept::default())
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new("u", dir.path()).unwrap();
+        let to = Dest {
+            shared: &shared,
+            spill: &spill,
+        };
+        let err = read_packages(&bytes[..], "idx", &to)
             .unwrap_err()
             .into_error("idx");
         assert!(err.to_string().contains("not UTF-8"), "{err}");
@@ -688,16 +649,21 @@ mod tests {
             size: good.len() as u64,
         };
         let shared = Shared::new("mem://", "amd64");
-        let kept = Kept::default();
+        let dir = tempfile::tempdir().unwrap();
+        let spill = Spill::new("mem://", dir.path()).unwrap();
+        let to = Dest {
+            shared: &shared,
+            spill: &spill,
+        };
         let read = |data: Vec<u8>, cut: Option<usize>| {
             let f = Mem {
                 files: HashMap::from([(url.to_string(), data)]),
                 cut,
             };
-            read_index(&f, url, name, &expected, &shared, &kept)
+            read_index(&f, url, name, &expected, &to)
         };
-        let ps = read(good.clone(), None).unwrap().unwrap();
-        assert_eq!(ps.len(), 1);
+        let keys = read(good.clone(), None).unwrap().unwrap();
+        assert_eq!((keys.names.len(), keys.provides.len()), (1, 0));
         // Another index that parses well, but not the one the Release vouches for.
         let other = gz(entry("evil", "1", "amd64", "").as_bytes());
         let err = read(other, None).unwrap_err();
@@ -720,7 +686,7 @@ mod tests {
             files: HashMap::from([(url.to_string(), broken)]),
             cut: None,
         };
-        let err = read_index(&f, url, name, &expected_broken, &shared, &kept).unwrap_err();
+        let err = read_index(&f, url, name, &expected_broken, &to).unwrap_err();
         assert!(matches!(err, AptError::Control { .. }), "{err}");
         // A download failing half-way is a read error, not a decompression error.
         let err = read(good.clone(), Some(good.len() / 2)).unwrap_err();
@@ -734,8 +700,6 @@ mod tests {
             files: HashMap::new(),
             cut: None,
         };
-        assert!(read_index(&f, url, name, &expected, &shared, &kept)
-            .unwrap()
-            .is_none());
+        assert!(read_index(&f, url, name, &expected, &to).unwrap().is_none());
     }
 }

@@ -6,6 +6,7 @@
 //! - [`fetch`]: the [`Fetcher`] trait (http, https, file) and its reqwest implementation.
 //! - [`release`]: InRelease / Release.gpg verification and the Release SHA256 list.
 //! - [`index`]: the `Packages` indices, streamed and verified, as compact [`Package`]s.
+//! - [`spill`]: a loaded source ([`SourceIndex`]): its packages on disk, read back by name.
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
 //! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
@@ -20,6 +21,7 @@ pub mod fetch;
 pub mod index;
 pub mod release;
 pub mod resolve;
+pub mod spill;
 pub mod version;
 
 use std::io;
@@ -32,9 +34,10 @@ use crate::store::StoreError;
 pub use self::base::{scan_base, Base};
 pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
 pub use self::fetch::{Fetcher, HttpFetcher};
-pub use self::index::{load_source, MultiArch, Package, SourceIndex};
+pub use self::index::{load_source, MultiArch, Package};
 pub use self::release::Source;
 pub use self::resolve::{resolve, Installed, Locked, Request};
+pub use self::spill::SourceIndex;
 pub use self::version::{Constraint, Relation, Version};
 
 /// Everything that can go wrong in `apt/`, with the context needed to act on it.
@@ -94,6 +97,17 @@ pub enum AptError {
         #[source]
         source: io::Error,
     },
+    #[error("{url}: more than {limit} packages are named or provide `{name}`")]
+    NameTooCommon {
+        url: String,
+        name: String,
+        limit: usize,
+    },
+    #[error(
+        "the resolver read more than {limit} packages of the sources' indices for one \
+         resolution; no real archive needs that many"
+    )]
+    TooManyRead { limit: usize },
     #[error("unknown package `{name}`{}", suggest(.suggestions))]
     UnknownPackage {
         name: String,

@@ -7,13 +7,17 @@
 //! equal versions: the earlier source). There is no backtracking: when a package already
 //! chosen does not satisfy a later versioned dependency, that is an error showing both chains.
 
+use std::cell::{Cell, RefCell};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::rc::Rc;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
 use super::control::{parse_paragraphs, parse_provides, Dep};
 use super::fetch::join_url;
-use super::index::{MultiArch, Package, SourceIndex};
+use super::index::{MultiArch, Package};
+use super::spill::SourceIndex;
 use super::version::{Constraint, Version};
 use super::AptError;
 use crate::digest::Digest;
@@ -168,39 +172,99 @@ fn provide_matches(pr: &Dep, dep: &Dep) -> bool {
     }
 }
 
+/// The packages providing a name, each with its provide entry.
+type Providers = Rc<[(Rc<Package>, Dep)]>;
+
+/// The packages of all sources for one architecture, read from the sources' spills name by
+/// name as the resolver asks (each name once).
 struct Index<'a> {
     arch: &'a str,
+    sources: &'a [SourceIndex],
     /// Real packages by name, highest version first (ties: source order).
-    by_name: HashMap<&'a str, Vec<&'a Package>>,
+    by_name: RefCell<HashMap<String, Rc<[Rc<Package>]>>>,
     /// Virtual name → providing packages with their provide entry.
-    providers: HashMap<&'a str, Vec<(&'a Package, &'a Dep)>>,
+    providers: RefCell<HashMap<String, Providers>>,
+    /// Packages read so far, and the most that may be.
+    read: Cell<usize>,
+    max_read: usize,
 }
 
+/// Most packages one resolution reads back from the sources (about 0.7 KB each in memory).
+/// Resolving the repo's recipes reads a few thousand.
+pub const MAX_READ: usize = 1 << 16;
+
 impl<'a> Index<'a> {
-    fn new(sources: &'a [SourceIndex], arch: &'a str) -> Index<'a> {
-        let mut by_name: HashMap<&str, Vec<&Package>> = HashMap::new();
-        let mut providers: HashMap<&str, Vec<(&Package, &Dep)>> = HashMap::new();
-        for p in sources.iter().flat_map(|s| &s.packages) {
-            if &*p.architecture != arch && &*p.architecture != "all" {
-                continue;
-            }
-            by_name.entry(&p.name).or_default().push(p);
-            for pr in &p.provides {
-                providers.entry(&pr.name).or_default().push((p, pr));
-            }
-        }
-        for v in by_name.values_mut() {
-            // Stable: equal versions keep source order.
-            v.sort_by(|a, b| b.version.cmp(&a.version));
-        }
-        for v in providers.values_mut() {
-            v.sort_by(|(a, _), (b, _)| a.name.cmp(&b.name).then(b.version.cmp(&a.version)));
-        }
+    fn new(sources: &'a [SourceIndex], arch: &'a str, max_read: usize) -> Index<'a> {
         Index {
             arch,
-            by_name,
-            providers,
+            sources,
+            by_name: RefCell::default(),
+            providers: RefCell::default(),
+            read: Cell::new(0),
+            max_read,
         }
+    }
+
+    /// Counts `n` packages read, refusing past the bound.
+    fn count(&self, n: usize) -> Result<(), AptError> {
+        self.read.set(self.read.get() + n);
+        if self.read.get() > self.max_read {
+            return Err(AptError::TooManyRead {
+                limit: self.max_read,
+            });
+        }
+        Ok(())
+    }
+
+    fn of_arch(&self, p: &Package) -> bool {
+        *p.architecture == *self.arch || &*p.architecture == "all"
+    }
+
+    /// The real packages named `name`.
+    fn real(&self, name: &str) -> Result<Rc<[Rc<Package>]>, AptError> {
+        if let Some(v) = self.by_name.borrow().get(name) {
+            return Ok(Rc::clone(v));
+        }
+        let mut v = Vec::new();
+        for s in self.sources {
+            let named = s.named(name)?;
+            self.count(named.len())?;
+            v.extend(named.into_iter().filter(|p| self.of_arch(p)).map(Rc::new));
+        }
+        // Stable: equal versions keep source order.
+        v.sort_by(|a, b| b.version.cmp(&a.version));
+        let v: Rc<[Rc<Package>]> = v.into();
+        self.by_name
+            .borrow_mut()
+            .insert(name.to_string(), Rc::clone(&v));
+        Ok(v)
+    }
+
+    /// The packages that provide `name`, with their provide entry.
+    fn provided(&self, name: &str) -> Result<Providers, AptError> {
+        if let Some(v) = self.providers.borrow().get(name) {
+            return Ok(Rc::clone(v));
+        }
+        let mut v = Vec::new();
+        for s in self.sources {
+            let providing = s.providing(name)?;
+            self.count(providing.len())?;
+            for p in providing {
+                if !self.of_arch(&p) {
+                    continue;
+                }
+                let p = Rc::new(p);
+                for pr in p.provides.iter().filter(|pr| pr.name == name) {
+                    v.push((Rc::clone(&p), pr.clone()));
+                }
+            }
+        }
+        v.sort_by(|(a, _), (b, _)| a.name.cmp(&b.name).then(b.version.cmp(&a.version)));
+        let v: Providers = v.into();
+        self.providers
+            .borrow_mut()
+            .insert(name.to_string(), Rc::clone(&v));
+        Ok(v)
     }
 
     /// Whether a real package satisfies the dependency's architecture qualifier.
@@ -222,72 +286,70 @@ impl<'a> Index<'a> {
     }
 
     /// Candidates for a dependency, best first: real packages (highest version), then providers.
-    fn candidates(&self, dep: &Dep) -> Vec<&'a Package> {
-        let mut out: Vec<&Package> = self
-            .by_name
-            .get(dep.name.as_str())
-            .into_iter()
-            .flatten()
-            .copied()
+    fn candidates(&self, dep: &Dep) -> Result<Vec<Rc<Package>>, AptError> {
+        let mut out: Vec<Rc<Package>> = self
+            .real(&dep.name)?
+            .iter()
             .filter(|p| self.real_matches(p, dep))
+            .cloned()
             .collect();
         // Provides satisfy `:any` only from Multi-Arch: foreign/allowed providers; in a
         // single-architecture resolution, unqualified deps take any provider.
         if dep.arch.as_deref() != Some("any") {
             out.extend(
-                self.providers
-                    .get(dep.name.as_str())
-                    .into_iter()
-                    .flatten()
+                self.provided(&dep.name)?
+                    .iter()
                     .filter(|(_, pr)| provide_matches(pr, dep))
-                    .map(|(p, _)| *p),
+                    .map(|(p, _)| Rc::clone(p)),
             );
         }
-        out
+        Ok(out)
     }
 
-    fn known(&self, name: &str) -> bool {
-        self.by_name.contains_key(name) || self.providers.contains_key(name)
+    fn known(&self, name: &str) -> Result<bool, AptError> {
+        Ok(!self.real(name)?.is_empty() || !self.provided(name)?.is_empty())
     }
 
     /// "available: 1.0, 2.0" for an error message.
-    fn available(&self, name: &str) -> String {
+    fn available(&self, name: &str) -> Result<String, AptError> {
         let mut vs: Vec<String> = self
-            .by_name
-            .get(name)
-            .into_iter()
-            .flatten()
+            .real(name)?
+            .iter()
             .map(|p| p.version.to_string())
             .collect();
-        vs.extend(self.providers.get(name).into_iter().flatten().map(
-            |(p, pr)| match &pr.constraint {
-                Some(c) => format!("{} provided by {} {}", c.version, p.name, p.version),
-                None => format!("unversioned, provided by {} {}", p.name, p.version),
-            },
-        ));
-        if vs.is_empty() {
+        vs.extend(
+            self.provided(name)?
+                .iter()
+                .map(|(p, pr)| match &pr.constraint {
+                    Some(c) => format!("{} provided by {} {}", c.version, p.name, p.version),
+                    None => format!("unversioned, provided by {} {}", p.name, p.version),
+                }),
+        );
+        Ok(if vs.is_empty() {
             format!("no package `{name}` in any source")
         } else {
             format!("available: {}", vs.join(", "))
-        }
+        })
     }
 
-    /// Up to three known names close to `name`.
-    fn suggestions(&self, name: &str) -> Vec<String> {
-        let mut scored: Vec<(usize, &str)> = self
-            .by_name
-            .keys()
-            .chain(self.providers.keys())
-            .map(|k| (edit_distance(name, k), *k))
-            .filter(|(d, k)| *d <= 2.max(name.len() / 4) || k.contains(name))
-            .collect();
-        scored.sort();
-        scored.dedup();
-        scored
-            .into_iter()
-            .take(3)
-            .map(|(_, k)| k.to_string())
-            .collect()
+    /// Up to three known names close to `name`, closest first (reads every package: for the
+    /// error only, keeping no more than the three).
+    fn suggestions(&self, name: &str) -> Result<Vec<String>, AptError> {
+        let mut best: Vec<(usize, String)> = Vec::new();
+        for s in self.sources {
+            s.each_name(self.arch, |k| {
+                let d = edit_distance(name, k);
+                if !(d <= 2.max(name.len() / 4) || k.contains(name)) {
+                    return;
+                }
+                let at = best.partition_point(|(bd, bk)| (*bd, bk.as_str()) < (d, k));
+                if at < 3 && best.get(at).is_none_or(|(_, bk)| bk != k) {
+                    best.insert(at, (d, k.to_string()));
+                    best.truncate(3);
+                }
+            })?;
+        }
+        Ok(best.into_iter().map(|(_, k)| k).collect())
     }
 }
 
@@ -314,10 +376,21 @@ pub fn resolve(
     requests: &[Request],
     installed: &Installed,
 ) -> Result<Vec<Locked>, AptError> {
-    let index = Index::new(sources, arch);
+    resolve_reading(sources, arch, requests, installed, MAX_READ)
+}
+
+/// [`resolve`], reading at most `max_read` packages.
+fn resolve_reading(
+    sources: &[SourceIndex],
+    arch: &str,
+    requests: &[Request],
+    installed: &Installed,
+    max_read: usize,
+) -> Result<Vec<Locked>, AptError> {
+    let index = Index::new(sources, arch, max_read);
     // name → (package, the chain that brought it in)
-    let mut chosen: BTreeMap<&str, (&Package, Vec<String>)> = BTreeMap::new();
-    let mut queue: VecDeque<&Package> = VecDeque::new();
+    let mut chosen: Chosen = BTreeMap::new();
+    let mut queue: VecDeque<Rc<Package>> = VecDeque::new();
 
     for r in requests {
         let dep = Dep {
@@ -326,26 +399,26 @@ pub fn resolve(
             constraint: r.constraint.clone(),
         };
         let chain = vec![dep.to_string()];
-        if !index.known(&r.name) {
+        if !index.known(&r.name)? {
             if installed.satisfies(&dep) {
                 continue;
             }
             return Err(AptError::UnknownPackage {
                 name: r.name.clone(),
-                suggestions: index.suggestions(&r.name),
+                suggestions: index.suggestions(&r.name)?,
             });
         }
         if installed.satisfies(&dep) || satisfied_by_chosen(&chosen, &dep, &index) {
             continue;
         }
-        let Some(p) = index.candidates(&dep).first().copied() else {
+        let Some(p) = index.candidates(&dep)?.into_iter().next() else {
             return Err(AptError::Unsatisfiable {
                 chain,
-                reason: format!("no version satisfies it ({})", index.available(&r.name)),
+                reason: format!("no version satisfies it ({})", index.available(&r.name)?),
             });
         };
-        check_clash(&chosen, p, &chain)?;
-        chosen.insert(&p.name, (p, chain));
+        check_clash(&chosen, &p, &chain)?;
+        chosen.insert(Arc::clone(&p.name), (Rc::clone(&p), chain));
         queue.push_back(p);
     }
 
@@ -369,18 +442,25 @@ pub fn resolve(
             }
             // A candidate must also meet the package's other single-alternative constraints
             // on the same name (`libfoo (>= 2), libfoo (<< 3)`), as there is no backtracking.
-            let pick = group.iter().find_map(|d| {
-                index
-                    .candidates(d)
+            let mut pick = None;
+            for d in group {
+                let found = index
+                    .candidates(d)?
                     .into_iter()
-                    .find(|c| compatible(&index, c, &depends))
-                    .map(|c| (d, c))
-            });
+                    .find(|c| compatible(&index, c, &depends));
+                if let Some(c) = found {
+                    pick = Some((d, c));
+                    break;
+                }
+            }
             let Some((dep, cand)) = pick else {
                 let mut chain = parent_chain.clone();
                 let text: Vec<String> = group.iter().map(Dep::to_string).collect();
                 chain.push(text.join(" | "));
-                let avail: Vec<String> = group.iter().map(|d| index.available(&d.name)).collect();
+                let avail = group
+                    .iter()
+                    .map(|d| index.available(&d.name))
+                    .collect::<Result<Vec<_>, _>>()?;
                 return Err(AptError::Unsatisfiable {
                     chain,
                     reason: format!("no version satisfies it ({})", avail.join("; ")),
@@ -388,8 +468,8 @@ pub fn resolve(
             };
             let mut chain = parent_chain.clone();
             chain.push(dep.to_string());
-            check_clash(&chosen, cand, &chain)?;
-            chosen.insert(&cand.name, (cand, chain));
+            check_clash(&chosen, &cand, &chain)?;
+            chosen.insert(Arc::clone(&cand.name), (Rc::clone(&cand), chain));
             queue.push_back(cand);
         }
     }
@@ -418,11 +498,10 @@ fn compatible(index: &Index<'_>, cand: &Package, depends: &[super::control::Alte
     })
 }
 
-fn satisfied_by_chosen(
-    chosen: &BTreeMap<&str, (&Package, Vec<String>)>,
-    dep: &Dep,
-    index: &Index<'_>,
-) -> bool {
+/// The packages chosen so far by name, with the chain that brought each in.
+type Chosen = BTreeMap<Arc<str>, (Rc<Package>, Vec<String>)>;
+
+fn satisfied_by_chosen(chosen: &Chosen, dep: &Dep, index: &Index<'_>) -> bool {
     if let Some((p, _)) = chosen.get(dep.name.as_str()) {
         if index.real_matches(p, dep) {
             return true;
@@ -435,11 +514,7 @@ fn satisfied_by_chosen(
 }
 
 /// A second, different version of a package already chosen: no backtracking, so an error.
-fn check_clash(
-    chosen: &BTreeMap<&str, (&Package, Vec<String>)>,
-    cand: &Package,
-    chain: &[String],
-) -> Result<(), AptError> {
+fn check_clash(chosen: &Chosen, cand: &Package, chain: &[String]) -> Result<(), AptError> {
     if let Some((other, other_chain)) = chosen.get(&*cand.name) {
         return Err(AptError::Unsatisfiable {
             chain: chain.to_vec(),
@@ -482,10 +557,8 @@ mod tests {
     }
 
     fn universe(pkgs: Vec<Package>) -> Vec<SourceIndex> {
-        vec![SourceIndex {
-            source_url: "http://x".into(),
-            packages: pkgs,
-        }]
+        let dir = tempfile::tempdir().unwrap();
+        vec![SourceIndex::from_packages("http://x", &pkgs, dir.path()).unwrap()]
     }
 
     fn names(l: &[Locked]) -> Vec<String> {
@@ -598,5 +671,90 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+    }
+
+    /// A hostile index: one name listed more often than any archive does, and a chain longer
+    /// than the bound on what a resolution reads. Each is a clear error, not a lookup that
+    /// reads without end.
+    #[test]
+    fn what_a_resolution_reads_is_bounded() {
+        use crate::apt::spill::MAX_PER_NAME;
+        use MultiArch::*;
+        let many: Vec<Package> = (0..=MAX_PER_NAME)
+            .map(|i| pkg("x", &format!("1.{i}"), "amd64", No, "", ""))
+            .collect();
+        let idx = universe(many);
+        let err = resolve(
+            &idx,
+            "amd64",
+            &[Request::parse("x").unwrap()],
+            &Installed::new(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(err, AptError::NameTooCommon { ref name, limit, .. }
+                if name == "x" && limit == MAX_PER_NAME),
+            "{err}"
+        );
+        // Providers count too.
+        let many: Vec<Package> = (0..=MAX_PER_NAME)
+            .map(|i| pkg(&format!("p{i}"), "1", "amd64", No, "", "v"))
+            .collect();
+        let idx = universe(many);
+        let err = resolve(
+            &idx,
+            "amd64",
+            &[Request::parse("v").unwrap()],
+            &Installed::new(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, AptError::NameTooCommon { .. }), "{err}");
+
+        let chain: Vec<Package> = (0..20)
+            .map(|i| {
+                pkg(
+                    &format!("c{i}"),
+                    "1",
+                    "amd64",
+                    No,
+                    &format!("c{}", i + 1),
+                    "",
+                )
+            })
+            .chain([pkg("c20", "1", "amd64", No, "", "")])
+            .collect();
+        let idx = universe(chain);
+        let req = [Request::parse("c0").unwrap()];
+        let err = resolve_reading(&idx, "amd64", &req, &Installed::new(), 10).unwrap_err();
+        assert!(matches!(err, AptError::TooManyRead { limit: 10 }), "{err}");
+        assert_eq!(
+            resolve_reading(&idx, "amd64", &req, &Installed::new(), 100)
+                .unwrap()
+                .len(),
+            21
+        );
+    }
+
+    #[test]
+    fn a_package_listed_twice_counts_once_as_first_seen() {
+        use MultiArch::*;
+        let mut second = pkg("b", "1", "all", No, "nosuch", "");
+        second.size = 2;
+        let idx = universe(vec![
+            pkg("a", "1", "amd64", No, "b", ""),
+            pkg("b", "1", "all", No, "", ""),
+            second,
+        ]);
+        assert_eq!(idx[0].named("b").unwrap().len(), 1);
+        assert_eq!(idx[0].packages().unwrap().len(), 2);
+        let l = resolve(
+            &idx,
+            "amd64",
+            &[Request::parse("a").unwrap()],
+            &Installed::new(),
+        )
+        .unwrap();
+        assert_eq!(names(&l), ["a=1", "b=1"]);
+        assert_eq!(l[1].size, 1);
     }
 }

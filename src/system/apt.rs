@@ -102,6 +102,7 @@ pub fn resolve_locked(
     base: &apt::Base,
     lock: &mut Lock,
     fetcher: &dyn Fetcher,
+    store: &Store,
     pin: AptPin,
     recipe_path: &Path,
 ) -> Result<(Vec<LockedDeb>, bool), SystemError> {
@@ -133,7 +134,7 @@ pub fn resolve_locked(
         .collect();
     let indices = sources
         .iter()
-        .map(|s| apt::load_source(fetcher, s))
+        .map(|s| apt::load_source(fetcher, s, &store.tmp_dir()))
         .collect::<Result<Vec<_>, _>>()?;
     let requests = apt
         .packages

@@ -358,7 +358,7 @@ pub fn prepare(
     };
     if let Some(apt) = &recipe.apt {
         let (packages, resolved) =
-            apt::resolve_locked(apt, &scanned, lock, fetcher, opts.pin, &recipe.path)?;
+            apt::resolve_locked(apt, &scanned, lock, fetcher, store, opts.pin, &recipe.path)?;
         if resolved {
             sys.apt_resolved = Some(packages.len());
             sys.lock_changed = true;

@@ -554,7 +554,12 @@ pub fn fixture(debs: &[Deb], reversed: bool) -> Fixture {
 
 pub fn load(f: &Fixture) -> Vec<SourceIndex> {
     let fetcher = HttpFetcher::new().unwrap();
-    vec![load_source(&fetcher, &source(&f.repo, Some(&f.key))).unwrap()]
+    vec![load_source(
+        &fetcher,
+        &source(&f.repo, Some(&f.key)),
+        &std::env::temp_dir(),
+    )
+    .unwrap()]
 }
 
 pub fn base() -> Installed {
