@@ -162,8 +162,7 @@ pub fn load_source(
                     tried: names.join(", "),
                 });
             };
-            kept.names.extend(verified.names);
-            kept.provides.extend(verified.provides);
+            kept.append(verified);
         }
     }
     Ok(SourceIndex::new(spill, kept.names, kept.provides))

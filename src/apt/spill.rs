@@ -179,6 +179,19 @@ pub(crate) struct Keys {
 }
 
 impl Keys {
+    /// Adds another index's keys after these (moved, not copied, when these are none: the
+    /// first index is most of a source).
+    pub(crate) fn append(&mut self, mut other: Keys) {
+        if self.names.is_empty() {
+            self.names = std::mem::take(&mut other.names);
+        }
+        if self.provides.is_empty() {
+            self.provides = std::mem::take(&mut other.provides);
+        }
+        self.names.append(&mut other.names);
+        self.provides.append(&mut other.provides);
+    }
+
     pub(crate) fn push(&mut self, spill: &Spill, p: &Package) -> Result<(), AptError> {
         let key = spill.push(p)?;
         self.names.push(key);
