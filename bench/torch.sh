@@ -61,7 +61,7 @@ t() { # NAME ROUND BYTES-CMD CMD...
   printf '%s\t%s\t%s\t%s\t%s\n' "$n" "$r" "$(tr ' ' '\t' < time.txt)" "$(eval "$b")" \
     "$(cut -d' ' -f1 /proc/loadavg)" >> results.tsv
 }
-layout_bytes() { find "$1/blobs" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%d\n", s}'; }
+layout_bytes() { find "$1/blobs" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 for r in $(seq 1 "$ROUNDS"); do
   rm -rf store img.oci && cp -al downloads store && mkdir -p store/tmp
   OCIBUILD_CACHE=$RUN/store t ours "$r" "layout_bytes img.oci" \
