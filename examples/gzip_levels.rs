@@ -14,6 +14,8 @@
 //!
 //! Prints one line per measurement: wall seconds, process CPU seconds (user+sys, from
 //! getrusage, so it covers every thread), output bytes and input MB per wall second.
+// getrusage(2) for the peak RSS.
+#![allow(unsafe_code)]
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;

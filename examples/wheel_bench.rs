@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use ocibuild::layer::Compression;
 use ocibuild::lock::Lock;
+use ocibuild::lock::LockPolicy;
 use ocibuild::progress::Silent;
 use ocibuild::python::interpreter::PyVersion;
 use ocibuild::python::{Interpreter, Scheme};
 use ocibuild::store::Store;
-use ocibuild::system::{wheels, AptPin, SystemOptions};
+use ocibuild::system::{wheels, SystemOptions};
 
 fn main() -> anyhow::Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -37,7 +38,7 @@ fn main() -> anyhow::Result<()> {
         compression: comp.parse::<Compression>().map_err(anyhow::Error::msg)?,
         threads: threads.parse()?,
         no_cache: true,
-        pin: AptPin::Locked,
+        pin: LockPolicy::Resolve,
         build_layers: true,
     };
     let fetcher = ocibuild::apt::HttpFetcher::offline()?;

@@ -83,7 +83,7 @@ impl Share<'_> {
         ]);
         let hash = t.elapsed().as_secs_f64();
         let t = Instant::now();
-        std::fs::File::create(&self.dest)?.write_all(&self.out[..size])?;
+        fs_err::File::create(&self.dest)?.write_all(&self.out[..size])?;
         Ok([inflate, zstd, hash, t.elapsed().as_secs_f64()])
     }
 }
@@ -99,7 +99,7 @@ fn main() -> anyhow::Result<()> {
     let cores: usize = cores.parse::<usize>()?.max(1);
     let files = wheels
         .iter()
-        .map(std::fs::File::open)
+        .map(|p| fs_err::File::open(p).map(fs_err::File::into_file))
         .collect::<Result<Vec<_>, _>>()?;
     let mut members: Vec<(Member, Vec<u8>)> = Vec::new();
     for (wheel, f) in files.iter().enumerate() {
@@ -168,7 +168,7 @@ fn main() -> anyhow::Result<()> {
         let wall = t.elapsed().as_secs_f64();
         // Removed after the clock, and on every path, failures included.
         for s in &shares {
-            let _ = std::fs::remove_file(&s.dest);
+            let _ = fs_err::remove_file(&s.dest);
         }
         let phases = phases?;
         if best.is_none_or(|(b, _)| wall < b) {

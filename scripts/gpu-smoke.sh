@@ -9,8 +9,8 @@
 #   BUNDLE     a podman folder made by shared/gpu/podman-bundle.sh (or a dir with a `podman` in it)
 #   LAYOUT     an OCI layout whose image has glibc (>= the glibc ocibuild was built against);
 #              TAG defaults to `t`
-#   RUN_STAGE_TEST_BINARY  optional: the compiled tests/run_stage.rs (cargo test --no-run
-#              --test run_stage prints its path); it runs gpu_host_cuda_smoke_through_run_tests
+#   RUN_STAGE_TEST_BINARY  optional: the compiled integration tests (`cargo test --no-run
+#              --test it` prints its path); it runs run_stage::gpu_host_cuda_smoke_through_run_tests
 # Extra podman flags: OCIBUILD_PODMAN_ARGS (whitespace-separated), e.g. "--runtime runc".
 # Exit status: 0 when every part that ran passed.
 set -uo pipefail
@@ -33,7 +33,7 @@ if [ -n "$testbin" ]; then
   step "2. run_tests (library) with GPU discovery"
   OCIBUILD_GPU_LAYOUT=$layout OCIBUILD_GPU_TAG=$tag OCIBUILD_PODMAN=$podman OCIBUILD_SELF_EXE=$exe \
     OCIBUILD_TEST_PODMAN_ARGS="${extra[*]}" \
-    "$testbin" gpu_host_cuda_smoke_through_run_tests --exact --include-ignored --nocapture || { echo "FAILED"; fail=1; }
+    "$testbin" run_stage::gpu_host_cuda_smoke_through_run_tests --exact --include-ignored --nocapture || { echo "FAILED"; fail=1; }
 else
   step "2. run_tests: skipped (no RUN_STAGE_TEST_BINARY given)"
 fi

@@ -3,7 +3,7 @@
 //!
 //! Resolution: a base the lock pins (same normalized reference, same platform) is used by its
 //! manifest digest; the tag is not asked again. Otherwise the reference is resolved (index →
-//! platform manifest) and the lock records it. [`Pin::Update`] re-resolves a locked tag and
+//! platform manifest) and the lock records it. [`LockPolicy::Update`] re-resolves a locked tag and
 //! reports when it moved. With the lock present and every blob in the store, nothing touches
 //! the network.
 //!
@@ -14,10 +14,10 @@
 use serde::Deserialize;
 
 use crate::digest::Digest;
-use crate::image::{Descriptor, LayerRecord};
-use crate::lock::{Lock, LockedBase};
+use crate::image::{Descriptor, LayerRecord, ManifestHead};
+use crate::lock::{Lock, LockPolicy, LockedBase};
+use crate::progress::Reporter;
 use crate::recipe::Platform;
-use crate::registry::client::NoProgress;
 use crate::registry::{Client, Reference, ReferenceError, RegistryError};
 use crate::store::{Store, StoreError};
 
@@ -59,18 +59,6 @@ impl From<RegistryError> for BaseError {
     }
 }
 
-/// How to treat a base the lock already pins.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pin {
-    /// Use the locked digest; resolve only what the lock lacks.
-    Locked,
-    /// Resolve the reference again and update the lock.
-    Update,
-    /// Use the lock's base as it is, whatever the recipe names (`build --frozen`); fail when
-    /// the lock pins none.
-    Frozen,
-}
-
 /// A base image ready to build on: every blob it names is in the store.
 #[derive(Clone, Debug)]
 pub struct BaseImage {
@@ -91,20 +79,11 @@ pub enum LockChange {
     Pinned {
         digest: Digest,
     },
-    /// `Pin::Update` found the tag pointing elsewhere.
+    /// `LockPolicy::Update` found the tag pointing elsewhere.
     Moved {
         from: Digest,
         to: Digest,
     },
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AnyManifest {
-    #[serde(default)]
-    media_type: Option<String>,
-    config: Descriptor,
-    layers: Vec<Descriptor>,
 }
 
 #[derive(Deserialize)]
@@ -124,14 +103,17 @@ struct RootFsHead {
 /// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
 /// With `layers` false the layer blobs are not fetched (a shallow base: the build only names
 /// them, and a push to the base's registry mounts them); the manifest and config always are.
+/// Downloads and retries go to `reporter`.
+#[allow(clippy::too_many_arguments)] // the resolution's context, passed through as is
 pub fn resolve(
     reference: &str,
     platform: &Platform,
     lock: &mut Lock,
-    pin: Pin,
+    pin: LockPolicy,
     client: &Client,
     store: &Store,
     layers: bool,
+    reporter: &dyn Reporter,
 ) -> Result<(BaseImage, LockChange), BaseError> {
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
         reference: reference.to_string(),
@@ -140,7 +122,7 @@ pub fn resolve(
     let mut name = r.to_string();
     let platform_s = platform.to_string();
     let locked = match pin {
-        Pin::Frozen => {
+        LockPolicy::Frozen => {
             let b = lock
                 .base
                 .clone()
@@ -155,7 +137,7 @@ pub fn resolve(
             .cloned(),
     };
     // Frozen: blobs come from where the lock says the base was resolved.
-    let r: Reference = if pin == Pin::Frozen {
+    let r: Reference = if pin == LockPolicy::Frozen {
         name.parse().map_err(|source| BaseError::Reference {
             reference: name.clone(),
             source,
@@ -166,7 +148,9 @@ pub fn resolve(
     let offline = client.config().offline;
 
     let (manifest_digest, change) = match (&locked, pin, r.digest()) {
-        (Some(b), Pin::Locked | Pin::Frozen, _) => (b.manifest_digest, LockChange::Unchanged),
+        (Some(b), LockPolicy::Resolve | LockPolicy::Locked | LockPolicy::Frozen, _) => {
+            (b.manifest_digest, LockChange::Unchanged)
+        }
         _ if offline => {
             return Err(BaseError::Offline {
                 reference: name,
@@ -174,12 +158,7 @@ pub fn resolve(
             })
         }
         _ => {
-            let want = crate::image::Platform {
-                architecture: platform.architecture.clone(),
-                os: platform.os.clone(),
-                variant: platform.variant.clone(),
-            };
-            let (manifest, index) = client.get_image_manifest(&r, &want, &NoProgress)?;
+            let (manifest, index) = client.get_image_manifest(&r, platform, reporter)?;
             store.put_bytes(&manifest.bytes)?;
             if let Some(ix) = &index {
                 store.put_bytes(&ix.bytes)?;
@@ -222,7 +201,7 @@ pub fn resolve(
         digest: manifest_digest,
         problem,
     };
-    let manifest: AnyManifest = serde_json::from_slice(&manifest_bytes).map_err(|e| {
+    let manifest: ManifestHead = serde_json::from_slice(&manifest_bytes).map_err(|e| {
         bad(format!(
             "is not an image manifest ({e}); an index must be resolved for a platform first"
         ))
@@ -245,7 +224,7 @@ pub fn resolve(
             });
         }
     }
-    client.pull_blobs(&r, &blobs, store, &NoProgress)?;
+    client.pull_blobs(&r, &blobs, store, reporter)?;
 
     let config_bytes = store.read_blob(&manifest.config.digest)?;
     let config: serde_json::Value = serde_json::from_slice(&config_bytes)

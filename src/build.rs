@@ -227,11 +227,7 @@ pub fn build(
         store.put_bytes(&manifest_bytes)?,
         manifest_bytes.len() as u64,
     );
-    manifest_desc.platform = Some(image::Platform {
-        architecture: platform.architecture.clone(),
-        os: platform.os.clone(),
-        variant: platform.variant.clone(),
-    });
+    manifest_desc.platform = Some(platform.clone());
 
     Ok(Built {
         image: ImageRecord {
@@ -369,19 +365,15 @@ fn fingerprint(
             ])
         })
         .collect();
-    let doc = json!({
-        "kind": "fingerprint/1",
-        "contract": layer::CONTRACT_VERSION,
-        "compression": compression.describe(),
-        "epoch": epoch,
-        "spec": {"src": s.src.to_string_lossy(), "dest": s.dest, "ignore": s.ignore, "uid": s.uid, "gid": s.gid,
-                 "mode": format!("{:?}", s.mode)},
-        "entries": rows,
-    });
-    Ok(Digest::of(&cjson::to_canonical_vec(
+    let spec = json!({"src": s.src.to_string_lossy(), "dest": s.dest, "ignore": s.ignore,
+                      "uid": s.uid, "gid": s.gid, "mode": format!("{:?}", s.mode)});
+    Ok(layer::cache_key(
         "layer fingerprint",
-        &doc,
-    )?))
+        "fingerprint/1",
+        compression,
+        epoch,
+        [("spec", spec), ("entries", json!(rows))],
+    )?)
 }
 
 fn link_target(k: &EntryKind) -> &str {
@@ -474,14 +466,13 @@ fn content_key(
             ])
         })
         .collect();
-    let doc = json!({
-        "kind": "layer/2",
-        "contract": layer::CONTRACT_VERSION,
-        "compression": compression.describe(),
-        "epoch": epoch,
-        "entries": rows,
-    });
-    Ok(Digest::of(&cjson::to_canonical_vec("layer key", &doc)?))
+    Ok(layer::cache_key(
+        "layer key",
+        "layer/2",
+        compression,
+        epoch,
+        [("entries", json!(rows))],
+    )?)
 }
 
 /// A file's BLAKE3 digest for the content key (a cache key only: it never reaches an image).

@@ -16,11 +16,13 @@
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
 //! - [`build`]: the planner: recipe → layers → image → output.
-//! - [`push`]: pushing a built image to a registry.
 //! - [`vendor`]: vendor directories (every locked input, content-addressed) and the lock check
 //!   of `--locked` / `--offline`.
+//! - [`push`]: pushing a built image to a registry.
 //! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
+//! - [`session`]: a command's inputs and one lock policy: the base, the system layers and the
+//!   vendored inputs through the lock, then [`build`]; what the CLI calls.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
@@ -43,6 +45,7 @@ pub mod python;
 pub mod recipe;
 pub mod registry;
 pub mod run;
+pub mod session;
 pub mod store;
 pub mod system;
 pub mod vendor;

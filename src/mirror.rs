@@ -9,11 +9,12 @@
 //!
 //! Nothing here prints; [`MirrorReport`] says what was copied and skipped.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::digest::Digest;
-use crate::image::Descriptor;
-use crate::registry::client::{BlobPush, NoProgress};
+use crate::image::ManifestHead;
+use crate::progress::Silent;
+use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, ReferenceError, RegistryError};
 use crate::store::{Store, StoreError};
 
@@ -105,15 +106,6 @@ pub struct MirrorReport {
     pub index: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestHead {
-    #[serde(default)]
-    media_type: Option<String>,
-    config: Descriptor,
-    layers: Vec<Descriptor>,
-}
-
 fn media_type_of(bytes: &[u8], fallback: &str) -> String {
     serde_json::from_slice::<serde_json::Value>(bytes)
         .ok()
@@ -150,7 +142,7 @@ pub fn mirror(
         index: None,
     };
     for d in std::iter::once(&head.config).chain(&head.layers) {
-        let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, &NoProgress)?;
+        let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, &Silent)?;
         let result = if matches!(r, BlobPush::Existed) {
             report.skipped_bytes += d.size;
             "skipped"

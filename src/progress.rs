@@ -1,4 +1,9 @@
 //! Progress events from the library to whoever displays them (the CLI). The library never prints.
+//! One trait for every step: layers being built, blobs moving to and from registries, retries.
+
+use std::time::Duration;
+
+use crate::digest::Digest;
 
 /// Receives progress events. Every method has a no-op default.
 pub trait Reporter: Sync {
@@ -8,8 +13,15 @@ pub trait Reporter: Sync {
     fn layer_progress(&self, _name: &str, _bytes: u64) {}
     /// A layer is done; `cached` when it came from the layer cache.
     fn layer_finished(&self, _name: &str, _cached: bool) {}
-    /// A free-form status line (verbose output).
+    /// A status line: a note from a step (a pinned base, a mirror that failed, and why).
     fn message(&self, _msg: &str) {}
+    /// A blob download or upload starts (again, after a restart from zero).
+    fn blob_started(&self, _digest: &Digest, _size: Option<u64>) {}
+    /// `bytes` more of a blob arrived (or were uploaded).
+    fn blob_progress(&self, _digest: &Digest, _bytes: u64) {}
+    fn blob_finished(&self, _digest: &Digest) {}
+    /// Something failed and is tried again after `delay`.
+    fn retrying(&self, _what: &str, _attempt: u32, _delay: Duration, _reason: &str) {}
 }
 
 /// Reports nothing.

@@ -1,11 +1,14 @@
 //! Pushing an image to a registry: every blob (skipped when the registry has it, mounted from
 //! the base's repository when that is on the same registry), then the manifest under a tag.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::digest::Digest;
-use crate::image::{annotations, Descriptor, Index, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
-use crate::registry::client::{BlobPush, NoProgress};
+use crate::image::{
+    annotations, Descriptor, Index, ManifestHead, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST,
+};
+use crate::progress::Silent;
+use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::{Store, StoreError};
 
@@ -55,16 +58,6 @@ pub struct PushedBlob {
     pub result: &'static str,
 }
 
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct ManifestHead {
-    media_type: Option<String>,
-    config: Descriptor,
-    layers: Vec<Descriptor>,
-    #[serde(default)]
-    annotations: std::collections::BTreeMap<String, String>,
-}
-
 /// Push the image whose manifest is `manifest` (all blobs readable from `blobs`) to `target`
 /// (its tag, or its digest when it has no tag).
 pub fn push(
@@ -94,7 +87,7 @@ pub fn push(
             d.size,
             blobs,
             mount_from.as_ref(),
-            &NoProgress,
+            &Silent,
         )?;
         let result = match r {
             BlobPush::Existed => "existed",
@@ -178,7 +171,7 @@ pub fn push_referrers(
                 source,
             })?;
         for d in head.layers.iter().chain(std::iter::once(&head.config)) {
-            let res = client.push_blob(target, &d.digest, d.size, blobs, None, &NoProgress)?;
+            let res = client.push_blob(target, &d.digest, d.size, blobs, None, &Silent)?;
             if matches!(res, BlobPush::Uploaded | BlobPush::UploadedChunked) {
                 uploaded_bytes += d.size;
             }

@@ -334,6 +334,7 @@ impl BlobWriter {
     }
 
     /// Starts writeback of everything written since the last call (Linux; elsewhere a no-op).
+    #[allow(unsafe_code)] // sync_file_range(2)
     fn kick_writeback(&mut self) -> io::Result<()> {
         self.file.flush()?;
         #[cfg(target_os = "linux")]
@@ -405,10 +406,7 @@ mod tests {
             w.commit(Some(Digest::of(b"other"))),
             Err(StoreError::DigestMismatch { .. })
         ));
-        assert_eq!(
-            std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
-            0
-        );
+        assert_eq!(fs_err::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
     }
 
     #[test]
@@ -421,11 +419,11 @@ mod tests {
         // Blobs are read-only; one whose bytes changed on disk anyway is caught on read.
         let path = store.blob_path(&d);
         assert_eq!(
-            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            fs_err::metadata(&path).unwrap().permissions().mode() & 0o777,
             0o444
         );
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        std::fs::write(&path, b"evil").unwrap();
+        fs_err::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        fs_err::write(&path, b"evil").unwrap();
         assert!(matches!(
             store.read_blob(&d),
             Err(StoreError::DigestMismatch { .. })
@@ -441,10 +439,7 @@ mod tests {
         let err = w.commit(Some(Digest::of(b"xyz"))).unwrap_err();
         assert!(matches!(err, StoreError::DigestMismatch { .. }));
         assert!(!store.has_blob(&Digest::of(b"abc")));
-        assert_eq!(
-            std::fs::read_dir(dir.path().join("tmp")).unwrap().count(),
-            0
-        );
+        assert_eq!(fs_err::read_dir(dir.path().join("tmp")).unwrap().count(), 0);
     }
 
     #[test]
@@ -475,7 +470,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let g = store.lock("k").unwrap();
         let path = dir.path().join("locks/k.lock");
-        let other = std::fs::File::open(&path).unwrap();
+        let other = fs_err::File::open(&path).unwrap();
         assert!(other.try_lock().is_err());
         drop(g);
         assert!(other.try_lock().is_ok());

@@ -143,7 +143,7 @@ mod tests {
     fn file_urls_and_missing_files() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
-        std::fs::write(&p, b"hello").unwrap();
+        fs_err::write(&p, b"hello").unwrap();
         let f = HttpFetcher::new().unwrap();
         let url = format!("file://{}", p.display());
         assert_eq!(fetch_bytes(&f, &url, 10).unwrap().unwrap(), b"hello");

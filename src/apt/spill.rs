@@ -395,6 +395,6 @@ mod tests {
         assert_eq!(s.source_url(), "http://x");
         assert!(s.decode(&[0u8; 43]).is_none());
         // Nothing is left in the directory: the file is unlinked from the start.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 0);
     }
 }

@@ -16,8 +16,8 @@ use serde::Deserialize;
 
 use super::AuditError;
 use crate::digest::Digest;
-use crate::image::{annotations, Descriptor, Index, Platform};
-use crate::registry::client::NoProgress;
+use crate::image::{annotations, AnyManifest, Descriptor, Index, Platform};
+use crate::progress::Silent;
 use crate::registry::{Client, Reference};
 use crate::store::Store;
 
@@ -194,21 +194,6 @@ pub struct Image<'c> {
 }
 
 #[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AnyManifest {
-    #[serde(default)]
-    media_type: Option<String>,
-    #[serde(default)]
-    config: Option<Descriptor>,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-    #[serde(default)]
-    manifests: Option<Vec<Descriptor>>,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-}
-
-#[derive(Deserialize)]
 struct DockerEntry {
     #[serde(rename = "Config")]
     config: String,
@@ -219,12 +204,7 @@ struct DockerEntry {
 /// Open the image `spec` names.
 pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditError> {
     let name = spec.to_string();
-    let host = crate::recipe::Platform::host();
-    let host = Platform {
-        architecture: host.architecture,
-        os: host.os,
-        variant: host.variant,
-    };
+    let host = Platform::host();
     let platform = opts.platform.unwrap_or(&host);
     match spec {
         Spec::Digest(_) => Err(AuditError::DigestOnly { spec: name }),
@@ -262,8 +242,7 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
                 reference: r.clone(),
                 source,
             })?;
-            let (manifest, _index) =
-                client.get_image_manifest(&reference, platform, &NoProgress)?;
+            let (manifest, _index) = client.get_image_manifest(&reference, platform, &Silent)?;
             let tmp = tempfile::Builder::new()
                 .prefix("ocibuild-audit-")
                 .tempdir()?;
@@ -282,12 +261,7 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
 /// Open the image whose manifest `digest` names, from a store (or any directory with
 /// `blobs/sha256/`): the rebuild that `verify` made.
 pub fn open_store(name: &str, store: &Store, digest: Digest) -> Result<Image<'static>, AuditError> {
-    let host = crate::recipe::Platform::host();
-    let platform = Platform {
-        architecture: host.architecture,
-        os: host.os,
-        variant: host.variant,
-    };
+    let platform = Platform::host();
     let blobs = Blobs::Dir(Store::view(store.root().to_path_buf()));
     from_manifest(name.to_string(), blobs, None, digest, &platform)
 }
@@ -411,7 +385,7 @@ fn from_manifest<'c>(
             &config_desc.digest,
             Some(config_desc.size),
             store,
-            &NoProgress,
+            &Silent,
         )?;
     }
     let config_bytes = read_blob(&name, &blobs, &config_desc.digest)?;
@@ -624,7 +598,7 @@ impl Image<'_> {
                 },
             ) => {
                 if let Some(c) = self.client {
-                    c.pull_blob(reference, d, layer.size, store, &NoProgress)?;
+                    c.pull_blob(reference, d, layer.size, store, &Silent)?;
                 }
                 Ok(Box::new(store.open_blob(d)?))
             }

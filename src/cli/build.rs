@@ -9,12 +9,12 @@ use serde_json::json;
 
 use super::progress::Bars;
 use super::Cli;
-use crate::build::{self, BuildOptions, Built};
-use crate::lock::{Lock, LockError};
+use crate::build::Built;
+use crate::lock::LockPolicy;
 use crate::output::{self, Target};
 use crate::recipe;
+use crate::session::Session;
 use crate::store::Store;
-use crate::vendor;
 
 #[derive(Args, Debug)]
 pub struct BuildArgs {
@@ -99,28 +99,19 @@ pub struct InputOptions {
     pub push_only_to: Option<String>,
 }
 
-/// Whether the base's layers need not be downloaded at all: nothing is written locally
-/// (`--push-only`), the push goes to the base's own registry (which mounts them), and no step
-/// reads the base's files (`[apt]` and a `[python]` interpreter found in the base do).
-fn shallow_base(recipe: &recipe::Recipe, push_only_to: Option<&str>) -> bool {
-    let Some(registry) = push_only_to else {
-        return false;
-    };
-    let recipe::Base::Image { reference } = &recipe.base else {
-        return false;
-    };
-    let same_registry = reference
-        .parse::<crate::registry::Reference>()
-        .is_ok_and(|r| r.registry() == registry);
-    let reads_base = recipe.apt.is_some()
-        || recipe
-            .python
-            .as_ref()
-            .is_some_and(|p| !matches!(p.source, recipe::PythonSource::Archive(_)));
-    same_registry && !reads_base
-}
-
 impl InputOptions {
+    /// The lock policy these options ask for: `--frozen`, else `--locked` (also implied by
+    /// `--offline`), else resolve what the lock lacks.
+    pub fn policy(&self) -> LockPolicy {
+        if self.frozen {
+            LockPolicy::Frozen
+        } else if self.locked || self.offline {
+            LockPolicy::Locked
+        } else {
+            LockPolicy::Resolve
+        }
+    }
+
     fn from_args(args: &BuildArgs) -> Self {
         InputOptions {
             locked: args.locked,
@@ -137,39 +128,8 @@ impl InputOptions {
     }
 }
 
-/// The lock as `inputs` asks for it: checked against the recipe (`--locked`, `--offline`),
-/// required as it is (`--frozen`), or `None` (a plain build resolves what it lacks).
-fn checked_lock(
-    recipe_path: &Path,
-    recipe: &recipe::Recipe,
-    inputs: &InputOptions,
-) -> anyhow::Result<Option<Lock>> {
-    if inputs.frozen {
-        let path = Lock::path_for(recipe_path);
-        return match Lock::load(&path)? {
-            Some(l) => Ok(Some(l)),
-            None if vendor::lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
-            None => Err(LockError::Missing {
-                mode: "--frozen",
-                path,
-                recipe: recipe_path.to_path_buf(),
-            }
-            .into()),
-        };
-    }
-    if inputs.locked || inputs.offline {
-        let mode = if inputs.locked {
-            "--locked"
-        } else {
-            "--offline"
-        };
-        return Ok(Some(vendor::load_checked_lock(recipe, recipe_path, mode)?));
-    }
-    Ok(None)
-}
-
-/// Build `recipe` (loaded from `recipe_path`; its base resolved through its lock) into `store`,
-/// writing no output. `build` uses the user's store; `verify` an empty temporary one.
+/// Build `recipe` (loaded from `recipe_path`) into `store` through a [`Session`], writing no
+/// output. `build` uses the user's store; `verify` an empty temporary one.
 pub fn build_in_store(
     cli: &Cli,
     recipe_path: &Path,
@@ -178,86 +138,16 @@ pub fn build_in_store(
     no_cache: bool,
     inputs: &InputOptions,
 ) -> anyhow::Result<Built> {
-    let lock = checked_lock(recipe_path, recipe, inputs)?;
-    if inputs.vendor.is_some() || inputs.offline {
-        let lock = match lock {
-            Some(l) => l,
-            None => Lock::load(&Lock::path_for(recipe_path))?.unwrap_or_else(Lock::new),
-        };
-        let dir = inputs
-            .vendor
-            .as_deref()
-            .map(|d| vendor::VendorDir::open(d, false).map_err(anyhow::Error::from))
-            .transpose()?;
-        let staged = vendor::stage(
-            &vendor::inputs(&lock, None),
-            dir.as_ref(),
-            store,
-            inputs.offline,
-        )?;
-        if let (Some(d), false) = (&dir, cli.quiet) {
-            eprintln!(
-                "vendor {}: {} blobs ({} bytes) copied into the store, verified",
-                d.root().display(),
-                staged.blobs,
-                staged.bytes
-            );
-        }
-    }
-    let mode = super::lock::LockMode {
-        offline: inputs.offline,
-        read_only: inputs.locked || inputs.frozen || inputs.offline,
-        shallow: shallow_base(recipe, inputs.push_only_to.as_deref()),
-    };
-    let locked = inputs.locked || (inputs.offline && !inputs.frozen);
-    let mut opts = BuildOptions {
-        threads: cli.threads(),
-        epoch_override: env_epoch()?,
-        no_cache,
-        recipe_digest: Some(crate::audit::attest::recipe_digest(recipe_path)?),
-        lock_digest: None,
-    };
     let bars = Bars::new(cli.quiet);
-    let pin = if inputs.frozen {
-        crate::base::Pin::Frozen
-    } else {
-        crate::base::Pin::Locked
+    let session = Session {
+        policy: inputs.policy(),
+        offline: inputs.offline,
+        vendor: inputs.vendor.clone(),
+        push_only_to: inputs.push_only_to.clone(),
+        no_cache,
+        ..cli.session(store, &bars)?
     };
-    let base = super::lock::resolve_base(cli, recipe, recipe_path, pin, store, mode)?;
-    let base = base.as_ref().map(|(b, _)| b);
-    let sys_opts = crate::system::SystemOptions {
-        epoch: opts
-            .epoch_override
-            .or(recipe.image.source_date_epoch)
-            .unwrap_or(0),
-        compression: recipe.image.compression,
-        threads: opts.threads,
-        no_cache: opts.no_cache,
-        pin: if inputs.frozen {
-            crate::system::AptPin::AsLocked
-        } else if locked {
-            crate::system::AptPin::Frozen
-        } else {
-            crate::system::AptPin::Locked
-        },
-        build_layers: true,
-    };
-    let sys = super::lock::prepare_system(
-        cli,
-        recipe,
-        recipe_path,
-        base,
-        store,
-        &sys_opts,
-        mode,
-        &bars,
-    )?;
-    // After resolving: the lock as this build leaves it (written by the first build).
-    opts.lock_digest = crate::audit::attest::lock_digest(recipe_path)?;
-    let mut built = build::build(recipe, base, &sys.layers, &opts, store, &bars)?;
-    built.interpreter = sys.interpreter;
-    built.wheels = sys.wheel_report;
-    Ok(built)
+    Ok(session.build(recipe_path, recipe)?)
 }
 
 pub fn build_recipe(

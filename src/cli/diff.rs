@@ -47,19 +47,12 @@ pub struct DiffArgs {
 
 /// Parse `--platform`, or the host's platform.
 pub fn platform(value: Option<&str>) -> anyhow::Result<Platform> {
-    let p = match value {
-        Some(v) => {
-            crate::recipe::Platform::parse(v).map_err(|problem| audit::AuditError::Platform {
-                value: v.to_string(),
-                problem,
-            })?
-        }
-        None => crate::recipe::Platform::host(),
-    };
-    Ok(Platform {
-        architecture: p.architecture,
-        os: p.os,
-        variant: p.variant,
+    Ok(match value {
+        Some(v) => Platform::parse(v).map_err(|problem| audit::AuditError::Platform {
+            value: v.to_string(),
+            problem,
+        })?,
+        None => Platform::host(),
     })
 }
 

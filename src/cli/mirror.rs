@@ -46,12 +46,12 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
     if args.sources.is_empty() && args.recipe.is_empty() {
         anyhow::bail!("nothing to mirror: give SRC (an OCI layout or vendor:DIR) or --recipe");
     }
-    let client = super::lock::registry_client(cli, false)?;
+    let client = crate::session::registry_client(cli.registries.as_deref(), false)?;
     // (blobs, image) pairs, in argument order.
     let mut work: Vec<(Store, Image)> = Vec::new();
     if !args.recipe.is_empty() {
         let store = cli.store()?;
-        let fetcher = super::lock::fetcher(false)?;
+        let fetcher = crate::session::fetcher(false)?;
         let online = Online {
             client: &client,
             fetcher: &fetcher,

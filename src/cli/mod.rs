@@ -176,6 +176,27 @@ impl Cli {
         })
     }
 
+    /// A session on `store` with this command line's global settings (registries file,
+    /// threads, `SOURCE_DATE_EPOCH`), resolving what the lock lacks; commands set the rest.
+    fn session<'a>(
+        &self,
+        store: &'a Store,
+        reporter: &'a dyn crate::progress::Reporter,
+    ) -> anyhow::Result<crate::session::Session<'a>> {
+        Ok(crate::session::Session {
+            store,
+            registries: self.registries.clone(),
+            threads: self.threads(),
+            policy: crate::lock::LockPolicy::Resolve,
+            offline: false,
+            vendor: None,
+            push_only_to: None,
+            no_cache: false,
+            epoch_override: build::env_epoch()?,
+            reporter,
+        })
+    }
+
     fn store(&self) -> anyhow::Result<Store> {
         let root = match &self.cache_dir {
             Some(p) => p.clone(),

@@ -11,6 +11,7 @@ use crate::progress::Reporter;
 
 pub struct Bars {
     enabled: bool,
+    quiet: bool,
     multi: MultiProgress,
     bars: Mutex<HashMap<String, ProgressBar>>,
 }
@@ -26,6 +27,7 @@ impl Bars {
         };
         Bars {
             enabled,
+            quiet,
             multi: MultiProgress::with_draw_target(target),
             bars: Mutex::new(HashMap::new()),
         }
@@ -60,6 +62,41 @@ impl Reporter for Bars {
         }
     }
 
+    /// A note from the library (a pinned base, a resolved `[apt]`): one line on stderr unless
+    /// `--quiet`, above the bars when there are some.
+    fn message(&self, msg: &str) {
+        if self.quiet {
+            return;
+        }
+        if self.enabled {
+            let _ = self.multi.println(msg);
+        } else {
+            eprintln!("{msg}");
+        }
+    }
+
+    fn blob_started(&self, digest: &crate::digest::Digest, size: Option<u64>) {
+        // One bar per blob, named by its digest's first hex digits; restarted from zero
+        // when a download starts over.
+        self.layer_finished(&blob_name(digest), false);
+        self.layer_started(&blob_name(digest), size.unwrap_or(0));
+    }
+
+    fn blob_progress(&self, digest: &crate::digest::Digest, bytes: u64) {
+        self.layer_progress(&blob_name(digest), bytes);
+    }
+
+    fn blob_finished(&self, digest: &crate::digest::Digest) {
+        self.layer_finished(&blob_name(digest), false);
+    }
+
+    fn retrying(&self, what: &str, attempt: u32, delay: std::time::Duration, reason: &str) {
+        self.message(&format!(
+            "{what}: {reason}; retrying in {:.1} s (attempt {attempt})",
+            delay.as_secs_f64()
+        ));
+    }
+
     fn layer_finished(&self, name: &str, _cached: bool) {
         if let Ok(mut bars) = self.bars.lock() {
             if let Some(bar) = bars.remove(name) {
@@ -68,4 +105,9 @@ impl Reporter for Bars {
             }
         }
     }
+}
+
+/// The bar name of a blob: `sha256:` and its first 12 hex digits.
+fn blob_name(digest: &crate::digest::Digest) -> String {
+    format!("sha256:{}", &digest.hex()[..12])
 }

@@ -85,8 +85,8 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
             vendor::merge(&mut dir, &src, &mut stats)?;
         }
     } else {
-        let client = super::lock::registry_client(cli, false)?;
-        let fetcher = super::lock::fetcher(false)?;
+        let client = crate::session::registry_client(cli.registries.as_deref(), false)?;
+        let fetcher = crate::session::fetcher(false)?;
         let online = Online {
             client: &client,
             fetcher: &fetcher,

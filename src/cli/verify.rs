@@ -8,7 +8,6 @@ use clap::Args;
 
 use super::Cli;
 use crate::audit::{self, render, OpenOptions, Spec};
-use crate::image::Platform;
 use crate::recipe;
 use crate::store::Store;
 
@@ -64,12 +63,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         ..Default::default()
     };
     let built = super::build::build_in_store(cli, &args.recipe, &recipe, &store, true, &inputs)?;
-    let p = &recipe.image.platform;
-    let platform = Platform {
-        architecture: p.architecture.clone(),
-        os: p.os.clone(),
-        variant: p.variant.clone(),
-    };
+    let platform = recipe.image.platform.clone();
     let client = super::diff::client_for(cli, &[&target])?;
     let opts = OpenOptions {
         client: client.as_ref(),

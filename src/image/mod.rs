@@ -1,11 +1,15 @@
-//! OCI image documents: config, manifest, index, descriptors. Serialized through
-//! [`crate::json::to_canonical_vec`], so their digests depend only on their content.
+//! OCI image documents: config, manifest, index, descriptors, and [`Platform`]. Serialized
+//! through [`crate::json::to_canonical_vec`], so their digests depend only on their content.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
+
+mod platform;
+
+pub use self::platform::Platform;
 
 pub const MEDIA_TYPE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const MEDIA_TYPE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -39,13 +43,6 @@ pub mod annotations {
 /// overlay drivers enforced and that images keep to for containerd's overlay snapshotter, whose
 /// mount options must fit in one page; podman has refused images with hundreds of layers.
 pub const MAX_LAYERS: usize = 127;
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Platform {
-    pub architecture: String,
-    pub os: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub variant: Option<String>,
-}
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -60,6 +57,37 @@ pub struct Descriptor {
     pub annotations: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
+}
+
+/// An image manifest as a registry or a layout hands it over, read leniently: what copying,
+/// pushing and pulling an image need (its media type when it says one, the config, the
+/// layers, the annotations), every other field ignored.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ManifestHead {
+    #[serde(default)]
+    pub media_type: Option<String>,
+    pub config: Descriptor,
+    pub layers: Vec<Descriptor>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// A manifest or an image index, read leniently, before it is known which it is: an index has
+/// `manifests`, a manifest `config` and `layers`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AnyManifest {
+    #[serde(default)]
+    pub media_type: Option<String>,
+    #[serde(default)]
+    pub config: Option<Descriptor>,
+    #[serde(default)]
+    pub layers: Vec<Descriptor>,
+    #[serde(default)]
+    pub manifests: Option<Vec<Descriptor>>,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
 }
 
 impl Descriptor {

@@ -1,13 +1,21 @@
-//! Target platforms: `os/arch[/variant]`, normalized the way image indexes spell them.
+//! Platforms: `os/arch[/variant]`, the one type for a recipe's target, a descriptor's
+//! `platform` in an image index, and the host.
 
 use std::fmt;
 
-/// An OCI platform. Always normalized: `arch` is the GOARCH spelling (`amd64`, `arm64`, ...),
-/// `arm64` always carries variant `v8` unless another one is given, `arm` defaults to `v7`.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+use serde::{Deserialize, Serialize};
+
+/// An OCI platform. What [`Platform::parse`] and [`Platform::host`] return is normalized:
+/// `architecture` is the GOARCH spelling (`amd64`, `arm64`, ...), `arm64` always carries
+/// variant `v8` unless another one is given, `arm` defaults to `v7`. Read from an index, it
+/// is as the index wrote it (missing fields empty: registries and layouts are lenient).
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Platform {
+    #[serde(default)]
     pub os: String,
+    #[serde(default)]
     pub architecture: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<String>,
 }
 

@@ -12,6 +12,8 @@
 //! [`Splicer`] reads the compressed bytes, yields the inflated bytes through [`Read`] and, when
 //! asked to keep them, collects the patched compressed bytes for [`Splicer::take_raw`]. Memory
 //! stays bounded: only the input not yet consumed by the decoder (one read buffer) is held.
+// FFI: zlib's C API (inflate with Z_BLOCK), through libz-rs-sys.
+#![allow(unsafe_code)]
 
 use std::io::{self, Read};
 

@@ -366,7 +366,7 @@ mod tests {
     fn file_dest_forms_and_synthesized_parents() {
         let d = tempfile::tempdir().unwrap();
         let f = d.path().join("app.conf");
-        std::fs::write(&f, "x").unwrap();
+        fs_err::write(&f, "x").unwrap();
         let e = scan(&[spec(&f, "/etc/app.conf")]).unwrap();
         assert_eq!(paths(&e), ["etc/", "etc/app.conf"]);
         assert_eq!(
@@ -397,10 +397,10 @@ mod tests {
     fn merges_and_conflicts() {
         let d = tempfile::tempdir().unwrap();
         let a = d.path().join("a");
-        std::fs::create_dir(&a).unwrap();
-        std::fs::write(a.join("x"), "1").unwrap();
+        fs_err::create_dir(&a).unwrap();
+        fs_err::write(a.join("x"), "1").unwrap();
         let f = d.path().join("f");
-        std::fs::write(&f, "2").unwrap();
+        fs_err::write(&f, "2").unwrap();
         // Synthesized "opt/" yields to the real dir "opt/" (uid 1000), in either order.
         for order in [
             [spec(&f, "/opt/app/f"), spec(&a, "/opt")],
@@ -412,7 +412,7 @@ mod tests {
         }
         // Identical directories merge; the same file twice is still a conflict.
         let empty = d.path().join("empty");
-        std::fs::create_dir(&empty).unwrap();
+        fs_err::create_dir(&empty).unwrap();
         assert_eq!(
             paths(&scan(&[spec(&empty, "/a"), spec(&a, "/a")]).unwrap()),
             ["a/", "a/x"]
@@ -444,7 +444,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let root = d.path();
         for p in ["build/sub", "src", "target/debug"] {
-            std::fs::create_dir_all(root.join(p)).unwrap();
+            fs_err::create_dir_all(root.join(p)).unwrap();
         }
         for p in [
             "build/sub/keep.txt",
@@ -452,7 +452,7 @@ mod tests {
             "src/main.rs",
             "target/debug/x",
         ] {
-            std::fs::write(root.join(p), p).unwrap();
+            fs_err::write(root.join(p), p).unwrap();
         }
         let mut s = spec(root, "/app");
         s.ignore = vec![
@@ -501,7 +501,7 @@ mod tests {
         use std::os::unix::ffi::OsStrExt;
         let d = tempfile::tempdir().unwrap();
         let bad = d.path().join(std::ffi::OsStr::from_bytes(b"bad\xff"));
-        std::fs::write(&bad, "x").unwrap();
+        fs_err::write(&bad, "x").unwrap();
         let err = scan(&[spec(d.path(), "/x")]).unwrap_err();
         assert!(
             matches!(&err, LayerError::NonUtf8 { path } if *path == bad),

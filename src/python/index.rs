@@ -45,7 +45,7 @@ fn netrc() -> BTreeMap<String, (String, String)> {
     let path = std::env::var_os("NETRC")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".netrc")));
-    let Some(text) = path.and_then(|p| std::fs::read_to_string(p).ok()) else {
+    let Some(text) = path.and_then(|p| fs_err::read_to_string(p).ok()) else {
         return BTreeMap::new();
     };
     parse_netrc(&text)

@@ -163,27 +163,30 @@ pub fn layer_key(
         .map(|w| (w.file.filename.as_str(), w.sha256.to_string(), &w.exclude))
         .collect();
     ws.sort();
-    let v = serde_json::json!({
-        "kind": "python-wheels",
-        "install": INSTALL_VERSION,
-        "contract": layer::CONTRACT_VERSION,
-        "compression": opts.compression.describe(),
-        "epoch": opts.epoch,
-        // `exclude` only where there is one, so layers without it keep their keys.
-        "wheels": ws.iter().map(|(f, d, x)| {
+    // `exclude` only where there is one, so layers without it keep their keys.
+    let wheels: Vec<serde_json::Value> = ws
+        .iter()
+        .map(|(f, d, x)| {
             let mut w = serde_json::json!({"filename": f, "sha256": d});
             if !x.is_empty() {
                 w["exclude"] = serde_json::json!(x);
             }
             w
-        }).collect::<Vec<_>>(),
-        "executable": interp.executable,
-        "scheme": scheme_json(interp),
-    });
-    Ok(Digest::of(&crate::json::to_canonical_vec(
+        })
+        .collect();
+    let fields = [
+        ("install", serde_json::json!(INSTALL_VERSION)),
+        ("wheels", serde_json::json!(wheels)),
+        ("executable", serde_json::json!(interp.executable)),
+        ("scheme", scheme_json(interp)),
+    ];
+    Ok(layer::cache_key(
         "wheel layer key",
-        &v,
-    )?))
+        "python-wheels",
+        opts.compression,
+        opts.epoch,
+        fields,
+    )?)
 }
 
 /// The install scheme as it enters cache keys (the layer's, the listing's).

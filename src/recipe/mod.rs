@@ -5,11 +5,9 @@
 //! - [`raw`]: serde types that mirror the TOML, with spans.
 //! - [`validate`]: the checks, turning raw types into [`Recipe`].
 //! - [`grammar`]: pure checks of single values (names, tags, paths, ports, patterns).
-//! - [`platform`]: target platforms (`linux/arm64/v8`).
 
 mod grammar;
 mod packages;
-mod platform;
 mod raw;
 mod validate;
 
@@ -23,7 +21,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use platform::Platform;
+pub use crate::image::Platform;
 
 use crate::layer::{Compression, CopySpec};
 
@@ -314,6 +312,8 @@ pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
         path: path.to_path_buf(),
         source,
     };
+    // std's error, not fs-err's: `read_err` names the path already.
+    #[allow(clippy::disallowed_methods)]
     let bytes = std::fs::read(path).map_err(read_err)?;
     let abs = std::path::absolute(path).map_err(read_err)?;
     let dir = abs.parent().unwrap_or(Path::new("/")).to_path_buf();

@@ -221,6 +221,8 @@ fn layer(
         ));
     }
     let src_path = resolve(dir, src.get_ref());
+    // std's error, not fs-err's: the message names the path already.
+    #[allow(clippy::disallowed_methods)]
     let is_dir = match std::fs::metadata(&src_path) {
         Ok(m) if m.is_dir() => true,
         Ok(m) if m.is_file() => false,
@@ -660,6 +662,8 @@ pub(super) fn resolve(dir: &Path, p: &str) -> PathBuf {
 /// Reads an ignore file: lines with trailing whitespace stripped; blank lines and lines starting
 /// with `#` skipped; a UTF-8 byte order mark dropped. Returns (1-based line number, pattern).
 fn read_ignore_file(path: &Path) -> io::Result<Vec<(usize, String)>> {
+    // std's error, not fs-err's: the caller's message names the path already.
+    #[allow(clippy::disallowed_methods)]
     let text = std::fs::read_to_string(path)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     Ok(text

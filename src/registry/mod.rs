@@ -6,12 +6,12 @@
 //! - [`client`]: manifests (platform selection, digest verification), verified and resumable
 //!   blob downloads into the [`crate::store::Store`], and pushes (blobs, mounts, manifests, tags).
 //!
-//! Nothing here prints: progress goes through [`client::Progress`].
+//! Nothing here prints: progress goes through [`crate::progress::Reporter`].
 
 pub mod auth;
 pub mod client;
 pub mod reference;
 pub mod settings;
 
-pub use client::{Client, ClientConfig, Progress, RegistryError, RegistrySettings};
+pub use client::{Client, ClientConfig, RegistryError, RegistrySettings};
 pub use reference::{Reference, ReferenceError};

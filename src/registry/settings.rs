@@ -115,7 +115,7 @@ mod tests {
     fn parses_registries_and_mirrors() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("registries.toml");
-        std::fs::write(
+        fs_err::write(
             &f,
             "[[registry]]\nname = \"127.0.0.1:5000\"\ninsecure-http = true\nca-file = \"ca.pem\"\n\n\
              [[mirror]]\nprefix = \"docker.io\"\nlocations = [\"m1:5000\", \"m2/hub\"]\n",
@@ -135,7 +135,7 @@ mod tests {
                 locations: vec!["m1:5000".into(), "m2/hub".into()]
             }]
         );
-        std::fs::write(&f, "[[registry]]\nname = \"x\"\ninsecure = true\n").unwrap();
+        fs_err::write(&f, "[[registry]]\nname = \"x\"\ninsecure = true\n").unwrap();
         let e = load(Some(&f)).unwrap_err().to_string();
         assert!(e.contains("unknown field `insecure`"), "{e}");
     }

@@ -9,6 +9,7 @@ use serde::Deserialize;
 
 use super::RunError;
 use crate::digest::Digest;
+use crate::image::Platform;
 
 const MT_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 const MT_DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
@@ -29,14 +30,6 @@ struct Descriptor {
     annotations: BTreeMap<String, String>,
     #[serde(default)]
     platform: Option<Platform>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct Platform {
-    #[serde(default)]
-    architecture: String,
-    #[serde(default)]
-    os: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -75,17 +68,6 @@ impl ImageInfo {
         self.env
             .iter()
             .find_map(|e| e.strip_prefix(key)?.strip_prefix('='))
-    }
-}
-
-/// The OCI architecture name of the machine this binary runs on.
-pub fn host_oci_arch() -> &'static str {
-    match std::env::consts::ARCH {
-        "x86_64" => "amd64",
-        "aarch64" => "arm64",
-        "x86" => "386",
-        "powerpc64" => "ppc64le",
-        other => other,
     }
 }
 
@@ -143,7 +125,8 @@ pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
             });
         }
         let nested: Index = read_json(layout, &blob_path(layout, &desc.digest)?)?;
-        let arch = host_oci_arch();
+        let host = Platform::host();
+        let arch = host.architecture.as_str();
         desc = nested
             .manifests
             .iter()
@@ -166,7 +149,7 @@ pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
         .map(|l| blob_path(layout, &l.digest))
         .collect::<Result<Vec<_>, _>>()?;
     let architecture = if config.architecture.is_empty() {
-        host_oci_arch().to_string()
+        Platform::host().architecture
     } else {
         config.architecture
     };

@@ -24,7 +24,7 @@ pub use gpu::{
     nvidia_device_nodes, parse_ldconfig, GpuAccess, HostProbe, LdEntry, CDI_DEVICE, CDI_DIRS,
     EXTRA_LIBRARIES, LIBCUDA,
 };
-pub use image::{glibc_loader, host_oci_arch, image_has_glibc, image_info, ImageInfo};
+pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
 pub use podman::split_global_args;
 
 /// Where the ocibuild binary is bind-mounted for `cuda-smoke`.
@@ -312,7 +312,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
             copy_tree(&entry.path(), &dst)?;
         } else if ty.is_symlink() {
             let target = fs_err::read_link(entry.path())?;
-            std::os::unix::fs::symlink(target, &dst)?;
+            fs_err::os::unix::fs::symlink(target, &dst)?;
         } else if fs_err::hard_link(entry.path(), &dst).is_err() {
             fs_err::copy(entry.path(), &dst)?;
         }

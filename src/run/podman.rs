@@ -85,7 +85,7 @@ pub fn find_executable(name: &Path, path_var: Option<OsString>) -> Result<PathBu
 
 fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    fs_err::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 /// A unique container name for this process.
@@ -344,12 +344,12 @@ mod tests {
         assert!(find_executable(&t.path().join("podman"), None).is_err());
         // found on PATH when present and executable
         let p = t.path().join("podman");
-        std::fs::write(&p, "#!/bin/sh\n").unwrap();
+        fs_err::write(&p, "#!/bin/sh\n").unwrap();
         assert!(
             find_executable(Path::new("podman"), Some(t.path().as_os_str().to_owned())).is_err()
         );
         use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
         assert_eq!(
             find_executable(Path::new("podman"), Some(t.path().as_os_str().to_owned())).unwrap(),
             p

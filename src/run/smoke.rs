@@ -4,6 +4,8 @@
 //! It runs inside the container as the ocibuild binary itself (`ocibuild cuda-smoke`, a hidden
 //! subcommand), so it needs nothing from the image but glibc, and the driver's libraries that the
 //! test stage bind-mounts.
+// FFI: dlopen/dlerror for libcuda, and the CUDA driver API through cudarc.
+#![allow(unsafe_code)]
 
 use std::ffi::CStr;
 use std::fmt;

@@ -5,12 +5,11 @@ use std::path::Path;
 
 use serde_json::json;
 
-use super::{AptPin, Extra, SystemError, SystemOptions};
+use super::{Extra, SystemError, SystemOptions};
 use crate::apt::{self, DebInput, Fetcher, LayerRequest, Locked, Request, Source};
 use crate::digest::Digest;
-use crate::json as cjson;
 use crate::layer::{self, LayerOptions};
-use crate::lock::{Lock, LockedApt, LockedAptSource, LockedDeb};
+use crate::lock::{Lock, LockPolicy, LockedApt, LockedAptSource, LockedDeb};
 use crate::progress::Reporter;
 use crate::recipe::Apt;
 use crate::store::Store;
@@ -103,10 +102,10 @@ pub fn resolve_locked(
     lock: &mut Lock,
     fetcher: &dyn Fetcher,
     store: &Store,
-    pin: AptPin,
+    pin: LockPolicy,
     recipe_path: &Path,
 ) -> Result<(Vec<LockedDeb>, bool), SystemError> {
-    if pin == AptPin::AsLocked {
+    if pin == LockPolicy::Frozen {
         return match &lock.apt {
             Some(l) => Ok((l.packages.clone(), false)),
             None => Err(SystemError::NotLocked {
@@ -115,12 +114,12 @@ pub fn resolve_locked(
         };
     }
     let staleness = stale(apt, lock.apt.as_ref());
-    if pin != AptPin::Update && staleness.is_none() {
+    if pin != LockPolicy::Update && staleness.is_none() {
         if let Some(l) = &lock.apt {
             return Ok((l.packages.clone(), false));
         }
     }
-    if pin == AptPin::Frozen {
+    if pin == LockPolicy::Locked {
         return Err(SystemError::StaleLock {
             section: "[apt]".into(),
             what: staleness.unwrap_or_default(),
@@ -164,19 +163,18 @@ fn cache_key(
         .iter()
         .map(|p| json!([p.name, p.version, p.sha256]))
         .collect();
-    let doc = json!({
+    let usr_merge: Vec<_> = apt::deb::USR_MERGE_DIRS
+        .iter()
+        .map(|d| usr.rewrite(d))
+        .collect();
+    Ok(layer::cache_key(
+        "apt layer key",
         // Bump when what the layer holds for the same .debs changes (e.g. the CA bundle).
-        "kind": "apt-layer/2",
-        "contract": layer::CONTRACT_VERSION,
-        "compression": opts.compression.describe(),
-        "epoch": opts.epoch,
-        "usr-merge": apt::deb::USR_MERGE_DIRS
-            .iter()
-            .map(|d| usr.rewrite(d))
-            .collect::<Vec<_>>(),
-        "debs": debs,
-    });
-    Ok(Digest::of(&cjson::to_canonical_vec("apt layer key", &doc)?))
+        "apt-layer/2",
+        opts.compression,
+        opts.epoch,
+        [("usr-merge", json!(usr_merge)), ("debs", json!(debs))],
+    )?)
 }
 
 /// Downloads the .debs the store lacks (verified, in parallel), then builds the layer unless

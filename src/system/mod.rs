@@ -21,7 +21,7 @@ use crate::base::BaseImage;
 use crate::digest::Digest;
 use crate::json::JsonError;
 use crate::layer::{Compression, LayerError};
-use crate::lock::Lock;
+use crate::lock::{Lock, LockPolicy};
 use crate::progress::Reporter;
 use crate::python::Interpreter;
 use crate::recipe::{PythonSource, Recipe};
@@ -168,19 +168,6 @@ pub fn parallel_map<T: Sync, R: Send>(items: &[T], n: usize, f: impl Fn(&T) -> R
     done.into_iter().map(|(_, r)| r).collect()
 }
 
-/// How a build treats the lock's `[apt]` section.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AptPin {
-    /// Use the locked packages while the recipe's request matches; resolve otherwise.
-    Locked,
-    /// Resolve again (`ocibuild lock --update`).
-    Update,
-    /// Fail instead of resolving (`--locked`).
-    Frozen,
-    /// Use the lock's packages whatever the recipe asks (`--frozen`); fail when it has none.
-    AsLocked,
-}
-
 /// Layer options for the system layers.
 #[derive(Clone, Copy, Debug)]
 pub struct SystemOptions {
@@ -188,7 +175,7 @@ pub struct SystemOptions {
     pub compression: Compression,
     pub threads: usize,
     pub no_cache: bool,
-    pub pin: AptPin,
+    pub pin: LockPolicy,
     /// Build the apt and wheel layers; `false` only resolves into the lock (`ocibuild lock`:
     /// the interpreter archive is still unpacked, since its version comes from its files).
     pub build_layers: bool,

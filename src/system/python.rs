@@ -11,7 +11,6 @@ use serde_json::json;
 use super::{Extra, SystemError, SystemOptions};
 use crate::apt::{self, Fetcher, Version};
 use crate::digest::Digest;
-use crate::json as cjson;
 use crate::layer::{self, CopySpec, LayerOptions, ModePolicy};
 use crate::lock::LockedDeb;
 use crate::progress::Reporter;
@@ -285,7 +284,7 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
                     .link_name()
                     .map_err(|e| err(e.to_string()))?
                     .ok_or_else(|| err(format!("symlink `{shown}` has no target")))?;
-                std::os::unix::fs::symlink(&target, &dest)
+                fs_err::os::unix::fs::symlink(&target, &dest)
                     .map_err(|e| err(format!("`{shown}`: {e}")))?;
                 links.push(rel);
             }
@@ -368,16 +367,17 @@ fn archive_layer(
 ) -> Result<(PyVersion, Extra), SystemError> {
     let name = "python".to_string();
     let created_by = format!("ocibuild python: {} -> {}", a.sha256, a.prefix);
-    let doc = json!({
-        "kind": "python-archive/1",
-        "contract": layer::CONTRACT_VERSION,
-        "compression": opts.compression.describe(),
-        "epoch": opts.epoch,
-        "archive": a.sha256,
-        "prefix": a.prefix,
-        "strip": a.strip,
-    });
-    let key = Digest::of(&cjson::to_canonical_vec("python layer key", &doc)?);
+    let key = layer::cache_key(
+        "python layer key",
+        "python-archive/1",
+        opts.compression,
+        opts.epoch,
+        [
+            ("archive", json!(a.sha256)),
+            ("prefix", json!(a.prefix)),
+            ("strip", json!(a.strip)),
+        ],
+    )?;
     // The version found in the archive, kept beside the cached layer.
     let meta_key = Digest::of(format!("python-version/1 {key}").as_bytes());
     if !opts.no_cache {
@@ -475,7 +475,7 @@ mod tests {
             b.append(&h, *body).unwrap();
         }
         let p = dir.join("a.tar");
-        std::fs::write(&p, b.into_inner().unwrap()).unwrap();
+        fs_err::write(&p, b.into_inner().unwrap()).unwrap();
         p
     }
 
@@ -484,7 +484,7 @@ mod tests {
         use tar::EntryType as T;
         let t = tempfile::tempdir().unwrap();
         let outside = t.path().join("outside.txt");
-        std::fs::write(&outside, b"secret").unwrap();
+        fs_err::write(&outside, b"secret").unwrap();
         let target = outside.to_str().unwrap();
         // A symlink, then a regular file at the same path: replaces the link, never follows it.
         let a = tar_file(
@@ -495,10 +495,10 @@ mod tests {
             ],
         );
         let root = t.path().join("r1");
-        std::fs::create_dir(&root).unwrap();
+        fs_err::create_dir(&root).unwrap();
         unpack(&a, 0, &root, "u").unwrap();
-        assert_eq!(std::fs::read(&outside).unwrap(), b"secret");
-        assert_eq!(std::fs::read(root.join("x")).unwrap(), b"mine");
+        assert_eq!(fs_err::read(&outside).unwrap(), b"secret");
+        assert_eq!(fs_err::read(root.join("x")).unwrap(), b"mine");
         // A hard link through a symlinked directory: refused.
         let b = tar_file(
             t.path(),
@@ -508,7 +508,7 @@ mod tests {
             ],
         );
         let root = t.path().join("r2");
-        std::fs::create_dir(&root).unwrap();
+        fs_err::create_dir(&root).unwrap();
         let e = unpack(&b, 0, &root, "u").unwrap_err().to_string();
         assert!(e.contains("not a file unpacked before it"), "{e}");
         // An entry under a symlink: refused.
@@ -520,7 +520,7 @@ mod tests {
             ],
         );
         let root = t.path().join("r3");
-        std::fs::create_dir(&root).unwrap();
+        fs_err::create_dir(&root).unwrap();
         let e = unpack(&c, 0, &root, "u").unwrap_err().to_string();
         assert!(e.contains("lies under a symlink"), "{e}");
         assert!(!t.path().join("z").exists());

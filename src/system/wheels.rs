@@ -7,11 +7,11 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::wheelset::{self, WheelSet};
-use super::{fetch_verified, parallel_map, AptPin, Extra, SystemError, SystemOptions};
+use super::{fetch_verified, parallel_map, Extra, SystemError, SystemOptions};
 use crate::apt::Fetcher;
 use crate::digest::Digest;
 use crate::layer::LayerOptions;
-use crate::lock::{Lock, LockedPythonPackages, LockedWheel};
+use crate::lock::{Lock, LockPolicy, LockedPythonPackages, LockedWheel};
 use crate::progress::Reporter;
 use crate::python::index::{IndexClient, IndexFile};
 use crate::python::markers::{MarkerEnv, Version};
@@ -50,10 +50,10 @@ pub fn resolve_locked(
     lock: &mut Lock,
     fetcher: &dyn Fetcher,
     store: &Store,
-    pin: AptPin,
+    pin: LockPolicy,
     recipe_path: &Path,
 ) -> Result<(Vec<LockedWheel>, bool), SystemError> {
-    if pin == AptPin::AsLocked {
+    if pin == LockPolicy::Frozen {
         return match &lock.python_packages {
             Some(_) => Ok((lock.wheels.clone(), false)),
             None => Err(SystemError::NotLocked {
@@ -78,10 +78,10 @@ pub fn resolve_locked(
         }
         Some(_) => None,
     };
-    if pin != AptPin::Update && stale.is_none() {
+    if pin != LockPolicy::Update && stale.is_none() {
         return Ok((lock.wheels.clone(), false));
     }
-    if pin == AptPin::Frozen {
+    if pin == LockPolicy::Locked {
         return Err(SystemError::StaleLock {
             section: "python packages".into(),
             what: stale.unwrap_or_default(),

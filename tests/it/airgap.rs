@@ -6,11 +6,10 @@
 //! registry standing for the air-gapped one and a build through a mirror rule, tampering, and
 //! a stale lock under `--locked`.
 
-#[path = "aptfix/mod.rs"]
-mod aptfix;
-mod common;
+use crate::aptfix;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

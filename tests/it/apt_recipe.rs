@@ -1,11 +1,10 @@
 //! `[apt]` and `[python]` through the recipe, the lock and the CLI, against an apt repository
 //! the test generates and serves on 127.0.0.1 (tests/aptfix), and interpreter archives it makes.
 
-#[path = "aptfix/mod.rs"]
-mod aptfix;
-mod common;
+use crate::aptfix;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use aptfix::{fixture, python_universe as universe, Fixture, CERT_A, CERT_B};

@@ -3,8 +3,7 @@
 //! clearsigned (or Release.gpg detached) with a key made here by rPGP, served by a tiny HTTP
 //! server on 127.0.0.1. No other network.
 
-#[path = "aptfix/mod.rs"]
-mod aptfix;
+use crate::aptfix;
 use aptfix::*;
 
 use std::collections::BTreeMap;
@@ -204,10 +203,10 @@ fn signatures_bad_key_tampered_detached_unsigned() {
     assert!(err.to_string().contains("InRelease"), "{err}");
     // A tampered signed text fails.
     let p = repo.root.join("dists/stable/InRelease");
-    let text = std::fs::read_to_string(&p)
+    let text = fs_err::read_to_string(&p)
         .unwrap()
         .replace("Codename: testy", "Codename: tasty");
-    std::fs::write(&p, text).unwrap();
+    fs_err::write(&p, text).unwrap();
     let err = load_source(&fetcher, &source(&repo, Some(&key)), &std::env::temp_dir()).unwrap_err();
     assert!(matches!(err, AptError::BadSignature { .. }), "{err}");
 
@@ -280,8 +279,8 @@ fn packages_hash_mismatch_and_fallback() {
         .root
         .join("dists/stable/main/binary-amd64/Packages.xz");
     // Missing .xz (not found): falls back to .gz.
-    let saved = std::fs::read(&xz).unwrap();
-    std::fs::remove_file(&xz).unwrap();
+    let saved = fs_err::read(&xz).unwrap();
+    fs_err::remove_file(&xz).unwrap();
     assert_eq!(
         load_source(
             &fetcher,
@@ -298,7 +297,7 @@ fn packages_hash_mismatch_and_fallback() {
     let mut bad = saved.clone();
     let n = bad.len();
     bad[n / 2] ^= 1;
-    std::fs::write(&xz, &bad).unwrap();
+    fs_err::write(&xz, &bad).unwrap();
     let err = load_source(
         &fetcher,
         &source(&f.repo, Some(&f.key)),
@@ -310,7 +309,7 @@ fn packages_hash_mismatch_and_fallback() {
     // Longer than the Release says: a mismatch naming both sizes.
     let mut long = saved.clone();
     long.extend_from_slice(b"trailing");
-    std::fs::write(&xz, &long).unwrap();
+    fs_err::write(&xz, &long).unwrap();
     let err = load_source(
         &fetcher,
         &source(&f.repo, Some(&f.key)),
@@ -337,31 +336,31 @@ fn deb_hash_mismatch_and_missing_file() {
     let locked = resolve(&idx, "amd64", &[req("a")], &Installed::new()).unwrap();
     let fetcher = HttpFetcher::new().unwrap();
     let file = f.repo.root.join(&locked[0].filename);
-    let good = std::fs::read(&file).unwrap();
+    let good = fs_err::read(&file).unwrap();
 
     let mut bad = good.clone();
     let n = bad.len();
     bad[n - 10] ^= 0xff;
-    std::fs::write(&file, &bad).unwrap();
+    fs_err::write(&file, &bad).unwrap();
     let err = download(&fetcher, &f.store, &locked[0]).unwrap_err();
     assert!(matches!(err, AptError::HashMismatch(_)), "{err}");
     assert!(err.to_string().contains("package a 1"), "{err}");
     assert!(!f.store.has_blob(&locked[0].sha256));
     assert_eq!(
-        std::fs::read_dir(f.store.root().join("tmp"))
+        fs_err::read_dir(f.store.root().join("tmp"))
             .unwrap()
             .count(),
         0
     );
     // Truncated: a size mismatch.
-    std::fs::write(&file, &good[..n - 1]).unwrap();
+    fs_err::write(&file, &good[..n - 1]).unwrap();
     let err = download(&fetcher, &f.store, &locked[0]).unwrap_err();
     assert!(
         matches!(err, AptError::HashMismatch(ref m) if m.found_size == n as u64 - 1),
         "{err}"
     );
 
-    std::fs::remove_file(&file).unwrap();
+    fs_err::remove_file(&file).unwrap();
     let err = download(&fetcher, &f.store, &locked[0]).unwrap_err();
     assert!(matches!(err, AptError::MissingDeb { .. }), "{err}");
     assert!(
@@ -371,7 +370,7 @@ fn deb_hash_mismatch_and_missing_file() {
 
     // A .deb on disk that is not what the lock says is refused by build_layer too.
     let p = f.store.root().join("not-the-deb");
-    std::fs::write(&p, &bad).unwrap();
+    fs_err::write(&p, &bad).unwrap();
     let err = build_layer(
         &f.store,
         &[DebInput {
@@ -412,7 +411,7 @@ fn unsafe_paths_in_data_tar_are_errors_and_nothing_is_written() {
         let msg = err.to_string();
         assert!(msg.contains("package evil") && msg.contains(what), "{msg}");
         // The store holds the two downloaded .debs and no layer.
-        let mut blobs: Vec<String> = std::fs::read_dir(f.store.root().join("blobs/sha256"))
+        let mut blobs: Vec<String> = fs_err::read_dir(f.store.root().join("blobs/sha256"))
             .unwrap()
             .map(|e| e.unwrap().file_name().into_string().unwrap())
             .collect();
@@ -421,7 +420,7 @@ fn unsafe_paths_in_data_tar_are_errors_and_nothing_is_written() {
         debs.sort();
         assert_eq!(blobs, debs, "no layer blob");
         assert_eq!(
-            std::fs::read_dir(f.store.root().join("tmp"))
+            fs_err::read_dir(f.store.root().join("tmp"))
                 .unwrap()
                 .count(),
             0
@@ -536,7 +535,7 @@ fn data_tar_compressions_owners_and_modes() {
     )
     .unwrap();
     let layer = build(&f, &locked, &layer_opts()).unwrap();
-    let mut a = tar::Archive::new(std::fs::File::open(f.store.blob_path(&layer.digest)).unwrap());
+    let mut a = tar::Archive::new(fs_err::File::open(f.store.blob_path(&layer.digest)).unwrap());
     let mut seen = BTreeMap::new();
     for e in a.entries().unwrap() {
         let e = e.unwrap();

@@ -3,8 +3,7 @@
 //! in each compression; an index that is not the one the signed Release vouches for is
 //! refused, whatever its content, and nothing of it is used.
 
-#[path = "aptfix/mod.rs"]
-mod aptfix;
+use crate::aptfix;
 use aptfix::*;
 
 use ocibuild::apt::{load_source, resolve, AptError, HttpFetcher, Installed, Package};
@@ -143,7 +142,7 @@ fn many_paragraphs_read_as_written_in_every_compression() {
     let want: Vec<String> = idx.packages().unwrap().iter().map(summary).collect();
     let main = repo.root.join("dists/stable/main/binary-amd64");
     for drop in ["Packages.xz", "Packages.gz"] {
-        std::fs::remove_file(main.join(drop)).unwrap();
+        fs_err::remove_file(main.join(drop)).unwrap();
         let got = load_source(&fetcher, &src, &std::env::temp_dir()).unwrap();
         let got: Vec<String> = got.packages().unwrap().iter().map(summary).collect();
         assert!(got == want, "without {drop}: the packages differ");
@@ -160,7 +159,7 @@ fn an_index_the_release_does_not_vouch_for_is_refused() {
     let fetcher = HttpFetcher::new().unwrap();
     let src = source(&repo, Some(&key));
     let xz_path = repo.root.join("dists/stable/main/binary-amd64/Packages.xz");
-    let good = std::fs::read(&xz_path).unwrap();
+    let good = fs_err::read(&xz_path).unwrap();
     assert_eq!(
         load_source(&fetcher, &src, &std::env::temp_dir())
             .unwrap()
@@ -171,7 +170,7 @@ fn an_index_the_release_does_not_vouch_for_is_refused() {
     );
 
     let refused = |bytes: &[u8], why: &str| {
-        std::fs::write(&xz_path, bytes).unwrap();
+        fs_err::write(&xz_path, bytes).unwrap();
         match load_source(&fetcher, &src, &std::env::temp_dir()) {
             Err(AptError::HashMismatch(m)) => {
                 assert!(m.what.contains("Packages.xz"), "{why}: {}", m.what);
@@ -203,7 +202,7 @@ fn an_index_the_release_does_not_vouch_for_is_refused() {
     assert_eq!(refused(&long, "too long"), 2 * n as u64);
 
     // A broken .xz is never a reason to fall back to the .gz; the good one reads again.
-    std::fs::write(&xz_path, &good).unwrap();
+    fs_err::write(&xz_path, &good).unwrap();
     assert_eq!(
         load_source(&fetcher, &src, &std::env::temp_dir())
             .unwrap()

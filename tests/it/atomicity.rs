@@ -4,10 +4,12 @@
 //! Stray `.ocibuild-tmp-*` files in the layout (a blob or index.json being written when the
 //! process died) are expected and allowed: nothing ever names them, and the next build into the
 //! layout ignores them. The test reports how many it saw.
+// kill(2) to stop a build at a chosen point.
+#![allow(unsafe_code)]
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

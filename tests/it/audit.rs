@@ -2,10 +2,11 @@
 //! differences, and the exact reports (text and JSON) they must give. Offline; the docker://
 //! test needs Debian's docker-registry.
 
-mod common;
+use crate::common;
 
-use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use fs_err as fs;
+use fs_err::os::unix::fs::symlink;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -35,7 +36,7 @@ cmd = ["/srv/app/run.sh"]
 fn write_file(path: &Path, content: &str, mode: u32) {
     fs::create_dir_all(path.parent().unwrap()).unwrap();
     fs::write(path, content).unwrap();
-    fs::set_permissions(path, fs::Permissions::from_mode(mode)).unwrap();
+    fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
 }
 
 /// Variant `a`: main.py "print(1)", run.sh 0644, old.txt, link → main.py, GREETING=hello.
@@ -404,7 +405,11 @@ fn verify_passes_on_a_clean_rebuild_and_explains_changes() {
         json!([{"path": "srv/app/main.py", "change": "changed",
                 "attributes": [{"attribute": "mode", "a": "0644", "b": "0755"}]}])
     );
-    fs::set_permissions(p.join("app/main.py"), fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(
+        p.join("app/main.py"),
+        std::fs::Permissions::from_mode(0o644),
+    )
+    .unwrap();
     let out = ocibuild_in(
         &p,
         &["verify", "app.toml", "--against", "oci-archive:app.tar"],

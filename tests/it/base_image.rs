@@ -2,9 +2,9 @@
 //! allowed for it by a registries file), a base pushed there with skopeo, and ocibuild pulling
 //! it pinned by digest through NAME.lock.
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use common::registry::{auth_file, start_registry, PASS, USER};

@@ -1,10 +1,11 @@
 //! Core build: golden digests, reproducibility across host conditions, layout atomicity, and
 //! bad input. Drives the real `ocibuild` binary.
 
-mod common;
+use crate::common;
 
-use std::fs;
-use std::os::unix::fs::{symlink, PermissionsExt};
+use fs_err as fs;
+use fs_err::os::unix::fs::symlink;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::time::{Duration, SystemTime};
@@ -30,7 +31,7 @@ fn make_tree(root: &Path, reverse: bool, file_mode: u32) {
         fs::create_dir_all(path.parent().unwrap()).unwrap();
         fs::write(&path, content).unwrap();
         let mode = if exec { file_mode | 0o111 } else { file_mode };
-        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).unwrap();
+        fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
     }
     symlink("../../etc/hostname", root.join("app/outside-link")).unwrap();
     symlink("data/values.txt", root.join("app/values-link")).unwrap();
@@ -165,7 +166,7 @@ fn reproducible_across_hosts_conditions() {
     for entry in walk(&tmp.path().join("b/elsewhere/project/app")) {
         let f = fs::File::options().read(true).open(&entry).ok();
         if let Some(f) = f {
-            let times = fs::FileTimes::new()
+            let times = std::fs::FileTimes::new()
                 .set_accessed(t)
                 .set_modified(t + Duration::from_secs(77));
             let _ = f.set_times(times);
@@ -245,7 +246,7 @@ fn a_no_cache_build_fills_the_cache_under_the_normal_content_key() {
     let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_600_000_000);
     for entry in walk(&tmp.path().join("p/app")) {
         if let Ok(f) = fs::File::options().read(true).open(&entry) {
-            let _ = f.set_times(fs::FileTimes::new().set_modified(t));
+            let _ = f.set_times(std::fs::FileTimes::new().set_modified(t));
         }
     }
     let b = build_json(build_cmd(&recipe, &tmp.path().join("o2"), &cache));
@@ -498,14 +499,18 @@ fn bad_input_is_a_one_line_error_and_writes_nothing() {
     // An unreadable file: as root, drop to nobody so permission bits apply.
     fs::create_dir_all(dir.join("locked")).unwrap();
     fs::write(dir.join("locked/secret"), "s").unwrap();
-    fs::set_permissions(dir.join("locked/secret"), fs::Permissions::from_mode(0o000)).unwrap();
+    fs::set_permissions(
+        dir.join("locked/secret"),
+        std::fs::Permissions::from_mode(0o000),
+    )
+    .unwrap();
     fs::write(
         dir.join("locked.toml"),
         good.replace("src = \"app\"", "src = \"locked\""),
     )
     .unwrap();
     for p in [dir.to_path_buf(), dir.join("locked")] {
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o777)).unwrap();
+        fs::set_permissions(&p, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
     let mut cmd = if common::is_root() {
         let mut c = std::process::Command::new("setpriv");

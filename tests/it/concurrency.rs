@@ -1,10 +1,10 @@
 //! Several `ocibuild build` processes at once: into one output layout (the layout lock on
 //! index.json), and from one cold cache (the store's per-layer lock).
 
-mod common;
+use crate::common;
 
+use fs_err as fs;
 use std::collections::BTreeSet;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};

@@ -2,7 +2,7 @@
 //! zlib-rs backend and nothing else, so feature unification cannot silently switch the gzip
 //! output to another implementation (which would change every gzip layer digest).
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::{Command, Output};

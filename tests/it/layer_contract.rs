@@ -1,7 +1,7 @@
 //! The determinism contract, end to end: a real tree on disk → scan → write_layer, read back by
 //! our own minimal tar reader, by Python's `tarfile` and by GNU tar.
 
-use std::fs;
+use fs_err as fs;
 use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -91,7 +91,7 @@ fn build_tree(root: &Path, perms: &Perms, reverse: bool) {
         let p = root.join(f);
         fs::write(&p, content).unwrap();
         let mode = if *exec { perms.exec } else { perms.file };
-        fs::set_permissions(&p, fs::Permissions::from_mode(mode)).unwrap();
+        fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
         fs::File::options()
             .write(true)
             .open(&p)
@@ -100,7 +100,7 @@ fn build_tree(root: &Path, perms: &Perms, reverse: bool) {
             .unwrap();
     }
     for (l, target) in &links {
-        std::os::unix::fs::symlink(target, root.join(l)).unwrap();
+        fs_err::os::unix::fs::symlink(target, root.join(l)).unwrap();
     }
     fs::hard_link(root.join("hard1"), root.join("hard2")).unwrap();
     for d in [
@@ -114,7 +114,7 @@ fn build_tree(root: &Path, perms: &Perms, reverse: bool) {
         ".",
     ] {
         let p = root.join(d);
-        fs::set_permissions(&p, fs::Permissions::from_mode(perms.dir)).unwrap();
+        fs::set_permissions(&p, std::fs::Permissions::from_mode(perms.dir)).unwrap();
         fs::File::open(&p)
             .unwrap()
             .set_modified(perms.mtime)
@@ -570,7 +570,7 @@ fn top_level_symlink_source_is_resolved_and_progress_counts_content() {
     let real = dir.path().join("real");
     fs::create_dir(&real).unwrap();
     fs::write(real.join("x"), vec![7u8; 70_000]).unwrap();
-    std::os::unix::fs::symlink("real", dir.path().join("via-link")).unwrap();
+    fs_err::os::unix::fs::symlink("real", dir.path().join("via-link")).unwrap();
     let mut s = spec(&dir.path().join("via-link"));
     s.dest = "/".into();
     let entries = scan(&[s]).unwrap();

@@ -2,9 +2,9 @@
 //! re-resolved (the committed lock is not trusted: the live archive moves), run under podman,
 //! and rebuilt cold from the new lock to the same digest.
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::Path;
 
 use common::{ocibuild, podman_run, require_tool, run_ok, stdout, tempdir};

@@ -3,10 +3,10 @@
 //! imports numpy and PIL, computes, and runs numpy's console script. Its site-packages is
 //! compared file for file with `uv pip install --target` of the same wheels.
 
-mod common;
+use crate::common;
 
+use fs_err as fs;
 use std::collections::BTreeMap;
-use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

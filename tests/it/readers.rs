@@ -1,9 +1,9 @@
 //! Independent readers accept ocibuild's output: skopeo, umoci, oci-image-tool and podman.
 //! The image is Debian's static busybox on a scratch base, with an entrypoint that prints.
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -14,7 +14,7 @@ const GREETING: &str = "hello from ocibuild";
 fn busybox_project(dir: &Path, compression: &str) -> PathBuf {
     fs::create_dir_all(dir.join("rootfs/bin")).unwrap();
     fs::copy("/bin/busybox", dir.join("rootfs/bin/busybox")).unwrap();
-    std::os::unix::fs::symlink("busybox", dir.join("rootfs/bin/sh")).unwrap();
+    fs_err::os::unix::fs::symlink("busybox", dir.join("rootfs/bin/sh")).unwrap();
     let recipe = dir.join("busybox.toml");
     fs::write(
         &recipe,

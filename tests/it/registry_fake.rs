@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 use base64::Engine as _;
 use ocibuild::digest::Digest;
 use ocibuild::image::{Platform, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
+use ocibuild::progress::{Reporter, Silent};
 use ocibuild::registry::auth::AuthEnv;
-use ocibuild::registry::client::{BlobPush, NoProgress, Progress};
+use ocibuild::registry::client::BlobPush;
 use ocibuild::registry::{Client, ClientConfig, Reference, RegistryError, RegistrySettings};
 use ocibuild::store::Store;
 
@@ -565,7 +566,7 @@ fn push_mounting(fake: &Fake, store: &Store, d: &Digest, len: usize) -> BlobPush
             len as u64,
             store,
             Some(&fake.reference("other/base")),
-            &NoProgress,
+            &Silent,
         )
         .unwrap()
 }
@@ -577,7 +578,7 @@ fn new_store() -> (tempfile::TempDir, Store) {
 }
 
 fn tmp_is_empty(store: &Store) -> bool {
-    std::fs::read_dir(store.root().join("tmp")).unwrap().count() == 0
+    fs_err::read_dir(store.root().join("tmp")).unwrap().count() == 0
 }
 
 fn data(n: usize, seed: u8) -> Vec<u8> {
@@ -614,7 +615,7 @@ struct Recorder {
     bytes: AtomicU64,
 }
 
-impl Progress for Recorder {
+impl Reporter for Recorder {
     fn blob_progress(&self, _d: &Digest, n: u64) {
         self.bytes.fetch_add(n, Ordering::Relaxed);
     }
@@ -629,7 +630,7 @@ impl Progress for Recorder {
 fn auth_file(dir: &std::path::Path, registry: &str, user: &str, pass: &str) -> AuthEnv {
     let f = dir.join("auth.json");
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
-    std::fs::write(
+    fs_err::write(
         &f,
         serde_json::to_vec(&serde_json::json!({"auths": {registry: {"auth": auth}}})).unwrap(),
     )
@@ -662,12 +663,12 @@ fn bearer_anonymous_then_scope_escalation_on_push() {
     let bd = store.put_bytes(&blob).unwrap();
     let target = fake.reference("team/app:v1");
     let how = client
-        .push_blob(&target, &bd, blob.len() as u64, &store, None, &NoProgress)
+        .push_blob(&target, &bd, blob.len() as u64, &store, None, &Silent)
         .unwrap();
     assert_eq!(how, BlobPush::Uploaded);
     // Pushing again: HEAD says it is there.
     let how = client
-        .push_blob(&target, &bd, blob.len() as u64, &store, None, &NoProgress)
+        .push_blob(&target, &bd, blob.len() as u64, &store, None, &Silent)
         .unwrap();
     assert_eq!(how, BlobPush::Existed);
 
@@ -704,7 +705,7 @@ fn insufficient_scope_is_answered_with_a_new_token() {
             blob.len() as u64,
             &store,
             None,
-            &NoProgress,
+            &Silent,
         )
         .unwrap();
     assert_eq!(how, BlobPush::Uploaded);
@@ -798,7 +799,7 @@ fn redirected_blob_get_carries_no_authorization() {
             &d,
             Some(blob.len() as u64),
             &store,
-            &NoProgress,
+            &Silent,
         )
         .unwrap();
     assert_eq!(store.read_blob(&d).unwrap(), blob);
@@ -862,7 +863,7 @@ fn cut_stream_restarts_when_range_is_ignored() {
             &d,
             Some(blob.len() as u64),
             &store,
-            &NoProgress,
+            &Silent,
         )
         .unwrap();
     assert_eq!(store.read_blob(&d).unwrap(), blob);
@@ -885,7 +886,7 @@ fn wrong_digest_is_an_error_and_nothing_is_kept() {
             &d,
             Some(blob.len() as u64),
             &store,
-            &NoProgress,
+            &Silent,
         )
         .unwrap_err();
     assert!(matches!(e, RegistryError::DigestMismatch { .. }), "{e:?}");
@@ -899,7 +900,7 @@ fn wrong_digest_is_an_error_and_nothing_is_kept() {
     assert!(!store.has_blob(&d));
     assert!(tmp_is_empty(&store));
     assert_eq!(
-        std::fs::read_dir(store.root().join("blobs/sha256"))
+        fs_err::read_dir(store.root().join("blobs/sha256"))
             .unwrap()
             .count(),
         0
@@ -1025,7 +1026,7 @@ fn push_manifest_and_pull_back_an_index() {
         let cd = store.put_bytes(cfg.as_bytes()).unwrap();
         for (d, n) in [(ld, layer.len()), (cd, cfg.len())] {
             client
-                .push_blob(&target, &d, n as u64, &store, None, &NoProgress)
+                .push_blob(&target, &d, n as u64, &store, None, &Silent)
                 .unwrap();
         }
         let m = image_manifest_sized(cd, cfg.len(), &[(ld, layer.len())]);
@@ -1056,9 +1057,7 @@ fn push_manifest_and_pull_back_an_index() {
         architecture: "arm64".into(),
         variant: None,
     };
-    let (m, idx) = client
-        .get_image_manifest(&target, &arm, &NoProgress)
-        .unwrap();
+    let (m, idx) = client.get_image_manifest(&target, &arm, &Silent).unwrap();
     let idx = idx.unwrap();
     assert_eq!(idx.digest, idx_digest);
     assert!(idx.is_index());
@@ -1067,7 +1066,7 @@ fn push_manifest_and_pull_back_an_index() {
     let mut blobs = parsed.layers.clone();
     blobs.push(parsed.config.clone());
     client
-        .pull_blobs(&target, &blobs, &store2, &NoProgress)
+        .pull_blobs(&target, &blobs, &store2, &Silent)
         .unwrap();
     assert_eq!(
         store2.read_blob(&parsed.layers[0].digest).unwrap(),
@@ -1087,7 +1086,7 @@ fn push_manifest_and_pull_back_an_index() {
                 architecture: "s390x".into(),
                 variant: None,
             },
-            &NoProgress,
+            &Silent,
         )
         .unwrap_err()
         .to_string();
@@ -1131,7 +1130,7 @@ fn bad_input_gives_clear_errors() {
     // Unknown blob.
     let (_dir, store) = new_store();
     let e = client
-        .pull_blob(&fake.reference("app"), &other, None, &store, &NoProgress)
+        .pull_blob(&fake.reference("app"), &other, None, &store, &Silent)
         .unwrap_err()
         .to_string();
     assert!(

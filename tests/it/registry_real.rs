@@ -3,7 +3,7 @@
 //! plain HTTP (explicitly allowed) and once behind TLS with a CA this test makes. skopeo, an
 //! independent client, reads back what was pushed.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 use std::process::Command;
@@ -11,8 +11,9 @@ use std::time::Duration;
 
 use ocibuild::digest::Digest;
 use ocibuild::image::{Platform, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
+use ocibuild::progress::Silent;
 use ocibuild::registry::auth::AuthEnv;
-use ocibuild::registry::client::{BlobPush, NoProgress};
+use ocibuild::registry::client::BlobPush;
 use ocibuild::registry::{Client, ClientConfig, Reference, RegistryError, RegistrySettings};
 use ocibuild::store::Store;
 
@@ -74,7 +75,7 @@ fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
         let cd = store.put_bytes(cfg.as_bytes()).unwrap();
         for (d, bytes) in [(ld, layer.clone()), (cd, cfg.clone().into_bytes())] {
             let how = client
-                .push_blob(&repo, &d, bytes.len() as u64, &store, None, &NoProgress)
+                .push_blob(&repo, &d, bytes.len() as u64, &store, None, &Silent)
                 .unwrap();
             assert_eq!(how, BlobPush::Uploaded);
             blobs.push((d, bytes));
@@ -100,7 +101,7 @@ fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
     let (d0, b0) = &blobs[0];
     assert_eq!(
         client
-            .push_blob(&repo, d0, b0.len() as u64, &store, None, &NoProgress)
+            .push_blob(&repo, d0, b0.len() as u64, &store, None, &Silent)
             .unwrap(),
         BlobPush::Existed
     );
@@ -108,14 +109,7 @@ fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
     let other = Reference::parse(&format!("{}/ocibuild/other:x", reg.addr)).unwrap();
     assert_eq!(
         client
-            .push_blob(
-                &other,
-                d0,
-                b0.len() as u64,
-                &store,
-                Some(&repo),
-                &NoProgress
-            )
+            .push_blob(&other, d0, b0.len() as u64, &store, Some(&repo), &Silent)
             .unwrap(),
         BlobPush::Mounted
     );
@@ -134,7 +128,7 @@ fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
     let bd = store.put_bytes(&big).unwrap();
     assert_eq!(
         chunky
-            .push_blob(&other, &bd, big.len() as u64, &store, None, &NoProgress)
+            .push_blob(&other, &bd, big.len() as u64, &store, None, &Silent)
             .unwrap(),
         BlobPush::UploadedChunked
     );
@@ -164,16 +158,14 @@ fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
             architecture: arch.clone(),
             variant: None,
         };
-        let (im, idx) = reader.get_image_manifest(&repo, &p, &NoProgress).unwrap();
+        let (im, idx) = reader.get_image_manifest(&repo, &p, &Silent).unwrap();
         assert_eq!(&im.bytes, m);
         assert_eq!(im.digest, *md);
         assert_eq!(idx.unwrap().digest, index_digest);
         let parsed: ocibuild::image::Manifest = serde_json::from_slice(&im.bytes).unwrap();
         let mut want = parsed.layers.clone();
         want.push(parsed.config.clone());
-        reader
-            .pull_blobs(&repo, &want, &pulled, &NoProgress)
-            .unwrap();
+        reader.pull_blobs(&repo, &want, &pulled, &Silent).unwrap();
     }
     reader
         .pull_blob(
@@ -181,7 +173,7 @@ fn push_and_pull(reg: &Registry, settings: RegistrySettings) -> Pushed {
             &blobs[4].0,
             Some(blobs[4].1.len() as u64),
             &pulled,
-            &NoProgress,
+            &Silent,
         )
         .unwrap();
     for (d, bytes) in &blobs {
@@ -274,9 +266,9 @@ fn real_registry_behind_tls_with_own_ca() {
     let ca = dir.path().join("ca.pem");
     let cert = dir.path().join("server.crt");
     let key = dir.path().join("server.key");
-    std::fs::write(&ca, ca_pem).unwrap();
-    std::fs::write(&cert, cert_pem).unwrap();
-    std::fs::write(&key, key_pem).unwrap();
+    fs_err::write(&ca, ca_pem).unwrap();
+    fs_err::write(&cert, cert_pem).unwrap();
+    fs_err::write(&key, key_pem).unwrap();
     let reg = start_registry(Some((&cert, &key)));
 
     // Without the CA: a certificate error that says what to do.
@@ -302,8 +294,8 @@ fn real_registry_behind_tls_with_own_ca() {
         },
     );
     let certs_d = dir.path().join("certs.d");
-    std::fs::create_dir(&certs_d).unwrap();
-    std::fs::copy(&ca, certs_d.join("ca.crt")).unwrap();
+    fs_err::create_dir(&certs_d).unwrap();
+    fs_err::copy(&ca, certs_d.join("ca.crt")).unwrap();
     let via_dir = client(
         &reg,
         auth_env(work.path(), &reg.addr, PASS),
@@ -330,9 +322,9 @@ fn real_registry_with_client_certificates_from_a_cert_dir() {
     let ca = dir.path().join("ca.pem");
     let cert = dir.path().join("server.crt");
     let key = dir.path().join("server.key");
-    std::fs::write(&ca, &ca_pem).unwrap();
-    std::fs::write(&cert, cert_pem).unwrap();
-    std::fs::write(&key, key_pem).unwrap();
+    fs_err::write(&ca, &ca_pem).unwrap();
+    fs_err::write(&cert, cert_pem).unwrap();
+    fs_err::write(&key, key_pem).unwrap();
     let reg = common::registry::start_registry_with(Some((&cert, &key)), Some(&ca));
 
     // The CA alone: the server asks for a client certificate and gets none.
@@ -356,10 +348,10 @@ fn real_registry_with_client_certificates_from_a_cert_dir() {
     assert!(!e.contains("not found"), "the TLS handshake must fail: {e}");
 
     let certs_d = dir.path().join("certs.d");
-    std::fs::create_dir(&certs_d).unwrap();
-    std::fs::write(certs_d.join("ca.crt"), &ca_pem).unwrap();
-    std::fs::write(certs_d.join("client.cert"), client_cert).unwrap();
-    std::fs::write(certs_d.join("client.key"), client_key).unwrap();
+    fs_err::create_dir(&certs_d).unwrap();
+    fs_err::write(certs_d.join("ca.crt"), &ca_pem).unwrap();
+    fs_err::write(certs_d.join("client.cert"), client_cert).unwrap();
+    fs_err::write(certs_d.join("client.key"), client_key).unwrap();
     let pushed = push_and_pull(
         &reg,
         RegistrySettings {

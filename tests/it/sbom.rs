@@ -4,11 +4,10 @@
 //! in the layout and, through a loopback Distribution 2.8, the `sha256-<hex>` referrers tag.
 //! The validators (pyspdxtools, the CycloneDX 1.6 JSON schema) need PyPI: OCIBUILD_ONLINE=1.
 
-#[path = "aptfix/mod.rs"]
-mod aptfix;
-mod common;
+use crate::aptfix;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 

@@ -13,9 +13,9 @@
 //! Then: the app's unit tests in the image (podman, and `ocibuild test --only`), the CLI on a
 //! PNG and a JPEG, two cold builds to one manifest digest, `ocibuild verify`, the SBOM.
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

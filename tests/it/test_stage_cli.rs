@@ -1,8 +1,8 @@
 //! `ocibuild build --test` and `ocibuild test` on images ocibuild built, under real podman.
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;

@@ -2,10 +2,12 @@
 //! where a deflate compressor reused (reset) across blocks made the bytes depend on which worker
 //! had compressed which blocks before: threads=1 and threads=2 differed by one byte ~171 MB into
 //! a 300 MB layer, and small inputs never showed it.
+// getrusage(2) for the children's peak RSS.
+#![allow(unsafe_code)]
 
-mod common;
+use crate::common;
 
-use std::fs;
+use fs_err as fs;
 use std::path::Path;
 use std::time::{Duration, Instant};
 

@@ -3,15 +3,12 @@
 //! HTML), the lock, layers, cache and thread independence, and the refusals. The interpreter
 //! (CPython 3.12, glibc 2.36, x86_64) comes from the generated apt repository (tests/aptfix).
 
-#[path = "aptfix/mod.rs"]
-mod aptfix;
-mod common;
-#[path = "wheel_recipe/overlap.rs"]
+use crate::aptfix;
+use crate::common;
 mod overlap;
-#[path = "wheelfix/mod.rs"]
-mod wheelfix;
+use crate::wheelfix;
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use aptfix::{fixture, python_universe, serve, Fixture};

@@ -1,13 +1,11 @@
 //! Installing wheels into layers (src/python/wheel.rs), end to end and offline: the wheels are
 //! built here with the `zip` crate, installed into a store, and the layer's tar is read back.
 
-mod common;
+use crate::common;
 
-#[path = "wheelfix/mod.rs"]
-mod wheelfix;
+use crate::wheelfix;
 use wheelfix::{big_text, make_wheel};
 
-#[path = "wheels/overlap.rs"]
 mod overlap;
 
 use std::collections::BTreeMap;
@@ -85,7 +83,7 @@ fn text(l: &BTreeMap<String, (u32, bool, Vec<u8>)>, path: &str) -> String {
 fn store_files(store: &Store) -> usize {
     ["blobs/sha256", "tmp"]
         .iter()
-        .map(|d| std::fs::read_dir(store.root().join(d)).unwrap().count())
+        .map(|d| fs_err::read_dir(store.root().join(d)).unwrap().count())
         .sum()
 }
 
@@ -535,14 +533,14 @@ fn pylock_chooses_the_wheel_for_the_image() {
 fn tree(root: &Path) -> BTreeMap<String, (u32, Vec<u8>)> {
     use std::os::unix::fs::PermissionsExt;
     fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<String, (u32, Vec<u8>)>) {
-        for e in std::fs::read_dir(dir).unwrap() {
+        for e in fs_err::read_dir(dir).unwrap() {
             let p: PathBuf = e.unwrap().path();
             if p.is_dir() {
                 walk(root, &p, out);
             } else {
                 let rel = p.strip_prefix(root).unwrap().to_string_lossy().into_owned();
-                let mode = std::fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-                out.insert(rel, (mode, std::fs::read(&p).unwrap()));
+                let mode = fs_err::metadata(&p).unwrap().permissions().mode() & 0o777;
+                out.insert(rel, (mode, fs_err::read(&p).unwrap()));
             }
         }
     }
@@ -737,8 +735,8 @@ fn gzip_wheel_layers_reuse_large_members_deflate_blocks() {
     let none = build(Compression::None, 2);
     assert_eq!(gz1.diff_id, none.diff_id, "the same tar");
     // The gzip layer decodes to exactly that tar, also for gzip(1).
-    let gz = std::fs::read(store.blob_path(&gz1.digest)).unwrap();
-    let tar = std::fs::read(store.blob_path(&none.digest)).unwrap();
+    let gz = fs_err::read(store.blob_path(&gz1.digest)).unwrap();
+    let tar = fs_err::read(store.blob_path(&none.digest)).unwrap();
     let mut back = Vec::new();
     flate2::read::GzDecoder::new(&gz[..])
         .read_to_end(&mut back)
@@ -752,8 +750,8 @@ fn gzip_wheel_layers_reuse_large_members_deflate_blocks() {
     assert!(out.status.success() && out.stdout == tar, "gzip -dc");
     // The large member's compressed bytes are in the layer as they are (its first 4 KiB;
     // the final block's header bit is cleared further on), the one under the threshold not.
-    let mut ar = zip::ZipArchive::new(std::fs::File::open(&w.path).unwrap()).unwrap();
-    let raw = |ar: &mut zip::ZipArchive<std::fs::File>, name: &str| {
+    let mut ar = zip::ZipArchive::new(fs_err::File::open(&w.path).unwrap()).unwrap();
+    let raw = |ar: &mut zip::ZipArchive<fs_err::File>, name: &str| {
         let mut v = Vec::new();
         ar.by_name_raw(name.as_bytes())
             .unwrap()

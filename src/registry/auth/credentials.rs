@@ -115,7 +115,7 @@ impl AuthEnv {
         use std::os::unix::fs::PermissionsExt;
         let path = self.var("PATH")?;
         std::env::split_paths(path).map(|d| d.join(name)).find(|p| {
-            std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            fs_err::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         })
     }
 }
@@ -450,15 +450,15 @@ mod tests {
     fn lookup_precedence_and_formats() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        std::fs::create_dir_all(d.join("run/containers")).unwrap();
-        std::fs::create_dir_all(d.join("cfg/containers")).unwrap();
-        std::fs::create_dir_all(d.join("docker")).unwrap();
+        fs_err::create_dir_all(d.join("run/containers")).unwrap();
+        fs_err::create_dir_all(d.join("cfg/containers")).unwrap();
+        fs_err::create_dir_all(d.join("docker")).unwrap();
         let env = AuthEnv::empty()
             .with("XDG_RUNTIME_DIR", d.join("run"))
             .with("XDG_CONFIG_HOME", d.join("cfg"))
             .with("DOCKER_CONFIG", d.join("docker"));
         let write = |rel: &str, v: serde_json::Value| {
-            std::fs::write(d.join(rel), serde_json::to_vec(&v).unwrap()).unwrap()
+            fs_err::write(d.join(rel), serde_json::to_vec(&v).unwrap()).unwrap()
         };
         // Nothing anywhere: anonymous.
         assert_eq!(lookup_credentials(&env, "ghcr.io", "a/b").unwrap(), None);
@@ -519,7 +519,7 @@ mod tests {
 
         // REGISTRY_AUTH_FILE alone.
         let own = d.join("own.json");
-        std::fs::write(
+        fs_err::write(
             &own,
             serde_json::to_vec(&serde_json::json!({"auths": {"quay.io": {"auth": b64("q:qp")}}}))
                 .unwrap(),
@@ -541,7 +541,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("auth.json");
         let env = AuthEnv::empty().with("REGISTRY_AUTH_FILE", &f);
-        std::fs::write(&f, b"{not json").unwrap();
+        fs_err::write(&f, b"{not json").unwrap();
         let e = lookup_credentials(&env, "r.io", "x")
             .unwrap_err()
             .to_string();
@@ -549,13 +549,13 @@ mod tests {
             e.contains("not valid JSON") && e.contains("auth.json"),
             "{e}"
         );
-        std::fs::write(&f, br#"{"auths":{"r.io":{"auth":"!!!"}}}"#).unwrap();
+        fs_err::write(&f, br#"{"auths":{"r.io":{"auth":"!!!"}}}"#).unwrap();
         let e = lookup_credentials(&env, "r.io", "x")
             .unwrap_err()
             .to_string();
         assert!(e.contains("not base64") && e.contains("r.io"), "{e}");
         let no_colon = b64("justsecret");
-        std::fs::write(
+        fs_err::write(
             &f,
             format!(r#"{{"auths":{{"r.io":{{"auth":"{no_colon}"}}}}}}"#),
         )
@@ -571,8 +571,8 @@ mod tests {
 
     fn helper_script(dir: &Path, name: &str, body: &str) {
         let p = dir.join(format!("docker-credential-{name}"));
-        std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
-        std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        fs_err::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+        fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
 
     #[test]
@@ -580,7 +580,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         let bin = d.join("bin");
-        std::fs::create_dir(&bin).unwrap();
+        fs_err::create_dir(&bin).unwrap();
         // Answers with the server URL it was asked about as the user name.
         helper_script(
             &bin,
@@ -595,7 +595,7 @@ mod tests {
         helper_script(&bin, "broken", "echo 'helper exploded' >&2; exit 2");
         helper_script(&bin, "garbage", "echo not-json");
         let cfg = d.join("config.json");
-        std::fs::write(
+        fs_err::write(
             &cfg,
             serde_json::to_vec(&serde_json::json!({
                 "credHelpers": {

@@ -1,11 +1,9 @@
-//! The client's configuration ([`ClientConfig`], per-registry settings, mirrors) and the
-//! [`Progress`] it reports through.
+//! The client's configuration: [`ClientConfig`], per-registry settings, mirrors.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::digest::Digest;
 use crate::registry::auth::AuthEnv;
 
 /// Settings of one registry (keyed by its name as in references: `ghcr.io`, `127.0.0.1:5000`).
@@ -85,20 +83,3 @@ impl Default for ClientConfig {
         }
     }
 }
-
-/// Receives progress and retry events; every method has a no-op default.
-pub trait Progress: Sync {
-    /// A blob download starts (again, after a restart from zero).
-    fn blob_started(&self, _digest: &Digest, _size: Option<u64>) {}
-    /// `bytes` more of a blob arrived (or were uploaded).
-    fn blob_progress(&self, _digest: &Digest, _bytes: u64) {}
-    fn blob_finished(&self, _digest: &Digest) {}
-    /// Something failed and is tried again after `delay`.
-    fn retrying(&self, _what: &str, _attempt: u32, _delay: Duration, _reason: &str) {}
-    /// A status line (e.g. a mirror that failed, and why).
-    fn message(&self, _msg: &str) {}
-}
-
-/// Reports nothing.
-pub struct NoProgress;
-impl Progress for NoProgress {}

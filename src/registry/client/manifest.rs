@@ -6,7 +6,7 @@ use std::io::Read;
 use reqwest::{Method, StatusCode};
 
 use super::RegistryError;
-use super::{header_str, read_error_detail, Client, Endpoint, NoProgress, Progress, Request};
+use super::{header_str, read_error_detail, Client, Endpoint, Reporter, Request, Silent};
 use crate::digest::Digest;
 use crate::image::{Descriptor, Platform, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
 use crate::registry::auth::Scopes;
@@ -41,13 +41,13 @@ impl Client {
     /// Fetch the manifest or index `reference` names, trying mirrors first. Verified against the
     /// reference's digest (if any) and the registry's `Docker-Content-Digest` (if sent).
     pub fn get_manifest(&self, reference: &Reference) -> Result<FetchedManifest, RegistryError> {
-        self.get_manifest_with(reference, &NoProgress)
+        self.get_manifest_with(reference, &Silent)
     }
 
     pub fn get_manifest_with(
         &self,
         reference: &Reference,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<FetchedManifest, RegistryError> {
         self.try_endpoints(reference, progress, |ep| {
             self.get_manifest_from(ep, reference, progress)
@@ -58,7 +58,7 @@ impl Client {
         &self,
         ep: &Endpoint,
         reference: &Reference,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<FetchedManifest, RegistryError> {
         let mref = reference.manifest_reference();
         let action = format!("GET manifest {mref}");
@@ -151,7 +151,7 @@ impl Client {
         &self,
         reference: &Reference,
         platform: &Platform,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<(FetchedManifest, Option<FetchedManifest>), RegistryError> {
         let top = self.get_manifest_with(reference, progress)?;
         if !top.is_index() {

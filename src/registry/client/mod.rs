@@ -15,13 +15,13 @@
 //! - Authentication: anonymous or credentialed Bearer tokens (cached per scope set, merged
 //!   pull+push, renewed on expiry or on a new challenge), or Basic; see [`super::auth`].
 //! - Mirrors: pulls try the configured mirrors in order, then the registry itself.
-//! - Nothing is printed: progress and retries are reported through [`Progress`].
+//! - Nothing is printed: progress and retries are reported through [`Reporter`](crate::progress::Reporter).
 //!
 //!
 //! [`Store::blob_writer`]: crate::store::Store::blob_writer
 //!
 //! Files: this one holds the [`Client`] and request sending (retries, redirects, error
-//! replies); `config` its settings and [`Progress`]; `authorize` the auth handshake;
+//! replies); `config` its settings; `authorize` the auth handshake;
 //! `manifest`, `pull` and `push` the operations; `error` the [`RegistryError`].
 
 // `RegistryError` carries its context (registry, repository, what failed, a hint) as fields, so
@@ -49,7 +49,8 @@ mod manifest;
 mod pull;
 mod push;
 
-pub use config::{ClientConfig, Mirror, NoProgress, Progress, RegistrySettings};
+pub(crate) use crate::progress::{Reporter, Silent};
+pub use config::{ClientConfig, Mirror, RegistrySettings};
 pub use error::RegistryError;
 pub use manifest::{
     select_platform, FetchedManifest, MANIFEST_MEDIA_TYPES, MEDIA_TYPE_DOCKER_LIST,
@@ -293,7 +294,7 @@ impl Client {
         &self,
         ep: &Endpoint,
         req: &Request<'_>,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<Response, RegistryError> {
         if self.config.offline {
             return Err(RegistryError::Offline {
@@ -470,7 +471,7 @@ impl Client {
     fn try_endpoints<T>(
         &self,
         reference: &Reference,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
         f: impl Fn(&Endpoint) -> Result<T, RegistryError>,
     ) -> Result<T, RegistryError> {
         // The mirrors, in order, then the registry itself (always the last endpoint). Offline,
@@ -772,7 +773,7 @@ mod tests {
     fn tls_settings_errors_name_the_registry() {
         let dir = tempfile::tempdir().unwrap();
         let bad = dir.path().join("bad.pem");
-        std::fs::write(&bad, b"not a certificate").unwrap();
+        fs_err::write(&bad, b"not a certificate").unwrap();
         let mut cfg = ClientConfig {
             auth_env: AuthEnv::empty(),
             ..ClientConfig::default()

@@ -8,8 +8,8 @@ use reqwest::blocking::Response;
 use reqwest::{Method, StatusCode};
 
 use super::{
-    header_str, parse_content_range_start, read_error_detail, Client, Endpoint, Progress,
-    RegistryError, Request,
+    header_str, parse_content_range_start, read_error_detail, Client, Endpoint, RegistryError,
+    Reporter, Request,
 };
 use crate::digest::Digest;
 use crate::image::Descriptor;
@@ -26,7 +26,7 @@ impl Client {
         digest: &Digest,
         size: Option<u64>,
         store: &Store,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<(), RegistryError> {
         if store.has_blob(digest) {
             return Ok(());
@@ -45,7 +45,7 @@ impl Client {
         reference: &Reference,
         blobs: &[Descriptor],
         store: &Store,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<(), RegistryError> {
         let todo: Vec<&Descriptor> = blobs
             .iter()
@@ -86,7 +86,7 @@ impl Client {
         digest: &Digest,
         size: Option<u64>,
         store: &Store,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<(), RegistryError> {
         let store_err = |source| RegistryError::Store {
             registry: ep.registry.clone(),
@@ -223,7 +223,7 @@ fn copy_body(
     writer: &mut crate::store::BlobWriter,
     digest: &Digest,
     size: Option<u64>,
-    progress: &dyn Progress,
+    progress: &dyn Reporter,
 ) -> Result<(), CopyError> {
     let mut buf = vec![0u8; 256 * 1024];
     loop {

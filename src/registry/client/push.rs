@@ -9,7 +9,7 @@ use reqwest::blocking::{Body, Response};
 use reqwest::{Method, StatusCode, Url};
 
 use super::{
-    header_str, parse_range_end, Client, Endpoint, NoProgress, Progress, RegistryError, Request,
+    header_str, parse_range_end, Client, Endpoint, RegistryError, Reporter, Request, Silent,
 };
 use crate::digest::Digest;
 use crate::registry::auth::Scopes;
@@ -49,7 +49,7 @@ impl Client {
             action.clone(),
             scopes.clone(),
         );
-        let resp = self.send(ep, &req, &NoProgress)?;
+        let resp = self.send(ep, &req, &Silent)?;
         match resp.status() {
             s if s.is_success() => Ok(true),
             StatusCode::NOT_FOUND => Ok(false),
@@ -67,7 +67,7 @@ impl Client {
         size: u64,
         store: &Store,
         mount_from: Option<&Reference>,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<BlobPush, RegistryError> {
         let ep = self.endpoint(target.registry(), target.repository())?;
         let mut scopes = Scopes::repository(&ep.repository, &["pull", "push"]);
@@ -191,7 +191,7 @@ impl Client {
         ep: &Endpoint,
         digest: &Digest,
         scopes: &Scopes,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<Url, RegistryError> {
         let action = format!("start upload of blob {digest}");
         let req = Request::new(
@@ -238,7 +238,7 @@ impl Client {
         size: u64,
         path: &std::path::Path,
         scopes: &Scopes,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<(), RegistryError> {
         let io_err = |source| RegistryError::Io {
             registry: ep.registry.clone(),
@@ -320,7 +320,7 @@ impl Client {
         loc: &Url,
         scopes: &Scopes,
         action: &str,
-        progress: &dyn Progress,
+        progress: &dyn Reporter,
     ) -> Result<(Url, u64), RegistryError> {
         let req = Request::new(
             Method::GET,
@@ -373,7 +373,7 @@ impl Client {
         )
         .header("Content-Type", media_type)
         .body(&make_body);
-        let resp = self.send(&ep, &req, &NoProgress)?;
+        let resp = self.send(&ep, &req, &Silent)?;
         match resp.status() {
             StatusCode::CREATED | StatusCode::OK | StatusCode::ACCEPTED => {
                 self.check_pushed_digest(&ep, &action, &resp, &digest)?;

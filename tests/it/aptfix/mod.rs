@@ -297,12 +297,12 @@ pub fn gz(data: &[u8]) -> Vec<u8> {
 /// Writes the repository under `root` and serves it.
 pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool) -> Repo {
     let pool = root.join("pool/main");
-    std::fs::create_dir_all(&pool).unwrap();
+    fs_err::create_dir_all(&pool).unwrap();
     let mut packages = String::new();
     for d in debs {
         let bytes = build_deb(d, reversed);
         let file = format!("pool/main/{}_{}_{}.deb", d.name, d.version, d.arch);
-        std::fs::write(root.join(&file), &bytes).unwrap();
+        fs_err::write(root.join(&file), &bytes).unwrap();
         packages.push_str(&d.control());
         packages.push_str(&format!(
             "Filename: {file}\nSize: {}\nSHA256: {}\n\n",
@@ -330,14 +330,14 @@ pub fn make_index_repo(root: &Path, packages: &str, signing: Signing<'_>) -> Rep
 /// Writes `dists/stable`: the Packages index in three compressions, and the Release over them.
 pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
     let dists = root.join("dists/stable");
-    std::fs::create_dir_all(dists.join("main/binary-amd64")).unwrap();
+    fs_err::create_dir_all(dists.join("main/binary-amd64")).unwrap();
     let mut sums = String::new();
     for (name, bytes) in [
         ("main/binary-amd64/Packages", packages.as_bytes().to_vec()),
         ("main/binary-amd64/Packages.gz", gz(packages.as_bytes())),
         ("main/binary-amd64/Packages.xz", xz(packages.as_bytes())),
     ] {
-        std::fs::write(dists.join(name), &bytes).unwrap();
+        fs_err::write(dists.join(name), &bytes).unwrap();
         sums.push_str(&format!(
             " {} {} {name}\n",
             Digest::of(&bytes).hex(),
@@ -359,17 +359,17 @@ pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
             )
             .unwrap();
             let text = msg.to_armored_string(ArmorOptions::default()).unwrap();
-            std::fs::write(dists.join("InRelease"), text).unwrap();
+            fs_err::write(dists.join("InRelease"), text).unwrap();
         }
         Signing::InReleaseSubkey(k) => {
             let sub = &k.secret_subkeys[0].key;
             let msg =
                 CleartextSignedMessage::sign(&mut rng, &release, sub, &Password::empty()).unwrap();
             let text = msg.to_armored_string(ArmorOptions::default()).unwrap();
-            std::fs::write(dists.join("InRelease"), text).unwrap();
+            fs_err::write(dists.join("InRelease"), text).unwrap();
         }
         Signing::Detached(k) => {
-            std::fs::write(dists.join("Release"), &release).unwrap();
+            fs_err::write(dists.join("Release"), &release).unwrap();
             let sig = DetachedSignature::sign_binary_data(
                 &mut rng,
                 &k.primary_key,
@@ -379,9 +379,9 @@ pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
             )
             .unwrap();
             let text = sig.to_armored_string(ArmorOptions::default()).unwrap();
-            std::fs::write(dists.join("Release.gpg"), text).unwrap();
+            fs_err::write(dists.join("Release.gpg"), text).unwrap();
         }
-        Signing::Unsigned => std::fs::write(dists.join("Release"), &release).unwrap(),
+        Signing::Unsigned => fs_err::write(dists.join("Release"), &release).unwrap(),
     }
 }
 
@@ -424,7 +424,7 @@ pub fn serve(root: PathBuf) -> String {
                 let body = if rel.split('/').any(|c| c == "..") {
                     None
                 } else {
-                    std::fs::read(&file).ok().filter(|_| file.is_file())
+                    fs_err::read(&file).ok().filter(|_| file.is_file())
                 };
                 let _ = match body {
                     Some(b) => stream
@@ -460,7 +460,7 @@ pub fn source(repo: &Repo, key: Option<&Path>) -> Source {
 
 pub fn write_key(dir: &Path, name: &str, k: &SignedSecretKey) -> PathBuf {
     let p = dir.join(name);
-    std::fs::write(&p, public_armor(k)).unwrap();
+    fs_err::write(&p, public_armor(k)).unwrap();
     p
 }
 
@@ -598,7 +598,7 @@ pub fn build(
 
 /// (path, type, mode, uid, link, content) of every entry of an uncompressed layer blob.
 pub fn listing(store: &Store, digest: &Digest) -> BTreeMap<String, (char, u32, String, Vec<u8>)> {
-    let mut a = tar::Archive::new(std::fs::File::open(store.blob_path(digest)).unwrap());
+    let mut a = tar::Archive::new(fs_err::File::open(store.blob_path(digest)).unwrap());
     let mut out = BTreeMap::new();
     let mut order = Vec::new();
     for e in a.entries().unwrap() {

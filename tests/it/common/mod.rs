@@ -1,4 +1,4 @@
-//! Shared harness for the integration tests (`mod common;` in each `tests/*.rs`).
+//! Shared harness for the integration tests (`use crate::common;` in each `tests/it/*.rs`).
 //!
 //! Tests drive the `ocibuild` binary and real, independent readers of its output (skopeo, umoci,
 //! oci-image-tool, podman); nothing here uses the library's internals. See docs/testing.md.
@@ -74,9 +74,9 @@ pub fn test_dir(what: &str) -> PathBuf {
         .join(what);
     let mut wiped = WIPED.lock().unwrap_or_else(|e| e.into_inner());
     if wiped.get_or_insert_with(HashSet::new).insert(dir.clone()) && dir.exists() {
-        std::fs::remove_dir_all(&dir).unwrap_or_else(|e| panic!("empty {}: {e}", dir.display()));
+        fs_err::remove_dir_all(&dir).unwrap_or_else(|e| panic!("empty {}: {e}", dir.display()));
     }
-    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
+    fs_err::create_dir_all(&dir).unwrap_or_else(|e| panic!("create {}: {e}", dir.display()));
     dir
 }
 
@@ -239,12 +239,12 @@ pub fn online(why: &str) -> bool {
 
 /// True when this process runs as root.
 pub fn is_root() -> bool {
-    std::fs::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
+    fs_err::metadata("/proc/self").is_ok_and(|m| m.uid() == 0)
 }
 
 /// True if the ELF file at `path` has no program interpreter (is statically linked).
 pub fn is_static_elf(path: &Path) -> bool {
-    let Ok(bytes) = std::fs::read(path) else {
+    let Ok(bytes) = fs_err::read(path) else {
         return false;
     };
     // ELF64 little-endian only (every host we test on); PT_INTERP marks a dynamic executable.
@@ -298,10 +298,10 @@ pub fn busybox_layout(dir: &Path, tag: &str) -> PathBuf {
     run_ok(Command::new("umoci").args(["new", "--image", &image]));
     umoci_unpack(&layout, tag, &bundle);
     let bin = bundle.join("rootfs/bin");
-    std::fs::create_dir_all(&bin).expect("mkdir rootfs/bin");
-    std::fs::copy(&busybox, bin.join("busybox")).expect("copy busybox");
+    fs_err::create_dir_all(&bin).expect("mkdir rootfs/bin");
+    fs_err::copy(&busybox, bin.join("busybox")).expect("copy busybox");
     for link in ["sh", "echo"] {
-        std::os::unix::fs::symlink("busybox", bin.join(link)).expect("symlink");
+        fs_err::os::unix::fs::symlink("busybox", bin.join(link)).expect("symlink");
     }
     run_ok(
         Command::new("umoci")
@@ -438,7 +438,7 @@ struct PodmanAlias {
 impl PodmanAlias {
     fn new(layout: &Path) -> Self {
         static NEXT: AtomicU64 = AtomicU64::new(0);
-        let layout = std::fs::canonicalize(layout)
+        let layout = fs_err::canonicalize(layout)
             .unwrap_or_else(|e| panic!("layout {}: {e}", layout.display()));
         let tmp = std::env::temp_dir();
         let base = match tmp.to_str() {
@@ -448,10 +448,10 @@ impl PodmanAlias {
         loop {
             let n = NEXT.fetch_add(1, Ordering::Relaxed);
             let dir = base.join(format!("ocibuild-podman-{}-{n}", std::process::id()));
-            match std::fs::create_dir(&dir) {
+            match fs_err::create_dir(&dir) {
                 Ok(()) => {
                     let link = dir.join("layout");
-                    std::os::unix::fs::symlink(&layout, &link).expect("symlink layout");
+                    fs_err::os::unix::fs::symlink(&layout, &link).expect("symlink layout");
                     return PodmanAlias { dir, link };
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
@@ -469,7 +469,7 @@ impl Drop for PodmanAlias {
     fn drop(&mut self) {
         // podman names the image localhost/<path>:latest, whatever the tag was.
         podman_rmi(&format!("localhost{}", self.link.display()));
-        let _ = std::fs::remove_dir_all(&self.dir);
+        let _ = fs_err::remove_dir_all(&self.dir);
     }
 }
 
@@ -569,7 +569,7 @@ with tarfile.open(sys.argv[1], "r:*") as t:
 /// sha256 of a file, as `sha256:<hex>`, computed here (the sha2 crate), not by ocibuild.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest as _;
-    let mut f = std::fs::File::open(path)?;
+    let mut f = fs_err::File::open(path)?;
     let mut h = sha2::Sha256::new();
     let mut buf = vec![0u8; 1 << 20];
     loop {
@@ -595,7 +595,7 @@ pub fn check_layout(
     hash_limit: u64,
 ) -> Result<std::collections::BTreeMap<String, String>, String> {
     let mut errors = Vec::new();
-    let raw = std::fs::read(layout.join("index.json"))
+    let raw = fs_err::read(layout.join("index.json"))
         .map_err(|e| format!("{}/index.json: {e}", layout.display()))?;
     if String::from_utf8_lossy(&raw).contains(".ocibuild-tmp") {
         errors.push("index.json mentions a .ocibuild-tmp file".to_string());
@@ -620,7 +620,7 @@ pub fn check_layout(
             return None;
         };
         let path = layout.join("blobs/sha256").join(hex);
-        let len = match std::fs::metadata(&path) {
+        let len = match fs_err::metadata(&path) {
             Ok(m) => m.len(),
             Err(e) => {
                 errors.push(format!("{what} {digest}: blob missing ({e})"));
@@ -637,7 +637,7 @@ pub fn check_layout(
             return None;
         }
         match sha256_file(&path) {
-            Ok(found) if found == digest => std::fs::read(&path).ok(),
+            Ok(found) if found == digest => fs_err::read(&path).ok(),
             Ok(found) => {
                 errors.push(format!("{what} {digest}: blob content hashes to {found}"));
                 None
@@ -705,7 +705,7 @@ pub fn check_layout(
 
 /// The names of the `.ocibuild-tmp-*` files directly in a layout directory.
 pub fn layout_temp_files(layout: &Path) -> Vec<String> {
-    std::fs::read_dir(layout)
+    fs_err::read_dir(layout)
         .map(|it| {
             it.filter_map(|e| e.ok())
                 .map(|e| e.file_name().to_string_lossy().into_owned())
@@ -752,7 +752,7 @@ pub fn write_pseudo_random(path: &Path, seed: u64, len: u64) {
     use std::io::Write;
     let mut rng = PseudoRandom::new(seed);
     let mut f = std::io::BufWriter::new(
-        std::fs::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())),
+        fs_err::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())),
     );
     let mut buf = vec![0u8; 1 << 20];
     let mut left = len;
@@ -778,7 +778,7 @@ pub fn write_text_like(path: &Path, seed: u64, len: u64) {
     ];
     let mut rng = PseudoRandom::new(seed);
     let mut f = std::io::BufWriter::new(
-        std::fs::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())),
+        fs_err::File::create(path).unwrap_or_else(|e| panic!("create {}: {e}", path.display())),
     );
     let mut line = String::with_capacity(256);
     let mut written = 0u64;

@@ -45,9 +45,9 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
     let dir = super::tempdir();
     let htpasswd = dir.path().join("htpasswd");
     let hash = bcrypt::hash(PASS, 4).unwrap();
-    std::fs::write(&htpasswd, format!("{USER}:{hash}\n")).unwrap();
+    fs_err::write(&htpasswd, format!("{USER}:{hash}\n")).unwrap();
     let data = dir.path().join("data");
-    std::fs::create_dir(&data).unwrap();
+    fs_err::create_dir(&data).unwrap();
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
     let tls_yaml = match tls {
@@ -71,14 +71,18 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
         htpasswd.display()
     );
     let config_path = dir.path().join("config.yml");
-    std::fs::write(&config_path, config).unwrap();
+    fs_err::write(&config_path, config).unwrap();
     let log = dir.path().join("registry.log");
     let child = Command::new("docker-registry")
         .arg("serve")
         .arg(&config_path)
         .stdin(Stdio::null())
-        .stdout(std::fs::File::create(&log).unwrap())
-        .stderr(std::fs::File::create(dir.path().join("registry.err")).unwrap())
+        .stdout(fs_err::File::create(&log).unwrap().into_file())
+        .stderr(
+            fs_err::File::create(dir.path().join("registry.err"))
+                .unwrap()
+                .into_file(),
+        )
         .spawn()
         .expect("start docker-registry");
     let mut reg = Registry {
@@ -94,7 +98,7 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
         }
         if let Ok(Some(status)) = reg.child.try_wait() {
             let err =
-                std::fs::read_to_string(reg.log.with_file_name("registry.err")).unwrap_or_default();
+                fs_err::read_to_string(reg.log.with_file_name("registry.err")).unwrap_or_default();
             panic!("docker-registry exited ({status}):\n{err}");
         }
         assert!(
@@ -111,7 +115,7 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
 pub fn auth_file(dir: &Path, registry: &str, pass: &str) -> PathBuf {
     let f = dir.join("auth.json");
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{pass}"));
-    std::fs::write(
+    fs_err::write(
         &f,
         serde_json::to_vec(&serde_json::json!({"auths": {registry: {"auth": auth}}})).unwrap(),
     )

@@ -3,7 +3,7 @@
 //! different content (refused, naming both wheels and sha256s); `overlap = "last"`; the layer
 //! size bound; and a shared library the base image already has.
 
-use std::fs;
+use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use super::aptfix::{self, fixture, python_universe, Fixture};
@@ -249,7 +249,7 @@ fn a_library_the_base_already_ships_is_reported() {
         noise(4096, 3),
     )
     .unwrap();
-    std::os::unix::fs::symlink(
+    fs_err::os::unix::fs::symlink(
         "libcudart.so.12.8.90",
         bdir.join("root/usr/local/cuda/lib64/libcudart.so.12"),
     )

@@ -44,7 +44,7 @@ pub fn make_wheel(
         0o644,
     ));
     let path = dir.join(filename);
-    let mut zw = zip::ZipWriter::new(std::fs::File::create(&path).unwrap());
+    let mut zw = zip::ZipWriter::new(fs_err::File::create(&path).unwrap());
     for (n, c, mode) in &all {
         let o = zip::write::SimpleFileOptions::default()
             .compression_method(zip::CompressionMethod::Deflated)
@@ -53,7 +53,7 @@ pub fn make_wheel(
         zw.write_all(c).unwrap();
     }
     zw.finish().unwrap();
-    let sha256 = Digest::of(&std::fs::read(&path).unwrap());
+    let sha256 = Digest::of(&fs_err::read(&path).unwrap());
     WheelInput {
         path,
         file,

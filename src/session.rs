@@ -1,0 +1,356 @@
+//! A command's inputs and policy in one place: the store, the registries file, the vendor
+//! directory, the threads, the reporter, and one [`LockPolicy`] for every input the lock pins.
+//! The CLI parses its flags into a [`Session`] and calls it; the session resolves the base and
+//! the system layers through the lock, stages vendored inputs, and calls [`build::build`]
+//! (cargo's `commands/*` calling `ops::*`). Nothing here prints: notes go to the reporter's
+//! [`Reporter::message`].
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::apt::{AptError, HttpFetcher};
+use crate::base::{self, BaseError, BaseImage, LockChange};
+use crate::build::{self, BuildError, BuildOptions, Built};
+use crate::lock::{Lock, LockError, LockPolicy};
+use crate::progress::Reporter;
+use crate::recipe::{self, Recipe};
+use crate::registry::settings::{self, SettingsError};
+use crate::registry::{Client, Reference};
+use crate::store::Store;
+use crate::system::{self, System, SystemError, SystemOptions};
+use crate::vendor::{self, VendorError};
+
+/// Everything a session's steps can fail with: the module's own error, whose message says it.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    #[error(transparent)]
+    Lock(#[from] LockError),
+    #[error(transparent)]
+    Vendor(Box<VendorError>),
+    #[error(transparent)]
+    Base(Box<BaseError>),
+    #[error(transparent)]
+    System(Box<SystemError>),
+    #[error(transparent)]
+    Build(Box<BuildError>),
+    #[error(transparent)]
+    Apt(Box<AptError>),
+    #[error(transparent)]
+    Settings(#[from] SettingsError),
+    #[error("reading {}", path.display())]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+macro_rules! boxed_from {
+    ($($variant:ident($t:ty)),*) => {$(
+        impl From<$t> for SessionError {
+            fn from(e: $t) -> Self {
+                SessionError::$variant(Box::new(e))
+            }
+        }
+    )*};
+}
+boxed_from!(
+    Vendor(VendorError),
+    Base(BaseError),
+    System(SystemError),
+    Build(BuildError),
+    Apt(AptError)
+);
+
+/// The registry client, with the registries file's settings (mirrors, TLS; `None`: the
+/// default locations); offline, one that refuses every request.
+pub fn registry_client(registries: Option<&Path>, offline: bool) -> Result<Client, SessionError> {
+    let mut config = settings::load(settings::locate(registries).as_deref())?;
+    config.offline = offline;
+    Ok(Client::new(config))
+}
+
+/// The fetcher of `[apt]` archives, wheels and interpreter archives: https (system CA store),
+/// http, file; offline, file only.
+pub fn fetcher(offline: bool) -> Result<HttpFetcher, SessionError> {
+    Ok(if offline {
+        HttpFetcher::offline()?
+    } else {
+        HttpFetcher::new()?
+    })
+}
+
+/// A command's inputs and policy.
+pub struct Session<'a> {
+    pub store: &'a Store,
+    /// The registries file (`--registries`); `None`: the default locations.
+    pub registries: Option<PathBuf>,
+    pub threads: usize,
+    pub policy: LockPolicy,
+    /// No network: every input must be in the store or the vendor directory.
+    pub offline: bool,
+    /// `--vendor DIR`: the lock's inputs are taken from there, each verified before use.
+    pub vendor: Option<PathBuf>,
+    /// `--push-only`: the registry pushed to (no local output is written).
+    pub push_only_to: Option<String>,
+    /// Rebuild every layer instead of taking it from the layer cache.
+    pub no_cache: bool,
+    /// `SOURCE_DATE_EPOCH`, overriding the recipe's.
+    pub epoch_override: Option<u64>,
+    pub reporter: &'a dyn Reporter,
+}
+
+/// What [`Session::lock`] pinned.
+pub struct Locked {
+    pub base: Option<(BaseImage, LockChange)>,
+    /// `None` when the recipe has no `[apt]` and no `[python]`.
+    pub system: Option<System>,
+    pub lock_path: PathBuf,
+}
+
+impl Session<'_> {
+    /// Whether the lock may be written.
+    fn writes_lock(&self) -> bool {
+        matches!(self.policy, LockPolicy::Resolve | LockPolicy::Update) && !self.offline
+    }
+
+    /// The registry client of this session ([`registry_client`]).
+    pub fn registry_client(&self) -> Result<Client, SessionError> {
+        registry_client(self.registries.as_deref(), self.offline)
+    }
+
+    /// The fetcher of this session ([`fetcher`]).
+    pub fn fetcher(&self) -> Result<HttpFetcher, SessionError> {
+        fetcher(self.offline)
+    }
+
+    /// The epoch of the recipe's layers: `SOURCE_DATE_EPOCH`, else the recipe's, else 0.
+    fn epoch(&self, recipe: &Recipe) -> u64 {
+        self.epoch_override
+            .or(recipe.image.source_date_epoch)
+            .unwrap_or(0)
+    }
+
+    /// The lock as the policy asks for it: checked against the recipe (`Locked`), required as
+    /// it is (`Frozen`), or `None` (resolve what it lacks).
+    fn checked_lock(
+        &self,
+        recipe_path: &Path,
+        recipe: &Recipe,
+    ) -> Result<Option<Lock>, SessionError> {
+        let mode = if self.offline {
+            "--offline"
+        } else {
+            "--locked"
+        };
+        match self.policy {
+            LockPolicy::Frozen => {
+                let path = Lock::path_for(recipe_path);
+                match Lock::load(&path)? {
+                    Some(l) => Ok(Some(l)),
+                    None if vendor::lock_changes(&Lock::new(), recipe).is_empty() => {
+                        Ok(Some(Lock::new()))
+                    }
+                    None => Err(LockError::Missing {
+                        mode: "--frozen",
+                        path,
+                        recipe: recipe_path.to_path_buf(),
+                    }
+                    .into()),
+                }
+            }
+            LockPolicy::Locked => Ok(Some(vendor::load_checked_lock(recipe, recipe_path, mode)?)),
+            LockPolicy::Resolve | LockPolicy::Update => Ok(None),
+        }
+    }
+
+    /// Whether the base's layers need not be downloaded at all: nothing is written locally
+    /// (`--push-only`), the push goes to the base's own registry (which mounts them), and no
+    /// step reads the base's files (`[apt]` and a `[python]` interpreter found in the base do).
+    fn shallow_base(&self, recipe: &Recipe) -> bool {
+        let Some(registry) = self.push_only_to.as_deref() else {
+            return false;
+        };
+        let recipe::Base::Image { reference } = &recipe.base else {
+            return false;
+        };
+        let same_registry = reference
+            .parse::<Reference>()
+            .is_ok_and(|r| r.registry() == registry);
+        let reads_base = recipe.apt.is_some()
+            || recipe
+                .python
+                .as_ref()
+                .is_some_and(|p| !matches!(p.source, recipe::PythonSource::Archive(_)));
+        same_registry && !reads_base
+    }
+
+    /// Resolves the recipe's base through its lock (writing the lock when it changed and the
+    /// policy allows) and fetches what the store lacks. `None` for a scratch base.
+    pub fn resolve_base(
+        &self,
+        recipe: &Recipe,
+        recipe_path: &Path,
+    ) -> Result<Option<(BaseImage, LockChange)>, SessionError> {
+        let recipe::Base::Image { reference } = &recipe.base else {
+            return Ok(None);
+        };
+        let lock_path = Lock::path_for(recipe_path);
+        let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
+        let client = self.registry_client()?;
+        let (image, change) = base::resolve(
+            reference,
+            &recipe.image.platform,
+            &mut lock,
+            self.policy,
+            &client,
+            self.store,
+            !self.shallow_base(recipe),
+            self.reporter,
+        )?;
+        if change != LockChange::Unchanged && self.writes_lock() {
+            lock.save(&lock_path)?;
+            let path = lock_path.display();
+            match &change {
+                LockChange::Pinned { digest } => self.reporter.message(&format!(
+                    "pinned base {} to {digest} in {path}",
+                    image.reference
+                )),
+                LockChange::Moved { from, to } => self.reporter.message(&format!(
+                    "base {} moved: {from} -> {to} (updated {path})",
+                    image.reference
+                )),
+                LockChange::Unchanged => {}
+            }
+        }
+        Ok(Some((image, change)))
+    }
+
+    /// Resolves the system inputs (`[apt]`, `[python]`) through the lock, building their layers
+    /// when `build_layers`, and saves the lock when something was resolved again.
+    fn prepare_system(
+        &self,
+        recipe: &Recipe,
+        recipe_path: &Path,
+        base: Option<&BaseImage>,
+        build_layers: bool,
+    ) -> Result<System, SessionError> {
+        if recipe.apt.is_none() && recipe.python.is_none() {
+            return Ok(System::default());
+        }
+        let opts = SystemOptions {
+            epoch: self.epoch(recipe),
+            compression: recipe.image.compression,
+            threads: self.threads,
+            no_cache: self.no_cache,
+            pin: self.policy,
+            build_layers,
+        };
+        let lock_path = Lock::path_for(recipe_path);
+        let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
+        let sys = system::prepare(
+            recipe,
+            base,
+            &mut lock,
+            &self.fetcher()?,
+            self.store,
+            &opts,
+            self.reporter,
+        )?;
+        if sys.lock_changed && self.writes_lock() {
+            lock.save(&lock_path)?;
+        }
+        if let (Some(n), true) = (sys.apt_resolved, build_layers) {
+            self.reporter.message(&format!(
+                "resolved [apt]: {n} packages to install, pinned in {}",
+                lock_path.display()
+            ));
+        }
+        Ok(sys)
+    }
+
+    /// `ocibuild lock`: pins the base and the system inputs into the lock, building nothing.
+    pub fn lock(&self, recipe: &Recipe, recipe_path: &Path) -> Result<Locked, SessionError> {
+        let lock_path = Lock::path_for(recipe_path);
+        let base = self.resolve_base(recipe, recipe_path)?;
+        let system = if recipe.apt.is_some() || recipe.python.is_some() {
+            let b = base.as_ref().map(|(b, _)| b);
+            Some(self.prepare_system(recipe, recipe_path, b, false)?)
+        } else {
+            None
+        };
+        if base.is_none() && Lock::load(&lock_path)?.is_none() {
+            Lock::new().save(&lock_path)?;
+        }
+        Ok(Locked {
+            base,
+            system,
+            lock_path,
+        })
+    }
+
+    /// Copies the lock's inputs the store lacks from the vendor directory (verified); offline,
+    /// an input in neither is an error. Nothing to do without `--vendor` or `--offline`.
+    fn stage_vendored(&self, lock: Option<Lock>, recipe_path: &Path) -> Result<(), SessionError> {
+        if self.vendor.is_none() && !self.offline {
+            return Ok(());
+        }
+        let lock = match lock {
+            Some(l) => l,
+            None => Lock::load(&Lock::path_for(recipe_path))?.unwrap_or_else(Lock::new),
+        };
+        let dir = self
+            .vendor
+            .as_deref()
+            .map(|d| vendor::VendorDir::open(d, false).map_err(SessionError::from))
+            .transpose()?;
+        let staged = vendor::stage(
+            &vendor::inputs(&lock, None),
+            dir.as_ref(),
+            self.store,
+            self.offline,
+        )?;
+        if let Some(d) = &dir {
+            self.reporter.message(&format!(
+                "vendor {}: {} blobs ({} bytes) copied into the store, verified",
+                d.root().display(),
+                staged.blobs,
+                staged.bytes
+            ));
+        }
+        Ok(())
+    }
+
+    /// Builds `recipe` (loaded from `recipe_path`) into the store, writing no output: the
+    /// lock checked as the policy says, vendored inputs staged, the base and the system layers
+    /// resolved through the lock, then [`build::build`]. `build` uses the user's store,
+    /// `verify` an empty temporary one.
+    pub fn build(&self, recipe_path: &Path, recipe: &Recipe) -> Result<Built, SessionError> {
+        let lock = self.checked_lock(recipe_path, recipe)?;
+        self.stage_vendored(lock, recipe_path)?;
+        let read = |source, path: &Path| SessionError::Read {
+            path: path.to_path_buf(),
+            source,
+        };
+        let mut opts = BuildOptions {
+            threads: self.threads,
+            epoch_override: self.epoch_override,
+            no_cache: self.no_cache,
+            recipe_digest: Some(
+                crate::audit::attest::recipe_digest(recipe_path)
+                    .map_err(|e| read(e, recipe_path))?,
+            ),
+            lock_digest: None,
+        };
+        let base = self.resolve_base(recipe, recipe_path)?;
+        let base = base.as_ref().map(|(b, _)| b);
+        let sys = self.prepare_system(recipe, recipe_path, base, true)?;
+        // After resolving: the lock as this build leaves it (written by the first build).
+        opts.lock_digest = crate::audit::attest::lock_digest(recipe_path)
+            .map_err(|e| read(e, &Lock::path_for(recipe_path)))?;
+        let mut built = build::build(recipe, base, &sys.layers, &opts, self.store, self.reporter)?;
+        built.interpreter = sys.interpreter;
+        built.wheels = sys.wheel_report;
+        Ok(built)
+    }
+}

@@ -1,0 +1,35 @@
+//! The integration tests, one binary: each `tests/it/*.rs` is a module, so the crate and the
+//! harness are compiled and linked once (as uv and cargo do). Run one file's tests with
+//! `cargo test --test it wheels::`, one test by its name.
+//!
+//! - `common`: the harness (the `ocibuild` binary, the readers, the registry).
+//! - `aptfix`, `wheelfix`: .debs, signed Debian archives and wheels built by the tests.
+
+mod aptfix;
+mod common;
+mod wheelfix;
+
+mod airgap;
+mod apt_recipe;
+mod apt_repo;
+mod apt_stream;
+mod atomicity;
+mod audit;
+mod base_image;
+mod build_core;
+mod concurrency;
+mod features;
+mod layer_contract;
+mod online_debian;
+mod online_wheels;
+mod readers;
+mod registry_fake;
+mod registry_real;
+mod run_stage;
+mod sbom;
+mod seed;
+mod test_stage_cli;
+mod thread_independence;
+mod tools_smoke;
+mod wheel_recipe;
+mod wheels;
