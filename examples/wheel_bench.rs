@@ -41,7 +41,7 @@ fn main() -> anyhow::Result<()> {
         pin: LockPolicy::Resolve,
         build_layers: true,
     };
-    let fetcher = ocibuild::apt::HttpFetcher::offline()?;
+    let fetcher = ocibuild::http::HttpFetcher::offline()?;
     let start = Instant::now();
     // As under recipes/bookworm-python.toml: scratch, the apt layer, no recipe layers.
     let layout = wheels::WheelLayout {

@@ -3,6 +3,8 @@
 //! Modules, foundations first; a module uses only those above it:
 //! - [`defaults`]: default index, archive and registry locations.
 //! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
+//! - [`progress`]: the one trait progress events go through.
+//! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
 //! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
 //! - [`store`]: the content-addressed blob store and the layer cache.
 //! - [`image`]: OCI config, manifest and index documents.
@@ -33,6 +35,7 @@ pub mod build;
 pub mod cli;
 pub mod defaults;
 pub mod digest;
+pub mod http;
 pub mod image;
 pub mod json;
 pub mod layer;

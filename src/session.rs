@@ -8,9 +8,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
-use crate::apt::{AptError, HttpFetcher};
+use crate::apt::AptError;
 use crate::base::{self, BaseError, BaseImage, LockChange};
 use crate::build::{self, BuildError, BuildOptions, Built};
+use crate::http::{HttpError, HttpFetcher};
 use crate::lock::{Lock, LockError, LockPolicy};
 use crate::progress::Reporter;
 use crate::recipe::{self, Recipe};
@@ -37,6 +38,8 @@ pub enum SessionError {
     Apt(Box<AptError>),
     #[error(transparent)]
     Settings(#[from] SettingsError),
+    #[error(transparent)]
+    Http(#[from] HttpError),
     #[error("reading {}", path.display())]
     Read {
         path: PathBuf,

@@ -30,11 +30,11 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use super::control::parse_paragraphs;
-use super::fetch::Fetcher;
 use super::release::decoder;
 use super::resolve::Locked;
 use super::AptError;
 use crate::digest::{Digest, HashingReader, HashingWriter};
+use crate::http::Fetcher;
 use crate::layer::{self, Entry, EntryKind, LayerOptions, StatKey};
 use crate::store::{CachedLayer, Store, StoreError};
 

@@ -23,12 +23,12 @@ use super::control::{
     parse_depends, parse_provides, Alternatives, ControlError, Dep, Keep, Paragraph,
     ParagraphReader, ReadError,
 };
-use super::fetch::{join_url, Fetcher};
 use super::release::{decoder, fetch_release, parse_sha256, Source};
 use super::spill::{Keys, SourceIndex, Spill};
 use super::version::Version;
 use super::{AptError, Mismatch};
 use crate::digest::{Digest, HashingReader};
+use crate::http::{join_url, Fetcher};
 
 /// Largest Packages index read, compressed or not.
 const MAX_INDEX: u64 = 1 << 30;
@@ -611,7 +611,7 @@ mod tests {
     }
 
     impl Fetcher for Mem {
-        fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, AptError> {
+        fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, crate::http::HttpError> {
             let Some(data) = self.files.get(url).cloned() else {
                 return Ok(None);
             };

@@ -3,7 +3,6 @@
 //!
 //! - [`version`]: Debian versions and relations, compared exactly as dpkg does.
 //! - [`control`]: deb822 paragraphs and dependency fields.
-//! - [`fetch`]: the [`Fetcher`] trait (http, https, file) and its reqwest implementation.
 //! - [`release`]: InRelease / Release.gpg verification and the Release SHA256 list.
 //! - [`index`]: the `Packages` indices, streamed and verified, as compact [`Package`]s.
 //! - [`spill`]: a loaded source ([`SourceIndex`]): its packages on disk, read back by name.
@@ -17,7 +16,6 @@
 pub mod base;
 pub mod control;
 pub mod deb;
-pub mod fetch;
 pub mod index;
 pub mod release;
 pub mod resolve;
@@ -33,7 +31,6 @@ use crate::store::StoreError;
 
 pub use self::base::{scan_base, Base};
 pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
-pub use self::fetch::{Fetcher, HttpFetcher};
 pub use self::index::{load_source, MultiArch, Package};
 pub use self::release::Source;
 pub use self::resolve::{resolve, Installed, Locked, Request};
@@ -149,6 +146,22 @@ pub enum AptError {
     Layer(#[from] LayerError),
     #[error(transparent)]
     Store(#[from] StoreError),
+}
+
+impl From<crate::http::HttpError> for AptError {
+    fn from(e: crate::http::HttpError) -> Self {
+        use crate::http::HttpError;
+        match e {
+            HttpError::Fetch { url, reason } => AptError::Fetch { url, reason },
+            HttpError::Offline { url } => AptError::Offline { url },
+            HttpError::Read { url, source } => AptError::Read { url, source },
+            HttpError::TooLarge { url, limit } => AptError::TooLarge { url, limit },
+            e @ HttpError::Client { .. } => AptError::Fetch {
+                url: String::new(),
+                reason: e.to_string(),
+            },
+        }
+    }
 }
 
 /// The details of [`AptError::HashMismatch`] (boxed: it is the largest variant).

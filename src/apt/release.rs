@@ -15,9 +15,9 @@ use pgp::composed::{
 use pgp::packet::Signature;
 
 use super::control::parse_paragraphs;
-use super::fetch::{fetch_bytes, join_url, Fetcher};
 use super::AptError;
 use crate::digest::Digest;
+use crate::http::{fetch_bytes, join_url, Fetcher};
 
 /// Largest Release / InRelease / key file read.
 const MAX_RELEASE: u64 = 64 << 20;

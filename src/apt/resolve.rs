@@ -15,12 +15,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::control::{parse_paragraphs, parse_provides, Dep};
-use super::fetch::join_url;
 use super::index::{MultiArch, Package};
 use super::spill::SourceIndex;
 use super::version::{Constraint, Version};
 use super::AptError;
 use crate::digest::Digest;
+use crate::http::join_url;
 
 /// One requested package: a name and an optional version constraint.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::time::Duration;
 
 use base64::Engine as _;
 
-use crate::apt::{AptError, Fetcher};
 use crate::digest::Digest;
+use crate::http::{self, Fetcher, HttpError};
+use crate::progress::Silent;
 
 /// Largest index page read.
 const MAX_PAGE: u64 = 64 << 20;
@@ -118,15 +118,10 @@ pub struct IndexClient {
 
 impl IndexClient {
     pub fn new(index_urls: &[&str]) -> Result<IndexClient, IndexError> {
-        let client = reqwest::blocking::Client::builder()
-            .connect_timeout(Duration::from_secs(30))
-            .timeout(Duration::from_secs(120))
-            .user_agent("ocibuild")
-            .build()
-            .map_err(|e| IndexError::Http {
-                url: String::new(),
-                reason: format!("cannot create the HTTP client: {e}"),
-            })?;
+        let client = http::client().map_err(|e| IndexError::Http {
+            url: String::new(),
+            reason: e.to_string(),
+        })?;
         let mut creds = netrc();
         for u in index_urls {
             if let (_, Some(c)) = split_userinfo(u) {
@@ -136,27 +131,25 @@ impl IndexClient {
         Ok(IndexClient { client, creds })
     }
 
-    fn get(&self, url: &str, accept: &str) -> Result<reqwest::blocking::Response, String> {
+    /// GET through the HTTP layer (retries included), with the host's credentials.
+    fn get(&self, url: &str, accept: &str) -> Result<reqwest::blocking::Response, HttpError> {
         let (clean, inline) = split_userinfo(url);
-        let mut req = self.client.get(&clean).header("Accept", accept);
         let host = host_of(&clean);
-        if let Some((u, p)) = inline
+        let auth = inline
             .or_else(|| self.creds.get(host).cloned())
             .or_else(|| self.creds.get("").cloned())
-        {
-            let token = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
-            req = req.header("Authorization", format!("Basic {token}"));
-        }
-        req.send().map_err(|e| {
-            let mut s = e.to_string();
-            let mut cur = std::error::Error::source(&e);
-            while let Some(c) = cur {
-                s.push_str(": ");
-                s.push_str(&c.to_string());
-                cur = c.source();
+            .map(|(u, p)| {
+                let token = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+                format!("Basic {token}")
+            });
+        let build = || {
+            let req = self.client.get(&clean).header("Accept", accept);
+            match &auth {
+                Some(a) => req.header("Authorization", a),
+                None => req,
             }
-            s
-        })
+        };
+        http::send(&clean, build, &http::Retry::default(), &Silent)
     }
 
     /// The files of `project` (a normalized name) on the index at `index` (the simple API root).
@@ -172,7 +165,10 @@ impl IndexClient {
                 &page,
                 "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1",
             )
-            .map_err(http)?;
+            .map_err(|e| match e {
+                HttpError::Fetch { reason, .. } => http(reason),
+                e => http(e.to_string()),
+            })?;
         let status = resp.status();
         if status == reqwest::StatusCode::NOT_FOUND {
             return Err(IndexError::NotFound {
@@ -207,26 +203,18 @@ impl IndexClient {
 }
 
 impl Fetcher for IndexClient {
-    fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, AptError> {
+    fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
+        if url.starts_with("file://") {
+            return http::open_file(url);
+        }
         if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return crate::apt::HttpFetcher::new()?.open(url);
-        }
-        let shown = split_userinfo(url).0;
-        let resp = self.get(url, "*/*").map_err(|reason| AptError::Fetch {
-            url: shown.clone(),
-            reason,
-        })?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::NOT_FOUND || status == reqwest::StatusCode::GONE {
-            return Ok(None);
-        }
-        if !status.is_success() {
-            return Err(AptError::Fetch {
-                url: shown,
-                reason: format!("HTTP status {status}"),
+            return Err(HttpError::Fetch {
+                url: http::redact(url),
+                reason: "only http://, https:// and file:// URLs are supported".into(),
             });
         }
-        Ok(Some(Box::new(resp)))
+        let resp = self.get(url, "*/*")?;
+        http::body_of(url, resp)
     }
 }
 

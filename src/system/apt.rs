@@ -6,8 +6,9 @@ use std::path::Path;
 use serde_json::json;
 
 use super::{Extra, SystemError, SystemOptions};
-use crate::apt::{self, DebInput, Fetcher, LayerRequest, Locked, Request, Source};
+use crate::apt::{self, DebInput, LayerRequest, Locked, Request, Source};
 use crate::digest::Digest;
+use crate::http::Fetcher;
 use crate::layer::{self, LayerOptions};
 use crate::lock::{Lock, LockPolicy, LockedApt, LockedAptSource, LockedDeb};
 use crate::progress::Reporter;

@@ -16,9 +16,10 @@ pub mod wheelset;
 
 use std::io::{self, Read};
 
-use crate::apt::{AptError, Fetcher};
+use crate::apt::AptError;
 use crate::base::BaseImage;
 use crate::digest::Digest;
+use crate::http::Fetcher;
 use crate::json::JsonError;
 use crate::layer::{Compression, LayerError};
 use crate::lock::{Lock, LockPolicy};

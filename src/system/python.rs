@@ -9,8 +9,9 @@ use fs_err as fs;
 use serde_json::json;
 
 use super::{Extra, SystemError, SystemOptions};
-use crate::apt::{self, Fetcher, Version};
+use crate::apt::{self, Version};
 use crate::digest::Digest;
+use crate::http::Fetcher;
 use crate::layer::{self, CopySpec, LayerOptions, ModePolicy};
 use crate::lock::LockedDeb;
 use crate::progress::Reporter;

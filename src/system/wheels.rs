@@ -8,8 +8,8 @@ use std::path::Path;
 
 use super::wheelset::{self, WheelSet};
 use super::{fetch_verified, parallel_map, Extra, SystemError, SystemOptions};
-use crate::apt::Fetcher;
 use crate::digest::Digest;
+use crate::http::Fetcher;
 use crate::layer::LayerOptions;
 use crate::lock::{Lock, LockPolicy, LockedPythonPackages, LockedWheel};
 use crate::progress::Reporter;

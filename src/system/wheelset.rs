@@ -9,8 +9,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::{fetch_verified, parallel_map, SystemError};
-use crate::apt::Fetcher;
 use crate::digest::Digest;
+use crate::http::Fetcher;
 use crate::lock::LockedWheel;
 use crate::python::overlap::listing_key;
 use crate::python::overlap::{self, Listing, Overlaps};

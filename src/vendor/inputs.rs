@@ -42,7 +42,7 @@ impl Input {
 }
 
 pub(super) fn deb_url(d: &LockedDeb) -> String {
-    crate::apt::fetch::join_url(&d.source_url, &d.filename)
+    crate::http::join_url(&d.source_url, &d.filename)
 }
 
 /// Every input `lock` pins, in lock order. `archive_fetch_url`: where the recipe says the
@@ -103,10 +103,13 @@ fn fetch_url(
     if store.has_blob(expected) {
         return Ok(());
     }
-    let r = fetcher.open(url)?.ok_or_else(|| VendorError::NotFound {
-        input: input.to_string(),
-        url: url.to_string(),
-    })?;
+    let r = fetcher
+        .open(url)
+        .map_err(AptError::from)?
+        .ok_or_else(|| VendorError::NotFound {
+            input: input.to_string(),
+            url: url.to_string(),
+        })?;
     let mut w = store.blob_writer()?;
     let mut hr = HashingReader::new(r);
     io::copy(&mut hr, &mut w).map_err(|source| AptError::Read {

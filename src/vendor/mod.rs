@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::apt::{AptError, Fetcher};
+use crate::apt::AptError;
 use crate::digest::{Digest, HashingReader};
+use crate::http::Fetcher;
 use crate::image::{Descriptor, ManifestHead};
 use crate::json::JsonError;
 use crate::lock::{Lock, LockError, LockedBase, LockedDeb, LockedWheel};

@@ -9,9 +9,9 @@ use aptfix::*;
 use std::collections::BTreeMap;
 
 use ocibuild::apt::{
-    build_layer, download, load_source, resolve, AptError, DebInput, HttpFetcher, Installed,
-    Locked, UsrMerge,
+    build_layer, download, load_source, resolve, AptError, DebInput, Installed, Locked, UsrMerge,
 };
+use ocibuild::http::HttpFetcher;
 use ocibuild::layer::Compression;
 
 #[test]

@@ -6,7 +6,8 @@
 use crate::aptfix;
 use aptfix::*;
 
-use ocibuild::apt::{load_source, resolve, AptError, HttpFetcher, Installed, Package};
+use ocibuild::apt::{load_source, resolve, AptError, Installed, Package};
+use ocibuild::http::HttpFetcher;
 
 /// Paragraphs in the index.
 const N: usize = 5_000;

@@ -41,6 +41,7 @@ use reqwest::{Method, StatusCode, Url};
 
 use super::auth::{AuthError, Challenge, FoundCredential, Scopes, TokenCache};
 use super::reference::{api_host, Reference};
+use crate::http::error_chain;
 
 mod authorize;
 mod config;
@@ -255,7 +256,7 @@ impl Client {
             }
             certs.extend(found);
         }
-        let mut builder = reqwest::blocking::Client::builder()
+        let mut builder = crate::http::client_builder()
             .redirect(reqwest::redirect::Policy::none())
             .user_agent(self.config.user_agent.clone())
             .connect_timeout(self.config.connect_timeout)
@@ -277,11 +278,13 @@ impl Client {
     }
 
     fn backoff(&self, attempt: u32) -> Duration {
-        let factor = 1u32 << attempt.saturating_sub(1).min(16);
-        self.config
-            .backoff
-            .saturating_mul(factor)
-            .min(self.config.max_backoff)
+        crate::http::Retry {
+            max_attempts: self.config.max_attempts,
+            backoff: self.config.backoff,
+            max_backoff: self.config.max_backoff,
+            max_retry_after: self.config.max_retry_after,
+        }
+        .backoff(attempt)
     }
 
     // -----------------------------------------------------------------------------------------
@@ -398,15 +401,10 @@ impl Client {
                     continue;
                 }
             }
-            let retryable = status == StatusCode::TOO_MANY_REQUESTS
-                || status == StatusCode::BAD_GATEWAY
-                || status == StatusCode::SERVICE_UNAVAILABLE
-                || status == StatusCode::GATEWAY_TIMEOUT
-                || status == StatusCode::INTERNAL_SERVER_ERROR;
-            if retryable && attempts + 1 < self.config.max_attempts {
+            if crate::http::retryable(status) && attempts + 1 < self.config.max_attempts {
                 attempts += 1;
                 let delay = header_str(resp.headers(), "retry-after")
-                    .and_then(|s| retry_after(&s, std::time::SystemTime::now()))
+                    .and_then(|s| crate::http::retry_after(&s, std::time::SystemTime::now()))
                     .map(|d| d.min(self.config.max_retry_after))
                     .unwrap_or_else(|| self.backoff(attempts));
                 progress.retrying(&req.action, attempts, delay, &format!("HTTP {status}"));
@@ -585,95 +583,10 @@ fn read_error_detail(resp: Response) -> String {
     error_detail(&body)
 }
 
-/// An error and its sources, joined (`error sending request: … : invalid peer certificate`).
-/// `Retry-After`: delay-seconds, or an HTTP-date (IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`)
-/// measured from `now` (a date in the past means no wait).
-fn retry_after(value: &str, now: std::time::SystemTime) -> Option<Duration> {
-    let v = value.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let mut it = v.split_whitespace();
-    let _weekday = it.next()?;
-    let day: i64 = it.next()?.parse().ok()?;
-    let month = match it.next()? {
-        "Jan" => 1,
-        "Feb" => 2,
-        "Mar" => 3,
-        "Apr" => 4,
-        "May" => 5,
-        "Jun" => 6,
-        "Jul" => 7,
-        "Aug" => 8,
-        "Sep" => 9,
-        "Oct" => 10,
-        "Nov" => 11,
-        "Dec" => 12,
-        _ => return None,
-    };
-    let year: i64 = it.next()?.parse().ok()?;
-    let mut hms = it.next()?.split(':').map(|x| x.parse::<i64>().ok());
-    let (h, m, s) = (hms.next()??, hms.next()??, hms.next()??);
-    if it.next()? != "GMT" {
-        return None;
-    }
-    // Days from the civil date (Howard Hinnant's algorithm).
-    let y = if month <= 2 { year - 1 } else { year };
-    let era = y.div_euclid(400);
-    let yoe = y - era * 400;
-    let mp = (month + 9) % 12;
-    let doy = (153 * mp + 2) / 5 + day - 1;
-    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-    let days = era * 146_097 + doe - 719_468;
-    let at = days * 86_400 + h * 3600 + m * 60 + s;
-    let now = now.duration_since(std::time::UNIX_EPOCH).ok()?.as_secs() as i64;
-    Some(Duration::from_secs((at - now).max(0) as u64))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(cause) = src {
-        let c = cause.to_string();
-        if !s.contains(&c) {
-            s.push_str(": ");
-            s.push_str(&c);
-        }
-        src = cause.source();
-    }
-    s
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    #[test]
-    fn retry_after_seconds_and_http_dates() {
-        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // 1994-11-06 08:49:37
-        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
-        assert_eq!(
-            retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            retry_after("Sun, 06 Nov 1994 08:50:07 GMT", now),
-            Some(Duration::from_secs(30))
-        );
-        assert_eq!(
-            retry_after(
-                "Tue, 01 Mar 2000 00:00:00 GMT",
-                std::time::UNIX_EPOCH + Duration::from_secs(951_868_790)
-            ),
-            Some(Duration::from_secs(10))
-        );
-        assert_eq!(
-            retry_after("Sun, 06 Nov 1994 08:49:07 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(retry_after("soon", now), None);
-        assert_eq!(retry_after("Sun, 06 Foo 1994 08:49:37 GMT", now), None);
-    }
     use crate::registry::auth::AuthEnv;
 
     fn r(s: &str) -> Reference {

@@ -9,10 +9,11 @@ use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 
 use ocibuild::apt::{
-    build_layer, download, load_source, AptError, DebInput, HttpFetcher, Installed, LayerRequest,
-    Locked, Request, Source, SourceIndex, UsrMerge,
+    build_layer, download, load_source, AptError, DebInput, Installed, LayerRequest, Locked,
+    Request, Source, SourceIndex, UsrMerge,
 };
 use ocibuild::digest::Digest;
+use ocibuild::http::HttpFetcher;
 use ocibuild::layer::{Compression, LayerOptions};
 use ocibuild::store::Store;
 use pgp::composed::{
