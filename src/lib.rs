@@ -18,8 +18,7 @@
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
 //! - [`build`]: the planner: recipe → layers → image → output.
-//! - [`vendor`]: vendor directories (every locked input, content-addressed) and the lock check
-//!   of `--locked` / `--offline`.
+//! - [`vendor`]: vendor directories (every locked input, content-addressed).
 //! - [`push`]: pushing a built image to a registry.
 //! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.

@@ -58,7 +58,7 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
         };
         for r in &args.recipe {
             let recipe = recipe::load(r)?;
-            let lock = vendor::load_checked_lock(&recipe, r, "mirror")?;
+            let lock = crate::session::load_checked_lock(&recipe, r, "mirror")?;
             let Some(b) = lock.base else {
                 anyhow::bail!("{}: the recipe has no base image to mirror", r.display());
             };

@@ -40,7 +40,7 @@ fn vendor_recipe(
     stats: &mut Stats,
 ) -> anyhow::Result<()> {
     let recipe = recipe::load(recipe_path)?;
-    let lock = vendor::load_checked_lock(&recipe, recipe_path, "vendor")?;
+    let lock = crate::session::load_checked_lock(&recipe, recipe_path, "vendor")?;
     let archive_url = match recipe.python.as_ref().map(|p| &p.source) {
         Some(PythonSource::Archive(a))
             if lock.python.as_ref().map(|p| &p.url) == Some(&a.written) =>

@@ -33,7 +33,7 @@ use crate::digest::{Digest, HashingReader};
 use crate::http::Fetcher;
 use crate::image::{Descriptor, ManifestHead};
 use crate::json::JsonError;
-use crate::lock::{Lock, LockError, LockedBase, LockedDeb, LockedWheel};
+use crate::lock::{Lock, LockedBase, LockedDeb, LockedWheel};
 use crate::progress::Silent;
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::{BlobWriter, Store, StoreError};
@@ -466,11 +466,9 @@ fn hash_file(path: &Path) -> Result<(Digest, u64), VendorError> {
 }
 
 mod inputs;
-mod lockcheck;
 mod stage;
 
 pub use self::inputs::{check, fetch_input, inputs, merge, vendor, CheckReport, Input, Online};
-pub use self::lockcheck::{load_checked_lock, lock_changes};
 pub use self::stage::{stage, Staged};
 
 #[cfg(test)]

@@ -21,6 +21,10 @@ use crate::store::Store;
 use crate::system::{self, System, SystemError, SystemOptions};
 use crate::vendor::{self, VendorError};
 
+mod lockcheck;
+
+pub use self::lockcheck::{load_checked_lock, lock_changes};
+
 /// Everything a session's steps can fail with: the module's own error, whose message says it.
 #[derive(Debug, thiserror::Error)]
 pub enum SessionError {
@@ -151,9 +155,7 @@ impl Session<'_> {
                 let path = Lock::path_for(recipe_path);
                 match Lock::load(&path)? {
                     Some(l) => Ok(Some(l)),
-                    None if vendor::lock_changes(&Lock::new(), recipe).is_empty() => {
-                        Ok(Some(Lock::new()))
-                    }
+                    None if lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
                     None => Err(LockError::Missing {
                         mode: "--frozen",
                         path,
@@ -162,7 +164,7 @@ impl Session<'_> {
                     .into()),
                 }
             }
-            LockPolicy::Locked => Ok(Some(vendor::load_checked_lock(recipe, recipe_path, mode)?)),
+            LockPolicy::Locked => Ok(Some(load_checked_lock(recipe, recipe_path, mode)?)),
             LockPolicy::Resolve | LockPolicy::Update => Ok(None),
         }
     }

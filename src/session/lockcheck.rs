@@ -1,12 +1,10 @@
 //! The lock against the recipe: what `--locked`, `--offline`, `vendor` and `mirror --recipe`
 //! check before they use a lock.
 
-#![allow(clippy::result_large_err)]
+use std::path::Path;
 
-use super::*;
-
-// ---------------------------------------------------------------------------------------------
-// The lock against the recipe (`build --locked`, `--offline`)
+use crate::digest::Digest;
+use crate::lock::{Lock, LockError};
 
 /// What differs between the recipe's inputs and what this lock pinned for them, one phrase
 /// per change (`base reference a → b`, `[apt] package `x` added`, `python archive changed`);
