@@ -383,14 +383,14 @@ fn columns_count_characters() {
     assert_eq!(line_col("ab", 99), (1, 3));
 }
 
-/// (recipe text, expected Display of the error). `{dir}` stands for the recipe directory.
-fn check_all(cases: &[(&str, &str)]) {
-    let mut failures = Vec::new();
-    for (text, want) in cases {
-        let got = err(text);
-        if got != *want {
-            failures.push(format!("recipe:\n{text}\n  want: {want}\n   got: {got}\n"));
-        }
-    }
-    assert!(failures.is_empty(), "{}", failures.join("\n"));
+/// Each recipe text and the Display of its error, one table per test, as an insta snapshot
+/// (`src/recipe/tests/snapshots/`; `{dir}` stands for the recipe directory). After a
+/// deliberate change of a message, `cargo insta review` (or `INSTA_UPDATE=always cargo
+/// test`) rewrites the snapshot, and the diff shows every message that changed.
+fn check_all(table: &str, cases: &[&str]) {
+    let rendered: Vec<String> = cases
+        .iter()
+        .map(|text| format!("{}\n→ {}\n", text.trim_end(), err(text)))
+        .collect();
+    insta::assert_snapshot!(table, rendered.join("\n"));
 }
