@@ -1,10 +1,12 @@
-//! Output writers: OCI image layout directory, `oci-archive` tar, `docker-archive` tar.
+//! Output writers: OCI image layout directory, `oci-archive` tar, `docker-archive` tar; and
+//! the layout reader beside the layout writer ([`Layout`]).
 //!
 //! Every writer is atomic: blobs are renamed into place before anything names them, and the
 //! file that names them (`index.json`, or the archive itself) is renamed into place last.
 
 mod archive;
 mod layout;
+mod read;
 
 use std::fmt;
 use std::io;
@@ -18,6 +20,7 @@ use crate::layer::LayerError;
 use crate::store::{Store, StoreError};
 
 pub use layout::{read_index, write_layout, write_layout_with};
+pub use read::{Layout, ReadError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {

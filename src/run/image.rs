@@ -8,36 +8,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 use super::RunError;
-use crate::digest::Digest;
 use crate::image::Platform;
-
-const MT_INDEX: &str = "application/vnd.oci.image.index.v1+json";
-const MT_DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
-const REF_NAME: &str = "org.opencontainers.image.ref.name";
-
-#[derive(Debug, Deserialize)]
-struct Index {
-    #[serde(default)]
-    manifests: Vec<Descriptor>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-struct Descriptor {
-    #[serde(rename = "mediaType", default)]
-    media_type: String,
-    digest: String,
-    #[serde(default)]
-    annotations: BTreeMap<String, String>,
-    #[serde(default)]
-    platform: Option<Platform>,
-}
-
-#[derive(Debug, Deserialize)]
-struct Manifest {
-    config: Descriptor,
-    #[serde(default)]
-    layers: Vec<Descriptor>,
-}
+use crate::output::{Layout, ReadError};
 
 #[derive(Debug, Default, Deserialize)]
 struct ConfigFile {
@@ -71,85 +43,34 @@ impl ImageInfo {
     }
 }
 
-fn blob_path(layout: &Path, digest: &str) -> Result<PathBuf, RunError> {
-    let d: Digest = digest.parse().map_err(|_| RunError::Layout {
-        layout: layout.to_path_buf(),
-        detail: format!("bad digest `{digest}`"),
-    })?;
-    Ok(layout.join("blobs").join("sha256").join(d.hex()))
-}
-
-fn read_json<T: for<'de> Deserialize<'de>>(layout: &Path, path: &Path) -> Result<T, RunError> {
-    let bytes = fs_err::read(path).map_err(|e| RunError::Layout {
-        layout: layout.to_path_buf(),
-        detail: e.to_string(),
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| RunError::Layout {
-        layout: layout.to_path_buf(),
-        detail: format!("{}: {e}", path.display()),
-    })
-}
-
-fn is_index(d: &Descriptor) -> bool {
-    d.media_type == MT_INDEX || d.media_type == MT_DOCKER_LIST
+fn layout_err(e: ReadError) -> RunError {
+    match e {
+        ReadError::NoTag { dir, tag, tags } => RunError::TagNotFound {
+            layout: dir,
+            tag,
+            tags,
+        },
+        ReadError::Bad { dir, detail } => RunError::Layout {
+            layout: dir,
+            detail,
+        },
+    }
 }
 
 /// Reads `index.json` → (nested index →) manifest → config for `tag`. A multi-platform image
 /// resolves to the host's platform.
 pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
-    let index: Index = read_json(layout, &layout.join("index.json"))?;
-    let tags: Vec<String> = index
-        .manifests
-        .iter()
-        .filter_map(|m| m.annotations.get(REF_NAME).cloned())
-        .collect();
-    let Some(mut desc) = index
-        .manifests
-        .iter()
-        .find(|m| m.annotations.get(REF_NAME).map(String::as_str) == Some(tag))
-        .cloned()
-    else {
-        return Err(RunError::TagNotFound {
-            layout: layout.to_path_buf(),
-            tag: tag.into(),
-            tags,
-        });
-    };
-    let mut depth = 0;
-    while is_index(&desc) {
-        depth += 1;
-        if depth > 4 {
-            return Err(RunError::Layout {
-                layout: layout.to_path_buf(),
-                detail: "image indexes nested too deep".into(),
-            });
-        }
-        let nested: Index = read_json(layout, &blob_path(layout, &desc.digest)?)?;
-        let host = Platform::host();
-        let arch = host.architecture.as_str();
-        desc = nested
-            .manifests
-            .iter()
-            .find(|m| {
-                m.platform
-                    .as_ref()
-                    .is_some_and(|p| p.architecture == arch && p.os == "linux")
-            })
-            .cloned()
-            .ok_or_else(|| RunError::Layout {
-                layout: layout.to_path_buf(),
-                detail: format!("image `{tag}` has no linux/{arch} manifest"),
-            })?;
-    }
-    let manifest: Manifest = read_json(layout, &blob_path(layout, &desc.digest)?)?;
-    let config: ConfigFile = read_json(layout, &blob_path(layout, &manifest.config.digest)?)?;
+    let l = Layout::open(layout).map_err(layout_err)?;
+    let host = Platform::host();
+    let (_, manifest) = l.manifest(tag, &host).map_err(layout_err)?;
+    let config: ConfigFile = l.read_json(&manifest.config.digest).map_err(layout_err)?;
     let layers = manifest
         .layers
         .iter()
-        .map(|l| blob_path(layout, &l.digest))
-        .collect::<Result<Vec<_>, _>>()?;
+        .map(|d| l.blob_path(&d.digest))
+        .collect();
     let architecture = if config.architecture.is_empty() {
-        Platform::host().architecture
+        host.architecture
     } else {
         config.architecture
     };
@@ -405,6 +326,8 @@ fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::digest::Digest;
+    use crate::image::annotations::REF_NAME;
     use std::io::Write;
 
     /// A tar entry for a synthetic layer.

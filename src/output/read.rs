@@ -1,0 +1,211 @@
+//! Reading an OCI image layout, next to its writer (as ocidir-rs reads and writes): the index,
+//! the blobs by digest, and an image by its tag, through nested indexes to one platform's
+//! manifest. A layout is input like any other: every document is bounded in size and parsed
+//! leniently (unknown fields ignored), every digest is parsed before it becomes a path, so a
+//! crafted `index.json` cannot name a file outside `blobs/sha256/`.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::de::DeserializeOwned;
+
+use crate::digest::Digest;
+use crate::image::{annotations, Descriptor, Index, ManifestHead, Platform, MEDIA_TYPE_INDEX};
+
+/// Largest JSON document (index, manifest, config) read from a layout.
+const MAX_DOCUMENT: u64 = 16 << 20;
+
+/// Indexes within indexes followed before giving up.
+const MAX_DEPTH: usize = 4;
+
+const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
+
+/// Why a layout could not be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    #[error("OCI layout {}: {detail}", dir.display())]
+    Bad { dir: PathBuf, detail: String },
+    #[error(
+        "OCI layout {} has no image tagged `{tag}` (tags: {})",
+        dir.display(),
+        if tags.is_empty() { "none".to_string() } else { tags.join(", ") }
+    )]
+    NoTag {
+        dir: PathBuf,
+        tag: String,
+        tags: Vec<String>,
+    },
+}
+
+/// An OCI image layout opened for reading.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    dir: PathBuf,
+    index: Index,
+}
+
+impl Layout {
+    /// Opens the layout at `dir`: reads and parses its `index.json`.
+    pub fn open(dir: &Path) -> Result<Layout, ReadError> {
+        let index = read_json(dir, &dir.join("index.json"))?;
+        Ok(Layout {
+            dir: dir.to_path_buf(),
+            index,
+        })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn index(&self) -> &Index {
+        &self.index
+    }
+
+    /// The path of a blob (which may be missing).
+    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
+        self.dir.join("blobs").join("sha256").join(digest.hex())
+    }
+
+    /// The tags of the index's entries (`org.opencontainers.image.ref.name`), in index order.
+    pub fn tags(&self) -> Vec<String> {
+        self.index
+            .manifests
+            .iter()
+            .filter_map(|m| m.annotations.get(annotations::REF_NAME).cloned())
+            .collect()
+    }
+
+    /// The index entry tagged `tag`.
+    pub fn entry(&self, tag: &str) -> Result<&Descriptor, ReadError> {
+        self.index
+            .manifests
+            .iter()
+            .find(|m| m.annotations.get(annotations::REF_NAME).map(String::as_str) == Some(tag))
+            .ok_or_else(|| ReadError::NoTag {
+                dir: self.dir.clone(),
+                tag: tag.to_string(),
+                tags: self.tags(),
+            })
+    }
+
+    /// A JSON blob, parsed.
+    pub fn read_json<T: DeserializeOwned>(&self, digest: &Digest) -> Result<T, ReadError> {
+        read_json(&self.dir, &self.blob_path(digest))
+    }
+
+    /// The image manifest tagged `tag`: the entry itself, or for an index (an image of several
+    /// platforms) its entry for `platform`'s os and architecture, nested indexes followed.
+    pub fn manifest(
+        &self,
+        tag: &str,
+        platform: &Platform,
+    ) -> Result<(Descriptor, ManifestHead), ReadError> {
+        let mut desc = self.entry(tag)?.clone();
+        let mut depth = 0;
+        while desc.media_type == MEDIA_TYPE_INDEX || desc.media_type == DOCKER_LIST {
+            depth += 1;
+            if depth > MAX_DEPTH {
+                return Err(self.bad("image indexes nested too deep".into()));
+            }
+            let nested: Index = self.read_json(&desc.digest)?;
+            desc = nested
+                .manifests
+                .into_iter()
+                .find(|m| {
+                    m.platform.as_ref().is_some_and(|p| {
+                        p.os == platform.os && p.architecture == platform.architecture
+                    })
+                })
+                .ok_or_else(|| {
+                    self.bad(format!(
+                        "image `{tag}` has no {}/{} manifest",
+                        platform.os, platform.architecture
+                    ))
+                })?;
+        }
+        let manifest = self.read_json(&desc.digest)?;
+        Ok((desc, manifest))
+    }
+
+    fn bad(&self, detail: String) -> ReadError {
+        ReadError::Bad {
+            dir: self.dir.clone(),
+            detail,
+        }
+    }
+}
+
+fn read_json<T: DeserializeOwned>(dir: &Path, path: &Path) -> Result<T, ReadError> {
+    let bad = |detail: String| ReadError::Bad {
+        dir: dir.to_path_buf(),
+        detail,
+    };
+    let file = fs_err::File::open(path).map_err(|e| bad(e.to_string()))?;
+    let mut bytes = Vec::new();
+    file.take(MAX_DOCUMENT + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(e.to_string()))?;
+    if bytes.len() as u64 > MAX_DOCUMENT {
+        return Err(bad(format!(
+            "{} is larger than {MAX_DOCUMENT} bytes",
+            path.display()
+        )));
+    }
+    serde_json::from_slice(&bytes).map_err(|e| bad(format!("{}: {e}", path.display())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::image::MEDIA_TYPE_MANIFEST;
+
+    fn put(dir: &Path, bytes: &[u8]) -> Digest {
+        let d = Digest::of(bytes);
+        fs_err::create_dir_all(dir.join("blobs/sha256")).unwrap();
+        fs_err::write(dir.join("blobs/sha256").join(d.hex()), bytes).unwrap();
+        d
+    }
+
+    #[test]
+    fn tags_platforms_and_hostile_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let config = put(d, b"{}");
+        let manifest = format!(
+            r#"{{"schemaVersion":2,"mediaType":"{MEDIA_TYPE_MANIFEST}","config":{{"mediaType":"c","digest":"{config}","size":2}},"layers":[],"unknown":1}}"#
+        );
+        let m = put(d, manifest.as_bytes());
+        let nested = format!(
+            r#"{{"schemaVersion":2,"manifests":[{{"mediaType":"{MEDIA_TYPE_MANIFEST}","digest":"{m}","size":{},"platform":{{"os":"linux","architecture":"arm64","variant":"v8"}}}}]}}"#,
+            manifest.len()
+        );
+        let n = put(d, nested.as_bytes());
+        let index = format!(
+            r#"{{"schemaVersion":2,"manifests":[
+              {{"mediaType":"{MEDIA_TYPE_MANIFEST}","digest":"{m}","size":1,"annotations":{{"org.opencontainers.image.ref.name":"one"}}}},
+              {{"mediaType":"{MEDIA_TYPE_INDEX}","digest":"{n}","size":1,"annotations":{{"org.opencontainers.image.ref.name":"multi"}}}}]}}"#
+        );
+        fs_err::write(d.join("index.json"), index).unwrap();
+        let l = Layout::open(d).unwrap();
+        assert_eq!(l.tags(), ["one", "multi"]);
+        let arm = Platform::parse("linux/arm64").unwrap();
+        let amd = Platform::parse("linux/amd64").unwrap();
+        assert_eq!(l.manifest("one", &amd).unwrap().1.config.digest, config);
+        assert_eq!(l.manifest("multi", &arm).unwrap().0.digest, m);
+        let e = l.manifest("multi", &amd).unwrap_err().to_string();
+        assert!(e.contains("no linux/amd64 manifest"), "{e}");
+        let e = l.manifest("nope", &amd).unwrap_err().to_string();
+        assert!(
+            e.ends_with("no image tagged `nope` (tags: one, multi)"),
+            "{e}"
+        );
+        // A digest that is a path is refused when the index is parsed.
+        fs_err::write(
+            d.join("index.json"),
+            r#"{"schemaVersion":2,"manifests":[{"mediaType":"x","digest":"sha256:../../etc/passwd","size":1}]}"#,
+        )
+        .unwrap();
+        assert!(matches!(Layout::open(d), Err(ReadError::Bad { .. })));
+    }
+}
