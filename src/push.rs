@@ -7,7 +7,7 @@ use crate::digest::Digest;
 use crate::image::{
     annotations, Descriptor, Index, ManifestHead, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST,
 };
-use crate::progress::Silent;
+use crate::progress::{Reporter, Silent};
 use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::{Store, StoreError};
@@ -59,12 +59,13 @@ pub struct PushedBlob {
 }
 
 /// Push the image whose manifest is `manifest` (all blobs readable from `blobs`) to `target`
-/// (its tag, or its digest when it has no tag).
+/// (its tag, or its digest when it has no tag). Uploads and retries go to `reporter`.
 pub fn push(
     client: &Client,
     blobs: &Store,
     manifest: &Descriptor,
     target: &Reference,
+    reporter: &dyn Reporter,
 ) -> Result<PushReport, PushError> {
     let bytes = blobs.read_blob(&manifest.digest)?;
     let head: ManifestHead =
@@ -87,7 +88,7 @@ pub fn push(
             d.size,
             blobs,
             mount_from.as_ref(),
-            &Silent,
+            reporter,
         )?;
         let result = match r {
             BlobPush::Existed => "existed",

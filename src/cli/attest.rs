@@ -80,7 +80,7 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
     let recipe = recipe::load(&args.recipe)?;
     let (dir, tag) = match &args.image {
         None => (
-            super::build::default_output(&args.recipe),
+            super::default_output(&args.recipe),
             recipe.image.tag.clone(),
         ),
         Some(s) => match Spec::parse(s, false)? {

@@ -3,7 +3,6 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 use serde_json::json;
 
@@ -63,25 +62,6 @@ pub struct BuildArgs {
     pub attach: bool,
     #[command(flatten)]
     pub test_opts: super::test::TestOptions,
-}
-
-/// The output a recipe builds to when `--output` is not given: `./<recipe file stem>.oci`.
-pub fn default_output(recipe: &Path) -> PathBuf {
-    let stem = recipe
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "image".into());
-    PathBuf::from(format!("{stem}.oci"))
-}
-
-/// SOURCE_DATE_EPOCH from the environment, if set.
-pub fn env_epoch() -> anyhow::Result<Option<u64>> {
-    match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().parse().with_context(|| {
-            format!("SOURCE_DATE_EPOCH={v:?} is not a non-negative integer of seconds")
-        })?)),
-        _ => Ok(None),
-    }
 }
 
 /// How a build treats the lock and where its inputs come from.
@@ -156,7 +136,7 @@ pub fn build_recipe(
 ) -> anyhow::Result<(Built, Target, recipe::Recipe, super::attest::Referrers)> {
     let target: Target = match &args.output {
         Some(o) => o.parse()?,
-        None => Target::Layout(default_output(&args.recipe)),
+        None => Target::Layout(super::default_output(&args.recipe)),
     };
     let recipe = recipe::load(&args.recipe)?;
     let store = cli.store()?;
@@ -201,7 +181,13 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if let (Some(dest), true) = (&args.push, args.json) {
         let target: crate::registry::Reference = dest.parse()?;
         let client = super::push::client(cli)?;
-        let report = crate::push::push(&client, &cli.store()?, &img.manifest, &target)?;
+        let report = crate::push::push(
+            &client,
+            &cli.store()?,
+            &img.manifest,
+            &target,
+            &crate::progress::Silent,
+        )?;
         attached = push_referrers(cli, &client, &img.manifest, &referrers, &target)?;
         pushed = Some(report);
     }

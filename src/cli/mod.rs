@@ -12,9 +12,10 @@ mod vendor;
 mod verify;
 
 use std::ffi::OsString;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use crate::store::Store;
@@ -167,6 +168,24 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// The output a recipe builds to when `--output` is not given: `./<recipe file stem>.oci`.
+pub fn default_output(recipe: &Path) -> PathBuf {
+    let stem = recipe
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "image".into());
+    PathBuf::from(format!("{stem}.oci"))
+}
+
+/// SOURCE_DATE_EPOCH from the environment, if set.
+pub fn env_epoch() -> anyhow::Result<Option<u64>> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().parse().with_context(|| {
+            format!("SOURCE_DATE_EPOCH={v:?} is not a non-negative integer of seconds")
+        })?)),
+        _ => Ok(None),
+    }
+}
 impl Cli {
     fn threads(&self) -> usize {
         self.jobs.filter(|&n| n > 0).unwrap_or_else(|| {
@@ -192,7 +211,7 @@ impl Cli {
             vendor: None,
             push_only_to: None,
             no_cache: false,
-            epoch_override: build::env_epoch()?,
+            epoch_override: env_epoch()?,
             reporter,
         })
     }

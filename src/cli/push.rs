@@ -97,7 +97,8 @@ pub fn push_and_report(
     json: bool,
 ) -> anyhow::Result<PushReport> {
     let target: Reference = destination.parse()?;
-    let report = push::push(&client(cli)?, blobs, manifest, &target)?;
+    let bars = super::progress::Bars::new(cli.quiet || json);
+    let report = push::push(&client(cli)?, blobs, manifest, &target, &bars)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use clap::Args;
 use serde_json::json;
 
-use super::build::default_output;
+use super::default_output;
 use super::Cli;
 use crate::output::Target;
 use crate::recipe::{self, Gpu, Recipe, TestRun};

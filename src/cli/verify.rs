@@ -8,7 +8,9 @@ use clap::Args;
 
 use super::Cli;
 use crate::audit::{self, render, OpenOptions, Spec};
+use crate::lock::LockPolicy;
 use crate::recipe;
+use crate::session::Session;
 use crate::store::Store;
 
 pub const AFTER_HELP: &str = "\
@@ -50,7 +52,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let target = match &args.against {
         Some(s) => Spec::parse(s, true)?,
         None => Spec::Layout {
-            dir: super::build::default_output(&args.recipe),
+            dir: super::default_output(&args.recipe),
             tag: Some(recipe.image.tag.clone()),
         },
     };
@@ -58,11 +60,14 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         .prefix("ocibuild-verify-")
         .tempdir()?;
     let store = Store::open(tmp.path())?;
-    let inputs = super::build::InputOptions {
-        locked: true,
-        ..Default::default()
+    // The rebuild: the lock as it is (checked against the recipe), every layer built again.
+    let bars = super::progress::Bars::new(cli.quiet);
+    let session = Session {
+        policy: LockPolicy::Locked,
+        no_cache: true,
+        ..cli.session(&store, &bars)?
     };
-    let built = super::build::build_in_store(cli, &args.recipe, &recipe, &store, true, &inputs)?;
+    let built = session.build(&args.recipe, &recipe)?;
     let platform = recipe.image.platform.clone();
     let client = super::diff::client_for(cli, &[&target])?;
     let opts = OpenOptions {
