@@ -756,5 +756,18 @@ mod tests {
         .unwrap();
         assert_eq!(names(&l), ["a=1", "b=1"]);
         assert_eq!(l[1].size, 1);
+        // The later copy provides what the first does not: it is not taken for the package.
+        let mut later = pkg("foo", "1", "all", No, "", "bar");
+        later.size = 2;
+        let idx = universe(vec![pkg("foo", "1", "all", No, "", ""), later]);
+        assert!(idx[0].providing("bar").unwrap().is_empty());
+        let err = resolve(
+            &idx,
+            "amd64",
+            &[Request::parse("bar").unwrap()],
+            &Installed::new(),
+        )
+        .unwrap_err();
+        assert!(matches!(err, AptError::UnknownPackage { .. }), "{err}");
     }
 }

@@ -96,7 +96,7 @@ impl SourceIndex {
         keys: &[Key],
         name: &str,
         want: impl Fn(&Package) -> bool,
-    ) -> Result<Vec<Package>, AptError> {
+    ) -> Result<Vec<(Key, Package)>, AptError> {
         let hash = name_hash(name);
         let start = keys.partition_point(|k| k.hash < hash);
         let end = start + keys[start..].partition_point(|k| k.hash == hash);
@@ -107,16 +107,12 @@ impl SourceIndex {
                 limit: MAX_PER_NAME,
             });
         }
-        let mut out: Vec<Package> = Vec::new();
+        let mut out: Vec<(Key, Package)> = Vec::new();
         for k in &keys[start..end] {
             let p = self.spill.get(*k)?;
-            let seen = out.iter().any(|o| {
-                o.name == p.name
-                    && o.version.as_str() == p.version.as_str()
-                    && o.architecture == p.architecture
-            });
+            let seen = out.iter().any(|(_, o)| same(o, &p));
             if want(&p) && !seen {
-                out.push(p);
+                out.push((*k, p));
             }
         }
         Ok(out)
@@ -124,14 +120,28 @@ impl SourceIndex {
 
     /// The packages named `name`, in index order.
     pub fn named(&self, name: &str) -> Result<Vec<Package>, AptError> {
-        self.read(&self.names, name, |p| *p.name == *name)
+        let named = self.read(&self.names, name, |p| *p.name == *name)?;
+        Ok(named.into_iter().map(|(_, p)| p).collect())
     }
 
-    /// The packages that provide `name`, in index order.
+    /// The packages that provide `name`, in index order: each the first seen of its (name,
+    /// version, architecture), as [`SourceIndex::named`] has it, so a later copy with other
+    /// fields (another `Provides`, file or sha256) is not taken for it.
     pub fn providing(&self, name: &str) -> Result<Vec<Package>, AptError> {
-        self.read(&self.provides, name, |p| {
+        let mut out = Vec::new();
+        for (k, p) in self.read(&self.provides, name, |p| {
             p.provides.iter().any(|d| d.name == name)
-        })
+        })? {
+            let first = self
+                .read(&self.names, &p.name, |o| same(o, &p))?
+                .into_iter()
+                .next()
+                .map(|(f, _)| f.offset);
+            if first == Some(k.offset) {
+                out.push(p);
+            }
+        }
+        Ok(out)
     }
 
     /// Calls `f` with the name of every package of `arch` and `all` and each name it
@@ -203,6 +213,12 @@ impl Keys {
         }
         Ok(())
     }
+}
+
+/// Whether two packages are the same (name, version as written, architecture): a package an
+/// index lists twice counts once, as first seen.
+fn same(a: &Package, b: &Package) -> bool {
+    a.name == b.name && a.version.as_str() == b.version.as_str() && a.architecture == b.architecture
 }
 
 /// One source's records, and the archive root they came from.

@@ -121,11 +121,17 @@ pub fn build_in_store(
     let bars = Bars::new(cli.quiet);
     let session = Session {
         policy: inputs.policy(),
+        locked_by: if inputs.locked {
+            "--locked"
+        } else {
+            "--offline"
+        },
         offline: inputs.offline,
+        epoch_override: super::env_epoch()?,
         vendor: inputs.vendor.clone(),
         push_only_to: inputs.push_only_to.clone(),
         no_cache,
-        ..cli.session(store, &bars)?
+        ..cli.session(store, &bars)
     };
     Ok(session.build(recipe_path, recipe)?)
 }

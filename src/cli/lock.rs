@@ -30,7 +30,14 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         } else {
             LockPolicy::Resolve
         },
-        ..cli.session(&store, &bars)?
+        // Read only where a layer key needs it, as before: a lock of a bare base never fails
+        // on a malformed SOURCE_DATE_EPOCH.
+        epoch_override: if recipe.apt.is_some() || recipe.python.is_some() {
+            super::env_epoch()?
+        } else {
+            None
+        },
+        ..cli.session(&store, &bars)
     };
     let Locked {
         base,

@@ -196,24 +196,26 @@ impl Cli {
     }
 
     /// A session on `store` with this command line's global settings (registries file,
-    /// threads, `SOURCE_DATE_EPOCH`), resolving what the lock lacks; commands set the rest.
+    /// threads), resolving what the lock lacks; commands set the rest (`SOURCE_DATE_EPOCH`
+    /// where they build or lock layers).
     fn session<'a>(
         &self,
         store: &'a Store,
         reporter: &'a dyn crate::progress::Reporter,
-    ) -> anyhow::Result<crate::session::Session<'a>> {
-        Ok(crate::session::Session {
+    ) -> crate::session::Session<'a> {
+        crate::session::Session {
             store,
             registries: self.registries.clone(),
             threads: self.threads(),
             policy: crate::lock::LockPolicy::Resolve,
+            locked_by: "--locked",
             offline: false,
             vendor: None,
             push_only_to: None,
             no_cache: false,
-            epoch_override: env_epoch()?,
+            epoch_override: None,
             reporter,
-        })
+        }
     }
 
     fn store(&self) -> anyhow::Result<Store> {

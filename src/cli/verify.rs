@@ -65,7 +65,8 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let session = Session {
         policy: LockPolicy::Locked,
         no_cache: true,
-        ..cli.session(&store, &bars)?
+        epoch_override: super::env_epoch()?,
+        ..cli.session(&store, &bars)
     };
     let built = session.build(&args.recipe, &recipe)?;
     let platform = recipe.image.platform.clone();

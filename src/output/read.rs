@@ -1,16 +1,20 @@
 //! Reading an OCI image layout, next to its writer (as ocidir-rs reads and writes): the index,
 //! the blobs by digest, and an image by its tag, through nested indexes to one platform's
-//! manifest. A layout is input like any other: every document is bounded in size and parsed
-//! leniently (unknown fields ignored), every digest is parsed before it becomes a path, so a
-//! crafted `index.json` cannot name a file outside `blobs/sha256/`.
+//! manifest. A layout is input like any other, and other tools write it: every document is
+//! bounded in size and read leniently (unknown fields ignored, missing ones empty, so one odd
+//! entry does not make the others unreadable); a digest is parsed when it is followed, before
+//! it becomes a path, so a crafted `index.json` cannot name a file outside `blobs/sha256/`.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
+use std::collections::BTreeMap;
+
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 
 use crate::digest::Digest;
-use crate::image::{annotations, Descriptor, Index, ManifestHead, Platform, MEDIA_TYPE_INDEX};
+use crate::image::{annotations, Platform, MEDIA_TYPE_INDEX};
 
 /// Largest JSON document (index, manifest, config) read from a layout.
 const MAX_DOCUMENT: u64 = 16 << 20;
@@ -35,6 +39,34 @@ pub enum ReadError {
         tag: String,
         tags: Vec<String>,
     },
+}
+
+/// An index (a layout's `index.json`, or a nested one), as read.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct Index {
+    #[serde(default)]
+    pub manifests: Vec<Entry>,
+}
+
+/// A descriptor of an index or a manifest, as read: the digest is checked when followed.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Entry {
+    #[serde(default)]
+    pub media_type: String,
+    pub digest: String,
+    #[serde(default)]
+    pub annotations: BTreeMap<String, String>,
+    #[serde(default)]
+    pub platform: Option<Platform>,
+}
+
+/// An image manifest, as read: its config and layers.
+#[derive(Clone, Debug, Deserialize)]
+pub struct Manifest {
+    pub config: Entry,
+    #[serde(default)]
+    pub layers: Vec<Entry>,
 }
 
 /// An OCI image layout opened for reading.
@@ -62,9 +94,13 @@ impl Layout {
         &self.index
     }
 
-    /// The path of a blob (which may be missing).
-    pub fn blob_path(&self, digest: &Digest) -> PathBuf {
-        self.dir.join("blobs").join("sha256").join(digest.hex())
+    /// The path of the blob a descriptor names (which may be missing); an error for a digest
+    /// that is not `sha256:` and 64 hex digits.
+    pub fn blob_path(&self, digest: &str) -> Result<PathBuf, ReadError> {
+        let d: Digest = digest
+            .parse()
+            .map_err(|_| self.bad(format!("bad digest `{digest}`")))?;
+        Ok(self.dir.join("blobs").join("sha256").join(d.hex()))
     }
 
     /// The tags of the index's entries (`org.opencontainers.image.ref.name`), in index order.
@@ -77,7 +113,7 @@ impl Layout {
     }
 
     /// The index entry tagged `tag`.
-    pub fn entry(&self, tag: &str) -> Result<&Descriptor, ReadError> {
+    pub fn entry(&self, tag: &str) -> Result<&Entry, ReadError> {
         self.index
             .manifests
             .iter()
@@ -90,17 +126,13 @@ impl Layout {
     }
 
     /// A JSON blob, parsed.
-    pub fn read_json<T: DeserializeOwned>(&self, digest: &Digest) -> Result<T, ReadError> {
-        read_json(&self.dir, &self.blob_path(digest))
+    pub fn read_json<T: DeserializeOwned>(&self, digest: &str) -> Result<T, ReadError> {
+        read_json(&self.dir, &self.blob_path(digest)?)
     }
 
     /// The image manifest tagged `tag`: the entry itself, or for an index (an image of several
     /// platforms) its entry for `platform`'s os and architecture, nested indexes followed.
-    pub fn manifest(
-        &self,
-        tag: &str,
-        platform: &Platform,
-    ) -> Result<(Descriptor, ManifestHead), ReadError> {
+    pub fn manifest(&self, tag: &str, platform: &Platform) -> Result<(Entry, Manifest), ReadError> {
         let mut desc = self.entry(tag)?.clone();
         let mut depth = 0;
         while desc.media_type == MEDIA_TYPE_INDEX || desc.media_type == DOCKER_LIST {
@@ -191,8 +223,11 @@ mod tests {
         assert_eq!(l.tags(), ["one", "multi"]);
         let arm = Platform::parse("linux/arm64").unwrap();
         let amd = Platform::parse("linux/amd64").unwrap();
-        assert_eq!(l.manifest("one", &amd).unwrap().1.config.digest, config);
-        assert_eq!(l.manifest("multi", &arm).unwrap().0.digest, m);
+        assert_eq!(
+            l.manifest("one", &amd).unwrap().1.config.digest,
+            config.to_string()
+        );
+        assert_eq!(l.manifest("multi", &arm).unwrap().0.digest, m.to_string());
         let e = l.manifest("multi", &amd).unwrap_err().to_string();
         assert!(e.contains("no linux/amd64 manifest"), "{e}");
         let e = l.manifest("nope", &amd).unwrap_err().to_string();
@@ -200,12 +235,23 @@ mod tests {
             e.ends_with("no image tagged `nope` (tags: one, multi)"),
             "{e}"
         );
-        // A digest that is a path is refused when the index is parsed.
+        // A digest that is a path is refused when it is followed, and spoils only its entry;
+        // an index without `schemaVersion` (or sizes) is read all the same.
         fs_err::write(
             d.join("index.json"),
-            r#"{"schemaVersion":2,"manifests":[{"mediaType":"x","digest":"sha256:../../etc/passwd","size":1}]}"#,
+            format!(
+                r#"{{"manifests":[
+                  {{"mediaType":"x","digest":"sha256:../../etc/passwd","annotations":{{"org.opencontainers.image.ref.name":"evil"}}}},
+                  {{"digest":"{m}","annotations":{{"org.opencontainers.image.ref.name":"one"}}}}]}}"#
+            ),
         )
         .unwrap();
-        assert!(matches!(Layout::open(d), Err(ReadError::Bad { .. })));
+        let l = Layout::open(d).unwrap();
+        let e = l.manifest("evil", &amd).unwrap_err().to_string();
+        assert!(e.contains("bad digest `sha256:../../etc/passwd`"), "{e}");
+        assert_eq!(
+            l.manifest("one", &amd).unwrap().1.config.digest,
+            config.to_string()
+        );
     }
 }

@@ -68,7 +68,8 @@ pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
         .layers
         .iter()
         .map(|d| l.blob_path(&d.digest))
-        .collect();
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(layout_err)?;
     let architecture = if config.architecture.is_empty() {
         host.architecture
     } else {

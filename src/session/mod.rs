@@ -94,6 +94,8 @@ pub struct Session<'a> {
     pub registries: Option<PathBuf>,
     pub threads: usize,
     pub policy: LockPolicy,
+    /// The flag that asked for [`LockPolicy::Locked`] (`--locked`, `--offline`), for messages.
+    pub locked_by: &'static str,
     /// No network: every input must be in the store or the vendor directory.
     pub offline: bool,
     /// `--vendor DIR`: the lock's inputs are taken from there, each verified before use.
@@ -145,11 +147,7 @@ impl Session<'_> {
         recipe_path: &Path,
         recipe: &Recipe,
     ) -> Result<Option<Lock>, SessionError> {
-        let mode = if self.offline {
-            "--offline"
-        } else {
-            "--locked"
-        };
+        let mode = self.locked_by;
         match self.policy {
             LockPolicy::Frozen => {
                 let path = Lock::path_for(recipe_path);
