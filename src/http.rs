@@ -253,39 +253,54 @@ pub fn body_of(
 }
 
 /// The fetcher of archives, .debs, wheels and interpreter archives: [`client`] with
-/// [`Retry::default`], plus `file://`.
-pub struct HttpFetcher {
+/// [`Retry::default`], plus `file://`. Retries go to its reporter ([`Silent`] unless
+/// [`HttpFetcher::with_reporter`]).
+pub struct HttpFetcher<'r> {
     client: reqwest::blocking::Client,
     retry: Retry,
+    reporter: &'r dyn Reporter,
     /// `build --offline`: `http(s)://` URLs fail with [`HttpError::Offline`] before any
     /// connection; `file://` (local files) still reads.
     offline: bool,
 }
 
-impl HttpFetcher {
-    pub fn new() -> Result<HttpFetcher, HttpError> {
+impl HttpFetcher<'static> {
+    pub fn new() -> Result<HttpFetcher<'static>, HttpError> {
         Ok(HttpFetcher {
             client: client()?,
             retry: Retry::default(),
+            reporter: &Silent,
             offline: false,
         })
     }
 
     /// A fetcher that refuses the network (every `http(s)://` URL); `file://` still reads.
-    pub fn offline() -> Result<HttpFetcher, HttpError> {
+    pub fn offline() -> Result<HttpFetcher<'static>, HttpError> {
         Ok(HttpFetcher {
             offline: true,
             ..HttpFetcher::new()?
         })
     }
+}
 
+impl<'r> HttpFetcher<'r> {
     /// The same fetcher retrying as `retry` says.
-    pub fn with_retry(self, retry: Retry) -> HttpFetcher {
+    pub fn with_retry(self, retry: Retry) -> HttpFetcher<'r> {
         HttpFetcher { retry, ..self }
+    }
+
+    /// The same fetcher telling `reporter` of its retries.
+    pub fn with_reporter(self, reporter: &dyn Reporter) -> HttpFetcher<'_> {
+        HttpFetcher {
+            client: self.client,
+            retry: self.retry,
+            reporter,
+            offline: self.offline,
+        }
     }
 }
 
-impl Fetcher for HttpFetcher {
+impl Fetcher for HttpFetcher<'_> {
     fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
         if url.starts_with("file://") {
             return open_file(url);
@@ -299,7 +314,7 @@ impl Fetcher for HttpFetcher {
         if self.offline {
             return Err(HttpError::Offline { url: redact(url) });
         }
-        let resp = send(url, || self.client.get(url), &self.retry, &Silent)?;
+        let resp = send(url, || self.client.get(url), &self.retry, self.reporter)?;
         body_of(url, resp)
     }
 }

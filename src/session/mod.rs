@@ -79,7 +79,7 @@ pub fn registry_client(registries: Option<&Path>, offline: bool) -> Result<Clien
 
 /// The fetcher of `[apt]` archives, wheels and interpreter archives: https (system CA store),
 /// http, file; offline, file only.
-pub fn fetcher(offline: bool) -> Result<HttpFetcher, SessionError> {
+pub fn fetcher(offline: bool) -> Result<HttpFetcher<'static>, SessionError> {
     Ok(if offline {
         HttpFetcher::offline()?
     } else {
@@ -117,7 +117,7 @@ pub struct Locked {
     pub lock_path: PathBuf,
 }
 
-impl Session<'_> {
+impl<'a> Session<'a> {
     /// Whether the lock may be written.
     fn writes_lock(&self) -> bool {
         matches!(self.policy, LockPolicy::Resolve | LockPolicy::Update) && !self.offline
@@ -129,8 +129,8 @@ impl Session<'_> {
     }
 
     /// The fetcher of this session ([`fetcher`]).
-    pub fn fetcher(&self) -> Result<HttpFetcher, SessionError> {
-        fetcher(self.offline)
+    pub fn fetcher(&self) -> Result<HttpFetcher<'a>, SessionError> {
+        Ok(fetcher(self.offline)?.with_reporter(self.reporter))
     }
 
     /// The epoch of the recipe's layers: `SOURCE_DATE_EPOCH`, else the recipe's, else 0.
