@@ -13,7 +13,7 @@ use serde::Serialize;
 
 use crate::digest::Digest;
 use crate::image::ManifestHead;
-use crate::progress::Silent;
+use crate::progress::Reporter;
 use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, ReferenceError, RegistryError};
 use crate::store::{Store, StoreError};
@@ -113,12 +113,14 @@ fn media_type_of(bytes: &[u8], fallback: &str) -> String {
         .unwrap_or_else(|| fallback.to_string())
 }
 
-/// Copy `image` (every blob readable from `blobs`) to `target` (`REGISTRY[/PREFIX]`).
+/// Copy `image` (every blob readable from `blobs`) to `target` (`REGISTRY[/PREFIX]`); uploads
+/// and retries go to `reporter`.
 pub fn mirror(
     client: &Client,
     blobs: &Store,
     image: &Image,
     target: &str,
+    reporter: &dyn Reporter,
 ) -> Result<MirrorReport, MirrorError> {
     let dest_name = format!("{}/{}", target.trim_end_matches('/'), image.repository);
     let dest: Reference = dest_name.parse().map_err(|source| MirrorError::Target {
@@ -142,7 +144,7 @@ pub fn mirror(
         index: None,
     };
     for d in std::iter::once(&head.config).chain(&head.layers) {
-        let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, &Silent)?;
+        let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, reporter)?;
         let result = if matches!(r, BlobPush::Existed) {
             report.skipped_bytes += d.size;
             "skipped"

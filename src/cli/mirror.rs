@@ -47,14 +47,16 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to mirror: give SRC (an OCI layout or vendor:DIR) or --recipe");
     }
     let client = crate::session::registry_client(cli.registries.as_deref(), false)?;
+    let bars = super::progress::Bars::new(cli.quiet || args.json);
     // (blobs, image) pairs, in argument order.
     let mut work: Vec<(Store, Image)> = Vec::new();
     if !args.recipe.is_empty() {
         let store = cli.store()?;
-        let fetcher = crate::session::fetcher(false)?;
+        let fetcher = crate::session::fetcher(false)?.with_reporter(&bars);
         let online = Online {
             client: &client,
             fetcher: &fetcher,
+            reporter: &bars,
         };
         for r in &args.recipe {
             let recipe = recipe::load(r)?;
@@ -105,7 +107,7 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
     }
     let mut reports: Vec<MirrorReport> = Vec::new();
     for (blobs, img) in &work {
-        let r = mirror::mirror(&client, blobs, img, &args.to)?;
+        let r = mirror::mirror(&client, blobs, img, &args.to, &bars)?;
         if !args.json {
             let copied = r.blobs.iter().filter(|b| b.result == "copied").count();
             println!(

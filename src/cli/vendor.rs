@@ -86,10 +86,12 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
         }
     } else {
         let client = crate::session::registry_client(cli.registries.as_deref(), false)?;
-        let fetcher = crate::session::fetcher(false)?;
+        let bars = super::progress::Bars::new(cli.quiet);
+        let fetcher = crate::session::fetcher(false)?.with_reporter(&bars);
         let online = Online {
             client: &client,
             fetcher: &fetcher,
+            reporter: &bars,
         };
         for r in &args.recipes {
             vendor_recipe(cli, &mut dir, r, &online, &mut stats)?;

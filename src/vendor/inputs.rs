@@ -70,6 +70,8 @@ pub fn inputs(lock: &Lock, archive_fetch_url: Option<&str>) -> Vec<Input> {
 pub struct Online<'a> {
     pub client: &'a Client,
     pub fetcher: &'a dyn Fetcher,
+    /// Where the registry's downloads and retries are reported.
+    pub reporter: &'a dyn crate::progress::Reporter,
 }
 
 pub(super) fn parse_manifest(
@@ -167,7 +169,9 @@ pub fn fetch_input(
             let head = parse_manifest(&bytes, &b.reference, &b.manifest_digest)?;
             let mut blobs = vec![head.config.clone()];
             blobs.extend(head.layers.iter().cloned());
-            online.client.pull_blobs(&r, &blobs, store, &Silent)?;
+            online
+                .client
+                .pull_blobs(&r, &blobs, store, online.reporter)?;
             Ok(Entry::Oci {
                 reference: b.reference.clone(),
                 platform: b.platform.clone(),

@@ -34,7 +34,6 @@ use crate::http::Fetcher;
 use crate::image::{Descriptor, ManifestHead};
 use crate::json::JsonError;
 use crate::lock::{Lock, LockedBase, LockedDeb, LockedWheel};
-use crate::progress::Silent;
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::{BlobWriter, Store, StoreError};
 
