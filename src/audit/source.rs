@@ -17,7 +17,7 @@ use serde::Deserialize;
 use super::AuditError;
 use crate::digest::Digest;
 use crate::image::{annotations, AnyManifest, Descriptor, Index, Platform};
-use crate::progress::Silent;
+use crate::progress::Reporter;
 use crate::registry::{Client, Reference};
 use crate::store::Store;
 
@@ -123,12 +123,14 @@ impl fmt::Display for Spec {
 }
 
 /// What opening a source may need.
-#[derive(Clone, Copy, Default)]
+#[derive(Clone, Copy)]
 pub struct OpenOptions<'c> {
     /// For `docker://` sources.
     pub client: Option<&'c Client>,
     /// The platform to pick from an image index (default: the host's).
     pub platform: Option<&'c Platform>,
+    /// Where a registry source's downloads and retries are reported.
+    pub reporter: &'c dyn Reporter,
 }
 
 /// The image manifest as stored.
@@ -190,7 +192,8 @@ pub struct Image<'c> {
     pub config: ConfigDoc,
     pub layers: Vec<LayerInfo>,
     blobs: Blobs,
-    client: Option<&'c Client>,
+    /// A registry source's client, and where its downloads are reported.
+    client: Option<(&'c Client, &'c dyn Reporter)>,
 }
 
 #[derive(Deserialize)]
@@ -242,7 +245,8 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
                 reference: r.clone(),
                 source,
             })?;
-            let (manifest, _index) = client.get_image_manifest(&reference, platform, &Silent)?;
+            let (manifest, _index) =
+                client.get_image_manifest(&reference, platform, opts.reporter)?;
             let tmp = tempfile::Builder::new()
                 .prefix("ocibuild-audit-")
                 .tempdir()?;
@@ -253,7 +257,13 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
                 reference,
                 _tmp: tmp,
             };
-            from_manifest(name, blobs, Some(client), manifest.digest, platform)
+            from_manifest(
+                name,
+                blobs,
+                Some((client, opts.reporter)),
+                manifest.digest,
+                platform,
+            )
         }
     }
 }
@@ -326,7 +336,7 @@ fn select_entry(name: &str, index: &Index, tag: Option<&str>) -> Result<Descript
 fn from_manifest<'c>(
     name: String,
     blobs: Blobs,
-    client: Option<&'c Client>,
+    client: Option<(&'c Client, &'c dyn Reporter)>,
     digest: Digest,
     platform: &Platform,
 ) -> Result<Image<'c>, AuditError> {
@@ -358,11 +368,11 @@ fn from_manifest<'c>(
             Blobs::Registry {
                 store, reference, ..
             },
-            Some(c),
+            Some((c, reporter)),
         ) = (&blobs, client)
         {
             if !store.has_blob(&digest) {
-                let m = c.get_manifest(&reference.with_digest(digest))?;
+                let m = c.get_manifest_with(&reference.with_digest(digest), reporter)?;
                 store.put_bytes(&m.bytes)?;
             }
         }
@@ -377,7 +387,7 @@ fn from_manifest<'c>(
         Blobs::Registry {
             store, reference, ..
         },
-        Some(c),
+        Some((c, reporter)),
     ) = (&blobs, client)
     {
         c.pull_blob(
@@ -385,7 +395,7 @@ fn from_manifest<'c>(
             &config_desc.digest,
             Some(config_desc.size),
             store,
-            &Silent,
+            reporter,
         )?;
     }
     let config_bytes = read_blob(&name, &blobs, &config_desc.digest)?;
@@ -597,8 +607,8 @@ impl Image<'_> {
                     store, reference, ..
                 },
             ) => {
-                if let Some(c) = self.client {
-                    c.pull_blob(reference, d, layer.size, store, &Silent)?;
+                if let Some((c, reporter)) = self.client {
+                    c.pull_blob(reference, d, layer.size, store, reporter)?;
                 }
                 Ok(Box::new(store.open_blob(d)?))
             }

@@ -74,6 +74,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let opts = OpenOptions {
         client: client.as_ref(),
         platform: Some(&platform),
+        reporter: &bars,
     };
     let report = audit::verify(&store, built.image.manifest.digest, &target, opts)?;
     if args.json {
