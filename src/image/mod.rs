@@ -8,8 +8,10 @@ use serde::{Deserialize, Serialize};
 use crate::digest::Digest;
 
 mod platform;
+pub mod read;
 
 pub use self::platform::Platform;
+pub use self::read::{AnyManifest, ManifestHead};
 
 pub const MEDIA_TYPE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const MEDIA_TYPE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
@@ -57,37 +59,6 @@ pub struct Descriptor {
     pub annotations: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub platform: Option<Platform>,
-}
-
-/// An image manifest as a registry or a layout hands it over, read leniently: what copying,
-/// pushing and pulling an image need (its media type when it says one, the config, the
-/// layers, the annotations), every other field ignored.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ManifestHead {
-    #[serde(default)]
-    pub media_type: Option<String>,
-    pub config: Descriptor,
-    pub layers: Vec<Descriptor>,
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
-}
-
-/// A manifest or an image index, read leniently, before it is known which it is: an index has
-/// `manifests`, a manifest `config` and `layers`.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct AnyManifest {
-    #[serde(default)]
-    pub media_type: Option<String>,
-    #[serde(default)]
-    pub config: Option<Descriptor>,
-    #[serde(default)]
-    pub layers: Vec<Descriptor>,
-    #[serde(default)]
-    pub manifests: Option<Vec<Descriptor>>,
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
 }
 
 impl Descriptor {

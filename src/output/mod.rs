@@ -20,7 +20,6 @@ use crate::layer::LayerError;
 use crate::store::{Store, StoreError};
 
 pub use layout::{read_index, write_layout, write_layout_with};
-pub use read::{Entry as LayoutEntry, Index as LayoutIndex, Manifest as LayoutManifest};
 pub use read::{Layout, ReadError};
 
 #[derive(Debug, thiserror::Error)]

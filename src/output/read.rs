@@ -8,12 +8,10 @@
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use std::collections::BTreeMap;
-
 use serde::de::DeserializeOwned;
-use serde::Deserialize;
 
 use crate::digest::Digest;
+use crate::image::read::{ReadDescriptor as Entry, ReadIndex as Index, ReadManifest as Manifest};
 use crate::image::{annotations, Platform, MEDIA_TYPE_INDEX};
 
 /// Largest JSON document (index, manifest, config) read from a layout.
@@ -39,34 +37,6 @@ pub enum ReadError {
         tag: String,
         tags: Vec<String>,
     },
-}
-
-/// An index (a layout's `index.json`, or a nested one), as read.
-#[derive(Clone, Debug, Default, Deserialize)]
-pub struct Index {
-    #[serde(default)]
-    pub manifests: Vec<Entry>,
-}
-
-/// A descriptor of an index or a manifest, as read: the digest is checked when followed.
-#[derive(Clone, Debug, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Entry {
-    #[serde(default)]
-    pub media_type: String,
-    pub digest: String,
-    #[serde(default)]
-    pub annotations: BTreeMap<String, String>,
-    #[serde(default)]
-    pub platform: Option<Platform>,
-}
-
-/// An image manifest, as read: its config and layers.
-#[derive(Clone, Debug, Deserialize)]
-pub struct Manifest {
-    pub config: Entry,
-    #[serde(default)]
-    pub layers: Vec<Entry>,
 }
 
 /// An OCI image layout opened for reading.
