@@ -221,6 +221,22 @@ pub fn fetch_bytes(
     Ok(Some(buf))
 }
 
+/// Whether `url` goes to the network (`http://`, `https://`) rather than to disk (`file://`,
+/// read with [`open_file`]); any other scheme is an error. The one scheme rule every
+/// [`Fetcher`] follows.
+pub fn is_remote(url: &str) -> Result<bool, HttpError> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(true)
+    } else if url.starts_with("file://") {
+        Ok(false)
+    } else {
+        Err(HttpError::Fetch {
+            url: redact(url),
+            reason: "only http://, https:// and file:// URLs are supported".into(),
+        })
+    }
+}
+
 /// A `file://` URL's file; `Ok(None)` when it is missing.
 pub fn open_file(url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
     let path = url.strip_prefix("file://").unwrap_or(url);
@@ -302,14 +318,8 @@ impl<'r> HttpFetcher<'r> {
 
 impl Fetcher for HttpFetcher<'_> {
     fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
-        if url.starts_with("file://") {
+        if !is_remote(url)? {
             return open_file(url);
-        }
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(HttpError::Fetch {
-                url: redact(url),
-                reason: "only http://, https:// and file:// URLs are supported".into(),
-            });
         }
         if self.offline {
             return Err(HttpError::Offline { url: redact(url) });

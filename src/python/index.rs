@@ -204,14 +204,8 @@ impl IndexClient {
 
 impl Fetcher for IndexClient {
     fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
-        if url.starts_with("file://") {
+        if !http::is_remote(url)? {
             return http::open_file(url);
-        }
-        if !(url.starts_with("http://") || url.starts_with("https://")) {
-            return Err(HttpError::Fetch {
-                url: http::redact(url),
-                reason: "only http://, https:// and file:// URLs are supported".into(),
-            });
         }
         let resp = self.get(url, "*/*")?;
         http::body_of(url, resp)

@@ -402,29 +402,7 @@ pub fn podman_args() -> Vec<String> {
 /// container image reference (lower case; `.`, `_`, `__`, `-`+ only between alphanumerics).
 /// podman names an image pulled from `oci:PATH` `localhost/PATH`, so PATH must pass this.
 pub fn podman_nameable(path: &str) -> bool {
-    fn component_ok(c: &str) -> bool {
-        let b = c.as_bytes();
-        let alnum = |x: u8| x.is_ascii_lowercase() || x.is_ascii_digit();
-        if b.is_empty() || !alnum(b[0]) || !alnum(b[b.len() - 1]) {
-            return false;
-        }
-        let mut i = 0;
-        while i < b.len() {
-            if alnum(b[i]) {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < b.len() && !alnum(b[i]) {
-                i += 1;
-            }
-            let sep = &c[start..i];
-            if !(sep == "." || sep == "_" || sep == "__" || sep.bytes().all(|x| x == b'-')) {
-                return false;
-            }
-        }
-        true
-    }
+    use ocibuild::registry::reference::component_ok;
     path.len() < 200 && path.starts_with('/') && path[1..].split('/').all(component_ok)
 }
 
