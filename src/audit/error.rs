@@ -57,6 +57,8 @@ pub enum AuditError {
     Registry(Box<RegistryError>),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Layout(#[from] crate::output::ReadError),
 }
 
 impl From<RegistryError> for AuditError {

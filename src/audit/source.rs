@@ -16,7 +16,9 @@ use serde::Deserialize;
 
 use super::AuditError;
 use crate::digest::Digest;
-use crate::image::{annotations, AnyManifest, Descriptor, Index, Platform};
+use crate::image::read::{ReadDescriptor, ReadIndex};
+use crate::image::{annotations, AnyManifest, Platform};
+use crate::output::Layout;
 use crate::progress::Reporter;
 use crate::registry::{Client, Reference};
 use crate::store::Store;
@@ -219,10 +221,11 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
                     problem: format!("no OCI image layout there ({} is missing)", path.display()),
                 });
             }
-            let index: Index = parse_json(&name, "index.json", &fs::read(&path)?)?;
-            let entry = select_entry(&name, &index, tag.as_deref())?;
+            let layout = Layout::open(dir)?;
+            let entry = select_entry(&name, layout.index(), tag.as_deref())?;
             let blobs = Blobs::Dir(Store::view(dir.clone()));
-            from_manifest(name, blobs, None, entry.digest, platform)
+            let digest = entry_digest(&name, &entry)?;
+            from_manifest(name, blobs, None, digest, platform)
         }
         Spec::OciArchive(path) => {
             let members = index_archive(path)?;
@@ -231,9 +234,10 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
                 members,
             };
             let bytes = read_member(&blobs, "index.json")?;
-            let index: Index = parse_json(&name, "index.json", &bytes)?;
+            let index: ReadIndex = parse_json(&name, "index.json", &bytes)?;
             let entry = select_entry(&name, &index, None)?;
-            from_manifest(name, blobs, None, entry.digest, platform)
+            let digest = entry_digest(&name, &entry)?;
+            from_manifest(name, blobs, None, digest, platform)
         }
         Spec::DockerArchive(path) => open_docker_archive(name, path),
         Spec::Registry(r) => {
@@ -287,47 +291,41 @@ fn parse_json<T: serde::de::DeserializeOwned>(
     })
 }
 
-/// The index entry for `tag`, or the only one.
-fn select_entry(name: &str, index: &Index, tag: Option<&str>) -> Result<Descriptor, AuditError> {
-    let tags = || {
-        let v: Vec<String> = index
-            .manifests
-            .iter()
-            .filter_map(|m| m.annotations.get(annotations::REF_NAME).cloned())
-            .collect();
-        if v.is_empty() {
-            "none".to_string()
-        } else {
-            v.join(", ")
-        }
+/// The digest an index entry names, parsed before it is followed (it becomes a path).
+fn entry_digest(name: &str, entry: &ReadDescriptor) -> Result<Digest, AuditError> {
+    entry.digest.parse().map_err(|_| AuditError::Bad {
+        source_name: name.to_string(),
+        problem: format!("index.json names a bad digest `{}`", entry.digest),
+    })
+}
+
+/// The index entry for `tag`, or the only image.
+fn select_entry(
+    name: &str,
+    index: &ReadIndex,
+    tag: Option<&str>,
+) -> Result<ReadDescriptor, AuditError> {
+    let tags = || match index.tags() {
+        t if t.is_empty() => "none".to_string(),
+        t => t.join(", "),
     };
     match tag {
         Some(t) => index
-            .manifests
-            .iter()
-            .find(|m| m.annotations.get(annotations::REF_NAME).map(String::as_str) == Some(t))
+            .tagged(t)
             .cloned()
             .ok_or_else(|| AuditError::NoSuchTag {
                 source_name: name.to_string(),
                 tag: t.to_string(),
                 tags: tags(),
             }),
-        None => {
-            // Referrers (SBOMs, provenance: entries with an artifactType) are not images.
-            let images: Vec<&Descriptor> = index
-                .manifests
-                .iter()
-                .filter(|m| m.artifact_type.is_none())
-                .collect();
-            match images.as_slice() {
-                [one] => Ok((*one).clone()),
-                _ => Err(AuditError::Ambiguous {
-                    source_name: name.to_string(),
-                    count: images.len(),
-                    tags: tags(),
-                }),
-            }
-        }
+        None => match index.images().as_slice() {
+            [one] => Ok((*one).clone()),
+            images => Err(AuditError::Ambiguous {
+                source_name: name.to_string(),
+                count: images.len(),
+                tags: tags(),
+            }),
+        },
     }
 }
 

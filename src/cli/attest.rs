@@ -12,7 +12,7 @@ use super::Cli;
 use crate::audit::attest::{self, LoadedInputs, Subject};
 use crate::audit::{provenance, sbom, Spec};
 use crate::digest::Digest;
-use crate::image::{annotations, Descriptor, ImageRecord};
+use crate::image::{Descriptor, ImageRecord};
 use crate::recipe;
 use crate::store::Store;
 
@@ -91,19 +91,14 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
         },
     };
     let label = format!("oci:{}:{tag}", dir.display());
-    let index = crate::output::read_index(&dir).with_context(|| {
+    let layout = crate::output::Layout::open(&dir).with_context(|| {
         format!(
             "no OCI layout at {}: build it first (`ocibuild build {}`)",
             dir.display(),
             args.recipe.display()
         )
     })?;
-    let entry = index
-        .manifests
-        .iter()
-        .find(|m| m.annotations.get(annotations::REF_NAME) == Some(&tag))
-        .with_context(|| format!("OCI layout {} has no image tagged `{tag}`", dir.display()))?;
-    let bytes = fs_err::read(dir.join("blobs").join("sha256").join(entry.digest.hex()))?;
+    let bytes = layout.read_blob(&layout.entry(&tag)?.digest)?;
     let subject = Subject::new(&recipe.image.name, &tag, &bytes)?;
     let inputs = LoadedInputs::load(&args.recipe, recipe.layers.len())?;
     inputs.inputs().check(&label, &subject)?;

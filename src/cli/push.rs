@@ -3,12 +3,11 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::Args;
 
 use super::Cli;
-use crate::image::{annotations, Descriptor};
-use crate::output::read_index;
+use crate::image::Descriptor;
+use crate::output::Layout;
 use crate::push::{self, PushReport};
 use crate::registry::{settings, Client, Reference};
 use crate::store::Store;
@@ -39,47 +38,8 @@ fn split_source(s: &str) -> (PathBuf, Option<String>) {
 }
 
 fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
-    let index = read_index(dir)?;
-    let tags = || {
-        index
-            .manifests
-            .iter()
-            .filter_map(|m| m.annotations.get(annotations::REF_NAME).cloned())
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    match tag {
-        Some(t) => index
-            .manifests
-            .iter()
-            .find(|m| m.annotations.get(annotations::REF_NAME).map(String::as_str) == Some(t))
-            .cloned()
-            .with_context(|| {
-                format!(
-                    "OCI layout {} has no image tagged `{t}` (tags: {})",
-                    dir.display(),
-                    tags()
-                )
-            }),
-        None => {
-            // Referrers (entries with an artifactType) are not images.
-            let images: Vec<&Descriptor> = index
-                .manifests
-                .iter()
-                .filter(|m| m.artifact_type.is_none())
-                .collect();
-            if let [one] = images.as_slice() {
-                return Ok((*one).clone());
-            }
-            anyhow::bail!(
-                "OCI layout {} holds {} images: say which, as {}:TAG (tags: {})",
-                dir.display(),
-                images.len(),
-                dir.display(),
-                tags()
-            )
-        }
-    }
+    let layout = Layout::open(dir)?;
+    Ok(layout.descriptor(layout.image(tag)?)?)
 }
 
 pub fn client(cli: &Cli) -> anyhow::Result<Client> {

@@ -46,6 +46,35 @@ pub struct ReadIndex {
     pub manifests: Vec<ReadDescriptor>,
 }
 
+impl ReadIndex {
+    /// The entries' tags (`org.opencontainers.image.ref.name`), in index order.
+    pub fn tags(&self) -> Vec<String> {
+        self.manifests
+            .iter()
+            .filter_map(|m| m.annotations.get(super::annotations::REF_NAME).cloned())
+            .collect()
+    }
+
+    /// The entry tagged `tag`.
+    pub fn tagged(&self, tag: &str) -> Option<&ReadDescriptor> {
+        self.manifests.iter().find(|m| {
+            m.annotations
+                .get(super::annotations::REF_NAME)
+                .map(String::as_str)
+                == Some(tag)
+        })
+    }
+
+    /// The entries that are images: referrers (SBOMs, provenance, signatures: entries with an
+    /// `artifactType`) are not.
+    pub fn images(&self) -> Vec<&ReadDescriptor> {
+        self.manifests
+            .iter()
+            .filter(|m| m.artifact_type.is_none())
+            .collect()
+    }
+}
+
 /// A descriptor of an index or a manifest, as read: the digest is checked when followed.
 #[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,9 +83,14 @@ pub struct ReadDescriptor {
     pub media_type: String,
     pub digest: String,
     #[serde(default)]
+    pub size: Option<u64>,
+    #[serde(default)]
     pub annotations: BTreeMap<String, String>,
     #[serde(default)]
     pub platform: Option<Platform>,
+    /// Set on referrers (SBOMs, provenance, signatures): entries that are not images.
+    #[serde(default)]
+    pub artifact_type: Option<String>,
 }
 
 /// An image manifest, as read: its config and layers.
@@ -65,4 +99,32 @@ pub struct ReadManifest {
     pub config: ReadDescriptor,
     #[serde(default)]
     pub layers: Vec<ReadDescriptor>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn index_entries_other_tools_write() {
+        // A referrer whose platform names only an os, an entry without size or media type, and
+        // fields this reader does not know: all read; only the images count as images.
+        let index: ReadIndex = serde_json::from_str(
+            r#"{"schemaVersion":2,"x-vendor":{"a":1},"manifests":[
+              {"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:aa",
+               "artifactType":"application/spdx+json","platform":{"os":"linux"}},
+              {"digest":"sha256:bb","annotations":{"org.opencontainers.image.ref.name":"v1"}},
+              {"digest":"sha256:cc","size":7,"annotations":{"org.opencontainers.image.ref.name":"v2"}}]}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            index.manifests[0].platform.as_ref().unwrap().architecture,
+            ""
+        );
+        assert_eq!(index.tags(), ["v1", "v2"]);
+        let images: Vec<&str> = index.images().iter().map(|d| d.digest.as_str()).collect();
+        assert_eq!(images, ["sha256:bb", "sha256:cc"]);
+        assert_eq!(index.tagged("v2").unwrap().size, Some(7));
+        assert!(index.tagged("v3").is_none());
+    }
 }

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 
 use crate::digest::Digest;
 use crate::image::read::{ReadDescriptor as Entry, ReadIndex as Index, ReadManifest as Manifest};
-use crate::image::{annotations, Platform, MEDIA_TYPE_INDEX};
+use crate::image::{Descriptor, Platform, MEDIA_TYPE_INDEX};
 
 /// Largest JSON document (index, manifest, config) read from a layout.
 const MAX_DOCUMENT: u64 = 16 << 20;
@@ -35,6 +35,16 @@ pub enum ReadError {
     NoTag {
         dir: PathBuf,
         tag: String,
+        tags: Vec<String>,
+    },
+    #[error(
+        "OCI layout {dir} holds {count} images: say which, as {dir}:TAG (tags: {})",
+        if tags.is_empty() { "none".to_string() } else { tags.join(", ") },
+        dir = dir.display()
+    )]
+    Ambiguous {
+        dir: PathBuf,
+        count: usize,
         tags: Vec<String>,
     },
 }
@@ -75,24 +85,59 @@ impl Layout {
 
     /// The tags of the index's entries (`org.opencontainers.image.ref.name`), in index order.
     pub fn tags(&self) -> Vec<String> {
-        self.index
-            .manifests
-            .iter()
-            .filter_map(|m| m.annotations.get(annotations::REF_NAME).cloned())
-            .collect()
+        self.index.tags()
     }
 
     /// The index entry tagged `tag`.
     pub fn entry(&self, tag: &str) -> Result<&Entry, ReadError> {
-        self.index
-            .manifests
-            .iter()
-            .find(|m| m.annotations.get(annotations::REF_NAME).map(String::as_str) == Some(tag))
-            .ok_or_else(|| ReadError::NoTag {
+        self.index.tagged(tag).ok_or_else(|| ReadError::NoTag {
+            dir: self.dir.clone(),
+            tag: tag.to_string(),
+            tags: self.tags(),
+        })
+    }
+
+    /// The image tagged `tag`, or without a tag the layout's only image.
+    pub fn image(&self, tag: Option<&str>) -> Result<&Entry, ReadError> {
+        if let Some(t) = tag {
+            return self.entry(t);
+        }
+        match self.index.images().as_slice() {
+            [one] => Ok(one),
+            images => Err(ReadError::Ambiguous {
                 dir: self.dir.clone(),
-                tag: tag.to_string(),
+                count: images.len(),
                 tags: self.tags(),
-            })
+            }),
+        }
+    }
+
+    /// An entry as a descriptor to copy or push by: its digest checked, its size the index's or
+    /// else the blob's.
+    pub fn descriptor(&self, entry: &Entry) -> Result<Descriptor, ReadError> {
+        let path = self.blob_path(&entry.digest)?;
+        let size = match entry.size {
+            Some(s) => s,
+            None => fs_err::metadata(&path)
+                .map_err(|e| self.bad(e.to_string()))?
+                .len(),
+        };
+        Ok(Descriptor {
+            media_type: entry.media_type.clone(),
+            digest: entry
+                .digest
+                .parse()
+                .map_err(|_| self.bad(format!("bad digest `{}`", entry.digest)))?,
+            size,
+            annotations: entry.annotations.clone(),
+            platform: entry.platform.clone(),
+            artifact_type: entry.artifact_type.clone(),
+        })
+    }
+
+    /// A blob's bytes, at most a JSON document's bound.
+    pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, ReadError> {
+        read_bounded(&self.dir, &self.blob_path(digest)?)
     }
 
     /// A JSON blob, parsed.
@@ -139,6 +184,14 @@ impl Layout {
 }
 
 fn read_json<T: DeserializeOwned>(dir: &Path, path: &Path) -> Result<T, ReadError> {
+    let bytes = read_bounded(dir, path)?;
+    serde_json::from_slice(&bytes).map_err(|e| ReadError::Bad {
+        dir: dir.to_path_buf(),
+        detail: format!("{}: {e}", path.display()),
+    })
+}
+
+fn read_bounded(dir: &Path, path: &Path) -> Result<Vec<u8>, ReadError> {
     let bad = |detail: String| ReadError::Bad {
         dir: dir.to_path_buf(),
         detail,
@@ -154,7 +207,7 @@ fn read_json<T: DeserializeOwned>(dir: &Path, path: &Path) -> Result<T, ReadErro
             path.display()
         )));
     }
-    serde_json::from_slice(&bytes).map_err(|e| bad(format!("{}: {e}", path.display())))
+    Ok(bytes)
 }
 
 #[cfg(test)]
@@ -191,6 +244,9 @@ mod tests {
         fs_err::write(d.join("index.json"), index).unwrap();
         let l = Layout::open(d).unwrap();
         assert_eq!(l.tags(), ["one", "multi"]);
+        let e = l.image(None).unwrap_err().to_string();
+        assert!(e.contains("holds 2 images: say which"), "{e}");
+        assert_eq!(l.image(Some("one")).unwrap().digest, m.to_string());
         let arm = Platform::parse("linux/arm64").unwrap();
         let amd = Platform::parse("linux/amd64").unwrap();
         assert_eq!(
@@ -223,5 +279,9 @@ mod tests {
             l.manifest("one", &amd).unwrap().1.config.digest,
             config.to_string()
         );
+        // Without a size in the index, a descriptor takes the blob's.
+        let one = l.descriptor(l.entry("one").unwrap()).unwrap();
+        assert_eq!((one.digest, one.size), (m, manifest.len() as u64));
+        assert!(l.descriptor(l.entry("evil").unwrap()).is_err());
     }
 }

@@ -9,7 +9,7 @@ use serde::Deserialize;
 
 use super::RunError;
 use crate::image::Platform;
-use crate::output::{Layout, ReadError};
+use crate::output::Layout;
 
 #[derive(Debug, Default, Deserialize)]
 struct ConfigFile {
@@ -43,33 +43,18 @@ impl ImageInfo {
     }
 }
 
-fn layout_err(e: ReadError) -> RunError {
-    match e {
-        ReadError::NoTag { dir, tag, tags } => RunError::TagNotFound {
-            layout: dir,
-            tag,
-            tags,
-        },
-        ReadError::Bad { dir, detail } => RunError::Layout {
-            layout: dir,
-            detail,
-        },
-    }
-}
-
 /// Reads `index.json` → (nested index →) manifest → config for `tag`. A multi-platform image
 /// resolves to the host's platform.
 pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
-    let l = Layout::open(layout).map_err(layout_err)?;
+    let l = Layout::open(layout)?;
     let host = Platform::host();
-    let (_, manifest) = l.manifest(tag, &host).map_err(layout_err)?;
-    let config: ConfigFile = l.read_json(&manifest.config.digest).map_err(layout_err)?;
+    let (_, manifest) = l.manifest(tag, &host)?;
+    let config: ConfigFile = l.read_json(&manifest.config.digest)?;
     let layers = manifest
         .layers
         .iter()
         .map(|d| l.blob_path(&d.digest))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(layout_err)?;
+        .collect::<Result<Vec<_>, _>>()?;
     let architecture = if config.architecture.is_empty() {
         host.architecture
     } else {

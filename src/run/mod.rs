@@ -188,12 +188,8 @@ pub enum RunError {
     },
     #[error("OCI layout {}: {detail}", layout.display())]
     Layout { layout: PathBuf, detail: String },
-    #[error("OCI layout {} has no image tagged `{tag}` (tags: {})", layout.display(), if tags.is_empty() { "none".to_string() } else { tags.join(", ") })]
-    TagNotFound {
-        layout: PathBuf,
-        tag: String,
-        tags: Vec<String>,
-    },
+    #[error(transparent)]
+    Read(#[from] crate::output::ReadError),
     #[error("reading layer {}: {detail}", layer.display())]
     Layer { layer: PathBuf, detail: String },
     #[error("copying the layout {} to {} (podman needs a plain path): {source}", from.display(), to.display())]
