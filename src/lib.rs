@@ -7,6 +7,7 @@
 //! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
 //! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
 //! - [`store`]: the content-addressed blob store and the layer cache.
+//! - [`unpack`]: unpacking an untrusted tar beneath a root, never following a link.
 //! - [`image`]: OCI config, manifest and index documents.
 //! - [`recipe`]: the recipe TOML schema and its validation.
 //! - [`lock`]: the lock file, every input pinned by digest.
@@ -50,4 +51,5 @@ pub mod run;
 pub mod session;
 pub mod store;
 pub mod system;
+pub mod unpack;
 pub mod vendor;

@@ -1,9 +1,8 @@
 //! `[python]`: the interpreter archive layer, and the target [`Interpreter`] found from the apt
 //! packages, the archive's files or the base image's, without running Python.
 
-use std::collections::BTreeMap;
 use std::io::{self, BufRead, Read};
-use std::path::{Component, Path, PathBuf};
+use std::path::Path;
 
 use fs_err as fs;
 use serde_json::json;
@@ -213,114 +212,16 @@ fn decompress<'a>(r: impl BufRead + 'a) -> io::Result<Box<dyn Read + 'a>> {
     })
 }
 
-/// Unpacks `archive` into `dir` with `strip` leading components removed. Refuses absolute
-/// paths, `..`, entries under a symlink unpacked before, and devices.
+/// Unpacks `archive` into `dir` with `strip` leading components removed, by
+/// [`crate::unpack`]'s rules (nothing written, linked or chmod'ed through a symlink).
 fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), SystemError> {
     let err = |reason: String| SystemError::Archive {
         url: url.to_string(),
         reason,
     };
     let f = fs::File::open(archive).map_err(|e| err(e.to_string()))?;
-    let mut tar = tar::Archive::new(
-        decompress(io::BufReader::new(f)).map_err(|e| err(format!("decompressing: {e}")))?,
-    );
-    let mut links: Vec<PathBuf> = Vec::new();
-    // Regular files unpacked so far: the only things a hard link may point at (never a path
-    // through a symlink, which could reach outside `dir`).
-    let mut files: std::collections::BTreeSet<PathBuf> = Default::default();
-    let mut dirs: BTreeMap<PathBuf, u32> = BTreeMap::new();
-    for entry in tar.entries().map_err(|e| err(e.to_string()))? {
-        let mut entry = entry.map_err(|e| err(format!("reading the tar: {e}")))?;
-        let raw = entry.path().map_err(|e| err(e.to_string()))?.into_owned();
-        let shown = raw.display().to_string();
-        let mut rel = PathBuf::new();
-        for (i, c) in raw.components().enumerate() {
-            match c {
-                Component::Normal(n) if i >= strip as usize => rel.push(n),
-                Component::Normal(_) | Component::CurDir => {}
-                _ => return Err(err(format!("entry `{shown}`: absolute or `..` path"))),
-            }
-        }
-        if raw
-            .components()
-            .filter(|c| matches!(c, Component::Normal(_)))
-            .count()
-            <= strip as usize
-        {
-            continue;
-        }
-        if links.iter().any(|l| rel.starts_with(l) && rel != *l) {
-            return Err(err(format!("entry `{shown}` lies under a symlink")));
-        }
-        let dest = dir.join(&rel);
-        // A later entry replaces an earlier one; never write through an earlier symlink.
-        if entry.header().entry_type() != tar::EntryType::Directory {
-            if let Ok(m) = fs::symlink_metadata(&dest) {
-                if !m.is_dir() {
-                    fs::remove_file(&dest).map_err(|e| err(e.to_string()))?;
-                    links.retain(|l| *l != rel);
-                    files.remove(&rel);
-                }
-            }
-        }
-        if let Some(parent) = dest.parent() {
-            fs::create_dir_all(parent).map_err(|e| err(e.to_string()))?;
-        }
-        let mode = entry.header().mode().unwrap_or(0o644) & 0o7777;
-        let kind = entry.header().entry_type();
-        match kind {
-            tar::EntryType::Directory => {
-                fs::create_dir_all(&dest).map_err(|e| err(e.to_string()))?;
-                dirs.insert(dest, mode);
-            }
-            tar::EntryType::Regular | tar::EntryType::Continuous => {
-                let mut out = fs::File::create(&dest).map_err(|e| err(e.to_string()))?;
-                io::copy(&mut entry, &mut out).map_err(|e| err(format!("`{shown}`: {e}")))?;
-                fs::set_permissions(&dest, std::os::unix::fs::PermissionsExt::from_mode(mode))
-                    .map_err(|e| err(e.to_string()))?;
-                files.insert(rel);
-            }
-            tar::EntryType::Symlink => {
-                let target = entry
-                    .link_name()
-                    .map_err(|e| err(e.to_string()))?
-                    .ok_or_else(|| err(format!("symlink `{shown}` has no target")))?;
-                fs_err::os::unix::fs::symlink(&target, &dest)
-                    .map_err(|e| err(format!("`{shown}`: {e}")))?;
-                links.push(rel);
-            }
-            tar::EntryType::Link => {
-                let target = entry
-                    .link_name()
-                    .map_err(|e| err(e.to_string()))?
-                    .ok_or_else(|| err(format!("hardlink `{shown}` has no target")))?;
-                let mut trel = PathBuf::new();
-                for (i, c) in target.components().enumerate() {
-                    match c {
-                        Component::Normal(n) if i >= strip as usize => trel.push(n),
-                        Component::Normal(_) | Component::CurDir => {}
-                        _ => return Err(err(format!("hardlink `{shown}`: bad target"))),
-                    }
-                }
-                if !files.contains(&trel) {
-                    return Err(err(format!(
-                        "hardlink `{shown}` points at `{}`, which is not a file unpacked before it",
-                        trel.display()
-                    )));
-                }
-                fs::hard_link(dir.join(&trel), &dest)
-                    .map_err(|e| err(format!("`{shown}`: {e}")))?;
-            }
-            tar::EntryType::XGlobalHeader | tar::EntryType::XHeader => {}
-            other => return Err(err(format!("entry `{shown}`: unsupported type {other:?}"))),
-        }
-    }
-    // Directories last (deepest first), so a read-only directory does not block its children.
-    for (d, mode) in dirs.iter().rev() {
-        fs::set_permissions(d, std::os::unix::fs::PermissionsExt::from_mode(*mode))
-            .map_err(|e| err(e.to_string()))?;
-    }
-    Ok(())
+    let tar = decompress(io::BufReader::new(f)).map_err(|e| err(format!("decompressing: {e}")))?;
+    crate::unpack::unpack_tar(tar, strip as usize, dir).map_err(|e| err(e.to_string()))
 }
 
 /// The Python version of an unpacked archive: its `bin/python3.N`.
@@ -459,73 +360,6 @@ fn archive_layer(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A plain tar of (path, type, body, link target).
-    fn tar_file(dir: &Path, entries: &[(&str, tar::EntryType, &[u8], Option<&str>)]) -> PathBuf {
-        let mut b = tar::Builder::new(Vec::new());
-        for (path, kind, body, link) in entries {
-            let mut h = tar::Header::new_gnu();
-            h.set_entry_type(*kind);
-            h.set_mode(0o644);
-            h.set_size(body.len() as u64);
-            if let Some(l) = link {
-                h.set_link_name(l).unwrap();
-            }
-            h.set_path(path).unwrap();
-            h.set_cksum();
-            b.append(&h, *body).unwrap();
-        }
-        let p = dir.join("a.tar");
-        fs_err::write(&p, b.into_inner().unwrap()).unwrap();
-        p
-    }
-
-    #[test]
-    fn unpack_never_writes_or_links_through_symlinks() {
-        use tar::EntryType as T;
-        let t = tempfile::tempdir().unwrap();
-        let outside = t.path().join("outside.txt");
-        fs_err::write(&outside, b"secret").unwrap();
-        let target = outside.to_str().unwrap();
-        // A symlink, then a regular file at the same path: replaces the link, never follows it.
-        let a = tar_file(
-            t.path(),
-            &[
-                ("x", T::Symlink, b"", Some(target)),
-                ("x", T::Regular, b"mine", None),
-            ],
-        );
-        let root = t.path().join("r1");
-        fs_err::create_dir(&root).unwrap();
-        unpack(&a, 0, &root, "u").unwrap();
-        assert_eq!(fs_err::read(&outside).unwrap(), b"secret");
-        assert_eq!(fs_err::read(root.join("x")).unwrap(), b"mine");
-        // A hard link through a symlinked directory: refused.
-        let b = tar_file(
-            t.path(),
-            &[
-                ("d", T::Symlink, b"", Some(t.path().to_str().unwrap())),
-                ("y", T::Link, b"", Some("d/outside.txt")),
-            ],
-        );
-        let root = t.path().join("r2");
-        fs_err::create_dir(&root).unwrap();
-        let e = unpack(&b, 0, &root, "u").unwrap_err().to_string();
-        assert!(e.contains("not a file unpacked before it"), "{e}");
-        // An entry under a symlink: refused.
-        let c = tar_file(
-            t.path(),
-            &[
-                ("d", T::Symlink, b"", Some(t.path().to_str().unwrap())),
-                ("d/z", T::Regular, b"x", None),
-            ],
-        );
-        let root = t.path().join("r3");
-        fs_err::create_dir(&root).unwrap();
-        let e = unpack(&c, 0, &root, "u").unwrap_err().to_string();
-        assert!(e.contains("lies under a symlink"), "{e}");
-        assert!(!t.path().join("z").exists());
-    }
 
     #[test]
     fn versions_from_names() {
