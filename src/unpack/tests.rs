@@ -7,8 +7,11 @@ use tar::EntryType as T;
 
 use super::*;
 
-/// A tar of (path, type, mode, body, link target).
-fn tar_of(entries: &[(&str, T, u32, &[u8], Option<&str>)]) -> Vec<u8> {
+/// A member: (path, type, mode, body, link target).
+type Member<'a> = (&'a str, T, u32, &'a [u8], Option<&'a str>);
+
+/// A tar of members.
+fn tar_of(entries: &[Member]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
     for (path, kind, mode, body, link) in entries {
         let mut h = tar::Header::new_gnu();
@@ -55,7 +58,7 @@ impl Host {
         self.dir.to_str().unwrap().to_string()
     }
 
-    fn unpack(&self, entries: &[(&str, T, u32, &[u8], Option<&str>)]) -> Result<(), UnpackError> {
+    fn unpack(&self, entries: &[Member]) -> Result<(), UnpackError> {
         unpack_tar(&tar_of(entries)[..], 0, &self.root)
     }
 
@@ -113,7 +116,7 @@ fn nothing_is_written_or_linked_through_a_symlink() {
     h.untouched();
     assert_eq!(fs::read(h.root.join("x")).unwrap(), b"mine");
 
-    let cases: &[(&[(&str, T, u32, &[u8], Option<&str>)], &str)] = &[
+    let cases: &[(&[Member], &str)] = &[
         // A file under a symlinked directory.
         (
             &[
