@@ -162,10 +162,27 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// An error and its causes, each said once: a cause whose text the message already holds (a
+/// library error that names its source in its own text) is not repeated.
+fn message(e: &anyhow::Error) -> String {
+    let mut s = String::new();
+    for cause in e.chain() {
+        let c = cause.to_string();
+        if s.contains(&c) {
+            continue;
+        }
+        if !s.is_empty() {
+            s.push_str(": ");
+        }
+        s.push_str(&c);
+    }
+    s
 }
 
 /// The output a recipe builds to when `--output` is not given: `./<recipe file stem>.oci`.

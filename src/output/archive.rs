@@ -133,11 +133,9 @@ fn write_archive(
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
+    super::dest::check_file(file)?;
     fs_err::create_dir_all(&parent)?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".ocibuild-tmp-")
-        .tempfile_in(&parent)
-        .map_err(io_err(&parent))?;
+    let tmp = super::layout::temp_in(&parent)?;
     let out = BufWriter::with_capacity(256 * 1024, tmp.reopen().map_err(io_err(tmp.path()))?);
     let mut tar = TarWriter::new(out, epoch);
     for d in dirs {

@@ -1,10 +1,14 @@
 //! The OCI image layout directory writer.
 //!
-//! Order of work: claim the directory (create it, or check it is empty or a layout, and write
-//! `oci-layout`), then the blobs (each copied to a temporary file in the layout, then renamed to
-//! `blobs/sha256/<hex>`), and `index.json` last, through a temporary file and a rename. An
-//! interrupted write therefore leaves at worst unreferenced blobs or a stray `.ocibuild-tmp-*`
-//! file, never an index that names a blob the layout lacks.
+//! A new layout (the directory missing or empty) is written whole into a directory beside it
+//! and renamed into place, so after a failure (ENOSPC) or a crash it is either complete or
+//! absent. Into an existing layout: the blobs (each copied to a temporary file in the layout,
+//! then renamed to `blobs/sha256/<hex>`), then `index.json` last, through a temporary file and
+//! a rename. A failed write removes the blobs it added that the index does not name; a crash
+//! leaves at worst unreferenced blobs or a stray `.ocibuild-tmp-*` file, never an index that
+//! names a blob the layout lacks. The destination's kind is checked first ([`super::dest`]):
+//! nothing is written through a symlinked layout, `blobs` or `blobs/sha256`. Files are created
+//! 0644 (less the umask), directories by `mkdir` (0777 less the umask).
 //!
 //! Concurrent writers: several `ocibuild` processes may write into one layout at once (different
 //! tags, or the same one: then the last to finish wins). Claiming the directory and the
@@ -26,7 +30,7 @@ use crate::json::to_canonical_vec;
 use crate::store::Store;
 
 /// Name prefix of the temporary files written inside a layout.
-const TEMP_PREFIX: &str = ".ocibuild-tmp-";
+pub(super) const TEMP_PREFIX: &str = ".ocibuild-tmp-";
 
 const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
 
@@ -53,6 +57,78 @@ pub fn write_layout_with(
     image: &ImageRecord,
     referrers: &[(Descriptor, Vec<(Digest, u64)>)],
 ) -> Result<(), OutputError> {
+    if super::dest::check_layout(dir)? {
+        let staged = super::dest::Staged::new(dir)?;
+        write_into(staged.path(), store, image, referrers, &mut Vec::new())?;
+        if staged.commit(dir)? {
+            return Ok(());
+        }
+        // Another writer made the layout meanwhile: write into it like into any other.
+        super::dest::check_layout(dir)?;
+    }
+    let mut added = Vec::new();
+    let written = write_into(dir, store, image, referrers, &mut added);
+    if written.is_err() {
+        remove_unreferenced(dir, &added);
+    }
+    written
+}
+
+/// The blobs a layout's index names, directly and through its manifests (their configs,
+/// layers and subjects), as far as they can be read.
+fn referenced(dir: &Path) -> std::collections::BTreeSet<Digest> {
+    use crate::image::read::ReadManifest;
+    let mut out = std::collections::BTreeSet::new();
+    let Ok(layout) = super::Layout::open(dir) else {
+        return out;
+    };
+    let mut todo: Vec<String> = layout
+        .index()
+        .manifests
+        .iter()
+        .map(|d| d.digest.clone())
+        .collect();
+    while let Some(d) = todo.pop() {
+        let Ok(digest) = d.parse::<Digest>() else {
+            continue;
+        };
+        if !out.insert(digest) {
+            continue;
+        }
+        if let Ok(m) = layout.read_json::<ReadManifest>(&d) {
+            let blobs = std::iter::once(&m.config).chain(&m.layers);
+            out.extend(blobs.filter_map(|b| b.digest.parse::<Digest>().ok()));
+        } else if let Ok(i) = layout.read_json::<crate::image::read::ReadIndex>(&d) {
+            todo.extend(i.manifests.into_iter().map(|m| m.digest));
+        }
+    }
+    out
+}
+
+/// After a failed write into an existing layout: remove the blobs it added that the index (as
+/// it is now, under the lock, with any other writer's images) does not name.
+fn remove_unreferenced(dir: &Path, added: &[Digest]) {
+    if added.is_empty() {
+        return;
+    }
+    let Ok(_lock) = lock_dir(dir) else {
+        return;
+    };
+    let keep = referenced(dir);
+    for d in added.iter().filter(|d| !keep.contains(d)) {
+        let _ = fs::remove_file(dir.join("blobs").join("sha256").join(d.hex()));
+    }
+}
+
+/// The write itself, into `dir` (a new staged directory, or an existing layout). The digests
+/// of blobs it copied in go to `added`.
+fn write_into(
+    dir: &Path,
+    store: &Store,
+    image: &ImageRecord,
+    referrers: &[(Descriptor, Vec<(Digest, u64)>)],
+    added: &mut Vec<Digest>,
+) -> Result<(), OutputError> {
     claim_dir(dir)?;
     let blobs = dir.join("blobs").join("sha256");
     fs::create_dir_all(&blobs)?;
@@ -62,7 +138,9 @@ pub fn write_layout_with(
         digests.extend(extra.iter().copied());
     }
     for (digest, size) in digests {
-        copy_blob(dir, store, &digest, size)?;
+        if copy_blob(dir, store, &digest, size)? {
+            added.push(digest);
+        }
     }
     // The blobs' names are durable before index.json names them.
     fs::File::open(dir.join("blobs").join("sha256"))?.sync_all()?;
@@ -160,14 +238,15 @@ fn claim_dir(dir: &Path) -> Result<(), OutputError> {
     write_atomic(dir, &layout_file, OCI_LAYOUT)
 }
 
-/// Copy one blob from the store unless the layout already holds a file of that name and size.
-fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<(), OutputError> {
+/// Copy one blob from the store unless the layout already holds a file of that name and size
+/// (a regular file: a symlink there is replaced, never followed). Whether it copied.
+fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<bool, OutputError> {
     let dest = dir.join("blobs").join("sha256").join(digest.hex());
-    if fs::metadata(&dest)
+    if fs::symlink_metadata(&dest)
         .map(|m| m.is_file() && m.len() == size)
         .unwrap_or(false)
     {
-        return Ok(());
+        return Ok(false);
     }
     let src = store.blob_path(digest);
     if !src.is_file() {
@@ -184,19 +263,29 @@ fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<()
     let tmp_path = tmp.path().to_path_buf();
     tmp.close().map_err(io_err(&tmp_path))?;
     if fs::hard_link(&src, &tmp_path).is_ok() {
-        return fs::rename(&tmp_path, &dest).map_err(Into::into);
+        return match fs::rename(&tmp_path, &dest) {
+            Ok(()) => Ok(true),
+            Err(e) => {
+                let _ = fs::remove_file(&tmp_path);
+                Err(e.into())
+            }
+        };
     }
     // Another filesystem: copy (copy_file_range, which may share extents), sync, rename.
     let tmp = temp_in(dir)?;
-    fs::copy(&src, tmp.path())?;
-    fs::File::open(tmp.path())?.sync_all()?;
+    let mut from = fs::File::open(&src)?;
+    std::io::copy(&mut from, &mut tmp.as_file()).map_err(io_err(tmp.path()))?;
+    tmp.as_file().sync_all().map_err(io_err(tmp.path()))?;
     tmp.persist(&dest).map_err(|e| io_err(&dest)(e.error))?;
-    Ok(())
+    Ok(true)
 }
 
-fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
+/// A temporary file in `dir`, created 0644 less the umask (tempfile's own default is 0600).
+pub(super) fn temp_in(dir: &Path) -> Result<tempfile::NamedTempFile, OutputError> {
+    use std::os::unix::fs::PermissionsExt;
     tempfile::Builder::new()
         .prefix(TEMP_PREFIX)
+        .permissions(std::fs::Permissions::from_mode(0o644))
         .tempfile_in(dir)
         .map_err(io_err(dir))
 }

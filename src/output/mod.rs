@@ -5,6 +5,7 @@
 //! file that names them (`index.json`, or the archive itself) is renamed into place last.
 
 mod archive;
+mod dest;
 mod layout;
 mod read;
 
@@ -33,6 +34,8 @@ pub enum OutputError {
         "refusing to write into {path}: it exists and is neither empty nor an OCI image layout"
     )]
     NotALayout { path: PathBuf },
+    #[error("refusing to write {path}: it is {kind}; outputs are written only to a regular file or directory path")]
+    Destination { path: PathBuf, kind: &'static str },
     #[error("locking the image layout {path}: {source}")]
     Lock { path: PathBuf, source: io::Error },
     #[error("{path}: invalid index.json: {source}")]

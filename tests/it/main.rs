@@ -19,6 +19,7 @@ mod base_image;
 mod build_core;
 mod concurrency;
 mod features;
+mod hardening;
 mod layer_contract;
 mod online_debian;
 mod online_wheels;

@@ -1,0 +1,155 @@
+//! What an output may be written over, checked before anything is written: an archive replaces
+//! only a regular file (or nothing), a layout is written only into a real directory whose
+//! `blobs/sha256` are real directories. Nothing is followed: a destination that is a symlink,
+//! a device, a FIFO or a socket is refused, so `-o docker-archive:/dev/full` or a planted
+//! `blobs -> /elsewhere` cannot make a build write somewhere it was not told to.
+
+use std::io;
+use std::os::unix::fs::FileTypeExt;
+use std::path::{Path, PathBuf};
+
+use fs_err as fs;
+
+use super::OutputError;
+
+/// What a path is, in words, when it is not what an output may replace.
+fn odd_kind(t: std::fs::FileType) -> Option<&'static str> {
+    if t.is_symlink() {
+        Some("a symbolic link")
+    } else if t.is_block_device() || t.is_char_device() {
+        Some("a device")
+    } else if t.is_fifo() {
+        Some("a FIFO")
+    } else if t.is_socket() {
+        Some("a socket")
+    } else {
+        None
+    }
+}
+
+fn lstat(path: &Path) -> Result<Option<std::fs::Metadata>, OutputError> {
+    match fs::symlink_metadata(path) {
+        Ok(m) => Ok(Some(m)),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+fn refuse(path: &Path, kind: &'static str) -> OutputError {
+    OutputError::Destination {
+        path: path.to_path_buf(),
+        kind,
+    }
+}
+
+/// An archive's destination: missing, or a regular file (which the archive replaces).
+pub(super) fn check_file(path: &Path) -> Result<(), OutputError> {
+    match lstat(path)? {
+        None => Ok(()),
+        Some(m) if m.is_file() => Ok(()),
+        Some(m) if m.is_dir() => Err(refuse(path, "a directory")),
+        Some(m) => Err(refuse(
+            path,
+            odd_kind(m.file_type()).unwrap_or("not a file"),
+        )),
+    }
+}
+
+/// A layout's directory and its `blobs/sha256`: each missing or a real directory. Returns
+/// whether `dir` is missing or empty (a new layout).
+pub(super) fn check_layout(dir: &Path) -> Result<bool, OutputError> {
+    let fresh = match lstat(dir)? {
+        None => true,
+        Some(m) if m.is_dir() => fs::read_dir(dir)?.next().is_none(),
+        Some(m) if m.is_file() => {
+            return Err(OutputError::NotALayout {
+                path: dir.to_path_buf(),
+            })
+        }
+        Some(m) => return Err(refuse(dir, odd_kind(m.file_type()).unwrap_or("not a file"))),
+    };
+    for sub in [dir.join("blobs"), dir.join("blobs").join("sha256")] {
+        match lstat(&sub)? {
+            None => {}
+            Some(m) if m.is_dir() => {}
+            Some(m) => {
+                return Err(refuse(&sub, odd_kind(m.file_type()).unwrap_or("a file")));
+            }
+        }
+    }
+    Ok(fresh)
+}
+
+/// A directory beside `dir` to build a new layout in, removed when dropped unless renamed into
+/// place with [`Staged::commit`]. Made with `mkdir`, so the umask gives it its mode as it
+/// would `dir`.
+pub(super) struct Staged {
+    path: PathBuf,
+    done: bool,
+}
+
+impl Staged {
+    pub(super) fn new(dir: &Path) -> Result<Staged, OutputError> {
+        let parent = match dir.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        fs::create_dir_all(&parent)?;
+        let name = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        for n in 0u32.. {
+            let path = parent.join(format!(
+                "{}{name}-{}-{n}",
+                super::layout::TEMP_PREFIX,
+                std::process::id()
+            ));
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(Staged { path, done: false }),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(io::Error::other("no free temporary name").into())
+    }
+
+    pub(super) fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Renames the staged layout to `dir`. `Ok(false)`: `dir` is no longer missing or empty
+    /// (another writer got there first, or it is busy); the staged copy is dropped and the
+    /// caller writes into `dir` instead.
+    pub(super) fn commit(mut self, dir: &Path) -> Result<bool, OutputError> {
+        match std::fs::rename(&self.path, dir) {
+            Ok(()) => {
+                self.done = true;
+                if let Some(p) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+                    fs::File::open(p)?.sync_all()?;
+                }
+                Ok(true)
+            }
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::ENOTEMPTY | libc::EEXIST | libc::EBUSY | libc::EXDEV)
+                ) =>
+            {
+                Ok(false)
+            }
+            Err(source) => Err(OutputError::Io {
+                path: dir.to_path_buf(),
+                source,
+            }),
+        }
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_dir_all(&self.path);
+        }
+    }
+}
