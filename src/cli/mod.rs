@@ -2,6 +2,7 @@
 
 mod attest;
 mod build;
+mod cache;
 mod diff;
 mod lock;
 mod mirror;
@@ -98,6 +99,8 @@ enum Command {
     Sbom(attest::SbomArgs),
     /// Print the in-toto SLSA v1 provenance statement of the recipe's built image.
     Provenance(attest::ProvenanceArgs),
+    /// Check the content store (every blob rehashed) or prune what no build can use.
+    Cache(cache::CacheArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
@@ -115,6 +118,7 @@ const SUBCOMMANDS: &[&str] = &[
     "mirror",
     "sbom",
     "provenance",
+    "cache",
     "cuda-smoke",
     "help",
 ];
@@ -157,6 +161,7 @@ pub fn main() -> ExitCode {
         Command::Mirror(a) => mirror::run(&cli, a),
         Command::Sbom(a) => attest::run_sbom(&cli, a),
         Command::Provenance(a) => attest::run_provenance(&cli, a),
+        Command::Cache(a) => cache::run(&cli, a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };
     match result {
@@ -235,12 +240,15 @@ impl Cli {
         }
     }
 
-    fn store(&self) -> anyhow::Result<Store> {
-        let root = match &self.cache_dir {
+    fn store_root(&self) -> anyhow::Result<PathBuf> {
+        Ok(match &self.cache_dir {
             Some(p) => p.clone(),
             None => Store::default_root()?,
-        };
-        Ok(Store::open(root)?)
+        })
+    }
+
+    fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open(self.store_root()?)?)
     }
 }
 

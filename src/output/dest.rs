@@ -122,7 +122,11 @@ impl Staged {
     /// (another writer got there first, or it is busy); the staged copy is dropped and the
     /// caller writes into `dir` instead.
     pub(super) fn commit(mut self, dir: &Path) -> Result<bool, OutputError> {
-        match std::fs::rename(&self.path, dir) {
+        // std's rename: its error keeps the errno told apart below (fs-err's wraps it away);
+        // the message names the path through OutputError::Io.
+        #[allow(clippy::disallowed_methods)]
+        let renamed = std::fs::rename(&self.path, dir);
+        match renamed {
             Ok(()) => {
                 self.done = true;
                 if let Some(p) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {

@@ -238,18 +238,25 @@ fn claim_dir(dir: &Path) -> Result<(), OutputError> {
     write_atomic(dir, &layout_file, OCI_LAYOUT)
 }
 
-/// Copy one blob from the store unless the layout already holds a file of that name and size
-/// (a regular file: a symlink there is replaced, never followed). Whether it copied.
+/// Copy one blob from the store (intact: its seal checked) unless the layout already holds
+/// it: the store's very inode (a hard link), or, on another filesystem, a regular file of that
+/// name and size. A symlink there is replaced, never followed. Whether it copied.
 fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<bool, OutputError> {
+    use std::os::unix::fs::MetadataExt;
     let dest = dir.join("blobs").join("sha256").join(digest.hex());
-    if fs::symlink_metadata(&dest)
-        .map(|m| m.is_file() && m.len() == size)
-        .unwrap_or(false)
-    {
-        return Ok(false);
-    }
     let src = store.blob_path(digest);
-    if !src.is_file() {
+    if let Ok(m) = fs::symlink_metadata(&dest) {
+        if m.is_file() && m.len() == size {
+            match fs::metadata(&src) {
+                Ok(s) if s.dev() == m.dev() && s.ino() == m.ino() => return Ok(false),
+                Ok(s) if s.dev() != m.dev() => return Ok(false),
+                // A file of another inode on the store's filesystem: replaced by the store's.
+                Ok(_) => {}
+                Err(_) => return Ok(false),
+            }
+        }
+    }
+    if !store.has_blob(digest) {
         return Err(crate::store::StoreError::MissingBlob {
             root: store.root().to_path_buf(),
             digest: *digest,

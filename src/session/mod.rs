@@ -354,6 +354,12 @@ impl<'a> Session<'a> {
         let mut built = build::build(recipe, base, &sys.layers, &opts, self.store, self.reporter)?;
         built.interpreter = sys.interpreter;
         built.wheels = sys.wheel_report;
+        for d in self.store.repaired() {
+            self.reporter.message(&format!(
+                "store blob {d} had changed since it was written (edited in place through a \
+                 layout's hard link?): removed, and built or fetched again"
+            ));
+        }
         Ok(built)
     }
 }

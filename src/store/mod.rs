@@ -10,11 +10,20 @@
 //! locks/<key>.lock       advisory locks, so two builds of the same layer do the work once
 //! meta/<key>.json        facts derived from inputs, cached by a hash of those inputs (what a
 //!                        wheel installs, how a set of wheels shares paths)
+//! seals/<hex>            what each blob's inode looked like when it was written (see [`seal`])
 //! tmp/                   temporary files, renamed into place when complete
 //! ```
 //!
 //! Every write goes to a temporary file that is renamed into place only once its digest has been
 //! checked, so a crash or a concurrent build never leaves a blob whose name lies about its content.
+//! A blob changed after that (an output layout's hard link edited in place, a stray write) is
+//! caught by its seal before it is reused: see [`seal`]. `ocibuild cache verify` rehashes every
+//! blob; `ocibuild cache prune` removes what no build can use ([`maintain`]).
+
+mod maintain;
+pub mod seal;
+
+pub use maintain::{prune, verify, PruneReport, VerifyReport};
 
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -39,6 +48,8 @@ pub enum StoreError {
     },
     #[error("blob {digest} is not in the store {root}")]
     MissingBlob { root: PathBuf, digest: Digest },
+    #[error("the store {root} is in use by a running build: prune it when no build is running")]
+    InUse { root: PathBuf },
     #[error("cache entry {path} is corrupt: {source}")]
     CorruptEntry {
         path: PathBuf,
@@ -60,6 +71,13 @@ pub struct CachedLayer {
 #[derive(Clone, Debug)]
 pub struct Store {
     root: PathBuf,
+    /// Whether blobs are sealed and checked on reuse: a store's, not a [`Store::view`]'s.
+    sealed: bool,
+    /// Blobs found changed since they were written, and removed (see [`Store::repaired`]).
+    repaired: std::sync::Arc<std::sync::Mutex<Vec<Digest>>>,
+    /// A shared lock on `locks/store.lock` while this store is open, so `cache prune` knows
+    /// no build is using `tmp/`.
+    _in_use: Option<std::sync::Arc<fs::File>>,
 }
 
 impl Store {
@@ -91,16 +109,39 @@ impl Store {
             "locks",
             "tmp",
             "meta",
+            "seals",
         ] {
             fs::create_dir_all(root.join(sub))?;
         }
-        Ok(Store { root })
+        let in_use = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(root.join("locks").join(maintain::STORE_LOCK))?;
+        in_use.file().lock_shared()?;
+        Ok(Store {
+            root,
+            sealed: true,
+            repaired: Default::default(),
+            _in_use: Some(std::sync::Arc::new(in_use)),
+        })
     }
 
     /// A read-only view of an existing blob directory laid out like the store's, such as an OCI
     /// image layout (`DIR/blobs/sha256/<hex>`). Creates nothing; use it only to read blobs.
     pub fn view(root: impl Into<PathBuf>) -> Store {
-        Store { root: root.into() }
+        Store {
+            root: root.into(),
+            sealed: false,
+            repaired: Default::default(),
+            _in_use: None,
+        }
+    }
+
+    /// Blobs found changed since they were written (their seal broken and their bytes no longer
+    /// hashing to their name) and removed, so they were fetched or built again; for a report.
+    pub fn repaired(&self) -> Vec<Digest> {
+        self.repaired.lock().map(|v| v.clone()).unwrap_or_default()
     }
 
     pub fn root(&self) -> &Path {
@@ -116,8 +157,14 @@ impl Store {
         self.root.join("blobs/sha256").join(digest.hex())
     }
 
+    /// Whether the blob is present and, in a store (not a view), intact: its seal matches, or
+    /// it still hashes to its name (then it is sealed again). A changed blob is removed, and
+    /// recorded in [`Store::repaired`].
     pub fn has_blob(&self, digest: &Digest) -> bool {
-        self.blob_path(digest).is_file()
+        if !self.sealed {
+            return self.blob_path(digest).is_file();
+        }
+        seal::check(self, digest)
     }
 
     /// Open a stored blob for reading.
@@ -181,6 +228,7 @@ impl Store {
             written: 0,
             kicked: 0,
             blobs: self.root.join("blobs/sha256"),
+            seal_root: self.sealed.then(|| self.root.clone()),
         })
     }
 
@@ -282,6 +330,8 @@ pub struct BlobWriter {
     /// Bytes handed to the kernel's writeback so far (see [`WRITEBACK_STEP`]).
     kicked: u64,
     blobs: PathBuf,
+    /// The store's root, where the blob's seal goes (none for a view).
+    seal_root: Option<PathBuf>,
 }
 
 /// Every this many bytes, a blob writer asks the kernel to start writing back what it has, so
@@ -324,12 +374,15 @@ impl BlobWriter {
         tmp.as_file()
             .set_permissions(std::fs::Permissions::from_mode(0o444))?;
         tmp.as_file().sync_data()?;
-        tmp.persist(&dest).map_err(|e| {
+        let file = tmp.persist(&dest).map_err(|e| {
             io::Error::new(
                 e.error.kind(),
                 format!("renaming into {}: {}", dest.display(), e.error),
             )
         })?;
+        if let Some(root) = &self.seal_root {
+            seal::write(root, &digest, &file.metadata()?);
+        }
         Ok(digest)
     }
 
@@ -428,6 +481,20 @@ mod tests {
             store.read_blob(&d),
             Err(StoreError::DigestMismatch { .. })
         ));
+        // Its seal is broken: it is no longer in the store, and is listed as repaired.
+        assert!(!store.has_blob(&d));
+        assert!(!path.exists());
+        assert_eq!(store.repaired(), [d]);
+        // A blob with no seal (an older store, a copied cache) is hashed once and sealed.
+        let e = store.put_bytes(b"other").unwrap();
+        fs_err::remove_file(dir.path().join("seals").join(e.hex())).unwrap();
+        assert!(store.has_blob(&e));
+        assert!(dir.path().join("seals").join(e.hex()).is_file());
+        // A view of a layout neither checks nor writes seals.
+        let view = Store::view(dir.path());
+        fs_err::remove_file(dir.path().join("seals").join(e.hex())).unwrap();
+        assert!(view.has_blob(&e));
+        assert!(!dir.path().join("seals").join(e.hex()).exists());
     }
 
     #[test]

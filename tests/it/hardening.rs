@@ -335,3 +335,154 @@ fn outputs_are_created_0644_less_the_umask() {
         assert_eq!(mode(&tar), file, "archive, umask {umask}");
     }
 }
+
+/// Inverts the byte at `offset` of `path` in place, as `dd conv=notrunc` would (made writable
+/// first: blobs are 0444).
+fn flip(path: &Path, offset: u64) {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    fs::set_permissions(path, PermissionsExt::from_mode(0o644)).unwrap();
+    let mut f = fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .unwrap();
+    let mut b = [0u8];
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.read_exact(&mut b).unwrap();
+    f.seek(SeekFrom::Start(offset)).unwrap();
+    f.write_all(&[!b[0]]).unwrap();
+}
+
+/// Every blob file in a layout, by hex name, hashed.
+fn layout_blobs_intact(layout: &Path) {
+    for e in fs::read_dir(layout.join("blobs/sha256")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().into_string().unwrap();
+        assert_eq!(
+            common::sha256_file(&e.path()).unwrap(),
+            format!("sha256:{name}"),
+            "{}",
+            layout.display()
+        );
+    }
+}
+
+#[test]
+fn a_blob_edited_through_a_layout_is_never_shipped_again() {
+    let d = common::test_dir("w");
+    let r = recipe(&d, "v1", &noise(256 << 10));
+    let cache = d.join("cache");
+    let build_to = |out: &Path| {
+        common::run(
+            common::ocibuild()
+                .arg("build")
+                .arg(&r)
+                .arg("--output")
+                .arg(out)
+                .env("OCIBUILD_CACHE", &cache),
+        )
+    };
+    let a = d.join("a.oci");
+    common::assert_success(&build_to(&a), "first build");
+    // The biggest blob is the data layer; it is the store's inode (a hard link).
+    let (layer, _) = fs::read_dir(a.join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.path(), e.metadata().unwrap().len()))
+        .max_by_key(|(_, len)| *len)
+        .unwrap();
+    let hex = layer.file_name().unwrap().to_str().unwrap().to_string();
+    // Edit one byte in place, as `dd conv=notrunc` would (chmod first: blobs are 0444).
+    flip(&layer, 1000);
+    assert_ne!(
+        common::sha256_file(&cache.join("blobs/sha256").join(&hex)).unwrap(),
+        format!("sha256:{hex}")
+    );
+    // The next build, into another layout, finds the change and builds the layer again.
+    let b = d.join("b.oci");
+    let out = build_to(&b);
+    common::assert_success(&out, "second build");
+    assert!(
+        stderr(&out).contains(&format!("store blob sha256:{hex} had changed")),
+        "{}",
+        stderr(&out)
+    );
+    layout_blobs_intact(&b);
+    assert_eq!(
+        common::sha256_file(&cache.join("blobs/sha256").join(&hex)).unwrap(),
+        format!("sha256:{hex}")
+    );
+    // Building into the edited layout again replaces its changed blob too.
+    common::assert_success(&build_to(&a), "rebuild into a");
+    layout_blobs_intact(&a);
+
+    // `cache verify` finds a change even when the mtime was set back (the seal cannot see that).
+    let blob = cache.join("blobs/sha256").join(&hex);
+    let stamp = d.join("stamp");
+    assert!(Command::new("touch")
+        .arg("-r")
+        .arg(&blob)
+        .arg(&stamp)
+        .status()
+        .unwrap()
+        .success());
+    flip(&blob, 2000);
+    assert!(Command::new("touch")
+        .arg("-r")
+        .arg(&stamp)
+        .arg(&blob)
+        .status()
+        .unwrap()
+        .success());
+    let cache_cmd = |args: &[&str]| {
+        common::run(
+            common::ocibuild()
+                .arg("cache")
+                .args(args)
+                .env("OCIBUILD_CACHE", &cache),
+        )
+    };
+    let v = cache_cmd(&["verify", "--json"]);
+    assert_eq!(v.status.code(), Some(1), "{}", stderr(&v));
+    let report: serde_json::Value = serde_json::from_slice(&v.stdout).unwrap();
+    assert_eq!(
+        report["changed"],
+        serde_json::json!([format!("sha256:{hex}")])
+    );
+    assert!(!blob.exists());
+    assert!(report["dangling_entries"].as_u64().unwrap() >= 1);
+    let v = cache_cmd(&["verify"]);
+    assert!(v.status.success(), "{}", stderr(&v));
+    assert!(
+        common::stdout(&v).contains(" 0 changed"),
+        "{}",
+        common::stdout(&v)
+    );
+    // And the next build makes the layer again.
+    let c = d.join("c.oci");
+    common::assert_success(&build_to(&c), "third build");
+    layout_blobs_intact(&c);
+
+    // `cache prune`: temporary files of killed builds go; refused while a build has the store.
+    fs::write(cache.join("tmp/blob-killed"), vec![0u8; 4096]).unwrap();
+    fs::create_dir_all(cache.join("tmp/python-spool-x/root")).unwrap();
+    let held = fs::File::open(cache.join("locks/store.lock")).unwrap();
+    held.file().lock_shared().unwrap();
+    let p = cache_cmd(&["prune"]);
+    assert!(!p.status.success());
+    assert!(
+        stderr(&p).contains("is in use by a running build"),
+        "{}",
+        stderr(&p)
+    );
+    held.file().unlock().unwrap();
+    let p = cache_cmd(&["prune", "--json"]);
+    assert!(p.status.success(), "{}", stderr(&p));
+    let report: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
+    assert_eq!(report["temporary"], 2, "{report}");
+    assert!(report["temporary_bytes"].as_u64().unwrap() >= 4096);
+    assert_eq!(fs::read_dir(cache.join("tmp")).unwrap().count(), 0);
+    // What is left still builds, all cached.
+    let out = build_to(&d.join("e.oci"));
+    common::assert_success(&out, "build after prune");
+}

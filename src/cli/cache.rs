@@ -1,0 +1,77 @@
+//! `ocibuild cache verify` and `ocibuild cache prune`: keeping the store sound.
+
+use std::process::ExitCode;
+
+use clap::{Args, Subcommand};
+
+use super::Cli;
+use crate::store;
+
+#[derive(Args, Debug)]
+pub struct CacheArgs {
+    #[command(subcommand)]
+    pub action: CacheAction,
+    /// Print the result as JSON.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum CacheAction {
+    /// Rehash every blob in the store; remove those whose bytes changed (they are built or
+    /// fetched again when next needed). Exit 1 if any had changed.
+    Verify,
+    /// Remove what no build can use: temporary files left by killed builds, cache entries that
+    /// name a missing blob, seals without a blob. Refused while a build uses the store.
+    Prune,
+}
+
+pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
+    match args.action {
+        CacheAction::Verify => {
+            let store = cli.store()?;
+            let bars = super::progress::Bars::new(cli.quiet || args.json);
+            let report = store::verify(&store, &bars)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                for d in &report.changed {
+                    println!("changed: {d} (removed)");
+                }
+                for f in &report.foreign {
+                    println!("not a blob: {f} (left alone)");
+                }
+                println!(
+                    "{} blobs ({} bytes) checked in {}: {} changed, {} dangling cache entries removed",
+                    report.blobs,
+                    report.bytes,
+                    store.root().display(),
+                    report.changed.len(),
+                    report.dangling_entries
+                );
+            }
+            Ok(if report.changed.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            })
+        }
+        CacheAction::Prune => {
+            let root = cli.store_root()?;
+            let report = store::prune(&root)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&report)?);
+            } else {
+                println!(
+                    "pruned {}: {} temporary entries ({} bytes), {} dangling cache entries, {} stray seals",
+                    root.display(),
+                    report.temporary,
+                    report.temporary_bytes,
+                    report.dangling_entries,
+                    report.seals
+                );
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+    }
+}

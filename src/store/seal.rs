@@ -1,0 +1,120 @@
+//! Seals: a blob is never reused once its bytes changed.
+//!
+//! Output layouts hard-link store blobs (a layer is written to disk once), so an edit of a
+//! layout's blob in place is an edit of the store's. Blobs are made read-only (0444), but that
+//! stops neither root nor a tool that chmods first. So when a blob is committed, its inode's
+//! identity and modification time are recorded in `seals/<hex>`: device, inode, size and mtime
+//! to the nanosecond. Any write to the blob, through any name, moves its mtime. (Not ctime: every
+//! hard link made or removed moves that, and layouts are made and deleted all the time.)
+//! Before a blob is reused, one `stat` is compared with its seal:
+//!
+//! - it matches: the blob is as it was written;
+//! - it differs (or there is no seal: a store from before seals, a copied cache, a blob put there
+//!   by hand), the blob is hashed again: still its digest → sealed anew; not → removed, so the
+//!   layer is built or the blob fetched again, and recorded for the build's report.
+//!
+//! What this guards against is a mistake: an editor, `dd`, a script or a tool rewriting a
+//! layout's blob in place. It does not stop someone who sets the mtime back on purpose (whoever
+//! can write the store can rewrite its seals too: the store's permissions are that guard), nor
+//! bit rot under an unchanged inode (the disk's or filesystem's checksums are for that).
+//! `ocibuild cache verify` rehashes every blob regardless. The cost is one `stat` and one small read per blob
+//! reused (BENCHMARKS.md).
+
+use std::io::{self, Read};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use fs_err as fs;
+
+use super::Store;
+use crate::digest::{Digest, Hasher};
+
+/// The seal of a blob's inode: `v1 DEV INO SIZE MTIME.NS`.
+fn seal_of(m: &std::fs::Metadata) -> String {
+    format!(
+        "v1 {} {} {} {}.{}\n",
+        m.dev(),
+        m.ino(),
+        m.size(),
+        m.mtime(),
+        m.mtime_nsec()
+    )
+}
+
+fn seal_path(root: &Path, digest: &Digest) -> std::path::PathBuf {
+    root.join("seals").join(digest.hex())
+}
+
+/// Records the seal of a blob just put in place. Best effort: a seal that is missing or lost
+/// only means the blob is hashed once more before it is next reused.
+pub(super) fn write(root: &Path, digest: &Digest, m: &std::fs::Metadata) {
+    let Ok(mut tmp) = tempfile::Builder::new()
+        .prefix("seal-")
+        .tempfile_in(root.join("tmp"))
+    else {
+        return;
+    };
+    if io::Write::write_all(&mut tmp, seal_of(m).as_bytes()).is_ok() {
+        let _ = tmp.persist(seal_path(root, digest));
+    }
+}
+
+/// The sha256 of the file at `path`.
+fn hash_file(path: &Path) -> io::Result<Digest> {
+    let mut f = fs::File::open(path)?;
+    let mut h = Hasher::new();
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = f.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        h.update(&buf[..n]);
+    }
+    Ok(h.finish().0)
+}
+
+/// Whether `digest`'s blob is present and intact (see the module doc). A blob that no longer
+/// hashes to its name is removed, with its seal, and recorded in the store's repaired list.
+pub(super) fn check(store: &Store, digest: &Digest) -> bool {
+    let path = store.blob_path(digest);
+    let Ok(m) = fs::symlink_metadata(&path) else {
+        return false;
+    };
+    if !m.is_file() {
+        return false;
+    }
+    let seal = seal_path(store.root(), digest);
+    if fs::read_to_string(&seal).is_ok_and(|s| s == seal_of(&m)) {
+        return true;
+    }
+    match hash_file(&path) {
+        Ok(found) if found == *digest => {
+            write(store.root(), digest, &m);
+            true
+        }
+        Ok(_) => {
+            let _ = fs::remove_file(&path);
+            let _ = fs::remove_file(&seal);
+            if let Ok(mut r) = store.repaired.lock() {
+                r.push(*digest);
+            }
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// Rehashes `digest`'s blob whatever its seal says: `Ok(true)` intact (and sealed anew),
+/// `Ok(false)` changed (and removed).
+pub(super) fn rehash(store: &Store, digest: &Digest) -> io::Result<bool> {
+    let path = store.blob_path(digest);
+    let m = fs::symlink_metadata(&path)?;
+    if m.is_file() && hash_file(&path)? == *digest {
+        write(store.root(), digest, &m);
+        return Ok(true);
+    }
+    let _ = fs::remove_file(&path);
+    let _ = fs::remove_file(seal_path(store.root(), digest));
+    Ok(false)
+}
