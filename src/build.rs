@@ -279,7 +279,7 @@ fn build_layer(
         }
     }
 
-    let key = content_key(l, &entries, epoch, compression, threads)?;
+    let (key, digests) = content_key(l, &entries, epoch, compression, threads)?;
     let _guard = store.lock(&key.hex())?;
     if !no_cache {
         if let Some(hit) = store.cached_layer(&key)? {
@@ -291,7 +291,7 @@ fn build_layer(
 
     reporter.layer_started(&l.name, total);
     let mut w = store.prehashed_blob_writer()?;
-    let stats = layer::write_layer(
+    let stats = layer::write_layer_with(
         &entries,
         &LayerOptions {
             epoch,
@@ -300,8 +300,10 @@ fn build_layer(
         },
         &mut w,
         &|n| reporter.layer_progress(&l.name, n),
+        &mut |i, e, sink| checked_host_content(e, digests.get(i).copied().flatten(), sink),
     )
     .map_err(lerr)?;
+    // Only now is the layer known to be of the bytes its key names: stored and cached.
     let digest = w.commit(Some(stats.digest))?;
     let cached = CachedLayer {
         media_type: compression.media_type().into(),
@@ -390,7 +392,7 @@ fn content_key(
     epoch: u64,
     compression: Compression,
     threads: usize,
-) -> Result<Digest, BuildError> {
+) -> Result<(Digest, Vec<Option<blake3::Hash>>), BuildError> {
     let files: Vec<(usize, &PathBuf, u64)> = entries
         .iter()
         .enumerate()
@@ -466,13 +468,67 @@ fn content_key(
             ])
         })
         .collect();
-    Ok(layer::cache_key(
+    let key = layer::cache_key(
         "layer key",
         "layer/2",
         compression,
         epoch,
         [("entries", json!(rows))],
-    )?)
+    )?;
+    Ok((key, digests))
+}
+
+/// A reader that hashes what passes through it (BLAKE3, as the content key does).
+struct Blake3Reader<R> {
+    inner: R,
+    hasher: blake3::Hasher,
+}
+
+impl<R: Read> Read for Blake3Reader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.hasher.update(&buf[..n]);
+        Ok(n)
+    }
+}
+
+/// The content of a host file for the layer writer, hashed as it streams and compared with
+/// `expected` (what the cache key was computed from): a file rewritten between the two reads
+/// fails the layer, so a layer is never cached under a key of other bytes than its own.
+fn checked_host_content(
+    e: &Entry,
+    expected: Option<blake3::Hash>,
+    sink: &mut layer::ContentSink<'_>,
+) -> Result<(), LayerError> {
+    let EntryKind::File { src, .. } = &e.kind else {
+        return Ok(());
+    };
+    let file = fs::File::open(src).map_err(|source| LayerError::Io {
+        path: src.clone(),
+        source,
+    })?;
+    let mut r = Blake3Reader {
+        inner: file,
+        hasher: blake3::Hasher::new(),
+    };
+    sink(layer::Content::Bytes(&mut r)).map_err(|err| match err {
+        LayerError::SizeMismatch {
+            expected, found, ..
+        } => LayerError::Changed {
+            path: src.clone(),
+            expected,
+            found,
+        },
+        LayerError::ReadContent { source, .. } => LayerError::Io {
+            path: src.clone(),
+            source,
+        },
+        other => other,
+    })?;
+    if Some(r.hasher.finalize()) != expected {
+        return Err(LayerError::ContentChanged { path: src.clone() });
+    }
+    Ok(())
 }
 
 /// A file's BLAKE3 digest for the content key (a cache key only: it never reaches an image).

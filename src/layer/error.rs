@@ -18,6 +18,8 @@ pub enum LayerError {
         expected: u64,
         found: u64,
     },
+    #[error("{} changed while it was read: its bytes differ from those its cache key was computed from; nothing was cached (build again once it no longer changes)", path.display())]
+    ContentChanged { path: PathBuf },
     #[error("{}: {kind} cannot be put in a layer (only regular files, directories and symlinks)", path.display())]
     Unsupported { path: PathBuf, kind: &'static str },
     #[error("{}: file name is not valid UTF-8, which a layer cannot represent deterministically", path.display())]

@@ -486,3 +486,90 @@ fn a_blob_edited_through_a_layout_is_never_shipped_again() {
     let out = build_to(&d.join("e.oci"));
     common::assert_success(&out, "build after prune");
 }
+
+/// The content of `/data/data.bin` in the layout's one data layer (the biggest blob).
+fn data_in_layout(layout: &Path) -> Vec<u8> {
+    use std::io::Read;
+    let (blob, _) = fs::read_dir(layout.join("blobs/sha256"))
+        .unwrap()
+        .map(|e| e.unwrap())
+        .map(|e| (e.path(), e.metadata().unwrap().len()))
+        .max_by_key(|(_, len)| *len)
+        .unwrap();
+    let gz = flate2::read::GzDecoder::new(fs::File::open(&blob).unwrap());
+    let mut ar = tar::Archive::new(gz);
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        if e.path().unwrap().to_str() == Some("data/data.bin") {
+            let mut v = Vec::new();
+            e.read_to_end(&mut v).unwrap();
+            return v;
+        }
+    }
+    panic!("no data/data.bin in {}", blob.display());
+}
+
+#[test]
+fn a_file_rewritten_while_it_is_read_is_never_cached() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let d = common::test_dir("w");
+    let len = 16 << 20;
+    let a = noise(len);
+    let b: Vec<u8> = a.iter().map(|x| !x).collect();
+    let r = recipe(&d, "v1", &a);
+    let file = d.join("src/data.bin");
+    let stop = AtomicBool::new(false);
+    /// Stops the rewriting thread however the scope ends (a failed assertion included).
+    struct Stop<'a>(&'a AtomicBool);
+    impl Drop for Stop<'_> {
+        fn drop(&mut self) {
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let mut outcomes = Vec::new();
+    std::thread::scope(|s| {
+        let _stop = Stop(&stop);
+        // Rewrites the file in place, same size, A and B in turns, in 1 MiB pieces.
+        s.spawn(|| {
+            use std::io::{Seek, SeekFrom, Write};
+            let mut f = fs::OpenOptions::new().write(true).open(&file).unwrap();
+            let mut turn = 0usize;
+            while !stop.load(Ordering::Relaxed) {
+                let src = if turn.is_multiple_of(2) { &b } else { &a };
+                f.seek(SeekFrom::Start(0)).unwrap();
+                for chunk in src.chunks(1 << 20) {
+                    f.write_all(chunk).unwrap();
+                }
+                turn += 1;
+            }
+        });
+        for i in 0..3 {
+            let out = build(&r, d.join(format!("race{i}.oci")).to_str().unwrap());
+            let e = stderr(&out);
+            if out.status.success() {
+                // A layer that did get built holds one whole version of the file.
+                let got = data_in_layout(&d.join(format!("race{i}.oci")));
+                assert!(
+                    got == a || got == b,
+                    "build {i}: a layer of neither version"
+                );
+                outcomes.push("built");
+            } else {
+                assert!(
+                    e.contains("changed while it was read") || e.contains("changed while reading"),
+                    "{e}"
+                );
+                outcomes.push("refused");
+            }
+        }
+    });
+    common::notice(&format!("racing builds: {outcomes:?}"));
+    // The file restored: the next build holds exactly it, whatever the racing builds cached.
+    fs::write(&file, &a).unwrap();
+    let l = d.join("after.oci");
+    common::assert_success(&build(&r, l.to_str().unwrap()), "build after the race");
+    assert!(
+        data_in_layout(&l) == a,
+        "a layer of other bytes than the file's"
+    );
+}
