@@ -21,6 +21,68 @@ pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// one is not.
 pub const READ_TIMEOUT: Duration = Duration::from_secs(120);
 pub const USER_AGENT: &str = "ocibuild";
+/// A body that brings fewer than [`STALL_MIN_BYTES`] in any [`STALL_WINDOW`] has stalled:
+/// a server trickling a byte every few seconds passes every per-read wait, not this one.
+pub const STALL_WINDOW: Duration = Duration::from_secs(60);
+pub const STALL_MIN_BYTES: u64 = 16 * 1024;
+
+/// A response body held to a minimum rate: at least `min` bytes in every `window` (counted
+/// from the first read), else a `TimedOut` error that names the host.
+pub struct MinRate<R> {
+    inner: R,
+    host: String,
+    window: Duration,
+    min: u64,
+    since: Option<std::time::Instant>,
+    got: u64,
+}
+
+impl<R: Read> MinRate<R> {
+    /// `url`'s body held to [`STALL_MIN_BYTES`] per [`STALL_WINDOW`].
+    pub fn new(inner: R, url: &str) -> MinRate<R> {
+        MinRate::with_rate(inner, url, STALL_WINDOW, STALL_MIN_BYTES)
+    }
+
+    pub fn with_rate(inner: R, url: &str, window: Duration, min: u64) -> MinRate<R> {
+        let host = reqwest::Url::parse(url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_string))
+            .unwrap_or_else(|| redact(url));
+        MinRate {
+            inner,
+            host,
+            window,
+            min,
+            since: None,
+            got: 0,
+        }
+    }
+}
+
+impl<R: Read> Read for MinRate<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let since = *self.since.get_or_insert_with(std::time::Instant::now);
+        let n = self.inner.read(buf)?;
+        self.got += n as u64;
+        if n > 0 && since.elapsed() >= self.window {
+            if self.got < self.min {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    format!(
+                        "{} stalled: {} bytes in {} s (at least {} expected)",
+                        self.host,
+                        self.got,
+                        self.window.as_secs(),
+                        self.min
+                    ),
+                ));
+            }
+            self.since = Some(std::time::Instant::now());
+            self.got = 0;
+        }
+        Ok(n)
+    }
+}
 
 /// How often, and how long between, a request is tried again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -265,7 +327,7 @@ pub fn body_of(
             reason: format!("HTTP status {status}"),
         });
     }
-    Ok(Some(Box::new(resp)))
+    Ok(Some(Box::new(MinRate::new(resp, url))))
 }
 
 /// The fetcher of archives, .debs, wheels and interpreter archives: [`client`] with
@@ -341,6 +403,40 @@ pub fn join_url(base: &str, rel: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_trickling_body_is_a_stall() {
+        /// One byte per read, `pause` apart.
+        struct Trickle(std::time::Duration, usize);
+        impl Read for Trickle {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if self.1 == 0 {
+                    return Ok(0);
+                }
+                std::thread::sleep(self.0);
+                self.1 -= 1;
+                buf[0] = b'x';
+                Ok(1)
+            }
+        }
+        let window = Duration::from_millis(100);
+        let mut slow = MinRate::with_rate(
+            Trickle(Duration::from_millis(20), 1000),
+            "https://user:pw@slow.example/x",
+            window,
+            64,
+        );
+        let e = io::copy(&mut slow, &mut io::sink()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::TimedOut);
+        let msg = e.to_string();
+        assert!(msg.starts_with("slow.example stalled: "), "{msg}");
+        assert!(!msg.contains("pw"), "{msg}");
+        // A body at the rate, however long, and a short one, pass.
+        let mut ok = MinRate::with_rate(&[7u8; 100_000][..], "https://h/x", window, 64);
+        assert_eq!(io::copy(&mut ok, &mut io::sink()).unwrap(), 100_000);
+        let mut short = MinRate::with_rate(Trickle(Duration::ZERO, 3), "https://h/x", window, 64);
+        assert_eq!(io::copy(&mut short, &mut io::sink()).unwrap(), 3);
+    }
 
     #[test]
     fn file_urls_and_missing_files() {

@@ -43,6 +43,49 @@ pub struct FoundCredential {
     pub source: String,
 }
 
+/// Largest auth file read.
+const MAX_AUTH_FILE: u64 = 4 << 20;
+
+/// Longest a credential helper may take to answer (see [`AuthEnv::helper_timeout`]).
+pub const HELPER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The child's exit status and output, or `None` (the child killed) when it has not exited
+/// within `limit`. Its stdout and stderr are read on threads, so a chatty child cannot block.
+fn wait_bounded(
+    mut child: std::process::Child,
+    limit: std::time::Duration,
+) -> io::Result<Option<std::process::Output>> {
+    fn drain(r: Option<impl io::Read + Send + 'static>) -> std::thread::JoinHandle<Vec<u8>> {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            if let Some(mut r) = r {
+                let _ = io::Read::read_to_end(&mut io::Read::take(&mut r, 1 << 20), &mut v);
+            }
+            v
+        })
+    }
+    let out = drain(child.stdout.take());
+    let err = drain(child.stderr.take());
+    let deadline = std::time::Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            // The readers are left to end with the pipes: a grandchild may still hold them.
+            return Ok(None);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(Some(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    }))
+}
+
 /// The environment credential lookup reads: a snapshot, so tests can pass their own.
 #[derive(Clone, Debug, Default)]
 pub struct AuthEnv {
@@ -56,6 +99,7 @@ const ENV_KEYS: &[&str] = &[
     "DOCKER_CONFIG",
     "HOME",
     "PATH",
+    "OCIBUILD_CREDENTIAL_HELPER_TIMEOUT",
 ];
 
 impl AuthEnv {
@@ -68,6 +112,17 @@ impl AuthEnv {
             }
         }
         AuthEnv { vars }
+    }
+
+    /// How long a credential helper may take: `OCIBUILD_CREDENTIAL_HELPER_TIMEOUT` seconds,
+    /// else [`HELPER_TIMEOUT`].
+    pub fn helper_timeout(&self) -> std::time::Duration {
+        self.vars
+            .get("OCIBUILD_CREDENTIAL_HELPER_TIMEOUT")
+            .and_then(|v| v.to_str()?.trim().parse::<u64>().ok())
+            .filter(|s| *s > 0)
+            .map(std::time::Duration::from_secs)
+            .unwrap_or(HELPER_TIMEOUT)
     }
 
     /// No variables at all: no auth file, no helper is found.
@@ -199,11 +254,21 @@ pub fn lookup_credentials(
         }
     }
     for path in env.auth_files() {
-        let data = match fs::read(&path) {
-            Ok(d) => d,
+        // A FIFO or a device there would block the read (or never end): only a regular file
+        // (through a symlink or not) is read, and only up to a bound.
+        match fs::metadata(&path) {
+            Ok(m) if m.is_file() => {}
+            Ok(_) => return Err(AuthError::NotAFile { path }),
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
             Err(source) => return Err(AuthError::ReadFile { path, source }),
-        };
+        }
+        let mut data = Vec::new();
+        fs::File::open(&path)
+            .and_then(|f| io::Read::read_to_end(&mut io::Read::take(f, MAX_AUTH_FILE), &mut data))
+            .map_err(|source| AuthError::ReadFile {
+                path: path.clone(),
+                source,
+            })?;
         let file: AuthFile =
             serde_json::from_slice(&data).map_err(|source| AuthError::ParseFile {
                 path: path.clone(),
@@ -321,7 +386,15 @@ fn run_helper(
             _ => {}
         }
     }
-    let out = child.wait_with_output().map_err(io_err)?;
+    let limit = env.helper_timeout();
+    let out =
+        wait_bounded(child, limit)
+            .map_err(io_err)?
+            .ok_or_else(|| AuthError::HelperTimeout {
+                helper: helper.clone(),
+                registry: registry.to_string(),
+                secs: limit.as_secs(),
+            })?;
     if !out.status.success() {
         let text = String::from_utf8_lossy(&out.stdout);
         if text.contains("credentials not found") {
@@ -650,5 +723,34 @@ mod tests {
             e.contains("docker-credential-nosuchhelper") && e.contains("not on PATH"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn a_helper_that_never_answers_and_an_auth_file_that_is_a_fifo_do_not_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        let bin = d.join("bin");
+        fs_err::create_dir(&bin).unwrap();
+        // Never answers; its own child keeps the pipes open after it is killed.
+        helper_script(&bin, "stuck", "sleep 600 & sleep 600");
+        let cfg = d.join("config.json");
+        fs_err::write(&cfg, r#"{"credHelpers": {"stuck.io": "stuck"}}"#).unwrap();
+        let env = AuthEnv::empty()
+            .with("REGISTRY_AUTH_FILE", &cfg)
+            .with("PATH", &bin)
+            .with("OCIBUILD_CREDENTIAL_HELPER_TIMEOUT", "1");
+        let e = lookup_credentials(&env, "stuck.io", "x/y").unwrap_err();
+        assert!(matches!(e, AuthError::HelperTimeout { secs: 1, .. }), "{e}");
+        // A FIFO as the auth file: refused without opening it (which would block).
+        let fifo = d.join("fifo.json");
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let env = AuthEnv::empty().with("REGISTRY_AUTH_FILE", &fifo);
+        let e = lookup_credentials(&env, "any.io", "x/y").unwrap_err();
+        assert!(matches!(e, AuthError::NotAFile { .. }), "{e}");
+        assert_eq!(AuthEnv::empty().helper_timeout(), HELPER_TIMEOUT);
     }
 }

@@ -58,6 +58,14 @@ pub enum AuthError {
     },
     #[error("running credential helper `{helper}`: {source}")]
     HelperIo { helper: String, source: io::Error },
+    #[error("credential helper `{helper}` gave no answer for {registry} within {secs} s: stopped it (a helper waiting for a desktop prompt or a locked keyring?)")]
+    HelperTimeout {
+        helper: String,
+        registry: String,
+        secs: u64,
+    },
+    #[error("credentials file {path} is not a regular file (a FIFO or device?): not read")]
+    NotAFile { path: PathBuf },
     #[error("cannot parse the registry's WWW-Authenticate header `{header}`: {problem}")]
     Challenge { header: String, problem: String },
     #[error("token endpoint {realm} answered {status}{detail}")]

@@ -219,12 +219,14 @@ enum CopyError {
 }
 
 fn copy_body(
-    mut resp: Response,
+    resp: Response,
     writer: &mut crate::store::BlobWriter,
     digest: &Digest,
     size: Option<u64>,
     progress: &dyn Reporter,
 ) -> Result<(), CopyError> {
+    let url = resp.url().to_string();
+    let mut resp = crate::http::MinRate::new(resp, &url);
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         let n = match resp.read(&mut buf) {
