@@ -5,7 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::ignore::IgnoreMatcher;
+use super::ignore::{IgnoreMatcher, IgnoreState};
 use super::{CopySpec, Entry, EntryKind, LayerError, ModePolicy, StatKey};
 
 /// Walk the sources (metadata only, no content read except an open() check that each regular
@@ -196,8 +196,9 @@ fn walk_source(spec: &CopySpec, acc: &mut Acc, tar: &str) -> Result<(), LayerErr
         pattern: e.pattern,
         reason: e.reason,
     })?;
+    let root = ignore.root();
     let mut w = Walker { spec, ignore, acc };
-    w.walk_dir(&spec.src, "", tar)?;
+    w.walk_dir(&spec.src, &root, tar)?;
     Ok(())
 }
 
@@ -208,9 +209,15 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// Walks the children of `host` (relative path `rel` to the source, tar path `tar` with a
-    /// trailing "/" or empty at the root). Returns how many entries were added beneath.
-    fn walk_dir(&mut self, host: &Path, rel: &str, tar: &str) -> Result<usize, LayerError> {
+    /// Walks the children of `host`, whose ignore state is `state` (matching is carried from a
+    /// directory to its children, so no path is matched twice), tar path `tar` with a trailing
+    /// "/" or empty at the root. Returns how many entries were added beneath.
+    fn walk_dir(
+        &mut self,
+        host: &Path,
+        state: &IgnoreState,
+        tar: &str,
+    ) -> Result<usize, LayerError> {
         let mut children = Vec::new();
         for item in fs_err::read_dir(host).map_err(io_err(host))? {
             let item = item.map_err(io_err(host))?;
@@ -226,19 +233,15 @@ impl Walker<'_> {
         children.sort();
         let mut added = 0;
         for (name, host_child) in children {
-            let rel_child = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let excluded = !self.ignore.is_empty() && self.ignore.excluded(&rel_child);
+            let child_state = self.ignore.child(state, name.as_bytes());
+            let excluded = self.ignore.excluded_at(&child_state);
             let meta = fs_err::symlink_metadata(&host_child).map_err(io_err(&host_child))?;
             if meta.is_dir() {
-                if excluded && !self.ignore.may_reinclude_beneath(&rel_child) {
+                if excluded && !self.ignore.may_reinclude_beneath_at(&child_state) {
                     continue;
                 }
                 let tar_child = format!("{tar}{name}/");
-                let beneath = self.walk_dir(&host_child, &rel_child, &tar_child)?;
+                let beneath = self.walk_dir(&host_child, &child_state, &tar_child)?;
                 if !excluded || beneath > 0 {
                     let e = make_entry(self.spec, &host_child, &tar_child, &meta)?;
                     self.acc.insert(e, Origin::Host(host_child), 1)?;
