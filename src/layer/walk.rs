@@ -2,10 +2,11 @@
 
 use std::collections::btree_map::{BTreeMap, Entry as MapEntry};
 use std::collections::{HashMap, HashSet};
+use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 
-use super::ignore::IgnoreMatcher;
+use super::ignore::{IgnoreMatcher, IgnoreState};
 use super::{CopySpec, Entry, EntryKind, LayerError, ModePolicy, StatKey};
 
 /// Walk the sources (metadata only, no content read except an open() check that each regular
@@ -23,7 +24,7 @@ use super::{CopySpec, Entry, EntryKind, LayerError, ModePolicy, StatKey};
 ///   a real directory, anything else is a [`LayerError::Conflict`] naming both sources.
 ///
 /// Sockets, FIFOs and device nodes are [`LayerError::Unsupported`] (unless ignored); non-UTF-8
-/// names are [`LayerError::NonUtf8`].
+/// names are [`LayerError::NonUtf8`] (unless ignored: patterns match names as bytes).
 pub fn scan(specs: &[CopySpec]) -> Result<Vec<Entry>, LayerError> {
     let mut acc = Acc::default();
     for spec in specs {
@@ -196,8 +197,9 @@ fn walk_source(spec: &CopySpec, acc: &mut Acc, tar: &str) -> Result<(), LayerErr
         pattern: e.pattern,
         reason: e.reason,
     })?;
+    let root = ignore.root();
     let mut w = Walker { spec, ignore, acc };
-    w.walk_dir(&spec.src, "", tar)?;
+    w.walk_dir(&spec.src, &root, Some(tar))?;
     Ok(())
 }
 
@@ -208,44 +210,53 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// Walks the children of `host` (relative path `rel` to the source, tar path `tar` with a
-    /// trailing "/" or empty at the root). Returns how many entries were added beneath.
-    fn walk_dir(&mut self, host: &Path, rel: &str, tar: &str) -> Result<usize, LayerError> {
+    /// Walks the children of `host`, whose ignore state is `state` (matching is carried from a
+    /// directory to its children, so no path is matched twice). `tar` is the tar path, with a
+    /// trailing "/" or empty at the root; `None` beneath a name that is not UTF-8, where only
+    /// excluded entries may be (an included one has no tar path: [`LayerError::NonUtf8`]).
+    /// Returns how many entries were added beneath.
+    fn walk_dir(
+        &mut self,
+        host: &Path,
+        state: &IgnoreState,
+        tar: Option<&str>,
+    ) -> Result<usize, LayerError> {
         let mut children = Vec::new();
         for item in fs_err::read_dir(host).map_err(io_err(host))? {
             let item = item.map_err(io_err(host))?;
-            let host_child = item.path();
-            let name = item.file_name();
-            let name = name.to_str().ok_or_else(|| LayerError::NonUtf8 {
-                path: host_child.clone(),
-            })?;
-            children.push((name.to_string(), host_child));
+            children.push((item.file_name(), item.path()));
         }
-        // Order does not matter for the result (entries are sorted at the end); sorting keeps
-        // error reporting deterministic too.
+        // Order does not matter for the result (entries are sorted at the end); sorting (by
+        // name bytes) keeps error reporting deterministic too.
         children.sort();
         let mut added = 0;
         for (name, host_child) in children {
-            let rel_child = if rel.is_empty() {
-                name.clone()
-            } else {
-                format!("{rel}/{name}")
-            };
-            let excluded = !self.ignore.is_empty() && self.ignore.excluded(&rel_child);
+            let child_state = self.ignore.child(state, name.as_bytes());
+            let excluded = self.ignore.excluded_at(&child_state);
             let meta = fs_err::symlink_metadata(&host_child).map_err(io_err(&host_child))?;
+            // The tar path, when the name (and every name above it) is UTF-8.
+            let tar_child = tar.zip(name.to_str()).map(|(t, n)| format!("{t}{n}"));
+            let non_utf8 = || LayerError::NonUtf8 {
+                path: host_child.clone(),
+            };
             if meta.is_dir() {
-                if excluded && !self.ignore.may_reinclude_beneath(&rel_child) {
+                if excluded && !self.ignore.may_reinclude_beneath_at(&child_state) {
                     continue;
                 }
-                let tar_child = format!("{tar}{name}/");
-                let beneath = self.walk_dir(&host_child, &rel_child, &tar_child)?;
+                if !excluded && tar_child.is_none() {
+                    return Err(non_utf8());
+                }
+                let tar_child = tar_child.map(|t| t + "/");
+                let beneath = self.walk_dir(&host_child, &child_state, tar_child.as_deref())?;
                 if !excluded || beneath > 0 {
+                    let tar_child = tar_child.ok_or_else(non_utf8)?;
                     let e = make_entry(self.spec, &host_child, &tar_child, &meta)?;
                     self.acc.insert(e, Origin::Host(host_child), 1)?;
                     added += beneath + 1;
                 }
             } else if !excluded {
-                let e = make_entry(self.spec, &host_child, &format!("{tar}{name}"), &meta)?;
+                let tar_child = tar_child.ok_or_else(non_utf8)?;
+                let e = make_entry(self.spec, &host_child, &tar_child, &meta)?;
                 self.acc.insert(e, Origin::Host(host_child), meta.nlink())?;
                 added += 1;
             }
@@ -507,5 +518,43 @@ mod tests {
             matches!(&err, LayerError::NonUtf8 { path } if *path == bad),
             "{err}"
         );
+    }
+
+    #[test]
+    fn non_utf8_names_can_be_ignored() {
+        use std::os::unix::ffi::OsStrExt;
+        let d = tempfile::tempdir().unwrap();
+        let bad = d.path().join(std::ffi::OsStr::from_bytes(b"bad\xff"));
+        fs_err::write(&bad, "x").unwrap();
+        let dir = d.path().join(std::ffi::OsStr::from_bytes(b"d\xfe"));
+        fs_err::create_dir(&dir).unwrap();
+        fs_err::write(dir.join("keep"), "x").unwrap();
+        fs_err::write(d.path().join("ok"), "x").unwrap();
+        let with = |ignore: &[&str]| {
+            let mut s = spec(d.path(), "/x");
+            s.ignore = ignore.iter().map(|p| p.to_string()).collect();
+            scan(&[s])
+        };
+        assert_eq!(paths(&with(&["bad*", "d?"]).unwrap()), ["x/", "x/ok"]);
+        assert_eq!(paths(&with(&["*", "!ok"]).unwrap()), ["x/", "x/ok"]);
+        // A directory that is excluded but read (a `!` pattern might re-include beneath it) is
+        // fine while nothing beneath it is included.
+        assert_eq!(
+            paths(&with(&["bad?", "d*", "!d*/other"]).unwrap()),
+            ["x/", "x/ok"]
+        );
+        // Not ignored: an error naming the first such entry in name order; beneath an excluded
+        // directory, the entry re-included.
+        for (ignore, path) in [
+            (&["d*"][..], bad.clone()),
+            (&["bad*"][..], dir.clone()),
+            (&["bad*", "d*", "!d*/keep"][..], dir.join("keep")),
+        ] {
+            let err = with(ignore).unwrap_err();
+            assert!(
+                matches!(&err, LayerError::NonUtf8 { path: p } if *p == path),
+                "{ignore:?}: {err}"
+            );
+        }
     }
 }

@@ -563,3 +563,56 @@ fn refuses_to_overwrite_a_directory_that_is_not_a_layout() {
         "keep me"
     );
 }
+
+/// A name that is not UTF-8 cannot be put in a layer, but `ignore` can leave it out: patterns
+/// match names as bytes (`?` takes an invalid byte as one character). Not ignored, it is a
+/// one-line error naming the file.
+#[test]
+fn a_name_that_is_not_utf8_can_be_ignored() {
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let app = dir.join("app");
+    fs::create_dir_all(&app).unwrap();
+    fs::write(app.join("ok.txt"), "ok").unwrap();
+    fs::write(app.join(std::ffi::OsStr::from_bytes(b"bad\xff")), "x").unwrap();
+    let logs = app.join(std::ffi::OsStr::from_bytes(b"logs\xfe"));
+    fs::create_dir_all(&logs).unwrap();
+    fs::write(logs.join("today"), "x").unwrap();
+    let recipe = |ignore: &str| {
+        format!(
+            "[image]\nname = \"t\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\n\
+             dest = \"/app\"\nignore = {ignore}\n"
+        )
+    };
+    fs::write(dir.join("ignored.toml"), recipe(r#"["bad?", "logs*"]"#)).unwrap();
+    let layout = dir.join("out");
+    let v = build_json(build_cmd(
+        &dir.join("ignored.toml"),
+        &layout,
+        &dir.join("cache"),
+    ));
+    let listing = common::tar_listing(&blob(&layout, v["layers"][0]["digest"].as_str().unwrap()));
+    assert_eq!(listing, ["d 0755 0:0 app/", "f 0644 0:0 app/ok.txt"]);
+
+    // Only the directory ignored: the file is an error, and so is a file re-included beneath
+    // the directory.
+    for (name, ignore, bad) in [
+        (
+            "file.toml",
+            r#"["logs*"]"#,
+            app.join(std::ffi::OsStr::from_bytes(b"bad\xff")),
+        ),
+        (
+            "reinclude.toml",
+            r#"["bad*", "logs*", "!logs*/today"]"#,
+            logs.join("today"),
+        ),
+    ] {
+        fs::write(dir.join(name), recipe(ignore)).unwrap();
+        let e = run_fail(&["build", name, "-o", "failed"], dir, &dir.join("cache"));
+        assert!(e.contains("file name is not valid UTF-8"), "{e}");
+        assert!(e.contains(&bad.display().to_string()), "{e}");
+        assert!(!dir.join("failed").exists());
+    }
+}

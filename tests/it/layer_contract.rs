@@ -616,3 +616,37 @@ fn ignore_patterns_apply_end_to_end() {
     let hard2 = entries.iter().find(|e| e.path.ends_with("hard2")).unwrap();
     assert!(matches!(hard2.kind, EntryKind::File { .. }));
 }
+
+/// Ten `**/a/` before `*c` over a 25-deep chain of `a` directories with 200 files: the
+/// backtracking matcher took minutes here (it tried every way to share the `a`s among the
+/// `**`s, for every entry and every prefix of it). The result is what the rules say: a file
+/// ending in `c` at least ten `a`s deep is excluded, nothing else is.
+#[test]
+fn pathological_double_star_pattern_on_a_deep_tree() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rel = String::new();
+    let mut expected = vec![String::new()];
+    for depth in 1..=25 {
+        rel.push_str("a/");
+        fs::create_dir(dir.path().join(&rel)).unwrap();
+        expected.push(rel.clone());
+        for k in 0..8 {
+            let name = format!("f{k}{}", if k % 2 == 0 { 'c' } else { 'd' });
+            fs::write(dir.path().join(&rel).join(&name), "x").unwrap();
+            if depth < 10 || k % 2 == 1 {
+                expected.push(format!("{rel}{name}"));
+            }
+        }
+    }
+    let mut s = spec(dir.path());
+    s.ignore = vec![format!("{}*c", "**/a/".repeat(10))];
+    let entries = scan(&[s]).unwrap();
+    // "srv/app/" itself is "" here.
+    let paths: Vec<String> = entries
+        .iter()
+        .filter_map(|e| e.path.strip_prefix(P).map(str::to_string))
+        .collect();
+    expected.sort();
+    assert_eq!(paths, expected);
+    assert_eq!(paths.len(), 1 + 25 + 200 - 8 * 16 / 2);
+}
