@@ -35,6 +35,10 @@ pub struct TestOptions {
     /// Run GPU tests even where no GPU is found (to see how the check fails there).
     #[arg(long)]
     pub force_gpu: bool,
+    /// Take the recipe's [podman] args even where they can reach the host (mounts, devices,
+    /// privileges, host namespaces); by default only flags that act inside the container are.
+    #[arg(long)]
+    pub allow_recipe_podman_args: bool,
 }
 
 #[derive(Args, Debug)]
@@ -92,6 +96,11 @@ pub fn run_stage(
         .into_iter()
         .cloned()
         .collect();
+    if !opts.allow_recipe_podman_args {
+        if let Some((arg, why)) = run::untrusted_podman_arg(&recipe.podman.args) {
+            return Err(run::RunError::RecipePodmanArg { arg, why }.into());
+        }
+    }
     let mut podman_args = recipe.podman.args.clone();
     if let Ok(env) = std::env::var("OCIBUILD_PODMAN_ARGS") {
         podman_args.extend(env.split_whitespace().map(String::from));

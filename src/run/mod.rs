@@ -10,6 +10,7 @@ mod gpu;
 mod image;
 mod podman;
 pub mod smoke;
+mod trust;
 
 use std::cell::OnceCell;
 use std::collections::BTreeMap;
@@ -26,6 +27,7 @@ pub use gpu::{
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
 pub use podman::split_global_args;
+pub use trust::untrusted_podman_arg;
 
 /// Where the ocibuild binary is bind-mounted for `cuda-smoke`.
 pub const SELF_MOUNT: &str = "/.ocibuild/ocibuild";
@@ -175,6 +177,8 @@ impl std::fmt::Display for Summary {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
+    #[error("the recipe's [podman] args hold `{arg}`: {why}. A recipe is code: pass such flags yourself with --podman-arg, or allow the recipe's with --allow-recipe-podman-args")]
+    RecipePodmanArg { arg: String, why: &'static str },
     #[error(
         "podman not found (`{}`{}); install it with `{INSTALL_PODMAN}`, or give its path",
         podman.display(),
