@@ -202,9 +202,18 @@ pub fn default_output(recipe: &Path) -> PathBuf {
 /// SOURCE_DATE_EPOCH from the environment, if set.
 pub fn env_epoch() -> anyhow::Result<Option<u64>> {
     match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) if !v.trim().is_empty() => Ok(Some(v.trim().parse().with_context(|| {
-            format!("SOURCE_DATE_EPOCH={v:?} is not a non-negative integer of seconds")
-        })?)),
+        Ok(v) if !v.trim().is_empty() => {
+            let e: u64 = v.trim().parse().with_context(|| {
+                format!("SOURCE_DATE_EPOCH={v:?} is not a non-negative integer of seconds")
+            })?;
+            if e > crate::layer::MAX_EPOCH {
+                anyhow::bail!(
+                    "SOURCE_DATE_EPOCH={e} is after 9999-12-31T23:59:59Z ({}), which an image's `created` cannot say",
+                    crate::layer::MAX_EPOCH
+                );
+            }
+            Ok(Some(e))
+        }
         _ => Ok(None),
     }
 }

@@ -44,6 +44,10 @@ pub use self::write::{
     write_layer, write_layer_with, Content, ContentSink, LayerOptions, LayerStats, SPLICE_MIN,
 };
 
+/// The latest epoch an image can carry: 9999-12-31T23:59:59Z. The config's `created` is an
+/// RFC 3339 timestamp, whose year has four digits; later epochs are refused, not written.
+pub const MAX_EPOCH: u64 = 253_402_300_799;
+
 /// Version of the determinism contract; recorded in an image annotation.
 pub const CONTRACT_VERSION: u32 = 3;
 

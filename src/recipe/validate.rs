@@ -110,16 +110,29 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
     })?;
     let source_date_epoch = match raw.source_date_epoch {
         None => None,
-        Some(s) => Some(u64::try_from(*s.get_ref()).map_err(|_| {
-            ctx.err(
-                s.span(),
-                format!(
-                    "invalid source-date-epoch `{}`: expected seconds since 1970-01-01 UTC \
-                     (an integer >= 0)",
-                    s.get_ref()
-                ),
-            )
-        })?),
+        Some(s) => {
+            let v = u64::try_from(*s.get_ref()).map_err(|_| {
+                ctx.err(
+                    s.span(),
+                    format!(
+                        "invalid source-date-epoch `{}`: expected seconds since 1970-01-01 UTC \
+                         (an integer >= 0)",
+                        s.get_ref()
+                    ),
+                )
+            })?;
+            if v > crate::layer::MAX_EPOCH {
+                return Err(ctx.err(
+                    s.span(),
+                    format!(
+                        "invalid source-date-epoch `{v}`: after 9999-12-31T23:59:59Z ({}), \
+                         which an image's `created` cannot say",
+                        crate::layer::MAX_EPOCH
+                    ),
+                ));
+            }
+            Some(v)
+        }
     };
     let platform = match raw.platform {
         None => Platform::host(),

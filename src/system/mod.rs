@@ -85,8 +85,26 @@ pub enum SystemError {
         url: String,
         reason: String,
     },
-    #[error("{} ({}): sha256 mismatch: expected {}{}, found {} ({} bytes)", .0.what, .0.url, .0.expected, .0.expected_size.map(|s| format!(" and {s} bytes")).unwrap_or_default(), .0.found, .0.found_size)]
+    #[error("{0}")]
     HashMismatch(Box<FetchMismatch>),
+}
+
+impl std::fmt::Display for FetchMismatch {
+    /// A size that differs is said as such (a truncated or padded download), before the hash.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.expected_size {
+            Some(size) if size != self.found_size => write!(
+                f,
+                "{} ({}): size mismatch: expected {size} bytes, found {} (sha256 {}, expected {})",
+                self.what, self.url, self.found_size, self.found, self.expected
+            ),
+            _ => write!(
+                f,
+                "{} ({}): sha256 mismatch: expected {}, found {} ({} bytes)",
+                self.what, self.url, self.expected, self.found, self.found_size
+            ),
+        }
+    }
 }
 
 /// The details of [`SystemError::HashMismatch`].
@@ -424,4 +442,28 @@ pub fn prepare(
         sys.interpreter = Some(interp);
     }
     Ok(sys)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_size_mismatch_is_said_as_such() {
+        let m = |expected_size| FetchMismatch {
+            what: "deb x".into(),
+            url: "https://h/x.deb".into(),
+            expected: Digest::of(b"a"),
+            expected_size,
+            found: Digest::of(b"b"),
+            found_size: 10,
+        };
+        assert!(m(Some(12)).to_string().starts_with(
+            "deb x (https://h/x.deb): size mismatch: expected 12 bytes, found 10 (sha256 "
+        ));
+        assert!(m(Some(10))
+            .to_string()
+            .contains(": sha256 mismatch: expected "));
+        assert!(m(None).to_string().contains(": sha256 mismatch: expected "));
+    }
 }

@@ -611,3 +611,38 @@ fn recipe_podman_args_that_reach_the_host_are_refused() {
     let e = stderr(&test(&["--podman-arg=-v", "--podman-arg=/tmp:/t"]));
     assert!(e.contains("podman not found"), "{e}");
 }
+
+#[test]
+fn an_epoch_past_year_9999_is_refused_and_9999_is_readable() {
+    let d = common::test_dir("w");
+    let r = recipe(&d, "v1", b"x");
+    let l = d.join("img.oci");
+    let out = common::run(
+        common::ocibuild()
+            .args(["--quiet", "build"])
+            .arg(&r)
+            .arg("-o")
+            .arg(&l)
+            .env("SOURCE_DATE_EPOCH", "253402300800"),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is after 9999-12-31T23:59:59Z"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!l.exists());
+    let out = common::run(
+        common::ocibuild()
+            .args(["--quiet", "build"])
+            .arg(&r)
+            .arg("-o")
+            .arg(&l)
+            .env("SOURCE_DATE_EPOCH", "253402300799"),
+    );
+    common::assert_success(&out, "build at the last second of 9999");
+    if common::require_tool("skopeo") {
+        let v = common::skopeo_inspect(&format!("oci:{}:v1", l.display()));
+        assert_eq!(v["Created"], "9999-12-31T23:59:59Z");
+    }
+}

@@ -78,6 +78,7 @@ fn image_errors() {
             "[image]\nname = \"hello\"\ncompression = \"none\"\ncompression-level = 1\n",
             "[image]\nname = \"hello\"\ncompression-level = \"fast\"\n",
             "[image]\nname = \"hello\"\nsource-date-epoch = -1\n",
+            "[image]\nname = \"hello\"\nsource-date-epoch = 253402300800\n",
             "[image]\nname = \"hello\"\nplatform = \"linux\"\n",
             "[image]\nname = \"hello\"\nplatform = \"darwin/arm64\"\n",
             &with_img("[base]\nimage = \"\"\n"),
