@@ -82,6 +82,39 @@ pub(super) fn check_member(raw: &[u8], wheel: &str) -> Result<String, WheelError
     Ok(name)
 }
 
+/// Every member's local header names what the central directory names: a zip whose two
+/// disagree shows one file to a reader of the directory (this one, pip) and another to a
+/// reader of the stream (`unzip` in some modes, scanners), so it is refused.
+fn check_local_names(
+    path: &std::path::Path,
+    members: &[(u64, Vec<u8>)],
+    wheel: &str,
+) -> Result<(), WheelError> {
+    use std::io::{Seek, SeekFrom};
+    let io_err = |source| WheelError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut f = io::BufReader::with_capacity(512, fs_err::File::open(path).map_err(io_err)?);
+    let mut head = [0u8; 30];
+    let mut name = Vec::new();
+    for (offset, central) in members {
+        f.seek(SeekFrom::Start(*offset)).map_err(io_err)?;
+        f.read_exact(&mut head).map_err(io_err)?;
+        let len = u16::from_le_bytes([head[26], head[27]]) as usize;
+        name.resize(len, 0);
+        f.read_exact(&mut name).map_err(io_err)?;
+        if head[..4] != [0x50, 0x4b, 0x03, 0x04] || name != *central {
+            return Err(WheelError::BadPath {
+                wheel: wheel.to_string(),
+                member: String::from_utf8_lossy(central).into_owned(),
+                reason: "its local header names another file than the zip's directory",
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Reads a small member by name, if present.
 fn read_member<R: Read + io::Seek>(
     ar: &mut zip::ZipArchive<R>,
@@ -143,9 +176,18 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
     };
     // Members: (index, path, size, executable, stored deflated).
     let mut members = Vec::new();
+    let mut local_names = Vec::new();
     for i in 0..ar.len() {
         let f = ar.by_index_raw(i).map_err(zerr)?;
         let name = check_member(f.name_raw(), wheel)?;
+        local_names.push((f.header_start(), f.name_raw().to_vec()));
+        if f.unix_mode().is_some_and(|m| m & 0o170000 == 0o120000) {
+            return Err(WheelError::BadPath {
+                wheel: wheel.to_string(),
+                member: name,
+                reason: "a symlink (a wheel holds files only; installers would write its target as a file)",
+            });
+        }
         if name.ends_with('/') {
             continue;
         }
@@ -153,6 +195,7 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
         let deflated = f.compression() == zip::CompressionMethod::Deflated;
         members.push((i, name, f.size(), exec, deflated));
     }
+    check_local_names(&w.path, &local_names, wheel)?;
     // The .dist-info directory.
     let mut dist_infos: Vec<&str> = members
         .iter()

@@ -466,6 +466,65 @@ fn unsafe_member_paths_are_refused() {
 }
 
 #[test]
+fn zip_symlinks_and_local_names_that_lie_are_refused() {
+    use std::io::Write;
+    let tmp = common::tempdir();
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    // A symlink member: refused, not written as a file holding its target.
+    let w = make_wheel(
+        tmp.path(),
+        "lnk-1.0-py3-none-any.whl",
+        &[("lnk/a.py", b"x", 0o644)],
+        true,
+        &no_tweak,
+    );
+    let mut zw = zip::ZipWriter::new_append(
+        fs_err::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&w.path)
+            .unwrap(),
+    )
+    .unwrap();
+    zw.add_symlink("lnk/evil", "/etc/shadow", zip::write::SimpleFileOptions::default())
+        .unwrap();
+    zw.finish().unwrap().flush().unwrap();
+    let w = WheelInput {
+        sha256: ocibuild::digest::Digest::of(&fs_err::read(&w.path).unwrap()),
+        ..w
+    };
+    let e = build_wheel_layer(&store, &[w], &interp(), &opts(Compression::None, 1)).unwrap_err();
+    let msg = e.to_string();
+    assert!(msg.contains("`lnk/evil`") && msg.contains("a symlink"), "{msg}");
+
+    // A local header that names another file than the central directory (same length).
+    let w = make_wheel(
+        tmp.path(),
+        "lie-1.0-py3-none-any.whl",
+        &[("lie/good.py", b"print(1)", 0o644)],
+        true,
+        &no_tweak,
+    );
+    let mut bytes = fs_err::read(&w.path).unwrap();
+    let at = bytes
+        .windows(11)
+        .position(|x| x == b"lie/good.py")
+        .expect("the local header's name");
+    bytes[at + 4..at + 8].copy_from_slice(b"evil");
+    fs_err::write(&w.path, &bytes).unwrap();
+    let w = WheelInput {
+        sha256: ocibuild::digest::Digest::of(&bytes),
+        ..w
+    };
+    let e = build_wheel_layer(&store, &[w], &interp(), &opts(Compression::None, 1)).unwrap_err();
+    let msg = e.to_string();
+    assert!(
+        msg.contains("`lie/good.py`") && msg.contains("local header names another file"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn pylock_chooses_the_wheel_for_the_image() {
     let tmp = common::tempdir();
     let dir = tmp.path();
