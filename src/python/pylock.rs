@@ -258,6 +258,18 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
             if tags::normalize_name(&file.name) != tags::normalize_name(&p.name) {
                 return Err(werr(format!("the file is not a wheel of {}", p.name)));
             }
+            // The lock's version is what the SBOM and the lock check report: it must be the
+            // wheel's (PEP 440 equality: `1.0` is `1`).
+            if let Some(v) = &p.version {
+                let locked =
+                    Version::parse(v).map_err(|_| werr(format!("invalid version `{v}`")))?;
+                if Version::parse(&file.version).ok().as_ref() != Some(&locked) {
+                    return Err(werr(format!(
+                        "the file is version {}, but the lock says {v}",
+                        file.version
+                    )));
+                }
+            }
             let hex = w
                 .hashes
                 .get("sha256")
@@ -386,5 +398,13 @@ wheels = [{{ path = "dist/local_thing-1%2Blocal-py3-none-any.whl", hashes = {{ s
             .unwrap_err()
             .to_string()
             .contains("not a wheel of z"));
+        let lying = format!("lock-version = \"1.0\"\n[[packages]]\nname = \"victim\"\nversion = \"9.9\"\nwheels = [{{ url = \"https://x/victim-1.0-py3-none-any.whl\", hashes = {{ sha256 = \"{H}\" }} }}]\n");
+        let e = parse(&lying, &interp()).unwrap_err().to_string();
+        assert!(
+            e.contains("the file is version 1.0, but the lock says 9.9"),
+            "{e}"
+        );
+        let same = lying.replace("9.9", "1.0.0");
+        assert!(parse(&same, &interp()).is_ok());
     }
 }
