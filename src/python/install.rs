@@ -226,6 +226,35 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
     let text = |b: Vec<u8>, what: &str| {
         String::from_utf8(b).map_err(|_| fmt_err(format!("{dist_info}/{what} is not UTF-8")))
     };
+    // METADATA (the core metadata) names the distribution and version the SBOM reports: they
+    // must be the file name's.
+    if let Some(meta) = read_member(ar, &format!("{dist_info}/METADATA"), wheel)? {
+        let meta = String::from_utf8_lossy(&meta);
+        let headers = meta.split("\n\n").next().unwrap_or("");
+        if let Some(name) = wheel_field(headers, "Name") {
+            if escape_name(name) != escape_name(&w.file.name) {
+                return Err(fmt_err(format!(
+                    "its METADATA names `{name}`, the file name `{}`",
+                    w.file.name
+                )));
+            }
+        }
+        if let Some(v) = wheel_field(headers, "Version") {
+            let same = match (
+                super::markers::Version::parse(v),
+                super::markers::Version::parse(&w.file.version),
+            ) {
+                (Ok(a), Ok(b)) => a == b,
+                _ => v == w.file.version,
+            };
+            if !same {
+                return Err(fmt_err(format!(
+                    "its METADATA says version {v}, the file name {}",
+                    w.file.version
+                )));
+            }
+        }
+    }
     let wheel_meta = read_member(ar, &format!("{dist_info}/WHEEL"), wheel)?
         .ok_or_else(|| fmt_err(format!("no {dist_info}/WHEEL")))?;
     let wheel_meta = text(wheel_meta, "WHEEL")?;

@@ -486,8 +486,12 @@ fn zip_symlinks_and_local_names_that_lie_are_refused() {
             .unwrap(),
     )
     .unwrap();
-    zw.add_symlink("lnk/evil", "/etc/shadow", zip::write::SimpleFileOptions::default())
-        .unwrap();
+    zw.add_symlink(
+        "lnk/evil",
+        "/etc/shadow",
+        zip::write::SimpleFileOptions::default(),
+    )
+    .unwrap();
     zw.finish().unwrap().flush().unwrap();
     let w = WheelInput {
         sha256: ocibuild::digest::Digest::of(&fs_err::read(&w.path).unwrap()),
@@ -495,7 +499,10 @@ fn zip_symlinks_and_local_names_that_lie_are_refused() {
     };
     let e = build_wheel_layer(&store, &[w], &interp(), &opts(Compression::None, 1)).unwrap_err();
     let msg = e.to_string();
-    assert!(msg.contains("`lnk/evil`") && msg.contains("a symlink"), "{msg}");
+    assert!(
+        msg.contains("`lnk/evil`") && msg.contains("a symlink"),
+        "{msg}"
+    );
 
     // A local header that names another file than the central directory (same length).
     let w = make_wheel(
@@ -522,6 +529,38 @@ fn zip_symlinks_and_local_names_that_lie_are_refused() {
         msg.contains("`lie/good.py`") && msg.contains("local header names another file"),
         "{msg}"
     );
+}
+
+#[test]
+fn metadata_that_names_another_version_or_project_is_refused() {
+    let tmp = common::tempdir();
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let build = |file: &str, metadata: &str| {
+        let di = format!(
+            "{}.dist-info/METADATA",
+            file.split('-').take(2).collect::<Vec<_>>().join("-")
+        );
+        let w = make_wheel(
+            tmp.path(),
+            file,
+            &[("m/x.py", b"x", 0o644), (&di, metadata.as_bytes(), 0o644)],
+            true,
+            &no_tweak,
+        );
+        build_wheel_layer(&store, &[w], &interp(), &opts(Compression::None, 1))
+    };
+    let meta = |name: &str, v: &str| {
+        format!("Metadata-Version: 2.1\nName: {name}\nVersion: {v}\n\nVersion: 0 in the body\n")
+    };
+    assert!(build("victim-1.0-py3-none-any.whl", &meta("Victim", "1.0.0")).is_ok());
+    let e = build("victim-2.0-py3-none-any.whl", &meta("victim", "9.9")).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("its METADATA says version 9.9, the file name 2.0"),
+        "{e}"
+    );
+    let e = build("victim-3.0-py3-none-any.whl", &meta("other", "3.0")).unwrap_err();
+    assert!(e.to_string().contains("its METADATA names `other`"), "{e}");
 }
 
 #[test]
