@@ -17,9 +17,9 @@ pub fn record_hash(d: &Digest) -> String {
 }
 
 /// One RECORD row: hash (decoded sha256) and size.
-pub(crate) struct RecordRow {
-    pub(crate) sha256: Option<Digest>,
-    pub(crate) size: Option<u64>,
+pub struct RecordRow {
+    pub sha256: Option<Digest>,
+    pub size: Option<u64>,
 }
 
 /// Splits one CSV line (RECORD is written by Python's csv module: `"` quoting, `""` escapes).
@@ -48,7 +48,7 @@ fn csv_fields(line: &str) -> Vec<String> {
 }
 
 /// A CSV field, quoted when needed.
-pub(crate) fn csv_field(s: &str) -> String {
+pub fn csv_field(s: &str) -> String {
     if s.contains([',', '"', '\n', '\r']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {
@@ -56,10 +56,7 @@ pub(crate) fn csv_field(s: &str) -> String {
     }
 }
 
-pub(crate) fn parse_record(
-    text: &str,
-    wheel: &str,
-) -> Result<BTreeMap<String, RecordRow>, WheelError> {
+pub fn parse_record(text: &str, wheel: &str) -> Result<BTreeMap<String, RecordRow>, WheelError> {
     let bad = |reason: String| WheelError::Format {
         wheel: wheel.to_string(),
         reason,
@@ -101,7 +98,7 @@ pub(crate) fn parse_record(
 }
 
 /// `Key: Value` lines of the WHEEL file.
-pub(crate) fn wheel_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
+pub fn wheel_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines().find_map(|l| {
         let (k, v) = l.split_once(':')?;
         k.trim().eq_ignore_ascii_case(key).then(|| v.trim())
@@ -110,7 +107,7 @@ pub(crate) fn wheel_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
 
 /// The shebang line `installer` writes for `executable` (the `/bin/sh` trick when it has a
 /// space or the line would be over 127 bytes).
-pub(crate) fn shebang(executable: &str) -> String {
+pub fn shebang(executable: &str) -> String {
     if !executable.contains(' ') && executable.len() + 3 <= 127 {
         return format!("#!{executable}");
     }
@@ -136,10 +133,7 @@ pub fn launcher(executable: &str, module: &str, attr: &str) -> String {
 }
 
 /// `console_scripts` and `gui_scripts` of entry_points.txt: (name, module, attr).
-pub(crate) fn entry_points(
-    text: &str,
-    wheel: &str,
-) -> Result<Vec<(String, String, String)>, WheelError> {
+pub fn entry_points(text: &str, wheel: &str) -> Result<Vec<(String, String, String)>, WheelError> {
     let mut out = Vec::new();
     let mut section = String::new();
     for (n, raw) in text.lines().enumerate() {

@@ -463,7 +463,12 @@ pub enum Marker {
 
 impl Marker {
     pub fn parse(s: &str) -> Result<Marker, MarkerError> {
-        let mut p = Parser { s, pos: 0 };
+        let mut p = Parser {
+            s,
+            pos: 0,
+            depth: 0,
+            comparisons: 0,
+        };
         let m = p.or()?;
         p.ws();
         if p.pos != s.len() {
@@ -539,9 +544,19 @@ fn compare(lhs: &Value, op: &str, rhs: &Value, env: &MarkerEnv) -> bool {
     }
 }
 
+/// Deepest `(` nesting a marker may have: the parser recurses once per level.
+const MAX_NESTING: usize = 64;
+/// Most comparisons in one marker: `evaluate` (and dropping the marker) recurse as deep as
+/// the tree, which a chain of `and` / `or` makes as deep as it is long.
+const MAX_COMPARISONS: usize = 1000;
+
 struct Parser<'a> {
     s: &'a str,
     pos: usize,
+    /// Open `(` around the current position.
+    depth: usize,
+    /// Comparisons parsed so far.
+    comparisons: usize,
 }
 
 impl Parser<'_> {
@@ -588,6 +603,10 @@ impl Parser<'_> {
     fn atom(&mut self) -> Result<Marker, MarkerError> {
         self.ws();
         if self.rest().starts_with('(') {
+            if self.depth == MAX_NESTING {
+                return Err(self.err("parentheses nested too deeply"));
+            }
+            self.depth += 1;
             self.pos += 1;
             let m = self.or()?;
             self.ws();
@@ -595,8 +614,13 @@ impl Parser<'_> {
                 return Err(self.err("expected `)`"));
             }
             self.pos += 1;
+            self.depth -= 1;
             return Ok(m);
         }
+        if self.comparisons == MAX_COMPARISONS {
+            return Err(self.err("too many comparisons in one marker"));
+        }
+        self.comparisons += 1;
         let lhs = self.value()?;
         let op = self.op()?;
         let rhs = self.value()?;
@@ -665,6 +689,22 @@ mod tests {
 
     fn v(s: &str) -> Version {
         Version::parse(s).unwrap()
+    }
+
+    #[test]
+    fn deep_or_long_markers_are_errors_not_stack_overflows() {
+        // Found by fuzzing (fuzz/fuzz_targets/markers.rs): the parser recursed once per `(`,
+        // and a long `or` chain built a tree as deep as it is long, which `evaluate` and drop
+        // then recursed through: either overflowed the stack.
+        let deep = "(".repeat(100_000);
+        assert!(Marker::parse(&deep).is_err());
+        let long = "os_name == 'posix' or ".repeat(100_000) + "os_name == 'posix'";
+        assert!(Marker::parse(&long).is_err());
+        // Within the limits: parses and evaluates.
+        let nested = format!("{}os_name == 'posix'{}", "(".repeat(64), ")".repeat(64));
+        assert!(Marker::parse(&nested).unwrap().evaluate(&env()));
+        let many = "os_name == 'nt' or ".repeat(999) + "os_name == 'posix'";
+        assert!(Marker::parse(&many).unwrap().evaluate(&env()));
     }
 
     #[test]
