@@ -198,8 +198,15 @@ impl Parser {
                 text: line.to_string(),
             });
         };
-        let name = name.trim();
-        if name.is_empty() || name.contains(char::is_whitespace) {
+        // deb822: a field name is printable US-ASCII other than `:`, and starts with neither
+        // `#` (a comment) nor `-`. (Anything else, a `\r` or control byte before a `#` say,
+        // would parse as a field here and be read back as a comment once written out.)
+        let name = name.trim_end();
+        if name.is_empty()
+            || !name.bytes().all(|b| (0x21..=0x7e).contains(&b))
+            || name.starts_with('#')
+            || name.starts_with('-')
+        {
             return Err(ControlError::NotAField {
                 line: line_no,
                 text: line.to_string(),
@@ -489,6 +496,28 @@ fn parse_dep(text: &str) -> Result<Dep, ControlError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn field_names_are_deb822s() {
+        // Found by the `apt_control` fuzz target: a `\r` before `#` made a field named `#…`,
+        // which its own to_text wrote back as a comment.
+        for bad in [
+            "\r#x: 1\n",
+            "\x0b#: =\n",
+            "-x: 1\n",
+            "a\u{e9}: 1\n",
+            "A: 1\n\r#k: 2\n",
+        ] {
+            assert!(
+                matches!(parse_paragraphs(bad), Err(ControlError::NotAField { .. })),
+                "{bad:?}"
+            );
+        }
+        let p = parse_paragraphs("Package: a\nX-Original_Field.1 : v\n").unwrap();
+        assert_eq!(p[0].fields[1].0, "X-Original_Field.1");
+        let back = parse_paragraphs(&p[0].to_text()).unwrap();
+        assert_eq!(back, p);
+    }
 
     #[test]
     fn paragraphs_and_continuations() {

@@ -32,6 +32,7 @@ use crate::store::StoreError;
 pub use self::base::{scan_base, Base};
 pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
 pub use self::index::{load_source, MultiArch, Package};
+pub(crate) use self::release::xz_stream;
 pub use self::release::Source;
 pub use self::resolve::{resolve, Installed, Locked, Request};
 pub use self::spill::SourceIndex;

@@ -259,13 +259,23 @@ pub fn fetch_release(fetcher: &dyn Fetcher, source: &Source) -> Result<Release, 
     Ok(release)
 }
 
+/// The most memory an xz stream may ask its decoder for. `xz -9e` needs 65 MiB; a header
+/// may ask for 4 GiB (found by the `apt_packages` fuzz target), which is refused instead.
+pub(crate) const XZ_MEMLIMIT: u64 = 256 << 20;
+
+/// An xz decoder (concatenated streams) held to [`XZ_MEMLIMIT`].
+pub(crate) fn xz_stream() -> Result<liblzma::stream::Stream, std::io::Error> {
+    liblzma::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, liblzma::stream::CONCATENATED)
+        .map_err(std::io::Error::other)
+}
+
 /// A decompressing reader for a file name's extension (`.xz`, `.gz`, `.zst`, none).
 pub(crate) fn decoder<'a>(
     name: &str,
     r: Box<dyn Read + 'a>,
 ) -> Result<Box<dyn Read + 'a>, std::io::Error> {
     Ok(if name.ends_with(".xz") {
-        Box::new(liblzma::read::XzDecoder::new_multi_decoder(r))
+        Box::new(liblzma::read::XzDecoder::new_stream(r, xz_stream()?))
     } else if name.ends_with(".gz") {
         Box::new(flate2::read::MultiGzDecoder::new(r))
     } else if name.ends_with(".zst") {
@@ -278,6 +288,41 @@ pub(crate) fn decoder<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_xz_header_asking_for_gigabytes_is_refused() {
+        // An xz stream whose LZMA2 filter asks for a 4 GiB dictionary (what the fuzz target
+        // found): an ordinary stream with its block header's dictionary byte set to 40, the
+        // header's CRC32 made again.
+        let mut xz = Vec::new();
+        liblzma::read::XzEncoder::new(&b"Package: a\n"[..], 0)
+            .read_to_end(&mut xz)
+            .unwrap();
+        let header = 12;
+        let len = (xz[header] as usize + 1) * 4;
+        // Flags, then the one filter: id 0x21 (LZMA2), properties size 1, the dictionary byte.
+        assert_eq!(&xz[header + 2..header + 4], [0x21, 0x01]);
+        xz[header + 4] = 40;
+        let crc = crc32fast::hash(&xz[header..header + len - 4]);
+        xz[header + len - 4..header + len].copy_from_slice(&crc.to_le_bytes());
+        let mut out = Vec::new();
+        let e = decoder("Packages.xz", Box::new(&xz[..]))
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap_err();
+        assert!(e.to_string().to_lowercase().contains("memory"), "{e}");
+        // An ordinary one reads.
+        let mut small = Vec::new();
+        liblzma::read::XzEncoder::new(&b"Package: a\n"[..], 6)
+            .read_to_end(&mut small)
+            .unwrap();
+        let mut out = Vec::new();
+        decoder("Packages.xz", Box::new(&small[..]))
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
+        assert_eq!(out, b"Package: a\n");
+    }
 
     #[test]
     fn snapshot_urls() {

@@ -206,7 +206,10 @@ fn decompress<'a>(r: impl BufRead + 'a) -> io::Result<Box<dyn Read + 'a>> {
     } else if head.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
         Box::new(zstd::stream::read::Decoder::with_buffer(r)?)
     } else if head.starts_with(&[0xfd, b'7', b'z', b'X', b'Z', 0]) {
-        Box::new(liblzma::bufread::XzDecoder::new(r))
+        Box::new(liblzma::bufread::XzDecoder::new_stream(
+            r,
+            crate::apt::xz_stream()?,
+        ))
     } else {
         Box::new(r)
     })

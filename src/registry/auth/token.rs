@@ -85,8 +85,10 @@ pub fn parse_challenges(header: &str) -> Result<Vec<Challenge>, AuthError> {
                 while i < b.len() {
                     match b[i] {
                         b'\\' if i + 1 < b.len() => {
-                            v.push(b[i + 1] as char);
-                            i += 2;
+                            // The escaped character, whole: it may be more than one byte.
+                            let ch = header[i + 1..].chars().next().unwrap_or('\u{fffd}');
+                            v.push(ch);
+                            i += 1 + ch.len_utf8();
                         }
                         b'"' => {
                             i += 1;
@@ -412,6 +414,29 @@ impl TokenCache {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_escaped_multibyte_character_is_kept_whole() {
+        // Found by the `registry` fuzz target: a `\` before a two-byte character used to leave
+        // the parser inside it, and the next slice panicked.
+        let c = parse_challenges("Bearer realm=\"https://a/\\\u{39d}x\",service=\"s\"").unwrap();
+        assert_eq!(
+            c,
+            [Challenge::Bearer {
+                realm: "https://a/\u{39d}x".into(),
+                service: Some("s".into()),
+                scope: None,
+                error: None,
+            }]
+        );
+        for h in [
+            "Basic realm=\"\\\u{de}\"",
+            "Bearer realm=\"\\\u{3d69e}\\",
+            "Bearer realm=\"x\\\u{451}\", scope=\"\u{451}\"",
+        ] {
+            let _ = parse_challenges(h);
+        }
+    }
 
     #[test]
     fn challenges() {
