@@ -58,13 +58,20 @@ pub fn write_layout_with(
     referrers: &[(Descriptor, Vec<(Digest, u64)>)],
 ) -> Result<(), OutputError> {
     if super::dest::check_layout(dir)? {
-        let staged = super::dest::Staged::new(dir)?;
-        write_into(staged.path(), store, image, referrers, &mut Vec::new())?;
-        if staged.commit(dir)? {
-            return Ok(());
+        // Staged beside `dir`; where that is not possible (a parent this user cannot write,
+        // with `dir` an empty directory it can), `dir` is written in place.
+        match super::dest::Staged::new(dir) {
+            Ok(staged) => {
+                write_into(staged.path(), store, image, referrers, &mut Vec::new())?;
+                if staged.commit(dir)? {
+                    return Ok(());
+                }
+                // Another writer made the layout meanwhile: write into it like into any other.
+                super::dest::check_layout(dir)?;
+            }
+            Err(_) if dir.is_dir() => {}
+            Err(e) => return Err(e),
         }
-        // Another writer made the layout meanwhile: write into it like into any other.
-        super::dest::check_layout(dir)?;
     }
     let mut added = Vec::new();
     let written = write_into(dir, store, image, referrers, &mut added);
