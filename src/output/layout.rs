@@ -144,7 +144,7 @@ fn write_into(
     for (_, extra) in referrers {
         digests.extend(extra.iter().copied());
     }
-    for (digest, size) in digests {
+    for &(digest, size) in &digests {
         if copy_blob(dir, store, &digest, size)? {
             added.push(digest);
         }
@@ -156,6 +156,16 @@ fn write_into(
 
     // Held from reading index.json to the rename of the new one.
     let _lock = lock_dir(dir)?;
+    // Under the lock, every blob the new index names is there: another writer's failed write
+    // (whose cleanup also holds the lock) may have removed one this write found present.
+    for &(digest, size) in &digests {
+        let present = fs::symlink_metadata(blobs.join(digest.hex()))
+            .map(|m| m.is_file() && m.len() == size)
+            .unwrap_or(false);
+        if !present && copy_blob(dir, store, &digest, size)? {
+            added.push(digest);
+        }
+    }
     let existing = if dir.join("index.json").is_file() {
         Some(read_index(dir)?)
     } else {

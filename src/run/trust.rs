@@ -21,8 +21,6 @@ const BARE: &[&str] = &[
 
 /// Flags whose value, whatever it is, acts only inside the container (or on its limits).
 const VALUED: &[&str] = &[
-    "-e",
-    "--env",
     "-w",
     "--workdir",
     "-u",
@@ -75,7 +73,19 @@ pub fn untrusted_podman_arg(args: &[String]) -> Option<(String, &'static str)> {
         }
         let value = |i: usize| inline.or_else(|| args.get(i + 1).map(String::as_str));
         let step = if inline.is_some() { 1 } else { 2 };
-        let ok = if VALUED.contains(&flag) {
+        let ok = if flag == "-e" || flag == "--env" {
+            // `NAME=VALUE` only: podman copies the host's value for a bare `NAME`, and every
+            // matching host variable for `PREFIX*`.
+            match value(i).and_then(|v| v.split_once('=')) {
+                Some((name, _)) if !name.is_empty() && !name.contains('*') => Some(()),
+                _ => {
+                    return Some((
+                        a.to_string(),
+                        "only NAME=VALUE: a bare name or a `*` copies the host's environment",
+                    ))
+                }
+            }
+        } else if VALUED.contains(&flag) {
             value(i).is_some().then_some(())
         } else if flag == "--network" || flag == "--net" {
             match value(i) {
@@ -116,6 +126,7 @@ mod tests {
     #[test]
     fn only_container_scoped_flags_pass() {
         assert_eq!(check(&["--runtime", "runc", "--network", "none"]), None);
+        assert_eq!(check(&["--env=A=b=c", "-e", "LANG=C.UTF-8"]), None);
         assert_eq!(
             check(&["--ulimit=nofile=1024:1024", "-e", "A=1", "--rm"]),
             None
@@ -136,6 +147,12 @@ mod tests {
             (&["--env-file", "/root/.secrets"], "--env-file"),
             (&["-e", "A=1", "--userns=host"], "--userns=host"),
             (&["--rm=false", "-v", "/:/h"], "--rm=false"),
+            (&["-e", "*"], "-e"),
+            (
+                &["--env=AWS_SECRET_ACCESS_KEY"],
+                "--env=AWS_SECRET_ACCESS_KEY",
+            ),
+            (&["-e", "GITHUB_*=x"], "-e"),
         ] {
             let got = check(args).unwrap_or_else(|| panic!("{args:?} passed"));
             assert!(got.starts_with(bad), "{args:?}: {got}");

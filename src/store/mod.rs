@@ -109,21 +109,28 @@ impl Store {
             "locks",
             "tmp",
             "meta",
-            "seals",
         ] {
             fs::create_dir_all(root.join(sub))?;
         }
+        // A store this user can only read (a read-only mount, another user's cache) is used
+        // without seals and without the in-use lock: neither can be written there.
+        let sealed = fs::create_dir_all(root.join("seals")).is_ok()
+            && fs::metadata(root.join("seals")).is_ok_and(|m| !m.permissions().readonly());
+        let lock_path = root.join("locks").join(maintain::STORE_LOCK);
         let in_use = fs::OpenOptions::new()
             .create(true)
             .truncate(false)
             .write(true)
-            .open(root.join("locks").join(maintain::STORE_LOCK))?;
-        in_use.file().lock_shared()?;
+            .open(&lock_path)
+            .or_else(|_| fs::File::open(&lock_path))
+            .ok()
+            .filter(|f| f.file().lock_shared().is_ok())
+            .map(std::sync::Arc::new);
         Ok(Store {
             root,
-            sealed: true,
+            sealed,
             repaired: Default::default(),
-            _in_use: Some(std::sync::Arc::new(in_use)),
+            _in_use: in_use,
         })
     }
 

@@ -94,8 +94,11 @@ pub(super) fn check(store: &Store, digest: &Digest) -> bool {
             true
         }
         Ok(_) => {
-            let _ = fs::remove_file(&path);
-            let _ = fs::remove_file(&seal);
+            // Only the inode that was hashed: a good copy renamed in meanwhile stays.
+            if fs::symlink_metadata(&path).is_ok_and(|n| (n.dev(), n.ino()) == (m.dev(), m.ino())) {
+                let _ = fs::remove_file(&path);
+                let _ = fs::remove_file(&seal);
+            }
             if let Ok(mut r) = store.repaired.lock() {
                 r.push(*digest);
             }
