@@ -95,7 +95,10 @@ fn outputs_never_replace_or_write_through_special_files() {
         .status()
         .unwrap()
         .success());
-    let sock = d.join("sock");
+    // In a short temporary directory: a socket path must fit in sun_path (108 bytes), and the
+    // test directory's path depends on where the checkout is.
+    let sock_dir = common::tempdir();
+    let sock = sock_dir.path().join("sock");
     let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
     let link = d.join("link.tar");
     fs::os::unix::fs::symlink(&victim, &link).unwrap();
