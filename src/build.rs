@@ -511,20 +511,7 @@ fn checked_host_content(
         inner: file,
         hasher: blake3::Hasher::new(),
     };
-    sink(layer::Content::Bytes(&mut r)).map_err(|err| match err {
-        LayerError::SizeMismatch {
-            expected, found, ..
-        } => LayerError::Changed {
-            path: src.clone(),
-            expected,
-            found,
-        },
-        LayerError::ReadContent { source, .. } => LayerError::Io {
-            path: src.clone(),
-            source,
-        },
-        other => other,
-    })?;
+    sink(layer::Content::Bytes(&mut r)).map_err(|err| layer::host_file_error(src, err))?;
     if Some(r.hasher.finalize()) != expected {
         return Err(LayerError::ContentChanged { path: src.clone() });
     }

@@ -153,6 +153,16 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// The sha256 and size of the file at `path`, read once in large pieces. The open error names
+/// the path (fs-err); a read error is the bare io error, for the caller to place.
+pub fn hash_file(path: &std::path::Path) -> io::Result<(Digest, u64)> {
+    let f = fs_err::File::open(path)?;
+    let mut r = HashingReader::new(io::BufReader::with_capacity(256 * 1024, f));
+    io::copy(&mut r, &mut io::sink())?;
+    let (_, d, n) = r.finish();
+    Ok((d, n))
+}
+
 /// A reader that hashes and counts everything read through it.
 pub struct HashingReader<R> {
     inner: R,

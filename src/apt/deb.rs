@@ -299,11 +299,7 @@ fn ar_members(f: &mut fs_err::File, package: &str) -> Result<Vec<Member>, AptErr
 
 /// The sha256 and size of a file.
 fn hash_file(path: &Path) -> Result<(Digest, u64), AptError> {
-    let f = fs_err::File::open(path).map_err(io_err(path))?;
-    let mut r = HashingReader::new(BufReader::with_capacity(256 * 1024, f));
-    io::copy(&mut r, &mut io::sink()).map_err(io_err(path))?;
-    let (_, d, n) = r.finish();
-    Ok((d, n))
+    crate::digest::hash_file(path).map_err(io_err(path))
 }
 
 /// Normalizes a data.tar path: drops `./` and `.` components; absolute paths and `..` are

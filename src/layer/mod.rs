@@ -41,7 +41,8 @@ pub use self::key::cache_key;
 pub use self::tar::TarWriter;
 pub use self::walk::scan;
 pub use self::write::{
-    write_layer, write_layer_with, Content, ContentSink, LayerOptions, LayerStats, SPLICE_MIN,
+    host_file_error, write_layer, write_layer_with, Content, ContentSink, LayerOptions, LayerStats,
+    SPLICE_MIN,
 };
 
 /// The latest epoch an image can carry: 9999-12-31T23:59:59Z. The config's `created` is an

@@ -178,20 +178,26 @@ fn host_file_content(_: usize, e: &Entry, sink: &mut ContentSink<'_>) -> Result<
         path: src.clone(),
         source,
     })?;
-    sink(Content::Bytes(&mut file)).map_err(|err| match err {
+    sink(Content::Bytes(&mut file)).map_err(|err| host_file_error(src, err))
+}
+
+/// A content sink's error for an entry streamed from the host file `src`, said in terms of
+/// that file: a size that moved is the file changing while it was read.
+pub fn host_file_error(src: &std::path::Path, err: LayerError) -> LayerError {
+    match err {
         LayerError::SizeMismatch {
             expected, found, ..
         } => LayerError::Changed {
-            path: src.clone(),
+            path: src.to_path_buf(),
             expected,
             found,
         },
         LayerError::ReadContent { source, .. } => LayerError::Io {
-            path: src.clone(),
+            path: src.to_path_buf(),
             source,
         },
         other => other,
-    })
+    }
 }
 
 /// The tar stage: entries → tar stream (hashed: the diff_id) → chunks.

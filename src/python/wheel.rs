@@ -477,10 +477,7 @@ fn check_wheel_hash(w: &WheelInput) -> Result<(), WheelError> {
         path: w.path.clone(),
         source,
     };
-    let f = fs_err::File::open(&w.path).map_err(io_err)?;
-    let mut r = HashingReader::new(BufReader::with_capacity(256 * 1024, f));
-    io::copy(&mut r, &mut io::sink()).map_err(io_err)?;
-    let (_, found, _) = r.finish();
+    let (found, _) = crate::digest::hash_file(&w.path).map_err(io_err)?;
     if found != w.sha256 {
         return Err(WheelError::WheelHash {
             wheel: w.file.filename.clone(),

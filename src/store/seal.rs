@@ -20,14 +20,14 @@
 //! `ocibuild cache verify` rehashes every blob regardless. The cost is one `stat` and one small read per blob
 //! reused (BENCHMARKS.md).
 
-use std::io::{self, Read};
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
 use fs_err as fs;
 
 use super::Store;
-use crate::digest::{Digest, Hasher};
+use crate::digest::Digest;
 
 /// The seal of a blob's inode: `v1 DEV INO SIZE MTIME.NS`.
 fn seal_of(m: &std::fs::Metadata) -> String {
@@ -61,17 +61,7 @@ pub(super) fn write(root: &Path, digest: &Digest, m: &std::fs::Metadata) {
 
 /// The sha256 of the file at `path`.
 fn hash_file(path: &Path) -> io::Result<Digest> {
-    let mut f = fs::File::open(path)?;
-    let mut h = Hasher::new();
-    let mut buf = vec![0u8; 1 << 20];
-    loop {
-        let n = f.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        h.update(&buf[..n]);
-    }
-    Ok(h.finish().0)
+    crate::digest::hash_file(path).map(|(d, _)| d)
 }
 
 /// Whether `digest`'s blob is present and intact (see the module doc). A blob that no longer

@@ -458,10 +458,7 @@ impl VendorDir {
 }
 
 fn hash_file(path: &Path) -> Result<(Digest, u64), VendorError> {
-    let mut r = HashingReader::new(io::BufReader::new(fs_err::File::open(path)?));
-    io::copy(&mut r, &mut io::sink())?;
-    let (_, d, n) = r.finish();
-    Ok((d, n))
+    Ok(crate::digest::hash_file(path)?)
 }
 
 mod inputs;
