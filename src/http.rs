@@ -14,6 +14,10 @@ use reqwest::StatusCode;
 
 use crate::progress::{Reporter, Silent};
 
+mod credentials;
+
+pub use self::credentials::{parse_netrc, split_userinfo, Credentials, Login};
+
 /// Longest wait for a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest wait for a response, and (the blocking client applies it to each read of the body,
@@ -212,6 +216,63 @@ pub fn redact(url: &str) -> String {
     }
 }
 
+/// `text` (an error body, a message) with what may be a secret replaced by `***`: each of
+/// `secrets`, the token after `Basic` or `Bearer`, and the `user:password@` of a URL in it.
+pub fn redact_text(text: &str, secrets: &[String]) -> String {
+    let mut out = text.to_string();
+    for s in secrets.iter().filter(|s| s.len() >= 3) {
+        out = out.replace(s.as_str(), "***");
+    }
+    let mut result = String::with_capacity(out.len());
+    let mut masking = false;
+    for w in out.split_inclusive(|c: char| c.is_whitespace()) {
+        let bare = w.trim_end();
+        if masking && !bare.is_empty() {
+            // The token ends at a quote, comma or bracket a JSON or header echo puts after it.
+            let end = bare
+                .find(['"', '\'', ',', ';', ']', '}', ')'])
+                .unwrap_or(bare.len());
+            result.push_str("***");
+            result.push_str(&redact_urls(&w[end..]));
+            masking = false;
+            continue;
+        }
+        masking = ends_with_word(bare, "basic") || ends_with_word(bare, "bearer");
+        result.push_str(&redact_urls(w));
+    }
+    result
+}
+
+/// Whether `s` ends with `word` (ASCII, any case) that does not continue a longer word.
+fn ends_with_word(s: &str, word: &str) -> bool {
+    let (s, w) = (s.as_bytes(), word.as_bytes());
+    s.len() >= w.len()
+        && s[s.len() - w.len()..].eq_ignore_ascii_case(w)
+        && (s.len() == w.len() || !s[s.len() - w.len() - 1].is_ascii_alphanumeric())
+}
+
+/// Every `scheme://user:password@` in `text` as `scheme://***@`.
+pub fn redact_urls(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let end = tail
+            .find(|c: char| matches!(c, '/' | '?' | '#' | '"' | '\'' | ' ') || c.is_whitespace())
+            .unwrap_or(tail.len());
+        match tail[..end].rfind('@') {
+            Some(at) => {
+                out.push_str("***");
+                rest = &tail[at..];
+            }
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
 /// Sends `build()`'s request, trying again after transport errors, 429 and 5xx (waiting
 /// [`Retry::backoff`] or the response's `Retry-After`) up to `retry.max_attempts`; each retry
 /// goes to `reporter`. The response returned may be any other status, or the last retryable
@@ -256,6 +317,27 @@ pub fn send(
 /// is missing.
 pub trait Fetcher: Send + Sync {
     fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError>;
+
+    /// `url` as a page asked for with `accept` (a package index's listing): the body with the
+    /// URL it came from after redirects (for resolving relative links) and its content type.
+    /// By default [`Fetcher::open`]'s body, from `url`, with no content type.
+    fn open_page(&self, url: &str, accept: &str) -> Result<Option<Page>, HttpError> {
+        let _ = accept;
+        Ok(self.open(url)?.map(|body| Page {
+            url: redact(url),
+            content_type: String::new(),
+            body,
+        }))
+    }
+}
+
+/// A page [`Fetcher::open_page`] opened.
+pub struct Page {
+    /// Where the body came from, after redirects, without credentials.
+    pub url: String,
+    /// The `Content-Type`, empty when unknown.
+    pub content_type: String,
+    pub body: Box<dyn Read + Send>,
 }
 
 /// Reads a whole (small) file, at most `limit` bytes.
@@ -330,9 +412,10 @@ pub fn body_of(
     Ok(Some(Box::new(MinRate::new(resp, url))))
 }
 
-/// The fetcher of archives, .debs, wheels and interpreter archives: [`client`] with
-/// [`Retry::default`], plus `file://`. Retries go to its reporter ([`Silent`] unless
-/// [`HttpFetcher::with_reporter`]).
+/// The fetcher of archives, index pages, .debs, wheels and interpreter archives: [`client`]
+/// with [`Retry::default`], plus `file://`. Requests carry the login [`Credentials`] give for
+/// their URL (none unless [`HttpFetcher::with_credentials`]). Retries go to its reporter
+/// ([`Silent`] unless [`HttpFetcher::with_reporter`]).
 pub struct HttpFetcher<'r> {
     client: reqwest::blocking::Client,
     retry: Retry,
@@ -340,6 +423,7 @@ pub struct HttpFetcher<'r> {
     /// `build --offline`: `http(s)://` URLs fail with [`HttpError::Offline`] before any
     /// connection; `file://` (local files) still reads.
     offline: bool,
+    credentials: Credentials,
 }
 
 impl HttpFetcher<'static> {
@@ -349,6 +433,7 @@ impl HttpFetcher<'static> {
             retry: Retry::default(),
             reporter: &Silent,
             offline: false,
+            credentials: Credentials::default(),
         })
     }
 
@@ -374,7 +459,59 @@ impl<'r> HttpFetcher<'r> {
             retry: self.retry,
             reporter,
             offline: self.offline,
+            credentials: self.credentials,
         }
+    }
+
+    /// The same fetcher sending `credentials`' logins.
+    pub fn with_credentials(self, credentials: Credentials) -> HttpFetcher<'r> {
+        HttpFetcher {
+            credentials,
+            ..self
+        }
+    }
+
+    /// GET `url` (any `user:password@` in it is taken out and sent as its login) with the
+    /// login for it and `accept`, retried as [`send`] does.
+    fn get(&self, url: &str, accept: &str) -> Result<reqwest::blocking::Response, HttpError> {
+        let (clean, inline) = split_userinfo(url);
+        if self.offline {
+            return Err(HttpError::Offline { url: clean });
+        }
+        let login = inline
+            .as_ref()
+            .or_else(|| self.credentials.login_for(&clean));
+        let auth = login.and_then(|l| {
+            let mut v = reqwest::header::HeaderValue::from_str(&l.basic()).ok()?;
+            v.set_sensitive(true);
+            Some(v)
+        });
+        let build = || {
+            let req = self
+                .client
+                .get(&clean)
+                .header(reqwest::header::ACCEPT, accept);
+            match &auth {
+                // reqwest drops it on a redirect to another host.
+                Some(a) => req.header(reqwest::header::AUTHORIZATION, a.clone()),
+                None => req,
+            }
+        };
+        let resp = send(&clean, build, &self.retry, self.reporter)?;
+        let status = resp.status();
+        let hint = match (status, auth.is_some()) {
+            (StatusCode::UNAUTHORIZED, false) => {
+                "the server asks for a login: put it in the recipe's URL \
+                 (https://user:password@host/…) or in netrc ($NETRC, else ~/.netrc)"
+            }
+            (StatusCode::UNAUTHORIZED, true) => "the login sent for this host was refused",
+            (StatusCode::FORBIDDEN, true) => "the login sent for this host has no access to it",
+            _ => return Ok(resp),
+        };
+        Err(HttpError::Fetch {
+            url: clean,
+            reason: format!("HTTP status {status}: {hint}"),
+        })
     }
 }
 
@@ -383,11 +520,31 @@ impl Fetcher for HttpFetcher<'_> {
         if !is_remote(url)? {
             return open_file(url);
         }
-        if self.offline {
-            return Err(HttpError::Offline { url: redact(url) });
-        }
-        let resp = send(url, || self.client.get(url), &self.retry, self.reporter)?;
+        let resp = self.get(url, "*/*")?;
         body_of(url, resp)
+    }
+
+    fn open_page(&self, url: &str, accept: &str) -> Result<Option<Page>, HttpError> {
+        if !is_remote(url)? {
+            return Ok(open_file(url)?.map(|body| Page {
+                url: url.to_string(),
+                content_type: String::new(),
+                body,
+            }));
+        }
+        let resp = self.get(url, accept)?;
+        let final_url = redact(resp.url().as_str());
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
+            .to_string();
+        Ok(body_of(url, resp)?.map(|body| Page {
+            url: final_url,
+            content_type,
+            body,
+        }))
     }
 }
 
@@ -492,6 +649,26 @@ mod tests {
         assert_eq!(r.backoff(1), Duration::from_millis(500));
         assert_eq!(r.backoff(2), Duration::from_secs(1));
         assert_eq!(r.backoff(30), Duration::from_secs(8));
+    }
+
+    #[test]
+    fn credentials_in_text_are_masked() {
+        let secrets = ["s3cret".to_string(), "ab".to_string()];
+        assert_eq!(
+            redact_text(
+                r#"{"h":"Authorization: Bearer abc.def","u":"https://u:s3cret@h/x"} basic: BASIC zz; Basically fine, ab"#,
+                &secrets
+            ),
+            r#"{"h":"Authorization: Bearer ***","u":"https://***@h/x"} basic: BASIC ***; Basically fine, ab"#
+        );
+        assert_eq!(
+            redact_urls("see http://a:b@h:1/p and ftp://x@y"),
+            "see http://***@h:1/p and ftp://***@y"
+        );
+        assert_eq!(
+            redact_urls("mail me@host, https://h/a@b"),
+            "mail me@host, https://h/a@b"
+        );
     }
 
     #[test]

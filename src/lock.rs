@@ -169,6 +169,10 @@ pub struct Lock {
     pub python_packages: Option<LockedPythonPackages>,
     #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
     pub wheels: Vec<LockedWheel>,
+    /// The file read had URLs with a login (`user:password@`, by hand or from an older
+    /// ocibuild), left out here: the file should be written again without them.
+    #[serde(skip)]
+    pub had_logins: bool,
 }
 
 impl Lock {
@@ -180,6 +184,7 @@ impl Lock {
             python: None,
             python_packages: None,
             wheels: Vec::new(),
+            had_logins: false,
         }
     }
 
@@ -205,7 +210,7 @@ impl Lock {
         }
         let parse_err = |e: toml::de::Error| LockError::Parse {
             path: path.to_path_buf(),
-            message: e.message().to_string(),
+            message: crate::http::redact_urls(e.message()),
         };
         let v: VersionOnly = toml::from_str(text).map_err(parse_err)?;
         match v.version {
@@ -223,11 +228,41 @@ impl Lock {
                 })
             }
         }
-        toml::from_str(text).map_err(parse_err)
+        let lock: Lock = toml::from_str(text).map_err(parse_err)?;
+        let clean = lock.clone().without_userinfo();
+        Ok(Lock {
+            had_logins: clean != lock,
+            ..clean
+        })
+    }
+
+    /// The lock with every URL's `user:password@` left out: a lock is never where a login
+    /// is kept, read or written (logins come from the recipe's URLs and netrc).
+    fn without_userinfo(mut self) -> Lock {
+        use crate::http::redact;
+        if let Some(a) = &mut self.apt {
+            for s in &mut a.sources {
+                s.url = redact(&s.url);
+            }
+            for d in &mut a.packages {
+                d.source_url = redact(&d.source_url);
+            }
+        }
+        if let Some(p) = &mut self.python {
+            p.url = redact(&p.url);
+        }
+        for w in &mut self.wheels {
+            w.url = redact(&w.url);
+        }
+        self
     }
 
     /// The lock's bytes: header comment, `version`, then one table per input kind, fixed key order.
     pub fn to_toml(&self) -> String {
+        self.clone().without_userinfo().render()
+    }
+
+    fn render(&self) -> String {
         let mut out = String::from(HEADER);
         let _ = writeln!(out, "version = {}", self.version);
         if let Some(b) = &self.base {
@@ -336,6 +371,7 @@ mod tests {
             python: None,
             python_packages: None,
             wheels: Vec::new(),
+            had_logins: false,
         }
     }
 

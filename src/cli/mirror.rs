@@ -52,7 +52,8 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
     let mut work: Vec<(Store, Image)> = Vec::new();
     if !args.recipe.is_empty() {
         let store = cli.store()?;
-        let fetcher = crate::session::fetcher(false)?.with_reporter(&bars);
+        // Only the base is mirrored: the fetcher (of archives and wheels) goes unused.
+        let fetcher = crate::http::HttpFetcher::new()?.with_reporter(&bars);
         let online = Online {
             client: &client,
             fetcher: &fetcher,

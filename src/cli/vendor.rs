@@ -36,10 +36,17 @@ fn vendor_recipe(
     cli: &Cli,
     dir: &mut VendorDir,
     recipe_path: &Path,
-    online: &Online<'_>,
+    client: &crate::registry::Client,
+    bars: &super::progress::Bars,
     stats: &mut Stats,
 ) -> anyhow::Result<()> {
     let recipe = recipe::load(recipe_path)?;
+    let fetcher = crate::session::fetcher(&recipe, false)?.with_reporter(bars);
+    let online = Online {
+        client,
+        fetcher: &fetcher,
+        reporter: bars,
+    };
     let lock = crate::session::load_checked_lock(&recipe, recipe_path, "vendor")?;
     let archive_url = match recipe.python.as_ref().map(|p| &p.source) {
         Some(PythonSource::Archive(a))
@@ -50,7 +57,7 @@ fn vendor_recipe(
         _ => None,
     };
     let inputs = vendor::inputs(&lock, archive_url);
-    vendor::vendor(dir, &inputs, &cli.store()?, online, stats)?;
+    vendor::vendor(dir, &inputs, &cli.store()?, &online, stats)?;
     Ok(())
 }
 
@@ -87,14 +94,8 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
     } else {
         let client = crate::session::registry_client(cli.registries.as_deref(), false)?;
         let bars = super::progress::Bars::new(cli.quiet);
-        let fetcher = crate::session::fetcher(false)?.with_reporter(&bars);
-        let online = Online {
-            client: &client,
-            fetcher: &fetcher,
-            reporter: &bars,
-        };
         for r in &args.recipes {
-            vendor_recipe(cli, &mut dir, r, &online, &mut stats)?;
+            vendor_recipe(cli, &mut dir, r, &client, &bars, &mut stats)?;
         }
     }
     stats.bytes_written += dir.save()?;

@@ -1,16 +1,12 @@
 //! A package index client: the simple repository API, PEP 691 JSON first, PEP 503 HTML as the
-//! fallback; credentials from the index URL's userinfo or netrc (`$NETRC`, else `~/.netrc`).
-//! It also implements [`Fetcher`] so wheel downloads from a private index carry the same
-//! credentials. Only used to resolve `requirements.txt` pins; a locked build never asks it.
+//! fallback, read through the session's [`Fetcher`] (whose logins, from the index URL's
+//! userinfo or netrc, also open the wheels the index links to on its host). Links are kept
+//! without userinfo. Only used to resolve `requirements.txt` pins; a locked build never asks it.
 
-use std::collections::BTreeMap;
 use std::io::Read;
-
-use base64::Engine as _;
 
 use crate::digest::Digest;
 use crate::http::{self, Fetcher, HttpError};
-use crate::progress::Silent;
 
 /// Largest index page read.
 const MAX_PAGE: u64 = 64 << 20;
@@ -40,128 +36,29 @@ pub struct IndexFile {
     pub yanked: bool,
 }
 
-/// netrc entries: host → (login, password); `default` under the key "".
-fn netrc() -> BTreeMap<String, (String, String)> {
-    let path = std::env::var_os("NETRC")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".netrc")));
-    let Some(text) = path.and_then(|p| fs_err::read_to_string(p).ok()) else {
-        return BTreeMap::new();
-    };
-    parse_netrc(&text)
+/// The index client: listings through a [`Fetcher`], which brings the logins (the index
+/// URL's userinfo, netrc), the retries and the offline rule.
+pub struct IndexClient<'f> {
+    fetcher: &'f dyn Fetcher,
 }
 
-/// Parses netrc text (`machine H login L password P`, `default …`; `macdef` skipped).
-pub fn parse_netrc(text: &str) -> BTreeMap<String, (String, String)> {
-    let mut out = BTreeMap::new();
-    let mut tokens = text.split_whitespace();
-    let mut host: Option<String> = None;
-    let (mut login, mut password) = (String::new(), String::new());
-    let mut flush = |host: &mut Option<String>, login: &mut String, password: &mut String| {
-        if let Some(h) = host.take() {
-            out.insert(h, (std::mem::take(login), std::mem::take(password)));
-        }
-    };
-    while let Some(t) = tokens.next() {
-        match t {
-            "machine" => {
-                flush(&mut host, &mut login, &mut password);
-                host = tokens.next().map(str::to_string);
-            }
-            "default" => {
-                flush(&mut host, &mut login, &mut password);
-                host = Some(String::new());
-            }
-            "login" => login = tokens.next().unwrap_or_default().to_string(),
-            "password" => password = tokens.next().unwrap_or_default().to_string(),
-            _ => {}
-        }
-    }
-    flush(&mut host, &mut login, &mut password);
-    out
-}
-
-/// Splits `https://user:pass@host/path` into the URL without userinfo and the credentials.
-fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return (url.to_string(), None);
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(i) => rest.split_at(i),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((userinfo, host)) => {
-            let (u, p) = userinfo.split_once(':').unwrap_or((userinfo, ""));
-            (
-                format!("{scheme}://{host}{path}"),
-                Some((u.to_string(), p.to_string())),
-            )
-        }
-        None => (url.to_string(), None),
-    }
-}
-
-fn host_of(url: &str) -> &str {
-    let rest = url.split_once("://").map(|(_, r)| r).unwrap_or(url);
-    let authority = rest.split('/').next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    host.split(':').next().unwrap_or(host)
-}
-
-/// The index client.
-pub struct IndexClient {
-    client: reqwest::blocking::Client,
-    /// host → credentials (netrc, plus the index URL's userinfo, which wins).
-    creds: BTreeMap<String, (String, String)>,
-}
-
-impl IndexClient {
-    pub fn new(index_urls: &[&str]) -> Result<IndexClient, IndexError> {
-        let client = http::client().map_err(|e| IndexError::Http {
-            url: String::new(),
-            reason: e.to_string(),
-        })?;
-        let mut creds = netrc();
-        for u in index_urls {
-            if let (_, Some(c)) = split_userinfo(u) {
-                creds.insert(host_of(u).to_string(), c);
-            }
-        }
-        Ok(IndexClient { client, creds })
+impl<'f> IndexClient<'f> {
+    pub fn new(fetcher: &'f dyn Fetcher) -> IndexClient<'f> {
+        IndexClient { fetcher }
     }
 
-    /// GET through the HTTP layer (retries included), with the host's credentials.
-    fn get(&self, url: &str, accept: &str) -> Result<reqwest::blocking::Response, HttpError> {
-        let (clean, inline) = split_userinfo(url);
-        let host = host_of(&clean);
-        let auth = inline
-            .or_else(|| self.creds.get(host).cloned())
-            .or_else(|| self.creds.get("").cloned())
-            .map(|(u, p)| {
-                let token = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
-                format!("Basic {token}")
-            });
-        let build = || {
-            let req = self.client.get(&clean).header("Accept", accept);
-            match &auth {
-                Some(a) => req.header("Authorization", a),
-                None => req,
-            }
-        };
-        http::send(&clean, build, &http::Retry::default(), &Silent)
-    }
-
-    /// The files of `project` (a normalized name) on the index at `index` (the simple API root).
+    /// The files of `project` (a normalized name) on the index at `index` (the simple API
+    /// root, without userinfo).
     pub fn files(&self, index: &str, project: &str) -> Result<Vec<IndexFile>, IndexError> {
         let page = format!("{}/{project}/", index.trim_end_matches('/'));
-        let shown = split_userinfo(&page).0;
+        let shown = http::redact(&page);
         let http = |reason: String| IndexError::Http {
             url: shown.clone(),
             reason,
         };
-        let resp = self
-            .get(
+        let opened = self
+            .fetcher
+            .open_page(
                 &page,
                 "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.1",
             )
@@ -169,46 +66,27 @@ impl IndexClient {
                 HttpError::Fetch { reason, .. } => http(reason),
                 e => http(e.to_string()),
             })?;
-        let status = resp.status();
-        if status == reqwest::StatusCode::NOT_FOUND {
+        let Some(found) = opened else {
             return Err(IndexError::NotFound {
-                url: split_userinfo(index).0,
+                url: http::redact(index),
                 project: project.to_string(),
             });
-        }
-        if !status.is_success() {
-            return Err(http(format!("HTTP status {status}")));
-        }
-        let final_url = resp.url().to_string();
-        let ctype = resp
-            .headers()
-            .get("content-type")
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
-            .to_string();
+        };
         let mut body = String::new();
-        resp.take(MAX_PAGE)
+        found
+            .body
+            .take(MAX_PAGE)
             .read_to_string(&mut body)
             .map_err(|e| http(e.to_string()))?;
-        if ctype.contains("json") {
-            parse_json(&body, &final_url).map_err(|reason| IndexError::Parse {
+        if found.content_type.contains("json") {
+            parse_json(&body, &found.url).map_err(|reason| IndexError::Parse {
                 url: shown.clone(),
                 what: "JSON (PEP 691)",
                 reason,
             })
         } else {
-            Ok(parse_html(&body, &final_url))
+            Ok(parse_html(&body, &found.url))
         }
-    }
-}
-
-impl Fetcher for IndexClient {
-    fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
-        if !http::is_remote(url)? {
-            return http::open_file(url);
-        }
-        let resp = self.get(url, "*/*")?;
-        http::body_of(url, resp)
     }
 }
 
@@ -258,7 +136,7 @@ fn parse_json(body: &str, page: &str) -> Result<Vec<IndexFile>, String> {
             .and_then(|h| format!("sha256:{h}").parse().ok());
         out.push(IndexFile {
             filename: filename.to_string(),
-            url: absolute(page, url),
+            url: http::redact(&absolute(page, url)),
             sha256,
             size: f["size"].as_u64(),
             yanked: !matches!(
@@ -296,7 +174,7 @@ fn parse_html(body: &str, page: &str) -> Vec<IndexFile> {
             .and_then(|h| format!("sha256:{h}").parse().ok());
         out.push(IndexFile {
             filename: unescape(text),
-            url: absolute(page, url),
+            url: http::redact(&absolute(page, url)),
             sha256,
             size: None,
             yanked: tag.to_ascii_lowercase().contains("data-yanked"),
@@ -331,19 +209,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn netrc_userinfo_and_urls() {
-        let n =
-            parse_netrc("machine pkgs.example login u password p\ndefault login d password q\n");
-        assert_eq!(n["pkgs.example"], ("u".into(), "p".into()));
-        assert_eq!(n[""], ("d".into(), "q".into()));
-        assert_eq!(
-            split_userinfo("https://a:b@h.example:8080/simple"),
-            (
-                "https://h.example:8080/simple".into(),
-                Some(("a".into(), "b".into()))
-            )
-        );
-        assert_eq!(host_of("https://a:b@h.example:8080/simple"), "h.example");
+    fn relative_links() {
         assert_eq!(
             absolute("https://h/simple/x/", "../../files/x.whl"),
             "https://h/files/x.whl"

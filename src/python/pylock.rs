@@ -69,6 +69,8 @@ struct RawPackage {
     #[serde(default)]
     version: Option<String>,
     #[serde(default)]
+    index: Option<String>,
+    #[serde(default)]
     marker: Option<String>,
     #[serde(default)]
     requires_python: Option<String>,
@@ -279,7 +281,7 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
                 .map_err(|_| werr(format!("invalid sha256 `{hex}`")))?;
             wheels.push(LockedWheel {
                 file,
-                url: w.url.clone(),
+                url: w.url.as_deref().map(crate::http::redact),
                 path: w.path.clone(),
                 size: w.size,
                 sha256,
@@ -293,6 +295,22 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
         });
     }
     Ok(out)
+}
+
+/// The logins in a lock's URLs (its packages' `index` and wheel `url`s, where PEP 751 lets a
+/// URL carry `user:password@`), which [`parse`] leaves out of the URLs it returns. None when
+/// the text is not a lock ([`parse`] says why).
+pub fn credentials(text: &str) -> crate::http::Credentials {
+    let mut c = crate::http::Credentials::default();
+    if let Ok(raw) = toml::from_str::<RawLock>(text) {
+        for p in &raw.packages {
+            let urls = p.wheels.iter().filter_map(|w| w.url.as_deref());
+            for u in p.index.as_deref().into_iter().chain(urls) {
+                c.take(u);
+            }
+        }
+    }
+    c
 }
 
 #[cfg(test)]

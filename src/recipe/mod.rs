@@ -47,6 +47,9 @@ pub struct Recipe {
     pub apt: Option<Apt>,
     /// `[python]`: where the image's interpreter comes from.
     pub python: Option<Python>,
+    /// The logins taken out of the recipe's URLs (`https://user:password@host/…`): every URL
+    /// above is without them.
+    pub credentials: crate::http::Credentials,
 }
 
 /// `[apt]`: Debian/Ubuntu archives and the packages to install from them.
@@ -345,7 +348,7 @@ pub fn parse(text: &str, path: &Path, dir: &Path) -> Result<Recipe, RecipeError>
             path: path.to_path_buf(),
             line,
             col,
-            message: one_line(e.message()),
+            message: one_line(&crate::http::redact_urls(e.message())),
         }
     })?;
     check_shape(&ctx, root.get_ref())?;
@@ -374,7 +377,7 @@ impl Ctx<'_> {
             path: self.path.to_path_buf(),
             line,
             col,
-            message: escape_controls(&message.into()),
+            message: escape_controls(&crate::http::redact_urls(&message.into())),
         }
     }
 

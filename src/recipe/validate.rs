@@ -46,7 +46,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
     for (i, t) in raw.test.into_iter().enumerate() {
         tests.push(test(ctx, t, i, &mut seen)?);
     }
-    Ok(Recipe {
+    let mut recipe = Recipe {
         path: ctx.path.to_path_buf(),
         dir: dir.to_path_buf(),
         image,
@@ -57,7 +57,30 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         podman,
         apt,
         python,
-    })
+        credentials: crate::http::Credentials::default(),
+    };
+    take_credentials(&mut recipe);
+    Ok(recipe)
+}
+
+/// Takes every URL's `user:password@` out of the recipe into [`Recipe::credentials`]: what
+/// the lock, the reports and the messages get from the recipe has none.
+fn take_credentials(r: &mut Recipe) {
+    let c = &mut r.credentials;
+    if let Some(apt) = &mut r.apt {
+        for s in &mut apt.sources {
+            s.url = c.take(&s.url);
+        }
+    }
+    if let Some(py) = &mut r.python {
+        if let super::PythonSource::Archive(a) = &mut py.source {
+            a.url = c.take(&a.url);
+            a.written = c.take(&a.written);
+        }
+        if let Some(super::PythonPackages::Requirements { index, .. }) = &mut py.packages {
+            *index = c.take(index);
+        }
+    }
 }
 
 fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {

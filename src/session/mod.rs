@@ -77,14 +77,30 @@ pub fn registry_client(registries: Option<&Path>, offline: bool) -> Result<Clien
     Ok(Client::new(config))
 }
 
-/// The fetcher of `[apt]` archives, wheels and interpreter archives: https (system CA store),
-/// http, file; offline, file only.
-pub fn fetcher(offline: bool) -> Result<HttpFetcher<'static>, SessionError> {
-    Ok(if offline {
+/// The fetcher of `[apt]` archives, index pages, wheels and interpreter archives for
+/// `recipe`: https (system CA store), http, file, with the logins of [`credentials`];
+/// offline, file only.
+pub fn fetcher(recipe: &Recipe, offline: bool) -> Result<HttpFetcher<'static>, SessionError> {
+    let f = if offline {
         HttpFetcher::offline()?
     } else {
         HttpFetcher::new()?
-    })
+    };
+    Ok(f.with_credentials(credentials(recipe)))
+}
+
+/// The logins `recipe`'s fetches may use: its URLs' `user:password@`, then those of its
+/// pylock.toml's URLs, then netrc (`$NETRC`, else `~/.netrc`). None of them is ever written.
+pub fn credentials(recipe: &Recipe) -> crate::http::Credentials {
+    let mut c = recipe.credentials.clone();
+    if let Some(recipe::PythonPackages::Pylock { path, .. }) =
+        recipe.python.as_ref().and_then(|p| p.packages.as_ref())
+    {
+        if let Ok(text) = fs_err::read_to_string(path) {
+            c.extend(&crate::python::pylock::credentials(&text));
+        }
+    }
+    c.with_netrc()
 }
 
 /// A command's inputs and policy.
@@ -128,9 +144,18 @@ impl<'a> Session<'a> {
         registry_client(self.registries.as_deref(), self.offline)
     }
 
-    /// The fetcher of this session ([`fetcher`]).
-    pub fn fetcher(&self) -> Result<HttpFetcher<'a>, SessionError> {
-        Ok(fetcher(self.offline)?.with_reporter(self.reporter))
+    /// The fetcher of this session for `recipe` ([`fetcher`]).
+    pub fn fetcher(&self, recipe: &Recipe) -> Result<HttpFetcher<'a>, SessionError> {
+        Ok(fetcher(recipe, self.offline)?.with_reporter(self.reporter))
+    }
+
+    fn note_logins_removed(&self, lock: &Lock, path: &Path) {
+        if lock.had_logins {
+            self.reporter.message(&format!(
+                "{}: URLs with a login (user:password@) written again without it",
+                path.display()
+            ));
+        }
     }
 
     /// The epoch of the recipe's layers: `SOURCE_DATE_EPOCH`, else the recipe's, else 0.
@@ -211,8 +236,9 @@ impl<'a> Session<'a> {
             !self.shallow_base(recipe),
             self.reporter,
         )?;
-        if change != LockChange::Unchanged && self.writes_lock() {
+        if (change != LockChange::Unchanged || lock.had_logins) && self.writes_lock() {
             lock.save(&lock_path)?;
+            self.note_logins_removed(&lock, &lock_path);
             let path = lock_path.display();
             match &change {
                 LockChange::Pinned { digest } => self.reporter.message(&format!(
@@ -255,13 +281,14 @@ impl<'a> Session<'a> {
             recipe,
             base,
             &mut lock,
-            &self.fetcher()?,
+            &self.fetcher(recipe)?,
             self.store,
             &opts,
             self.reporter,
         )?;
-        if sys.lock_changed && self.writes_lock() {
+        if (sys.lock_changed || lock.had_logins) && self.writes_lock() {
             lock.save(&lock_path)?;
+            self.note_logins_removed(&lock, &lock_path);
         }
         if let (Some(n), true) = (sys.apt_resolved, build_layers) {
             self.reporter.message(&format!(

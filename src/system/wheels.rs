@@ -93,7 +93,9 @@ pub fn resolve_locked(
     })?;
     let mut wheels = match pkgs {
         PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp)?,
-        PythonPackages::Requirements { index, .. } => from_requirements(&text, index, interp)?,
+        PythonPackages::Requirements { index, .. } => {
+            from_requirements(&text, index, interp, fetcher)?
+        }
     };
     // Sizes a lock did not state come from the (verified) download.
     for w in wheels.iter_mut().filter(|w| w.size == 0) {
@@ -144,14 +146,13 @@ fn from_requirements(
     text: &str,
     index: &str,
     interp: &Interpreter,
+    fetcher: &dyn Fetcher,
 ) -> Result<Vec<LockedWheel>, SystemError> {
     let reqs = requirements::parse(text).map_err(|e| SystemError::Python {
         problem: format!("requirements: {e}"),
     })?;
     let env = MarkerEnv::for_interpreter(interp);
-    let client = IndexClient::new(&[index]).map_err(|e| SystemError::Python {
-        problem: e.to_string(),
-    })?;
+    let client = IndexClient::new(fetcher);
     let applicable: Vec<_> = reqs.into_iter().filter(|r| r.applies(&env)).collect();
     let pages = parallel_map(&applicable, DOWNLOADS, |r| {
         client.files(index, &r.normalized_name())

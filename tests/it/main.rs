@@ -28,6 +28,7 @@ mod registry_fake;
 mod registry_real;
 mod run_stage;
 mod sbom;
+mod secrets;
 mod seed;
 mod test_stage_cli;
 mod thread_independence;

@@ -19,10 +19,10 @@ use wheelfix::{big_text, make_wheel};
 
 fn no_tweak(_: &mut Vec<String>) {}
 
-struct Wheels {
-    dir: PathBuf,
+pub(crate) struct Wheels {
+    pub(crate) dir: PathBuf,
     /// filename → (sha256 hex, size)
-    files: Vec<(String, String, u64)>,
+    pub(crate) files: Vec<(String, String, u64)>,
 }
 
 fn info(w: &WheelInput) -> (String, String, u64) {
@@ -34,7 +34,7 @@ fn info(w: &WheelInput) -> (String, String, u64) {
 }
 
 /// click (pure, a console script) and fastlib in four builds: only the manylinux_2_28 one fits.
-fn wheels(dir: &Path) -> Wheels {
+pub(crate) fn wheels(dir: &Path) -> Wheels {
     let wd = dir.join("wheels");
     fs::create_dir_all(&wd).unwrap();
     let mut files = vec![info(&make_wheel(

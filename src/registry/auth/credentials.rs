@@ -34,6 +34,20 @@ impl Credential {
             Credential::IdentityToken(_) => None,
         }
     }
+
+    /// What a message must never show: the password or token, and the Basic header's token.
+    pub fn secrets(&self) -> Vec<String> {
+        match self {
+            Credential::Basic { password, .. } => {
+                let mut out = vec![password.expose().to_string()];
+                if let Some(h) = self.basic_header() {
+                    out.push(h.expose().trim_start_matches("Basic ").to_string());
+                }
+                out
+            }
+            Credential::IdentityToken(t) => vec![t.expose().to_string()],
+        }
+    }
 }
 
 /// Credentials and where they were found (a file or a helper), for messages.

@@ -343,7 +343,10 @@ pub fn fetch_token(
         return Err(AuthError::TokenStatus {
             realm: realm.to_string(),
             status: status.as_u16(),
-            detail: crate::registry::client::error_detail(&body),
+            detail: crate::registry::client::error_detail(
+                &body,
+                &credential.map(Credential::secrets).unwrap_or_default(),
+            ),
         });
     }
     let answer: TokenAnswer = serde_json::from_slice(&body)
@@ -373,6 +376,11 @@ pub struct TokenCache {
 }
 
 impl TokenCache {
+    /// Every token held (what a message must never show).
+    pub fn secrets(&self) -> impl Iterator<Item = &str> {
+        self.tokens.iter().map(|t| t.value.expose())
+    }
+
     /// An unexpired token covering `wanted`.
     pub fn get(&self, wanted: &Scopes, now: Instant) -> Option<&Token> {
         self.tokens

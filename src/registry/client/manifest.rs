@@ -6,7 +6,7 @@ use std::io::Read;
 use reqwest::{Method, StatusCode};
 
 use super::RegistryError;
-use super::{header_str, read_error_detail, Client, Endpoint, Reporter, Request, Silent};
+use super::{header_str, Client, Endpoint, Reporter, Request, Silent};
 use crate::digest::Digest;
 use crate::image::{Descriptor, Platform, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
 use crate::registry::auth::Scopes;
@@ -77,7 +77,7 @@ impl Client {
                 repository: ep.repository.clone(),
                 reference: mref,
                 status: status.as_u16(),
-                detail: read_error_detail(resp),
+                detail: self.read_error_detail(ep, resp),
             });
         }
         if !status.is_success() {

@@ -445,7 +445,7 @@ impl Client {
             repository: ep.repository.clone(),
             action: action.to_string(),
             status,
-            detail: read_error_detail(resp),
+            detail: self.read_error_detail(ep, resp),
             hint: self.login_hint(ep, cred.as_ref()),
         }
     }
@@ -461,7 +461,7 @@ impl Client {
             repository: ep.repository.clone(),
             action: action.to_string(),
             status,
-            detail: read_error_detail(resp),
+            detail: self.read_error_detail(ep, resp),
             hint,
         }
     }
@@ -532,8 +532,13 @@ fn parse_range_end(v: &str) -> Option<u64> {
 }
 
 /// A registry error body (`{"errors":[{"code":…,"message":…}]}`) as `: CODE: message`, or
-/// the start of a plain body; empty when there is nothing useful.
-pub(crate) fn error_detail(body: &[u8]) -> String {
+/// the start of a plain body; empty when there is nothing useful. Each of `secrets`, and
+/// whatever looks like a credential ([`crate::http::redact_text`]), shows as `***`.
+pub(crate) fn error_detail(body: &[u8], secrets: &[String]) -> String {
+    crate::http::redact_text(&body_detail(body), secrets)
+}
+
+fn body_detail(body: &[u8]) -> String {
     #[derive(serde::Deserialize)]
     struct Errors {
         #[serde(default)]
@@ -577,10 +582,25 @@ pub(crate) fn error_detail(body: &[u8]) -> String {
     }
 }
 
-fn read_error_detail(resp: Response) -> String {
-    let mut body = Vec::new();
-    let _ = resp.take(MAX_ERROR_BODY).read_to_end(&mut body);
-    error_detail(&body)
+impl Client {
+    /// `resp`'s error body as [`error_detail`] gives it, without the credentials and tokens
+    /// this client holds for `ep`'s registry.
+    fn read_error_detail(&self, ep: &Endpoint, resp: Response) -> String {
+        let mut body = Vec::new();
+        let _ = resp.take(MAX_ERROR_BODY).read_to_end(&mut body);
+        let secrets: Vec<String> = {
+            let map = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+            map.get(&ep.registry)
+                .map(|s| {
+                    let cred = s.credential.iter().flatten();
+                    cred.flat_map(|f| f.credential.secrets())
+                        .chain(s.tokens.secrets().map(str::to_string))
+                        .collect()
+                })
+                .unwrap_or_default()
+        };
+        error_detail(&body, &secrets)
+    }
 }
 
 #[cfg(test)]
@@ -601,19 +621,25 @@ mod tests {
         assert_eq!(parse_range_end("0-99"), Some(99));
         assert_eq!(parse_range_end("bytes=0-4"), Some(4));
         assert_eq!(parse_range_end("junk"), None);
+        let detail = |b: &[u8]| error_detail(b, &[]);
         assert_eq!(
-            error_detail(
-                br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#
-            ),
+            detail(br#"{"errors":[{"code":"MANIFEST_UNKNOWN","message":"manifest unknown"}]}"#),
             ": MANIFEST_UNKNOWN: manifest unknown"
         );
         assert_eq!(
-            error_detail(br#"{"details":"incorrect username or password"}"#),
+            detail(br#"{"details":"incorrect username or password"}"#),
             ": incorrect username or password"
         );
-        assert_eq!(error_detail(b"<html>nope</html>"), "");
-        assert_eq!(error_detail(b"plain words"), ": plain words");
-        assert_eq!(error_detail(b""), "");
+        assert_eq!(detail(b"<html>nope</html>"), "");
+        assert_eq!(detail(b"plain words"), ": plain words");
+        assert_eq!(detail(b""), "");
+        // A body that echoes the request's credentials shows none of them.
+        let echo = br#"{"errors":[{"code":"UNAUTHORIZED","message":"bad header Authorization: Basic dXNlcjpodW50ZXIy, password hunter2, token eyJhbGciOi"}]}"#;
+        let d = error_detail(echo, &["hunter2".into(), "eyJhbGciOi".into()]);
+        assert_eq!(
+            d,
+            ": UNAUTHORIZED: bad header Authorization: Basic ***, password ***, token ***"
+        );
     }
 
     #[test]

@@ -8,8 +8,7 @@ use reqwest::blocking::Response;
 use reqwest::{Method, StatusCode};
 
 use super::{
-    header_str, parse_content_range_start, read_error_detail, Client, Endpoint, RegistryError,
-    Reporter, Request,
+    header_str, parse_content_range_start, Client, Endpoint, RegistryError, Reporter, Request,
 };
 use crate::digest::Digest;
 use crate::image::Descriptor;
@@ -139,7 +138,7 @@ impl Client {
                         registry: ep.registry.clone(),
                         repository: ep.repository.clone(),
                         digest: *digest,
-                        detail: read_error_detail(resp),
+                        detail: self.read_error_detail(ep, resp),
                     })
                 }
                 _ => return Err(self.status_error(ep, &action, resp)),
