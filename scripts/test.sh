@@ -24,7 +24,7 @@ PACKAGES=(
     skopeo          # skopeo inspect / copy
     umoci           # umoci unpack / repack (0.4.7: gzip layers only)
     oci-image-tool  # oci-image-tool validate
-    busybox-static  # a static /bin/busybox to put in hand-made test images
+    busybox-static  # a static /bin/busybox for hand-made test images; its httpd (Basic auth)
     docker-registry # CNCF Distribution 2.8: a local registry on 127.0.0.1
     pigz            # parallel gzip, compared against our compressor
     zstd            # zstd command line tool

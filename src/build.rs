@@ -81,6 +81,9 @@ pub struct Built {
     /// The wheels' shared paths and the shared libraries the base already has (set by the
     /// same caller; empty without wheels).
     pub wheels: crate::system::wheelset::WheelReport,
+    /// What the `rootfs` layer holds and which maintainer scripts were not run (set by the
+    /// same caller; `None` without that step).
+    pub rootfs: Option<crate::rootfs::Report>,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -240,6 +243,7 @@ pub fn build(
         },
         cached,
         interpreter: None,
+        rootfs: None,
         wheels: Default::default(),
     })
 }

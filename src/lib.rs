@@ -15,6 +15,8 @@
 //! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
 //!   layer (driven by [`system`] for the recipe's `[apt]`).
 //! - [`python`]: the target Python interpreter and wheels.
+//! - [`rootfs`]: what maintainer scripts and a Debian base would have made (the baseline
+//!   directories, accounts, alternatives), planned without running anything.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
@@ -47,6 +49,7 @@ pub mod push;
 pub mod python;
 pub mod recipe;
 pub mod registry;
+pub mod rootfs;
 pub mod run;
 pub mod session;
 pub mod store;

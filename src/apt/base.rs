@@ -14,6 +14,8 @@ const MAX_STATUS: u64 = 256 << 20;
 
 const STATUS: &str = "var/lib/dpkg/status";
 const STATUS_D: &str = "var/lib/dpkg/status.d/";
+/// The account files read from the base.
+pub const ACCOUNT_FILES: [&str; 3] = ["etc/passwd", "etc/group", "etc/shadow"];
 
 /// The base image as far as apt/ is concerned.
 #[derive(Clone, Debug, Default)]
@@ -25,6 +27,8 @@ pub struct Base {
     pub pythons: BTreeMap<String, Option<String>>,
     /// glibc's version from a pre-2.34 `libc-2.NN.so` file name, when the base has one.
     pub libc_file_version: Option<(u32, u32)>,
+    /// The account files it has (`etc/passwd`, `etc/group`, `etc/shadow`) → their text.
+    pub accounts: BTreeMap<String, String>,
     /// Shared libraries by soname ([`soname`] of the file name) → (path, bytes): the regular
     /// file, or the first symlink of that soname when no regular file has it.
     pub libraries: BTreeMap<String, (String, u64)>,
@@ -174,7 +178,8 @@ pub fn scan_base<'a>(
                 continue;
             }
             let wanted = path == STATUS
-                || (path.starts_with(STATUS_D) && !path[STATUS_D.len()..].contains('/'));
+                || (path.starts_with(STATUS_D) && !path[STATUS_D.len()..].contains('/'))
+                || ACCOUNT_FILES.contains(&path.as_str());
             if !wanted {
                 continue;
             }
@@ -190,6 +195,10 @@ pub fn scan_base<'a>(
             files.insert(path, s);
         }
     }
+    let accounts: BTreeMap<String, String> = ACCOUNT_FILES
+        .iter()
+        .filter_map(|p| files.remove(*p).map(|t| (p.to_string(), t)))
+        .collect();
     let mut installed = Installed::new();
     for (path, text) in &files {
         if path.ends_with(".md5sums") {
@@ -222,6 +231,7 @@ pub fn scan_base<'a>(
         usr_merge,
         pythons,
         libc_file_version,
+        accounts,
         libraries,
     })
 }

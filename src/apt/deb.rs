@@ -239,7 +239,7 @@ pub fn build_layer(
     })
 }
 
-fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
+pub(super) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
     move |source| AptError::Io {
         path: path.to_path_buf(),
         source,
@@ -247,14 +247,14 @@ fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
 }
 
 /// One member of an ar archive: name, data offset, size.
-struct Member {
-    name: String,
-    offset: u64,
-    size: u64,
+pub(super) struct Member {
+    pub(super) name: String,
+    pub(super) offset: u64,
+    pub(super) size: u64,
 }
 
 /// Lists the members of an ar archive (`!<arch>\n`, then 60-byte headers, data padded to even).
-fn ar_members(f: &mut fs_err::File, package: &str) -> Result<Vec<Member>, AptError> {
+pub(super) fn ar_members(f: &mut fs_err::File, package: &str) -> Result<Vec<Member>, AptError> {
     let bad = |reason: String| AptError::Deb {
         package: package.to_string(),
         reason,

@@ -8,6 +8,7 @@
 //! - [`spill`]: a loaded source ([`SourceIndex`]): its packages on disk, read back by name.
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
+//! - [`scripts`]: the maintainer scripts a .deb has, and its postinst's alternatives.
 //! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
 //!   under the determinism contract, with merged-/usr rewriting and `status.d` records.
 //!
@@ -19,6 +20,7 @@ pub mod deb;
 pub mod index;
 pub mod release;
 pub mod resolve;
+pub mod scripts;
 pub mod spill;
 pub mod version;
 

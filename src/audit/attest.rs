@@ -118,14 +118,15 @@ impl Subject {
     }
 
     /// How many of the layers, from the bottom, are the base image's: those below the system
-    /// layers (`apt`, `python`, `wheels`) that sit below the recipe's `recipe_layers` own.
+    /// layers (`apt`, `rootfs`, `python`, `wheels`) that sit below the recipe's `recipe_layers` own.
     pub fn base_layer_count(&self, recipe_layers: usize) -> usize {
         let layers = &self.manifest.layers;
         let mut n = layers.len().saturating_sub(recipe_layers);
         while n > 0 {
             match layers[n - 1].annotations.get(annotations::LAYER_NAME) {
                 Some(name)
-                    if [APT_LAYER, PYTHON_LAYER].contains(&name.as_str())
+                    if [APT_LAYER, PYTHON_LAYER, crate::rootfs::LAYER_NAME]
+                        .contains(&name.as_str())
                         || crate::python::plan::is_wheel_layer(name) =>
                 {
                     n -= 1

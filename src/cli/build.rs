@@ -238,6 +238,8 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 "size": d.size,
             })).collect::<Vec<_>>(),
             "referrersPush": attached,
+            // What maintainer scripts would have done and was emulated (null: no such step).
+            "rootfs": built.rootfs,
             "wheels": {
                 "sharedFiles": built.wheels.shared.iter().map(|(p, ws)| json!({
                     "path": p, "wheels": ws,
@@ -276,6 +278,9 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 i.executable,
                 i.scheme.purelib
             );
+        }
+        if let Some(r) = &built.rootfs {
+            report_rootfs(r);
         }
         if !cli.quiet {
             report_wheels(&built.wheels);
@@ -317,6 +322,40 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
 
 /// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the
 /// shared libraries that the base and a wheel both ship.
+fn report_rootfs(r: &crate::rootfs::Report) {
+    let mut parts = Vec::new();
+    if r.baseline {
+        parts.push("the Debian baseline directories".to_string());
+    }
+    if let Some(a) = &r.accounts {
+        parts.push(format!(
+            "{} users, {} groups",
+            a.users.len(),
+            a.groups.len()
+        ));
+    }
+    if !r.alternatives.is_empty() {
+        let names: Vec<String> = r
+            .alternatives
+            .iter()
+            .map(|a| format!("{} -> {}", a.link, a.path))
+            .collect();
+        parts.push(format!("alternatives {}", names.join(", ")));
+    }
+    if !parts.is_empty() {
+        println!("rootfs: {}", parts.join("; "));
+    }
+    if !r.scripts_not_run.is_empty() {
+        println!(
+            "maintainer scripts not run: {} packages have them (build --json lists them and what was done instead)",
+            r.scripts_not_run.len()
+        );
+    }
+    if r.ld_so_cache.needed {
+        println!("warning: /etc/ld.so.cache {}", r.ld_so_cache.reason);
+    }
+}
+
 fn report_wheels(r: &crate::system::wheelset::WheelReport) {
     if !r.shared.is_empty() {
         let wheels: std::collections::BTreeSet<&String> = r.shared.values().flatten().collect();

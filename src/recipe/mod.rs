@@ -6,6 +6,7 @@
 //! - [`validate`]: the checks, turning raw types into [`Recipe`].
 //! - [`grammar`]: pure checks of single values (names, tags, paths, ports, patterns).
 
+mod accounts;
 mod grammar;
 mod packages;
 mod raw;
@@ -21,6 +22,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use self::packages::debian_arch;
 pub use crate::image::Platform;
 
 use crate::layer::{Compression, CopySpec};
@@ -47,9 +49,47 @@ pub struct Recipe {
     pub apt: Option<Apt>,
     /// `[python]`: where the image's interpreter comes from.
     pub python: Option<Python>,
+    /// `[accounts]`: groups and users the image gets (on top of the base's, or of root and
+    /// nobody).
+    pub accounts: Accounts,
     /// The logins taken out of the recipe's URLs (`https://user:password@host/…`): every URL
     /// above is without them.
     pub credentials: crate::http::Credentials,
+}
+
+impl Recipe {
+    /// Whether the image gets the `rootfs` layer step: a system (`[apt]`, `[python]`),
+    /// declared accounts, or a named `[config] user` on `scratch` (which must then name an
+    /// account).
+    pub fn has_rootfs_step(&self) -> bool {
+        let named_user = self
+            .config
+            .user
+            .as_deref()
+            .is_some_and(|u| !u.split(':').all(|p| p.bytes().all(|b| b.is_ascii_digit())));
+        self.apt.is_some()
+            || self.python.is_some()
+            || !self.accounts.is_empty()
+            || (named_user && matches!(self.base, Base::Scratch))
+    }
+
+    /// The names of the layers ocibuild may add to this recipe's image (besides wheel layers,
+    /// whose names are `wheel-…` and `wheels-…`).
+    pub fn system_layer_names(&self) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        if self.apt.is_some() {
+            out.push("apt");
+        }
+        if self.has_rootfs_step() {
+            out.push("rootfs");
+        }
+        if let Some(p) = &self.python {
+            if matches!(p.source, PythonSource::Archive(_)) {
+                out.push("python");
+            }
+        }
+        out
+    }
 }
 
 /// `[apt]`: Debian/Ubuntu archives and the packages to install from them.
@@ -75,6 +115,41 @@ pub struct AptSource {
     /// The OpenPGP key file (armored or binary), resolved against the recipe's directory.
     pub signed_by: Option<PathBuf>,
     pub allow_unsigned: bool,
+}
+
+/// `[accounts]`: `[[accounts.group]]` and `[[accounts.user]]`, in recipe order.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Accounts {
+    pub groups: Vec<Group>,
+    /// Each user's group is in `groups` (declared, or implied: the user's name with gid = uid).
+    pub users: Vec<User>,
+}
+
+impl Accounts {
+    pub fn is_empty(&self) -> bool {
+        self.groups.is_empty() && self.users.is_empty()
+    }
+}
+
+/// One `[[accounts.group]]` (or the group a user implies).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Group {
+    pub name: String,
+    pub gid: u32,
+    /// `recipe.toml:LINE:COL`, for messages found at build time.
+    pub at: String,
+}
+
+/// One `[[accounts.user]]`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct User {
+    pub name: String,
+    pub uid: u32,
+    pub gid: u32,
+    /// Absolute and normalized; created with the user as owner, mode 0700.
+    pub home: String,
+    pub shell: String,
+    pub at: String,
 }
 
 /// `[python]`.
@@ -213,6 +288,8 @@ pub struct Config {
     pub cmd: Option<Vec<String>>,
     pub workdir: Option<String>,
     pub user: Option<String>,
+    /// Where `user` is written (`recipe.toml:LINE:COL`), for the build's account check.
+    pub user_at: Option<String>,
     pub labels: BTreeMap<String, String>,
     /// Normalized `"80/tcp"`, sorted (as strings), deduplicated.
     pub exposed_ports: Vec<String>,
@@ -386,6 +463,12 @@ impl Ctx<'_> {
         self.err_at(Some(span), message)
     }
 
+    /// `recipe.toml:LINE:COL` of a span, for messages given later (at build time).
+    fn at(&self, span: Range<usize>) -> String {
+        let (line, col) = self.start_of(Some(span));
+        format!("{}:{line}:{col}", self.path.display())
+    }
+
     /// 1-based line of a byte offset (for "first defined at line N").
     fn line_of(&self, offset: usize) -> usize {
         line_col(self.text, offset).0
@@ -461,7 +544,7 @@ fn check_shape(ctx: &Ctx<'_>, root: &toml::de::DeTable<'_>) -> Result<(), Recipe
         let key = key.get_ref().as_ref();
         let v = value.get_ref();
         match key {
-            "image" | "base" | "config" | "podman" => match v {
+            "image" | "base" | "config" | "podman" | "accounts" => match v {
                 toml::de::DeValue::Table(_) => {}
                 toml::de::DeValue::Array(_) => problems.push((
                     value.span(),

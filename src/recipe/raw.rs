@@ -27,6 +27,33 @@ pub(super) struct RawRecipe {
     pub test: Vec<Spanned<RawTest>>,
     pub apt: Option<Spanned<RawApt>>,
     pub python: Option<Spanned<RawPython>>,
+    pub accounts: Option<RawAccounts>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAccounts {
+    #[serde(default)]
+    pub group: Vec<Spanned<RawGroup>>,
+    #[serde(default)]
+    pub user: Vec<Spanned<RawUser>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawGroup {
+    pub name: Option<Spanned<String>>,
+    pub gid: Option<Spanned<i64>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawUser {
+    pub name: Option<Spanned<String>>,
+    pub uid: Option<Spanned<i64>>,
+    pub gid: Option<Spanned<i64>>,
+    pub home: Option<Spanned<String>>,
+    pub shell: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -25,6 +25,7 @@ const DEFAULT_TIMEOUT_SECS: u64 = 300;
 pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe> {
     let image = image(ctx, raw.image)?;
     let base = base(ctx, raw.base.and_then(|b| b.image))?;
+    let layer_spans: Vec<Range<usize>> = raw.layer.iter().map(|l| l.span()).collect();
     let layers = layers(ctx, raw.layer, dir)?;
     let config = match raw.config {
         Some(c) => config(ctx, c)?,
@@ -41,6 +42,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
     let podman = Podman {
         args: raw.podman.and_then(|p| p.args).unwrap_or_default(),
     };
+    let accounts = super::accounts::accounts(ctx, raw.accounts)?;
     let mut tests = Vec::with_capacity(raw.test.len());
     let mut seen = BTreeMap::new();
     for (i, t) in raw.test.into_iter().enumerate() {
@@ -57,9 +59,26 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         podman,
         apt,
         python,
+        accounts,
         credentials: crate::http::Credentials::default(),
     };
     take_credentials(&mut recipe);
+    let own = recipe.system_layer_names();
+    if let Some((l, span)) = recipe
+        .layers
+        .iter()
+        .zip(&layer_spans)
+        .find(|(l, _)| own.contains(&l.name.as_str()))
+    {
+        return Err(ctx.err(
+            span.clone(),
+            format!(
+                "layer name `{}` is also the name of a layer ocibuild adds to this recipe's \
+                 image: pick another",
+                l.name
+            ),
+        ));
+    }
     Ok(recipe)
 }
 
@@ -415,6 +434,7 @@ fn push_file_patterns(
 fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
     let env = env_map(ctx, "[config]", c.env)?;
     let workdir = opt_abs(ctx, "[config]", "workdir", c.workdir)?;
+    let user_at = c.user.as_ref().map(|u| ctx.at(u.span()));
     let user = opt_user(ctx, "[config]", c.user)?;
     let labels = keyed_map(ctx, "label", c.labels)?;
     let annotations = keyed_map(ctx, "annotation", c.annotations)?;
@@ -441,6 +461,7 @@ fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
         cmd: c.cmd.map(|Argv(v)| v),
         workdir,
         user,
+        user_at,
         labels,
         exposed_ports: ports.into_iter().collect(),
         annotations,

@@ -264,7 +264,7 @@ impl<'a> Session<'a> {
         base: Option<&BaseImage>,
         build_layers: bool,
     ) -> Result<System, SessionError> {
-        if recipe.apt.is_none() && recipe.python.is_none() {
+        if !system::needs_rootfs(recipe) {
             return Ok(System::default());
         }
         let opts = SystemOptions {
@@ -381,6 +381,7 @@ impl<'a> Session<'a> {
         let mut built = build::build(recipe, base, &sys.layers, &opts, self.store, self.reporter)?;
         built.interpreter = sys.interpreter;
         built.wheels = sys.wheel_report;
+        built.rootfs = sys.rootfs;
         for d in self.store.repaired() {
             self.reporter.message(&format!(
                 "store blob {d} had changed since it was written (edited in place through a \

@@ -83,7 +83,7 @@ fn to_locked_deb(l: Locked) -> LockedDeb {
     }
 }
 
-fn from_locked_deb(l: &LockedDeb) -> Locked {
+pub(super) fn from_locked_deb(l: &LockedDeb) -> Locked {
     Locked {
         name: l.name.clone(),
         version: l.version.clone(),

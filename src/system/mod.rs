@@ -6,11 +6,14 @@
 //!   (version, ABI, scheme, glibc) found from the apt packages, the archive or the base, without
 //!   running Python.
 //!
-//! Both layers are cached by a content key over their inputs (the .debs' or archive's sha256,
+//! - [`rootfs`]: the `rootfs` layer above the packages: baseline, accounts, alternatives.
+//!
+//! These layers are cached by a content key over their inputs (the .debs' or archive's sha256,
 //! the contract, compressor and epoch), so a rebuild with nothing changed reads no .deb.
 
 pub mod apt;
 pub mod python;
+pub mod rootfs;
 pub mod wheels;
 pub mod wheelset;
 
@@ -87,6 +90,8 @@ pub enum SystemError {
     },
     #[error("{0}")]
     HashMismatch(Box<FetchMismatch>),
+    #[error(transparent)]
+    Rootfs(#[from] crate::rootfs::RootfsError),
 }
 
 impl std::fmt::Display for FetchMismatch {
@@ -274,6 +279,9 @@ pub struct System {
     pub wheel_report: wheelset::WheelReport,
     /// Whether the lock changed (and should be saved).
     pub lock_changed: bool,
+    /// What the `rootfs` layer holds and which maintainer scripts were not run; `None` when
+    /// the image gets no `rootfs` step (no `[apt]`, `[python]` or `[accounts]`).
+    pub rootfs: Option<crate::rootfs::Report>,
 }
 
 /// The base image's layers as uncompressed tar streams, lowest first.
@@ -337,6 +345,11 @@ fn base_libraries(
     Ok(Some(libs))
 }
 
+/// Whether the image gets the `rootfs` step ([`Recipe::has_rootfs_step`]).
+pub fn needs_rootfs(recipe: &Recipe) -> bool {
+    recipe.has_rootfs_step()
+}
+
 /// Builds the system layers and finds the interpreter. `lock` is updated in place when `[apt]`
 /// was resolved (the caller saves it).
 pub fn prepare(
@@ -349,12 +362,14 @@ pub fn prepare(
     reporter: &dyn Reporter,
 ) -> Result<System, SystemError> {
     let mut sys = System::default();
+    let rootfs = needs_rootfs(recipe);
     let needs_base_scan = recipe.apt.is_some()
         || matches!(
             recipe.python.as_ref().map(|p| &p.source),
             Some(PythonSource::Auto | PythonSource::Path(_))
-        );
-    if recipe.apt.is_none() && recipe.python.is_none() {
+        )
+        || (rootfs && base.is_some());
+    if !rootfs {
         return Ok(sys);
     }
     let scanned = if needs_base_scan {
@@ -375,6 +390,21 @@ pub fn prepare(
             )?);
         }
         sys.apt_packages = packages;
+    }
+    if opts.build_layers {
+        let apt_layer = sys.layers.iter().find(|l| l.name == "apt");
+        let (layer, report) = rootfs::layer(
+            recipe,
+            &scanned,
+            &sys.apt_packages,
+            apt_layer,
+            fetcher,
+            store,
+            opts,
+            reporter,
+        )?;
+        sys.layers.extend(layer);
+        sys.rootfs = Some(report);
     }
     let archive = match recipe.python.as_ref().map(|p| &p.source) {
         Some(PythonSource::Archive(a)) => Some(crate::lock::LockedPython {

@@ -306,8 +306,9 @@ fn python_archive_layer_and_interpreter() {
     assert_eq!(py["glibc"], Value::Null);
     assert_eq!(py["purelib"], "/opt/python/lib/python3.13/site-packages");
     assert_eq!(py["scripts"], "/opt/python/bin");
-    assert_eq!(v["layers"][0]["name"], "python");
-    let listing = tar_listing(&layer_blob(&out, &v, 0));
+    assert_eq!(v["layers"][0]["name"], "rootfs");
+    assert_eq!(v["layers"][1]["name"], "python");
+    let listing = tar_listing(&layer_blob(&out, &v, 1));
     assert_eq!(
         listing,
         [

@@ -26,6 +26,7 @@ mod online_wheels;
 mod readers;
 mod registry_fake;
 mod registry_real;
+mod rootfs;
 mod run_stage;
 mod sbom;
 mod secrets;

@@ -65,6 +65,37 @@ fn bookworm_python3_from_the_debian_archive() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o).trim(), "ok");
 
+    // A Debian system: /tmp and /var/tmp, accounts for root and nobody (the rootfs layer).
+    let check = "import tempfile, pwd, getpass, os, stat\n\
+        for d in ('/tmp', '/var/tmp'):\n    assert stat.S_IMODE(os.stat(d).st_mode) == 0o1777, d\n\
+        assert tempfile.gettempdir() == '/tmp', tempfile.gettempdir()\n\
+        open('/tmp/x.png', 'wb').write(b'x')\n\
+        print(pwd.getpwuid(0).pw_name, pwd.getpwuid(os.getuid()).pw_name, getpass.getuser(), os.getuid())";
+    for (flags, want) in [
+        (vec![], "root root root 0"),
+        (vec!["--user", "65534:65534"], "root nobody nobody 65534"),
+    ] {
+        let o = common::podman_run_flags(
+            &t.path().join("a"),
+            "3.11",
+            &flags,
+            &["python3", "-c", check],
+        );
+        assert!(
+            o.status.success(),
+            "{flags:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert_eq!(stdout(&o).trim(), want, "{flags:?}");
+    }
+    assert_eq!(first["rootfs"]["baseline"], true);
+    assert_eq!(first["rootfs"]["accounts"]["origin"], "minimal");
+    assert_eq!(
+        first["rootfs"]["ldSoCache"]["needed"], false,
+        "{:#}",
+        first["rootfs"]
+    );
+
     // Same lock, cold store: the same layers and the same image.
     let second = build(&recipe, &t.path().join("b"), &t.path().join("cache-b"));
     assert_eq!(second["layers"], {
@@ -73,4 +104,48 @@ fn bookworm_python3_from_the_debian_archive() {
         l
     });
     assert_eq!(second["manifest"], first["manifest"]);
+}
+
+/// mawk from the Debian archive: its postinst's `update-alternatives --install` (not run)
+/// becomes `/usr/bin/awk -> /etc/alternatives/awk -> /usr/bin/mawk`, which runs.
+#[test]
+fn mawk_from_the_debian_archive_gives_usr_bin_awk() {
+    if !common::online("installs mawk from the Debian archive") || !require_tool("podman") {
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let t = tempdir();
+    fs::create_dir(t.path().join("keys")).unwrap();
+    fs::copy(
+        repo.join("keys/debian-bookworm.asc"),
+        t.path().join("keys/debian-bookworm.asc"),
+    )
+    .unwrap();
+    let text = fs::read_to_string(repo.join("bookworm-python.toml"))
+        .unwrap()
+        .replace("\"libstdc++6\"]", "\"libstdc++6\", \"mawk\"]");
+    assert!(text.contains("\"mawk\""));
+    let recipe = t.path().join("awk.toml");
+    fs::write(&recipe, text).unwrap();
+    let v = build(&recipe, &t.path().join("img"), &t.path().join("cache"));
+    let alts = v["rootfs"]["alternatives"].as_array().unwrap();
+    assert!(
+        alts.iter()
+            .any(|a| a["name"] == "awk" && a["path"] == "/usr/bin/mawk" && a["package"] == "mawk"),
+        "{:#}",
+        v["rootfs"]
+    );
+    let not_run = v["rootfs"]["scriptsNotRun"].as_array().unwrap();
+    assert!(
+        not_run.iter().any(|s| s["package"] == "mawk"),
+        "{:#}",
+        v["rootfs"]
+    );
+    let o = podman_run(
+        &t.path().join("img"),
+        "3.11",
+        &["/usr/bin/awk", "BEGIN { print 6 * 7 }"],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert_eq!(stdout(&o).trim(), "42");
 }

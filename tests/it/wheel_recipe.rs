@@ -187,7 +187,7 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
         .iter()
         .map(|l| l["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["apt", "wheels-click-and-1-more"]);
+    assert_eq!(names, ["apt", "rootfs", "wheels-click-and-1-more"]);
 
     // The lock pins the one fitting fastlib wheel.
     let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();

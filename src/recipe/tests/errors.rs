@@ -280,7 +280,11 @@ fn docs_examples_parse() {
         .skip(1)
         .filter_map(|b| b.split("```").next())
         .collect();
-    assert_eq!(blocks.len(), 2, "a complete and a minimal example");
+    assert_eq!(
+        blocks.len(),
+        3,
+        "a complete and a minimal example, and [accounts]"
+    );
     let d = fixture();
     fs::create_dir(d.path().join("deploy")).unwrap();
     fs::write(d.path().join("deploy/app.conf"), "x\n").unwrap();
@@ -294,6 +298,34 @@ fn docs_examples_parse() {
     let r = parse_in(&d, blocks[1]).unwrap();
     assert_eq!(r.image.reference(), "hello:latest");
     assert_eq!(r.image.platform, Platform::host());
+    let r = parse_in(&d, &format!("[image]\nname = \"a\"\n{}", blocks[2])).unwrap();
+    let groups: Vec<(&str, u32)> = r
+        .accounts
+        .groups
+        .iter()
+        .map(|g| (g.name.as_str(), g.gid))
+        .collect();
+    assert_eq!(groups, [("data", 2000), ("app", 1000)]);
+    let u = &r.accounts.users[0];
+    assert_eq!(
+        (
+            u.name.as_str(),
+            u.uid,
+            u.gid,
+            u.home.as_str(),
+            u.shell.as_str()
+        ),
+        ("app", 1000, 1000, "/home/app", "/bin/sh")
+    );
+    assert_eq!(r.config.user.as_deref(), Some("app"));
+    assert!(
+        r.config
+            .user_at
+            .as_deref()
+            .is_some_and(|a| a == "recipe.toml:13:8"),
+        "{:?}",
+        r.config.user_at
+    );
 }
 
 #[test]

@@ -50,6 +50,8 @@ pub struct Deb {
     pub data: Vec<Data>,
     /// `xz`, `gz` or `zst`: the data.tar compression.
     pub data_comp: &'static str,
+    /// Maintainer scripts in control.tar: (name, body).
+    pub scripts: Vec<(&'static str, &'static str)>,
 }
 
 pub fn deb(name: &'static str, version: &'static str) -> Deb {
@@ -59,6 +61,7 @@ pub fn deb(name: &'static str, version: &'static str) -> Deb {
         arch: "amd64",
         fields: Vec::new(),
         data_comp: "xz",
+        scripts: Vec::new(),
         data: vec![
             Data::Dir("./"),
             Data::Dir("./usr/"),
@@ -81,6 +84,11 @@ impl Deb {
         self.data_comp = c;
         self
     }
+    pub fn script(mut self, name: &'static str, body: &'static str) -> Deb {
+        self.scripts.push((name, body));
+        self
+    }
+
     pub fn data(mut self, d: Data) -> Deb {
         self.data.push(d);
         self
@@ -129,11 +137,25 @@ pub fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
             _ => None,
         })
         .collect::<String>();
-    for (name, body) in [("./control", &control), ("./md5sums", &md5sums)] {
+    let scripts: Vec<(String, String)> = d
+        .scripts
+        .iter()
+        .map(|(n, b)| (format!("./{n}"), b.to_string()))
+        .collect();
+    let fixed = [
+        ("./control".to_string(), control.clone()),
+        ("./md5sums".to_string(), md5sums.clone()),
+    ];
+    for (name, body) in fixed.iter().chain(&scripts) {
+        let mode = if name.ends_with("control") || name.ends_with("md5sums") {
+            0o644
+        } else {
+            0o755
+        };
         let mut h = tar_header(
             name.as_bytes(),
             body.len() as u64,
-            0o644,
+            mode,
             tar::EntryType::Regular,
         );
         h.set_cksum();

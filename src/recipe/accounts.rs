@@ -1,0 +1,226 @@
+//! `[accounts]`: `[[accounts.group]]` (`name`, `gid`) and `[[accounts.user]]` (`name`, `uid`,
+//! `gid`, `home`, `shell`), checked against each other here; against the base's accounts at
+//! build time (`rootfs`).
+
+use std::collections::BTreeMap;
+
+use toml::Spanned;
+
+use super::grammar::normalize_abs;
+use super::raw::RawAccounts;
+use super::{Accounts, Ctx, Group, RecipeError, User};
+
+type Result<T> = std::result::Result<T, RecipeError>;
+
+/// The largest id: `(uid_t)-1` means "no id" to chown and setuid.
+const MAX_ID: i64 = 4_294_967_294;
+/// The shell a declared user gets by default.
+pub const DEFAULT_SHELL: &str = "/bin/sh";
+
+/// A name as shadow's `useradd` takes it (its default `NAME_REGEX`, with `$` allowed last for
+/// machine accounts): a lowercase letter or `_`, then lowercase letters, digits, `_` and `-`;
+/// at most 32 characters.
+pub fn is_account_name(s: &str) -> bool {
+    let body = s.strip_suffix('$').unwrap_or(s);
+    let mut chars = body.chars();
+    s.len() <= 32
+        && matches!(chars.next(), Some(c) if c.is_ascii_lowercase() || c == '_')
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
+}
+
+fn id(ctx: &Ctx<'_>, what: &str, key: &str, v: &Spanned<i64>) -> Result<u32> {
+    let n = *v.get_ref();
+    if !(0..=MAX_ID).contains(&n) {
+        return Err(ctx.err(
+            v.span(),
+            format!("{what}: `{key}` {n} is out of range (0 to {MAX_ID})"),
+        ));
+    }
+    Ok(n as u32)
+}
+
+fn name(
+    ctx: &Ctx<'_>,
+    what: &str,
+    v: Option<Spanned<String>>,
+    span: std::ops::Range<usize>,
+) -> Result<String> {
+    let v = v.ok_or_else(|| ctx.err(span, format!("{what}: missing `name`")))?;
+    if !is_account_name(v.get_ref()) {
+        return Err(ctx.err(
+            v.span(),
+            format!(
+                "{what}: invalid name `{}`: expected a lowercase letter or `_`, then lowercase \
+                 letters, digits, `_` or `-` (at most 32)",
+                v.get_ref()
+            ),
+        ));
+    }
+    Ok(v.into_inner())
+}
+
+pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accounts> {
+    let Some(raw) = raw else {
+        return Ok(Accounts::default());
+    };
+    let mut groups: Vec<Group> = Vec::new();
+    // name → (gid, where) and gid → (name, where), for the collision messages.
+    let mut group_names: BTreeMap<String, u32> = BTreeMap::new();
+    let mut gids: BTreeMap<u32, String> = BTreeMap::new();
+    for (i, g) in raw.group.into_iter().enumerate() {
+        let span = g.span();
+        let g = g.into_inner();
+        let what = format!("[[accounts.group]] #{}", i + 1);
+        let name = name(ctx, &what, g.name, span.clone())?;
+        let gid_v = g
+            .gid
+            .ok_or_else(|| ctx.err(span.clone(), format!("{what}: missing `gid`")))?;
+        let gid = id(ctx, &what, "gid", &gid_v)?;
+        if group_names.contains_key(&name) {
+            return Err(ctx.err(span, format!("{what}: group `{name}` is declared twice")));
+        }
+        if let Some(other) = gids.get(&gid) {
+            return Err(ctx.err(
+                gid_v.span(),
+                format!("{what}: gid {gid} is already group `{other}`'s"),
+            ));
+        }
+        group_names.insert(name.clone(), gid);
+        gids.insert(gid, name.clone());
+        groups.push(Group {
+            name,
+            gid,
+            at: ctx.at(span),
+        });
+    }
+    let mut users: Vec<User> = Vec::new();
+    let mut uids: BTreeMap<u32, String> = BTreeMap::new();
+    for (i, u) in raw.user.into_iter().enumerate() {
+        let span = u.span();
+        let u = u.into_inner();
+        let what = format!("[[accounts.user]] #{}", i + 1);
+        let name = name(ctx, &what, u.name, span.clone())?;
+        let uid_v = u
+            .uid
+            .ok_or_else(|| ctx.err(span.clone(), format!("{what}: missing `uid`")))?;
+        let uid = id(ctx, &what, "uid", &uid_v)?;
+        if users.iter().any(|x| x.name == name) {
+            return Err(ctx.err(span, format!("{what}: user `{name}` is declared twice")));
+        }
+        if let Some(other) = uids.get(&uid) {
+            return Err(ctx.err(
+                uid_v.span(),
+                format!("{what}: uid {uid} is already user `{other}`'s"),
+            ));
+        }
+        let gid = match &u.gid {
+            Some(g) => {
+                let gid = id(ctx, &what, "gid", g)?;
+                if !gids.contains_key(&gid) {
+                    // A gid of no declared group: the user's own group, named after it.
+                    imply_group(
+                        ctx,
+                        &what,
+                        &name,
+                        gid,
+                        g.span(),
+                        &mut groups,
+                        &mut group_names,
+                        &mut gids,
+                    )?;
+                }
+                gid
+            }
+            None => match group_names.get(&name) {
+                Some(&gid) => gid,
+                None => {
+                    imply_group(
+                        ctx,
+                        &what,
+                        &name,
+                        uid,
+                        uid_v.span(),
+                        &mut groups,
+                        &mut group_names,
+                        &mut gids,
+                    )?;
+                    uid
+                }
+            },
+        };
+        let home = match u.home {
+            None => format!("/home/{name}"),
+            Some(h) => {
+                let p = normalize_abs(h.get_ref()).map_err(|m| {
+                    ctx.err(
+                        h.span(),
+                        format!("{what}: invalid home `{}`: {m}", h.get_ref()),
+                    )
+                })?;
+                if p == "/" {
+                    return Err(ctx.err(
+                        h.span(),
+                        format!("{what}: home `/` is not allowed: pick a directory like \"/home/{name}\""),
+                    ));
+                }
+                p
+            }
+        };
+        let shell = match u.shell {
+            None => DEFAULT_SHELL.to_string(),
+            Some(s) => normalize_abs(s.get_ref()).map_err(|m| {
+                ctx.err(
+                    s.span(),
+                    format!("{what}: invalid shell `{}`: {m}", s.get_ref()),
+                )
+            })?,
+        };
+        uids.insert(uid, name.clone());
+        users.push(User {
+            name,
+            uid,
+            gid,
+            home,
+            shell,
+            at: ctx.at(span),
+        });
+    }
+    Ok(Accounts { groups, users })
+}
+
+/// The group a user implies (its own name, `gid`), unless that name is another gid's.
+#[allow(clippy::too_many_arguments)]
+fn imply_group(
+    ctx: &Ctx<'_>,
+    what: &str,
+    name: &str,
+    gid: u32,
+    span: std::ops::Range<usize>,
+    groups: &mut Vec<Group>,
+    names: &mut BTreeMap<String, u32>,
+    gids: &mut BTreeMap<u32, String>,
+) -> Result<()> {
+    if let Some(&other) = names.get(name) {
+        return Err(ctx.err(
+            span,
+            format!(
+                "{what}: its own group `{name}` would have gid {gid}, but group `{name}` has gid \
+                 {other}: set `gid = {other}`"
+            ),
+        ));
+    }
+    if let Some(other) = gids.get(&gid) {
+        return Err(ctx.err(
+            span,
+            format!("{what}: gid {gid} for its own group `{name}` is already group `{other}`'s"),
+        ));
+    }
+    names.insert(name.to_string(), gid);
+    gids.insert(gid, name.to_string());
+    groups.push(Group {
+        name: name.to_string(),
+        gid,
+        at: ctx.at(span),
+    });
+    Ok(())
+}
