@@ -109,14 +109,15 @@ fn blob_names(layout: &Path) -> Vec<String> {
     v
 }
 
-// Golden digests pin the determinism contract (now v3). A change here is a deliberate, visible
+// Golden digests pin the determinism contract (now v4). A change here is a deliberate, visible
 // event: bump layer::CONTRACT_VERSION when layer bytes change, and say why in the commit.
 // (Updated, layers unchanged: when manifests gained `dev.ocibuild.recipe.digest`, the sha256
-// of the recipe file's bytes, which these recipes now carry; and for contract 3, which changed
-// only gzip wheel layers, through the `dev.ocibuild.contract` annotation.)
-const GOLDEN_GZIP: &str = "sha256:be886461f3567375759f975d2e31b3a7a22bb97a6c8e1fe63b4a51e4d8dfc356";
-const GOLDEN_ZSTD: &str = "sha256:d51261fbf2f3ad012e19064227121107a800f99e4364f92fea36ed1afa8286f6";
-const GOLDEN_NONE: &str = "sha256:4daf744c2d6b7c29477735239b5094b891aeebf4dec6d3283b5cbb2799b8259f";
+// of the recipe file's bytes, which these recipes now carry; for contract 3, which changed
+// only gzip wheel layers, and contract 4, which added the rootfs layer to images with [apt],
+// [python] or [accounts], through the `dev.ocibuild.contract` annotation.)
+const GOLDEN_GZIP: &str = "sha256:9fb025316ac40ba66743b51fa4a2c724eac70e12a67531c0b709de0711f563fd";
+const GOLDEN_ZSTD: &str = "sha256:992031b8d164edf3f9944d84311d146baf263fa120f1583be0aacf609836e33d";
+const GOLDEN_NONE: &str = "sha256:6467451cf2e6d71e096ff0c4643e3009b95c9ef2869e1a155927bc53c3afc42d";
 
 #[test]
 fn golden_manifest_digests() {
