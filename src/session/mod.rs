@@ -205,7 +205,9 @@ impl<'a> Session<'a> {
         let same_registry = reference
             .parse::<Reference>()
             .is_ok_and(|r| r.registry() == registry);
+        // The rootfs step reads the base's account files.
         let reads_base = recipe.apt.is_some()
+            || recipe.has_rootfs_step()
             || recipe
                 .python
                 .as_ref()

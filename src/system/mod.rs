@@ -345,6 +345,35 @@ fn base_libraries(
     Ok(Some(libs))
 }
 
+/// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), read from its layers
+/// once and cached by their digests: a build that needs nothing else of the base does not read
+/// it again.
+fn base_accounts(
+    store: &Store,
+    base: Option<&BaseImage>,
+) -> Result<std::collections::BTreeMap<String, String>, SystemError> {
+    let Some(b) = base else {
+        return Ok(Default::default());
+    };
+    let v = serde_json::json!({
+        "kind": "base-accounts",
+        "version": 1,
+        "layers": b.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
+    });
+    let key = Digest::of(&crate::json::to_canonical_vec("base accounts key", &v)?);
+    if let Some(bytes) = store.meta(&key)? {
+        if let Ok(files) = serde_json::from_slice(&bytes) {
+            return Ok(files);
+        }
+    }
+    let files = scan_base(store, base)?.accounts;
+    let bytes = serde_json::to_vec(&files).map_err(|e| SystemError::Python {
+        problem: format!("caching the base's accounts: {e}"),
+    })?;
+    store.put_meta(&key, &bytes)?;
+    Ok(files)
+}
+
 /// Whether the image gets the `rootfs` step ([`Recipe::has_rootfs_step`]).
 pub fn needs_rootfs(recipe: &Recipe) -> bool {
     recipe.has_rootfs_step()
@@ -367,8 +396,7 @@ pub fn prepare(
         || matches!(
             recipe.python.as_ref().map(|p| &p.source),
             Some(PythonSource::Auto | PythonSource::Path(_))
-        )
-        || (rootfs && base.is_some());
+        );
     if !rootfs {
         return Ok(sys);
     }
@@ -393,9 +421,15 @@ pub fn prepare(
     }
     if opts.build_layers {
         let apt_layer = sys.layers.iter().find(|l| l.name == "apt");
+        let accounts = if needs_base_scan {
+            scanned.accounts.clone()
+        } else {
+            base_accounts(store, base)?
+        };
         let (layer, report) = rootfs::layer(
             recipe,
             &scanned,
+            &accounts,
             &sys.apt_packages,
             apt_layer,
             fetcher,

@@ -22,10 +22,13 @@ use crate::store::{CachedLayer, Store};
 const READERS: usize = 4;
 
 /// The `rootfs` layer (`None` when there is nothing to add) and the report of what it holds.
+/// `scanned` is the base as the packages saw it (merged /usr); `base_accounts` its account
+/// files.
 #[allow(clippy::too_many_arguments)]
 pub fn layer(
     recipe: &Recipe,
     scanned: &crate::apt::Base,
+    base_accounts: &std::collections::BTreeMap<String, String>,
     packages: &[LockedDeb],
     apt_layer: Option<&Extra>,
     fetcher: &dyn Fetcher,
@@ -50,7 +53,7 @@ pub fn layer(
     let plan = rootfs::plan(&rootfs::Inputs {
         scratch: matches!(recipe.base, Base::Scratch),
         system: recipe.apt.is_some() || recipe.python.is_some(),
-        base_accounts: &scanned.accounts,
+        base_accounts,
         scripts: &scripts,
         installed: &installed,
         declared: &recipe.accounts,

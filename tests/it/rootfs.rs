@@ -258,14 +258,24 @@ fn scratch_system_gets_baseline_accounts_and_alternatives_reproducibly() {
         "a package without scripts is not listed"
     );
 
-    // The same bytes from another directory, umask, TZ and thread count, with a cold cache.
+    // The same bytes from another directory, umask, TZ, locale and thread count, with a cold
+    // cache.
     let elsewhere = t.path().join("elsewhere");
     fs::create_dir_all(&elsewhere).unwrap();
-    let v2 = build(&r, &t.path().join("img2"), &t.path().join("cache2"), |c| {
-        c.current_dir(&elsewhere)
+    let o = run_ok(
+        Command::new("sh")
+            .args(["-c", "umask 077 && exec \"$0\" \"$@\""])
+            .arg(env!("CARGO_BIN_EXE_ocibuild"))
+            .args(["-j", "1", "build", "--json", "-o"])
+            .arg(t.path().join("img2"))
+            .arg(&r)
+            .current_dir(&elsewhere)
+            .env_remove("SOURCE_DATE_EPOCH")
+            .env("OCIBUILD_CACHE", t.path().join("cache2"))
             .env("TZ", "Asia/Kolkata")
-            .args(["-j", "1"]);
-    });
+            .env("LANG", "de_DE.UTF-8"),
+    );
+    let v2: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(layer(&t.path().join("img2"), &v2, "rootfs").0, digest);
     assert_eq!(v2["manifest"], v["manifest"]);
     // And cached on a rebuild.
