@@ -31,6 +31,9 @@ pub struct DebScripts {
     /// `update-alternatives` calls that cannot be read without running the script (shell
     /// variables, command substitution) or that do more than install (`--set`), as written.
     pub unread: Vec<String>,
+    /// Its `triggers` file's directives (`activate-noawait ldconfig`), comments left out.
+    #[serde(default)]
+    pub triggers: Vec<String>,
     /// base-passwd's `usr/share/base-passwd/passwd.master` and `group.master`.
     pub passwd_master: Option<String>,
     pub group_master: Option<String>,
@@ -75,6 +78,13 @@ pub fn read(path: &Path, package: &str) -> Result<DebScripts, AptError> {
     })? {
         if name == "postinst" {
             postinst = Some(text);
+        } else if name == "triggers" {
+            out.triggers = text
+                .lines()
+                .map(str::trim)
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect();
         }
         out.scripts.push(name);
     }

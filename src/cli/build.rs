@@ -352,7 +352,7 @@ fn report_rootfs(r: &crate::rootfs::Report) {
         );
     }
     if r.ld_so_cache.needed {
-        println!("warning: /etc/ld.so.cache {}", r.ld_so_cache.reason);
+        eprintln!("warning: /etc/ld.so.cache {}", r.ld_so_cache.reason);
     }
 }
 

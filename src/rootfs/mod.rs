@@ -280,8 +280,8 @@ pub fn plan(inp: &Inputs<'_>) -> Result<Plan, RootfsError> {
         });
     }
     report.alternatives = alternatives(inp, &mut out);
-    report.scripts_not_run = scripts_report(inp, &report);
     report.ld_so_cache = ld_report(inp);
+    report.scripts_not_run = scripts_report(inp, &report);
     Ok(Plan {
         paths: out.into_values().collect(),
         report,
@@ -362,6 +362,16 @@ fn scripts_report(inp: &Inputs<'_>, report: &Report) -> Vec<ScriptsReport> {
             .filter(|a| a.package == s.package)
         {
             emulated.push(format!("update-alternatives: {} -> {}", a.link, a.path));
+        }
+        if s.triggers
+            .iter()
+            .any(|t| t.split_whitespace().nth(1) == Some("ldconfig"))
+        {
+            emulated.push(if report.ld_so_cache.needed {
+                "ldconfig trigger: not emulated; see ldSoCache".into()
+            } else {
+                "ldconfig trigger: no ld.so.cache needed (see ldSoCache)".into()
+            });
         }
         match s.package.as_str() {
             "base-passwd"

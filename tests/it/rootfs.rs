@@ -48,6 +48,34 @@ fn universe() -> Vec<Deb> {
             .data(Data::File("./usr/bin/odd1", "odd\n", 0o755)),
     );
     u.push(
+        deb("libfoo1", "1.0")
+            .script(
+                "triggers",
+                "# Triggers added by dh_makeshlibs/13.11.4\nactivate-noawait ldconfig\n",
+            )
+            .data(Data::Dir("./usr/lib/"))
+            .data(Data::Dir("./usr/lib/x86_64-linux-gnu/"))
+            .data(Data::File(
+                "./usr/lib/x86_64-linux-gnu/libfoo.so.1",
+                "ELF foo",
+                0o644,
+            )),
+    );
+    u.push(
+        deb("libbar1", "1.0")
+            .data(Data::Dir("./etc/"))
+            .data(Data::Dir("./etc/ld.so.conf.d/"))
+            .data(Data::File(
+                "./etc/ld.so.conf.d/bar.conf",
+                "# bar\n/opt/bar/lib\n",
+                0o644,
+            ))
+            .data(Data::Dir("./opt/"))
+            .data(Data::Dir("./opt/bar/"))
+            .data(Data::Dir("./opt/bar/lib/"))
+            .data(Data::File("./opt/bar/lib/libbar.so.1", "ELF bar", 0o644)),
+    );
+    u.push(
         deb("base-passwd", "3.6.1")
             .script(
                 "postinst",
@@ -192,7 +220,14 @@ const ACCOUNTS: &str =
 fn scratch_system_gets_baseline_accounts_and_alternatives_reproducibly() {
     let f = fixture(&universe(), false);
     let t = tempdir();
-    let pkgs = ["python3", "mawk", "original-awk", "odd", "base-passwd"];
+    let pkgs = [
+        "python3",
+        "mawk",
+        "original-awk",
+        "odd",
+        "libfoo1",
+        "base-passwd",
+    ];
     let r = recipe(t.path(), &f, &pkgs, ACCOUNTS);
     let out = t.path().join("img");
     let v = build(&r, &out, &t.path().join("cache"), |_| {});
@@ -253,6 +288,10 @@ fn scratch_system_gets_baseline_accounts_and_alternatives_reproducibly() {
         .unwrap()
         .contains("passwd.master"));
     assert_eq!(rf["ldSoCache"]["needed"], false);
+    assert_eq!(
+        of("libfoo1")["emulated"],
+        serde_json::json!(["ldconfig trigger: no ld.so.cache needed (see ldSoCache)"])
+    );
     assert!(
         scripts.iter().all(|s| s["package"] != "python3"),
         "a package without scripts is not listed"
@@ -278,6 +317,25 @@ fn scratch_system_gets_baseline_accounts_and_alternatives_reproducibly() {
     let v2: Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert_eq!(layer(&t.path().join("img2"), &v2, "rootfs").0, digest);
     assert_eq!(v2["manifest"], v["manifest"]);
+    // A library directory that only ld.so.conf.d names: the cache would be needed, and the
+    // build says so.
+    let d = t.path().join("bar");
+    fs::create_dir_all(&d).unwrap();
+    let rb = recipe(&d, &f, &["python3", "libbar1"], "");
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", t.path().join("cache"))
+            .args(["build", "-o"])
+            .arg(d.join("img"))
+            .arg(&rb),
+    );
+    assert!(
+        stdout(&o).contains(
+            "warning: /etc/ld.so.cache needed and not written: ld.so.conf.d names /opt/bar/lib"
+        ),
+        "{}",
+        stdout(&o)
+    );
     // And cached on a rebuild.
     let v3 = build(&r, &out, &t.path().join("cache"), |_| {});
     assert!(
