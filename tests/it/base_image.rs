@@ -663,3 +663,107 @@ fn push_only_to_the_base_registry_never_downloads_base_layers() {
     );
     assert!(!out.status.success());
 }
+
+/// A base with accounts (as nvidia/cuda and ubuntu have): a declared user joins the base's
+/// /etc/passwd and /etc/group (whose lines stay as they are) in complete new files, with no
+/// baseline; a name or id the base has is refused, naming the recipe line.
+#[test]
+fn declared_accounts_join_the_base_accounts() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let reg = start_registry(None);
+    let addr = reg.addr.clone();
+    let dir = tmp.path().join("base");
+    fs::create_dir_all(dir.join("etc")).unwrap();
+    let passwd = "root:x:0:0:root:/root:/bin/sh\nubuntu:x:1000:1000:Ubuntu:/home/ubuntu:/bin/sh\n";
+    fs::write(dir.join("etc/passwd"), passwd).unwrap();
+    fs::write(dir.join("etc/group"), "root:x:0:\nubuntu:x:1000:\n").unwrap();
+    let recipe = dir.join("base.toml");
+    fs::write(
+        &recipe,
+        "[image]\nname = \"localhost/base\"\ntag = \"b\"\n[[layer]]\nname = \"busybox\"\nsrc = \"/bin/busybox\"\ndest = \"/bin/busybox\"\n[[layer]]\nname = \"etc\"\nsrc = \"etc\"\ndest = \"/etc\"\n",
+    )
+    .unwrap();
+    let layout = dir.join("layout");
+    common::run_ok(
+        common::ocibuild()
+            .arg("build")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    common::run_ok(
+        std::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!("{USER}:{PASS}"))
+            .arg(format!("oci:{}:b", layout.display()))
+            .arg(format!("docker://{addr}/test/accounts:1")),
+    );
+    let app = app_project(&tmp.path().join("app"), &addr, "test/accounts:1");
+    let text = fs::read_to_string(&app.recipe).unwrap().replace(
+        "[config]\n",
+        "[[accounts.user]]\nname = \"app\"\nuid = 1001\n\n[config]\nuser = \"app\"\n",
+    );
+    fs::write(&app.recipe, &text).unwrap();
+    let out = tmp.path().join("out");
+    let v = json(&build(&app, &out, &[]));
+    assert_eq!(v["rootfs"]["baseline"], false);
+    assert_eq!(v["rootfs"]["accounts"]["origin"], "base");
+    let l = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "rootfs")
+        .expect("a rootfs layer");
+    let rootfs = blob(&out, l["digest"].as_str().unwrap());
+    assert_eq!(
+        common::tar_listing(&rootfs),
+        [
+            "d 0755 0:0 etc/",
+            "f 0644 0:0 etc/group",
+            "f 0644 0:0 etc/passwd",
+            "f 0640 0:0 etc/shadow",
+            "d 0755 0:0 home/",
+            "d 0700 1001:1001 home/app/",
+        ]
+    );
+    let file = |p: &str| {
+        let o = common::run_ok(
+            std::process::Command::new("tar")
+                .arg("-xOzf")
+                .arg(&rootfs)
+                .arg(p),
+        );
+        String::from_utf8(o.stdout).unwrap()
+    };
+    assert_eq!(
+        file("etc/passwd"),
+        format!("{passwd}app:x:1001:1001::/home/app:/bin/sh\n")
+    );
+    assert_eq!(
+        file("etc/group"),
+        "root:x:0:\nubuntu:x:1000:\napp:x:1001:\n"
+    );
+    if common::require_tool("podman") {
+        let o = common::podman_run(&out, "a", &["/bin/busybox", "id"]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            common::stdout(&o).contains("uid=1001(app) gid=1001(app)"),
+            "{}",
+            common::stdout(&o)
+        );
+    }
+    // The base's id 1000 is taken (first by the user's own group).
+    fs::write(&app.recipe, text.replace("uid = 1001", "uid = 1000")).unwrap();
+    let o = build(&app, &tmp.path().join("out2"), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        !o.status.success()
+            && err.contains("app.toml:")
+            && err.contains("group `app` (1000) collides with `ubuntu` (1000) of the base image"),
+        "{err}"
+    );
+    assert!(!tmp.path().join("out2").exists());
+}
