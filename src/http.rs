@@ -16,7 +16,7 @@ use crate::progress::{Reporter, Silent};
 
 mod credentials;
 
-pub use self::credentials::{parse_netrc, split_userinfo, Credentials, Login};
+pub use self::credentials::{check_login, parse_netrc, split_userinfo, Credentials, Login};
 
 /// Longest wait for a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -227,7 +227,12 @@ pub fn redact_text(text: &str, secrets: &[String]) -> String {
     let mut masking = false;
     for w in out.split_inclusive(|c: char| c.is_whitespace()) {
         let bare = w.trim_end();
-        if masking && !bare.is_empty() {
+        if masking && bare.is_empty() {
+            // `Basic  token` or a line break before the token: still the token to come.
+            result.push_str(w);
+            continue;
+        }
+        if masking {
             // The token ends at a quote, comma or bracket a JSON or header echo puts after it.
             let end = bare
                 .find(['"', '\'', ',', ';', ']', '}', ')'])
@@ -660,6 +665,10 @@ mod tests {
                 &secrets
             ),
             r#"{"h":"Authorization: Bearer ***","u":"https://***@h/x"} basic: BASIC ***; Basically fine, ab"#
+        );
+        assert_eq!(
+            redact_text("Basic  dXNlcjpw\r\nnext", &[]),
+            "Basic  ***\r\nnext"
         );
         assert_eq!(
             redact_urls("see http://a:b@h:1/p and ftp://x@y"),

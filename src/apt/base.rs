@@ -29,6 +29,8 @@ pub struct Base {
     pub libc_file_version: Option<(u32, u32)>,
     /// The account files it has (`etc/passwd`, `etc/group`, `etc/shadow`) → their text.
     pub accounts: BTreeMap<String, String>,
+    /// The alternatives it has chosen already (the names in `etc/alternatives/`).
+    pub alternatives: std::collections::BTreeSet<String>,
     /// Shared libraries by soname ([`soname`] of the file name) → (path, bytes): the regular
     /// file, or the first symlink of that soname when no regular file has it.
     pub libraries: BTreeMap<String, (String, u64)>,
@@ -83,6 +85,7 @@ pub fn scan_base<'a>(
     let mut links: BTreeMap<String, String> = BTreeMap::new();
     let mut pythons: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut libc_file_version = None;
+    let mut alternatives = std::collections::BTreeSet::new();
     // Path → (soname, bytes, regular file, symlink or hard link target).
     let mut libs: BTreeMap<String, (String, u64, bool, Option<String>)> = BTreeMap::new();
     for (name, reader) in layers {
@@ -105,6 +108,9 @@ pub fn scan_base<'a>(
             };
             if base == ".wh..wh..opq" {
                 files.retain(|p, _| !p.starts_with(&dir));
+                if dir == "etc/alternatives/" || dir == "etc/" || dir.is_empty() {
+                    alternatives.clear();
+                }
                 pythons.retain(|p, _| !p.starts_with(&dir));
                 libs.retain(|p, _| !p.starts_with(&dir));
                 if dir.is_empty() {
@@ -115,6 +121,11 @@ pub fn scan_base<'a>(
             }
             if let Some(victim) = base.strip_prefix(".wh.") {
                 let victim = format!("{dir}{victim}");
+                if dir == "etc/alternatives/" {
+                    alternatives.remove(&victim["etc/alternatives/".len()..]);
+                } else if victim == "etc/alternatives" || victim == "etc" {
+                    alternatives.clear();
+                }
                 files.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
                 pythons.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
                 libs.retain(|p, _| *p != victim && !p.starts_with(&format!("{victim}/")));
@@ -122,6 +133,9 @@ pub fn scan_base<'a>(
                 continue;
             }
             let etype = entry.header().entry_type();
+            if dir == "etc/alternatives/" && !base.is_empty() {
+                alternatives.insert(base.to_string());
+            }
             if let Some(so) = soname(base) {
                 match etype {
                     tar::EntryType::Regular | tar::EntryType::Continuous => {
@@ -232,6 +246,7 @@ pub fn scan_base<'a>(
         pythons,
         libc_file_version,
         accounts,
+        alternatives,
         libraries,
     })
 }

@@ -77,6 +77,8 @@ pub struct InputOptions {
     pub vendor: Option<PathBuf>,
     /// `--push-only`: the registry pushed to (no local output is written).
     pub push_only_to: Option<String>,
+    /// Where the output goes (left out of every layer).
+    pub outputs: Vec<PathBuf>,
 }
 
 impl InputOptions {
@@ -104,6 +106,7 @@ impl InputOptions {
                 .filter(|_| args.push_only)
                 .and_then(|p| p.parse::<crate::registry::Reference>().ok())
                 .map(|r| r.registry().to_string()),
+            outputs: Vec::new(),
         }
     }
 }
@@ -131,6 +134,7 @@ pub fn build_in_store(
         vendor: inputs.vendor.clone(),
         push_only_to: inputs.push_only_to.clone(),
         no_cache,
+        outputs: inputs.outputs.clone(),
         ..cli.session(store, &bars)
     };
     Ok(session.build(recipe_path, recipe)?)
@@ -152,7 +156,10 @@ pub fn build_recipe(
         &recipe,
         &store,
         args.no_cache,
-        &InputOptions::from_args(args),
+        &InputOptions {
+            outputs: vec![target.path().to_path_buf()],
+            ..InputOptions::from_args(args)
+        },
     )?;
     if args.test && !matches!(target, Target::Layout(_)) {
         anyhow::bail!("--test needs an OCI layout output (DIR or oci:DIR), not {target}");
@@ -320,8 +327,8 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the
-/// shared libraries that the base and a wheel both ship.
+/// What the `rootfs` layer holds and which maintainer scripts were not run (stdout); a needed
+/// `ld.so.cache` as a warning (stderr).
 fn report_rootfs(r: &crate::rootfs::Report) {
     let mut parts = Vec::new();
     if r.baseline {
@@ -356,6 +363,8 @@ fn report_rootfs(r: &crate::rootfs::Report) {
     }
 }
 
+/// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the
+/// shared libraries that the base and a wheel both ship.
 fn report_wheels(r: &crate::system::wheelset::WheelReport) {
     if !r.shared.is_empty() {
         let wheels: std::collections::BTreeSet<&String> = r.shared.values().flatten().collect();

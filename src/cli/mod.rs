@@ -123,7 +123,9 @@ const SUBCOMMANDS: &[&str] = &[
     "help",
 ];
 
-/// Insert `build` before the first positional argument when no subcommand was given.
+/// Insert `build` before the first positional argument when it is a recipe (an existing file
+/// or a name ending in `.toml`) and no subcommand was given; anything else is left to clap,
+/// which suggests the subcommand a typo was meant to be.
 fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
     let takes_value = ["--cache-dir", "-j", "--jobs", "--registries"];
     let mut i = 1;
@@ -138,6 +140,10 @@ fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
             continue;
         }
         if SUBCOMMANDS.contains(&a.as_ref()) {
+            return args;
+        }
+        let recipe = a.ends_with(".toml") || Path::new(&args[i]).is_file();
+        if !recipe {
             return args;
         }
         let mut out = args;
@@ -190,14 +196,7 @@ fn message(e: &anyhow::Error) -> String {
     s
 }
 
-/// The output a recipe builds to when `--output` is not given: `./<recipe file stem>.oci`.
-pub fn default_output(recipe: &Path) -> PathBuf {
-    let stem = recipe
-        .file_stem()
-        .map(|s| s.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "image".into());
-    PathBuf::from(format!("{stem}.oci"))
-}
+pub use crate::output::default_output;
 
 /// SOURCE_DATE_EPOCH from the environment, if set.
 pub fn env_epoch() -> anyhow::Result<Option<u64>> {
@@ -245,6 +244,7 @@ impl Cli {
             push_only_to: None,
             no_cache: false,
             epoch_override: None,
+            outputs: Vec::new(),
             reporter,
         }
     }
@@ -287,6 +287,13 @@ mod tests {
             with_default_subcommand(v(&["ocibuild", "--help"])),
             v(&["ocibuild", "--help"])
         );
+        // A typo or an unknown word is clap's to explain (with its suggestion).
+        for typo in [
+            &["ocibuild", "buidl", "r.toml"][..],
+            &["ocibuild", "version"],
+        ] {
+            assert_eq!(with_default_subcommand(v(typo)), v(typo));
+        }
     }
 
     #[test]

@@ -62,10 +62,17 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let store = Store::open(tmp.path())?;
     // The rebuild: the lock as it is (checked against the recipe), every layer built again.
     let bars = super::progress::Bars::new(cli.quiet);
+    // The image compared against is left out of the layers, as `build` left its output out.
+    let outputs = match &target {
+        Spec::Layout { dir, .. } => vec![dir.clone()],
+        Spec::OciArchive(p) | Spec::DockerArchive(p) => vec![p.clone()],
+        Spec::Registry(_) | Spec::Digest(_) => Vec::new(),
+    };
     let session = Session {
         policy: LockPolicy::Locked,
         no_cache: true,
         epoch_override: super::env_epoch()?,
+        outputs,
         ..cli.session(&store, &bars)
     };
     let built = session.build(&args.recipe, &recipe)?;

@@ -19,8 +19,9 @@ pub struct Login {
 }
 
 impl fmt::Debug for Login {
+    /// Neither part: a token is often given as the user (`https://TOKEN@host/`).
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "Login({}, ***)", self.user)
+        f.write_str("Login(***)")
     }
 }
 
@@ -33,7 +34,7 @@ impl Login {
     }
 }
 
-/// The logins of one session. `Debug` shows users and origins, never a password.
+/// The logins of one session. `Debug` shows origins and paths, never a user or a password.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Credentials {
     /// Origin (`https://host:443`) → (path prefix, login), in the order given.
@@ -90,11 +91,23 @@ impl Credentials {
     pub fn login_for(&self, url: &str) -> Option<&Login> {
         let (origin, path) = origin_and_path(url)?;
         if let Some(logins) = self.origins.get(&origin) {
+            // The login whose path the request is under (the longest), else the one whose
+            // path shares the most leading segments with it (an index's login for the files
+            // it links to beside it), the first of equals.
             let best = logins
                 .iter()
                 .filter(|(prefix, _)| under(&path, prefix))
                 .max_by_key(|(prefix, _)| prefix.len())
-                .or_else(|| logins.first());
+                .or_else(|| {
+                    let shared = |p: &str| {
+                        p.split('/')
+                            .zip(path.split('/'))
+                            .take_while(|(a, b)| a == b)
+                            .count()
+                    };
+                    let most = logins.iter().map(|(p, _)| shared(p)).max()?;
+                    logins.iter().find(|(p, _)| shared(p) == most)
+                });
             if let Some((_, login)) = best {
                 return Some(login);
             }
@@ -118,6 +131,9 @@ impl Credentials {
         for l in logins {
             if !l.password.is_empty() {
                 out.push(l.password.clone());
+            } else if !l.user.is_empty() {
+                // `https://TOKEN@host/`: the user is the secret.
+                out.push(l.user.clone());
             }
             out.push(l.basic()["Basic ".len()..].to_string());
         }
@@ -143,6 +159,24 @@ fn origin_and_path(url: &str) -> Option<(String, String)> {
         format!("{}://{}:{port}", u.scheme(), host.to_ascii_lowercase()),
         u.path().to_string(),
     ))
+}
+
+/// Whether an `http(s)://` URL (with or without a login) parses once its login is taken out.
+/// A login holding `/`, `?` or `#` ends the authority early (`https://u:ab/cd@host/`), so the
+/// URL would mean another host with the secret in its path: refused, and the message must not
+/// repeat the URL.
+pub fn check_login(url: &str) -> Result<(), &'static str> {
+    if !(url.starts_with("https://") || url.starts_with("http://")) {
+        return Ok(());
+    }
+    let (clean, _) = split_userinfo(url);
+    match reqwest::Url::parse(&clean) {
+        Ok(u) if u.username().is_empty() && u.password().is_none() => Ok(()),
+        _ => Err(
+            "is not a valid URL (not repeated here, in case it holds a login); in a login, \
+             percent-encode `/`, `?`, `#` and `%` (`%2F`, `%3F`, `%23`, `%25`)",
+        ),
+    }
 }
 
 /// Splits `https://user:pass@host/path` into the URL without its userinfo (otherwise as
@@ -309,6 +343,29 @@ mod tests {
         assert!(secrets.contains(&"p".to_string()) && secrets.contains(&"s".to_string()));
         assert!(secrets.contains(&login("u", "p").basic()[6..].to_string()));
         assert!(!format!("{c:?}").contains("\"p\""), "{c:?}");
+    }
+
+    #[test]
+    fn the_nearest_login_opens_an_index_s_files() {
+        // Artifactory: a Debian remote and a PyPI remote on one host, each with its login.
+        let mut c = Credentials::default();
+        c.take("https://u1:p1@art.example/artifactory/debian-remote");
+        c.take("https://u2:t2@art.example/artifactory/api/pypi/pypi-remote/simple");
+        assert_eq!(
+            c.login_for("https://art.example/artifactory/api/pypi/pypi-remote/packages/x.whl"),
+            Some(&login("u2", "t2"))
+        );
+        assert_eq!(
+            c.login_for("https://art.example/artifactory/debian-remote/pool/x.deb"),
+            Some(&login("u1", "p1"))
+        );
+        let mut t = Credentials::default();
+        t.take("https://TOKEN123@pypi.example/simple/");
+        assert!(t.secrets().contains(&"TOKEN123".to_string()));
+        assert!(!format!("{t:?}").contains("TOKEN123"));
+        assert!(check_login("https://u:p%2Fq@h/x").is_ok());
+        assert!(check_login("https://u:ab/cd@h/x").is_err());
+        assert!(check_login("file:///x@y").is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ mod read;
 
 use std::fmt;
 use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use crate::digest::Digest;
@@ -53,6 +53,15 @@ pub enum OutputError {
         "unknown output `{0}`: expected DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE"
     )]
     BadTarget(String),
+    #[error(
+        "unknown output transport `{transport}:` in `{output}`: expected DIR, oci:DIR, \
+         oci-archive:FILE or docker-archive:FILE{hint}"
+    )]
+    UnknownTransport {
+        transport: String,
+        output: String,
+        hint: &'static str,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -64,6 +73,15 @@ pub enum OutputError {
 pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(io::Error) -> OutputError {
     let path = path.into();
     move |source| OutputError::Io { path, source }
+}
+
+/// The output a recipe builds to when `--output` is not given: `./<recipe file stem>.oci`.
+pub fn default_output(recipe: &Path) -> PathBuf {
+    let stem = recipe
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "image".into());
+    PathBuf::from(format!("{stem}.oci"))
 }
 
 /// Where a built image goes.
@@ -93,8 +111,41 @@ impl FromStr for Target {
             Ok(Target::DockerArchive(nonempty(p)?))
         } else if let Some(p) = s.strip_prefix("oci:") {
             Ok(Target::Layout(nonempty(p)?))
+        } else if let Some(transport) = transport_prefix(s) {
+            // skopeo's rule: `name:` names a transport; a path with a colon is written
+            // `./a:b` or `oci:a:b`.
+            let hint = match transport {
+                "docker" | "containers-storage" | "docker-daemon" => {
+                    "; to send the image to a registry, use --push REF"
+                }
+                _ => "; a directory whose name has a colon is written ./NAME or oci:NAME",
+            };
+            Err(OutputError::UnknownTransport {
+                transport: transport.to_string(),
+                output: s.to_string(),
+                hint,
+            })
         } else {
             Ok(Target::Layout(nonempty(s)?))
+        }
+    }
+}
+
+/// The `name` of `name:rest` when `name` looks like a transport (a letter, then letters,
+/// digits and `-`): what skopeo would take as one.
+fn transport_prefix(s: &str) -> Option<&str> {
+    let (name, _) = s.split_once(':')?;
+    let mut chars = name.chars();
+    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-');
+    ok.then_some(name)
+}
+
+impl Target {
+    /// The directory or file written.
+    pub fn path(&self) -> &Path {
+        match self {
+            Target::Layout(p) | Target::OciArchive(p) | Target::DockerArchive(p) => p,
         }
     }
 }
@@ -141,6 +192,33 @@ mod tests {
             Target::DockerArchive("d.tar".into())
         );
         assert!("oci-archive:".parse::<Target>().is_err());
+        for (bad, transport) in [
+            ("tar:x", "tar"),
+            ("oci-archiv:y.tar", "oci-archiv"),
+            ("docker://host/x:1", "docker"),
+            ("containers-storage:x", "containers-storage"),
+        ] {
+            let e = bad.parse::<Target>().unwrap_err().to_string();
+            assert!(
+                e.starts_with(&format!(
+                    "unknown output transport `{transport}:` in `{bad}`"
+                )),
+                "{e}"
+            );
+        }
+        assert!("docker://h/x"
+            .parse::<Target>()
+            .unwrap_err()
+            .to_string()
+            .ends_with("use --push REF"));
+        assert_eq!(
+            "./a:b".parse::<Target>().unwrap(),
+            Target::Layout("./a:b".into())
+        );
+        assert_eq!(
+            "oci:a:b".parse::<Target>().unwrap(),
+            Target::Layout("a:b".into())
+        );
         assert!("".parse::<Target>().is_err());
     }
 }

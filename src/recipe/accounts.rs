@@ -28,6 +28,27 @@ pub fn is_account_name(s: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-')
 }
 
+/// An absolute path for a `passwd` field: normalized, without `:` (the field separator) or
+/// control characters (a newline would start another line, another account).
+fn passwd_path(ctx: &Ctx<'_>, what: &str, key: &str, v: &Spanned<String>) -> Result<String> {
+    let p = normalize_abs(v.get_ref()).map_err(|m| {
+        ctx.err(
+            v.span(),
+            format!("{what}: invalid {key} `{}`: {m}", v.get_ref()),
+        )
+    })?;
+    if p.contains(':') || p.chars().any(char::is_control) {
+        return Err(ctx.err(
+            v.span(),
+            format!(
+                "{what}: invalid {key} `{}`: must not contain `:` or control characters",
+                v.get_ref().escape_debug()
+            ),
+        ));
+    }
+    Ok(p)
+}
+
 fn id(ctx: &Ctx<'_>, what: &str, key: &str, v: &Spanned<i64>) -> Result<u32> {
     let n = *v.get_ref();
     if !(0..=MAX_ID).contains(&n) {
@@ -114,23 +135,9 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
             ));
         }
         let gid = match &u.gid {
-            Some(g) => {
-                let gid = id(ctx, &what, "gid", g)?;
-                if !gids.contains_key(&gid) {
-                    // A gid of no declared group: the user's own group, named after it.
-                    imply_group(
-                        ctx,
-                        &what,
-                        &name,
-                        gid,
-                        g.span(),
-                        &mut groups,
-                        &mut group_names,
-                        &mut gids,
-                    )?;
-                }
-                gid
-            }
+            // A gid no declared group has: the image's group of that gid (the base's `users`),
+            // else the user's own, named after it; decided when the image's groups are known.
+            Some(g) => id(ctx, &what, "gid", g)?,
             None => match group_names.get(&name) {
                 Some(&gid) => gid,
                 None => {
@@ -151,12 +158,7 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
         let home = match u.home {
             None => format!("/home/{name}"),
             Some(h) => {
-                let p = normalize_abs(h.get_ref()).map_err(|m| {
-                    ctx.err(
-                        h.span(),
-                        format!("{what}: invalid home `{}`: {m}", h.get_ref()),
-                    )
-                })?;
+                let p = passwd_path(ctx, &what, "home", &h)?;
                 if p == "/" {
                     return Err(ctx.err(
                         h.span(),
@@ -168,13 +170,14 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
         };
         let shell = match u.shell {
             None => DEFAULT_SHELL.to_string(),
-            Some(s) => normalize_abs(s.get_ref()).map_err(|m| {
-                ctx.err(
-                    s.span(),
-                    format!("{what}: invalid shell `{}`: {m}", s.get_ref()),
-                )
-            })?,
+            Some(s) => passwd_path(ctx, &what, "shell", &s)?,
         };
+        if let Some(other) = users.iter().find(|x| x.home == home) {
+            return Err(ctx.err(
+                span,
+                format!("{what}: home `{home}` is already user `{}`'s", other.name),
+            ));
+        }
         uids.insert(uid, name.clone());
         users.push(User {
             name,

@@ -109,6 +109,7 @@ fn source(
             format!("{what}: invalid url `{u}`: expected an https://, http:// or file:// URL"),
         ));
     }
+    crate::http::check_login(u).map_err(|m| ctx.err(url.span(), format!("{what}: the url {m}")))?;
     let suite = raw
         .suite
         .ok_or_else(|| missing("suite", "like \"bookworm\" or \"noble\""))?;
@@ -238,6 +239,8 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
                             format!("[python]: invalid index `{u}`: expected an http(s) URL of a simple repository API root"),
                         ));
                     }
+                    crate::http::check_login(u)
+                        .map_err(|m| ctx.err(i.span(), format!("[python]: the index {m}")))?;
                     i.into_inner().trim_end_matches('/').to_string()
                 }
             };
@@ -331,7 +334,10 @@ fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<
             ),
         )
     };
-    let written = raw.url.ok_or_else(|| missing("url"))?.into_inner();
+    let written = raw.url.ok_or_else(|| missing("url"))?;
+    crate::http::check_login(written.get_ref())
+        .map_err(|m| ctx.err(written.span(), format!("[python] archive: the url {m}")))?;
+    let written = written.into_inner();
     let url = if written.contains("://") {
         written.clone()
     } else {

@@ -65,19 +65,21 @@ fn ids(text: &str) -> Vec<(String, u32)> {
         .collect()
 }
 
+/// The accounts of a `passwd` text: every line with a name and a numeric uid counts (for the
+/// collision checks, even a short or malformed one).
 fn users_of(passwd: &str) -> Vec<UserLine> {
     passwd
         .lines()
         .filter_map(|l| {
             let f: Vec<&str> = l.split(':').collect();
-            if f.len() < 7 || f[0].is_empty() {
+            if f.len() < 3 || f[0].is_empty() {
                 return None;
             }
             Some(UserLine {
                 name: f[0].to_string(),
                 uid: f[2].parse().ok()?,
-                gid: f[3].parse().ok()?,
-                home: f[5].to_string(),
+                gid: f.get(3).and_then(|g| g.parse().ok()).unwrap_or(0),
+                home: f.get(5).unwrap_or(&"").to_string(),
             })
         })
         .collect()
@@ -125,6 +127,21 @@ pub fn merge(
         groups.push((g.name.clone(), g.gid));
     }
     for u in &declared.users {
+        if !groups.iter().any(|(_, id)| *id == u.gid) {
+            // A gid no group has: the user's own group, named after it.
+            if let Some((_, id)) = groups.iter().find(|(n, _)| *n == u.name) {
+                return Err(RootfsError::Account {
+                    at: u.at.clone(),
+                    problem: format!(
+                        "user `{}`: no group has gid {}, and its own group `{}` would collide \
+                         with `{}` ({id}): declare the group, or set `gid = {id}`",
+                        u.name, u.gid, u.name, u.name
+                    ),
+                });
+            }
+            group.push_str(&format!("{}:x:{}:\n", u.name, u.gid));
+            groups.push((u.name.clone(), u.gid));
+        }
         if let Some(x) = users.iter().find(|x| x.name == u.name || x.uid == u.uid) {
             return Err(RootfsError::Account {
                 at: u.at.clone(),

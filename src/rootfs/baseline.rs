@@ -114,14 +114,28 @@ pub const BASELINE: &[Path] = &[
     special("var/tmp", 0o1777, "root"),
 ];
 
-/// Whether `path` (absolute, normalized) is a baseline path or holds one: no home may be
-/// there, since a home is made its user's.
-pub fn is_system_path(path: &str) -> bool {
+/// Why `path` (absolute, normalized) cannot be a home, if it cannot: a baseline path or one
+/// that holds some (it would become the user's), or one beneath a baseline symlink or a
+/// directory of another mode than 0755 (its parents are written 0755 directories, which
+/// would replace the link or change `/tmp`'s 1777).
+pub fn home_problem(path: &str) -> Option<&'static str> {
     let p = path.trim_start_matches('/');
-    p.is_empty()
+    if p.is_empty()
         || BASELINE
             .iter()
             .any(|b| b.path == p || b.path.starts_with(&format!("{p}/")))
+    {
+        return Some("is a system directory (it would become the user's)");
+    }
+    let beneath = |b: &&Path| p.starts_with(&format!("{}/", b.path));
+    if BASELINE
+        .iter()
+        .filter(beneath)
+        .any(|b| b.kind != Kind::Dir || b.mode != 0o755)
+    {
+        return Some("is beneath a system symlink or a directory such as /tmp");
+    }
+    None
 }
 
 #[cfg(test)]
@@ -144,7 +158,19 @@ mod tests {
                 );
             }
         }
-        assert!(is_system_path("/tmp") && is_system_path("/usr") && is_system_path("/"));
-        assert!(!is_system_path("/home/app") && !is_system_path("/srv/app"));
+        for bad in [
+            "/tmp",
+            "/usr",
+            "/",
+            "/tmp/app",
+            "/var/run/app",
+            "/root/x",
+            "/var/tmp/a/b",
+        ] {
+            assert!(home_problem(bad).is_some(), "{bad}");
+        }
+        for ok in ["/home/app", "/srv/app", "/opt/app/home", "/var/lib/app"] {
+            assert!(home_problem(ok).is_none(), "{ok}");
+        }
     }
 }

@@ -77,6 +77,8 @@ pub struct Inputs<'a> {
     pub declared: &'a Accounts,
     /// `[config] user` and where the recipe says it.
     pub config_user: Option<(&'a str, &'a str)>,
+    /// The alternatives the base has chosen already: kept as they are.
+    pub base_alternatives: &'a BTreeSet<String>,
     pub usr_merge: &'a UsrMerge,
     /// The Debian architecture (for the multiarch library directories).
     pub architecture: &'a str,
@@ -210,12 +212,11 @@ pub fn plan(inp: &Inputs<'_>) -> Result<Plan, RootfsError> {
         None
     };
     for u in &inp.declared.users {
-        if baseline::is_system_path(&u.home) {
+        if let Some(why) = baseline::home_problem(&u.home) {
             return Err(RootfsError::Account {
                 at: u.at.clone(),
                 problem: format!(
-                    "user `{}`: home `{}` is a system directory (it would become the user's): \
-                     pick one like \"/home/{}\"",
+                    "user `{}`: home `{}` {why}: pick one like \"/home/{}\"",
                     u.name, u.home, u.name
                 ),
             });
@@ -226,7 +227,11 @@ pub fn plan(inp: &Inputs<'_>) -> Result<Plan, RootfsError> {
     }
     let gid_of = |name: &str| files.as_ref().and_then(|f| f.gid_of(name)).unwrap_or(0);
     if report.baseline {
-        for b in baseline::BASELINE {
+        // What a package ships stays (trixie's base-files has `bin -> usr/bin`).
+        for b in baseline::BASELINE
+            .iter()
+            .filter(|b| !inp.installed.paths.contains(b.path))
+        {
             let (kind, mode) = match b.kind {
                 baseline::Kind::Dir => (PlannedKind::Dir, b.mode),
                 baseline::Kind::Symlink(t) => (PlannedKind::Symlink(t.to_string()), 0o777),
@@ -298,7 +303,7 @@ fn alternatives(inp: &Inputs<'_>, out: &mut BTreeMap<String, Planned>) -> Vec<Al
         BTreeMap::new();
     for s in inp.scripts {
         for a in &s.alternatives {
-            if !shipped(&a.path) {
+            if !shipped(&a.path) || inp.base_alternatives.contains(&a.name) {
                 continue;
             }
             let better = match best.get(a.name.as_str()) {
@@ -442,5 +447,107 @@ fn ld_report(inp: &Inputs<'_>) -> LdReport {
             format!("needed and not written: ld.so.conf.d names {} with libraries outside the default search ({defaults}); set LD_LIBRARY_PATH in [config] env", needed.join(", "))
         },
         directories: needed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apt::scripts::{Alternative, DebScripts};
+    use crate::recipe::User;
+
+    fn inputs<'a>(
+        scripts: &'a [DebScripts],
+        installed: &'a Installed,
+        declared: &'a Accounts,
+        base_accounts: &'a BTreeMap<String, String>,
+        base_alternatives: &'a BTreeSet<String>,
+        usr: &'a UsrMerge,
+    ) -> Inputs<'a> {
+        Inputs {
+            scratch: base_accounts.is_empty(),
+            system: true,
+            base_accounts,
+            scripts,
+            installed,
+            declared,
+            config_user: None,
+            base_alternatives,
+            usr_merge: usr,
+            architecture: "amd64",
+        }
+    }
+
+    #[test]
+    fn shipped_paths_base_choices_and_base_groups_are_kept() {
+        let scripts = vec![DebScripts {
+            package: "vim".into(),
+            scripts: vec!["postinst".into()],
+            alternatives: vec![Alternative {
+                link: "/usr/bin/editor".into(),
+                name: "editor".into(),
+                path: "/usr/bin/vim.basic".into(),
+                priority: 30,
+                slaves: vec![],
+            }],
+            ..DebScripts::default()
+        }];
+        let installed = Installed {
+            paths: ["bin", "usr/bin/vim.basic"].map(String::from).into(),
+            ..Installed::default()
+        };
+        let none = Accounts::default();
+        let (no_files, no_alts, usr) = (BTreeMap::new(), BTreeSet::new(), UsrMerge::none());
+        // On scratch, `bin` (a package's symlink in trixie) is not replaced by a directory.
+        let planned = super::plan(&inputs(
+            &scripts, &installed, &none, &no_files, &no_alts, &usr,
+        ))
+        .unwrap();
+        assert!(planned.paths.iter().all(|p| p.path != "bin"));
+        assert!(planned.paths.iter().any(|p| p.path == "usr/bin/editor"));
+        // A base that chose an editor already keeps its choice.
+        let mut base = BTreeMap::new();
+        base.insert(
+            "etc/passwd".to_string(),
+            "root:x:0:0:root:/root:/bin/sh\n".to_string(),
+        );
+        base.insert(
+            "etc/group".to_string(),
+            "root:x:0:\nusers:x:100:\n".to_string(),
+        );
+        let chosen: BTreeSet<String> = ["editor".to_string()].into();
+        let planned =
+            super::plan(&inputs(&scripts, &installed, &none, &base, &chosen, &usr)).unwrap();
+        assert!(
+            planned.paths.is_empty() && planned.report.alternatives.is_empty(),
+            "{planned:?}"
+        );
+        // A user whose gid is the base's `users` joins it; no group is added.
+        let declared = Accounts {
+            groups: vec![],
+            users: vec![User {
+                name: "app".into(),
+                uid: 1001,
+                gid: 100,
+                home: "/home/app".into(),
+                shell: "/bin/sh".into(),
+                at: "r.toml:1:1".into(),
+            }],
+        };
+        let planned = super::plan(&inputs(
+            &scripts, &installed, &declared, &base, &chosen, &usr,
+        ))
+        .unwrap();
+        let group = planned
+            .paths
+            .iter()
+            .find(|p| p.path == "etc/group")
+            .unwrap();
+        assert_eq!(
+            group.kind,
+            PlannedKind::File("root:x:0:\nusers:x:100:\n".into())
+        );
+        let home = planned.paths.iter().find(|p| p.path == "home/app").unwrap();
+        assert_eq!((home.uid, home.gid, home.mode), (1001, 100, 0o700));
     }
 }

@@ -21,6 +21,7 @@ use crate::store::Store;
 use crate::system::{self, System, SystemError, SystemOptions};
 use crate::vendor::{self, VendorError};
 
+mod exclude;
 mod lockcheck;
 
 pub use self::lockcheck::{load_checked_lock, lock_changes};
@@ -122,6 +123,9 @@ pub struct Session<'a> {
     pub no_cache: bool,
     /// `SOURCE_DATE_EPOCH`, overriding the recipe's.
     pub epoch_override: Option<u64>,
+    /// Where the build's output goes (and other paths no layer may take in besides the lock,
+    /// the default output and the store, which are always left out).
+    pub outputs: Vec<PathBuf>,
     pub reporter: &'a dyn Reporter,
 }
 
@@ -358,6 +362,13 @@ impl<'a> Session<'a> {
     /// resolved through the lock, then [`build::build`]. `build` uses the user's store,
     /// `verify` an empty temporary one.
     pub fn build(&self, recipe_path: &Path, recipe: &Recipe) -> Result<Built, SessionError> {
+        let mut own: Vec<PathBuf> = self.outputs.iter().map(|p| exclude::absolute(p)).collect();
+        own.push(exclude::absolute(&Lock::path_for(recipe_path)));
+        own.push(exclude::absolute(&crate::output::default_output(
+            recipe_path,
+        )));
+        own.push(exclude::absolute(self.store.root()));
+        let recipe = &exclude::without_own_files(recipe, &own);
         let lock = self.checked_lock(recipe_path, recipe)?;
         self.stage_vendored(lock, recipe_path)?;
         let read = |source, path: &Path| SessionError::Read {

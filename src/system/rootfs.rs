@@ -62,6 +62,7 @@ pub fn layer(
             .user
             .as_deref()
             .map(|u| (u, recipe.config.user_at.as_deref().unwrap_or(""))),
+        base_alternatives: &scanned.alternatives,
         usr_merge: &scanned.usr_merge,
         architecture: &architecture,
     })?;

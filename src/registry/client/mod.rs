@@ -535,7 +535,9 @@ fn parse_range_end(v: &str) -> Option<u64> {
 /// the start of a plain body; empty when there is nothing useful. Each of `secrets`, and
 /// whatever looks like a credential ([`crate::http::redact_text`]), shows as `***`.
 pub(crate) fn error_detail(body: &[u8], secrets: &[String]) -> String {
-    crate::http::redact_text(&body_detail(body), secrets)
+    // Redacted before it is cut short: a secret across the cut would leave its start.
+    let text = crate::http::redact_text(&String::from_utf8_lossy(body), secrets);
+    body_detail(text.as_bytes())
 }
 
 fn body_detail(body: &[u8]) -> String {

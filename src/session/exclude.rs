@@ -1,0 +1,86 @@
+//! The build's own files are never part of a layer: a `[[layer]]` whose `src` holds the
+//! recipe's lock, the output being written, the previous default output (`NAME.oci`) or the
+//! store gets patterns that leave them out, after the recipe's own (so no `!` brings them
+//! back). Without this, `src = "."` next to the default output takes in the last build's
+//! layout, and every build has a new digest.
+
+use std::path::{Path, PathBuf};
+
+use crate::recipe::Recipe;
+
+/// `recipe` with every layer's `ignore` extended to leave `paths` (absolute) out, each with
+/// the directories above it (below the layer's source) that hold nothing else: `-o out/img`
+/// makes `out/`, which the next build would otherwise take in.
+pub fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
+    let mut out = recipe.clone();
+    for l in &mut out.layers {
+        for p in paths {
+            if let Some(pattern) = pattern_for(&l.spec.src, &only_holder(&l.spec.src, p)) {
+                l.spec.ignore.push(pattern);
+            }
+        }
+    }
+    out
+}
+
+/// The highest directory between `src` (excluded) and `path` that holds only the way down to
+/// `path`, else `path`.
+fn only_holder(src: &Path, path: &Path) -> PathBuf {
+    let mut cur = path.to_path_buf();
+    while let Some(parent) = cur.parent() {
+        if parent == src || !parent.starts_with(src) {
+            break;
+        }
+        let alone = fs_err::read_dir(parent)
+            .map(|entries| entries.take(2).count() == 1)
+            .unwrap_or(false);
+        if !alone {
+            break;
+        }
+        cur = parent.to_path_buf();
+    }
+    cur
+}
+
+/// An anchored pattern matching exactly `path` beneath `src`, when it is beneath it.
+fn pattern_for(src: &Path, path: &Path) -> Option<String> {
+    let rel = path.strip_prefix(src).ok()?;
+    if rel.as_os_str().is_empty() {
+        return None;
+    }
+    let rel = rel.to_str()?;
+    let mut pattern = String::from("/");
+    for c in rel.chars() {
+        if matches!(c, '\\' | '*' | '?' | '[' | ']') {
+            pattern.push('\\');
+        }
+        pattern.push(c);
+    }
+    Some(pattern)
+}
+
+/// `p` made absolute against the current directory (without resolving symlinks), as layer
+/// sources are.
+pub fn absolute(p: &Path) -> PathBuf {
+    std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layer::ignore::IgnoreMatcher;
+
+    #[test]
+    fn patterns_match_exactly_the_path() {
+        let src = Path::new("/p");
+        let p = pattern_for(src, Path::new("/p/out/a[1]*.oci")).unwrap();
+        assert_eq!(p, "/out/a\\[1\\]\\*.oci");
+        let m = IgnoreMatcher::new(&["!*", p.as_str()]).unwrap();
+        assert!(m.excluded("out/a[1]*.oci") && m.excluded("out/a[1]*.oci/index.json"));
+        assert!(!m.excluded("out/a1x.oci"));
+        let hash = pattern_for(src, Path::new("/p/#x")).unwrap();
+        assert!(IgnoreMatcher::new(&[hash]).unwrap().excluded("#x"));
+        assert_eq!(pattern_for(src, Path::new("/q/x")), None);
+        assert_eq!(pattern_for(src, src), None);
+    }
+}

@@ -1,0 +1,197 @@
+//! The command line as a new user meets it (one test per item of the CLI issue): outputs with
+//! an unknown transport, a mistyped subcommand, a layer over the recipe's own directory, a
+//! closed pipe, and the shipped recipes' ignore rules.
+
+use std::io::Read;
+use std::path::Path;
+use std::process::Stdio;
+
+use fs_err as fs;
+
+use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
+
+fn app(dir: &Path) -> std::path::PathBuf {
+    fs::create_dir_all(dir).unwrap();
+    fs::write(dir.join("hello.txt"), "hello\n").unwrap();
+    let r = dir.join("app.toml");
+    fs::write(
+        &r,
+        "[image]\nname = \"example.com/ux\"\n\n[[layer]]\nname = \"app\"\nsrc = \".\"\ndest = \"/app\"\n",
+    )
+    .unwrap();
+    r
+}
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// 1. `-o` with a transport ocibuild does not write is refused, and nothing is created.
+#[test]
+fn unknown_output_transports_are_refused() {
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    for (out, transport) in [
+        ("tar:x", "tar"),
+        ("oci-archiv:y.tar", "oci-archiv"),
+        ("docker://127.0.0.1:5055/ux/x:1", "docker"),
+        ("containers-storage:x", "containers-storage"),
+    ] {
+        let o = run(ocibuild()
+            .current_dir(t.path())
+            .args(["build", "-o", out])
+            .arg(&r));
+        let err = stderr(&o);
+        assert!(!o.status.success(), "{out}: built");
+        assert!(
+            err.starts_with(&format!(
+                "error: unknown output transport `{transport}:` in `{out}`: expected DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE"
+            )),
+            "{err}"
+        );
+    }
+    let left: Vec<_> = fs::read_dir(t.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(left, ["p"], "nothing created");
+    // A directory whose name has a colon is still reachable.
+    run_ok(
+        ocibuild()
+            .current_dir(t.path())
+            .args(["build", "-o", "./a:b"])
+            .arg(&r),
+    );
+    assert!(t.path().join("a:b/index.json").is_file());
+}
+
+/// 2. A mistyped subcommand gets clap's suggestion instead of "cannot read recipe".
+#[test]
+fn a_mistyped_subcommand_is_suggested() {
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let o = run(ocibuild().arg("buidl").arg(&r));
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("unrecognized subcommand 'buidl'")
+            && err.contains("similar subcommand exists: 'build'"),
+        "{err}"
+    );
+    let o = run(ocibuild().arg("version"));
+    assert!(
+        stderr(&o).contains("unrecognized subcommand 'version'"),
+        "{}",
+        stderr(&o)
+    );
+    // The shorthand still takes a recipe.
+    let o = run_ok(ocibuild().current_dir(t.path().join("p")).arg("app.toml"));
+    assert!(
+        stdout(&o).contains("example.com/ux:latest"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// 3. `src = "."` beside the default output and the lock: the next build has the same digest.
+#[test]
+fn the_recipes_own_output_and_lock_stay_out_of_its_layers() {
+    let t = tempdir();
+    let p = t.path().join("p");
+    let r = app(&p);
+    let digest = |o: &std::process::Output| {
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        // The layer: the manifest also carries the lock's digest, which `lock` just wrote.
+        v["layers"][0]["digest"].as_str().unwrap().to_string()
+    };
+    let first = run_ok(ocibuild().current_dir(&p).args(["build", "--json"]).arg(&r));
+    run_ok(ocibuild().current_dir(&p).arg("lock").arg(&r));
+    assert!(p.join("app.oci/index.json").is_file() && p.join("app.lock").is_file());
+    let second = run_ok(ocibuild().current_dir(&p).args(["build", "--json"]).arg(&r));
+    assert_eq!(digest(&first), digest(&second));
+    // An explicit output inside the source too.
+    let third = run_ok(
+        ocibuild()
+            .current_dir(&p)
+            .args(["build", "--json", "-o", "out/img"])
+            .arg(&r),
+    );
+    let fourth = run_ok(
+        ocibuild()
+            .current_dir(&p)
+            .args(["build", "--json", "-o", "out/img"])
+            .arg(&r),
+    );
+    assert_eq!(digest(&third), digest(&fourth));
+    assert_eq!(digest(&first), digest(&third));
+}
+
+/// 11. `ocibuild … | head -1` ends quietly when the reader goes away.
+#[test]
+fn a_closed_pipe_ends_the_output_quietly() {
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let a = t.path().join("a");
+    run_ok(ocibuild().args(["build", "-o"]).arg(&a).arg(&r));
+    fs::write(t.path().join("p/hello.txt"), "other\n".repeat(1000)).unwrap();
+    for i in 0..3000 {
+        fs::write(t.path().join(format!("p/f{i}")), "x").unwrap();
+    }
+    let b = t.path().join("b");
+    run_ok(ocibuild().args(["build", "-o"]).arg(&b).arg(&r));
+    let mut child = ocibuild()
+        .args(["diff", "--semantic"])
+        .arg(&a)
+        .arg(&b)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Read one byte, then close the pipe.
+    let mut first = [0u8; 1];
+    child.stdout.take().unwrap().read_exact(&mut first).unwrap();
+    let o = child.wait_with_output().unwrap();
+    let err = stderr(&o);
+    assert!(
+        !err.contains("panicked") && !err.contains("Broken pipe"),
+        "{err}"
+    );
+}
+
+/// 15. The shipped recipes leave out `__pycache__` and `*.pyc` at any depth.
+#[test]
+fn shipped_recipes_ignore_bytecode_at_any_depth() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let mut checked = 0;
+    for e in fs::read_dir(&repo).unwrap() {
+        let p = e.unwrap().path();
+        let text = fs::read_to_string(&p).unwrap_or_default();
+        if p.extension().is_none_or(|x| x != "toml") || !text.contains("__pycache__") {
+            continue;
+        }
+        let Ok(recipe) = ocibuild::recipe::load(&p) else {
+            continue;
+        };
+        for l in recipe
+            .layers
+            .iter()
+            .filter(|l| l.spec.ignore.iter().any(|i| i.contains("__pycache__")))
+        {
+            let m = ocibuild::layer::ignore::IgnoreMatcher::new(&l.spec.ignore).unwrap();
+            for path in [
+                "pkg/sub/__pycache__/m.cpython-311.pyc",
+                "__pycache__/x.pyc",
+                "a/b/c.pyc",
+            ] {
+                assert!(
+                    m.excluded(path),
+                    "{}: layer {} keeps {path}",
+                    p.display(),
+                    l.name
+                );
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 3, "the recipes that ignore bytecode: {checked}");
+}
