@@ -70,7 +70,7 @@ pub fn exit_on_error(result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCod
     match result {
         Ok(code) => Ok(code),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", super::message(&e));
             Ok(ExitCode::from(2))
         }
     }

@@ -71,6 +71,11 @@ pub struct Cli {
     /// $OCIBUILD_REGISTRIES, else ~/.config/ocibuild/registries.toml when it exists).
     #[arg(long, global = true, value_name = "FILE")]
     registries: Option<PathBuf>,
+    /// `--tls-verify=false`: registries' certificates are not checked, and a registry that does
+    /// not speak TLS is spoken to in plain HTTP (skopeo's flag). A loopback registry
+    /// (localhost, 127.0.0.1, ::1) falls back to plain HTTP without it.
+    #[arg(long, global = true, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    tls_verify: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -127,7 +132,13 @@ const SUBCOMMANDS: &[&str] = &[
 /// or a name ending in `.toml`) and no subcommand was given; anything else is left to clap,
 /// which suggests the subcommand a typo was meant to be.
 fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
-    let takes_value = ["--cache-dir", "-j", "--jobs", "--registries"];
+    let takes_value = [
+        "--cache-dir",
+        "-j",
+        "--jobs",
+        "--registries",
+        "--tls-verify",
+    ];
     let mut i = 1;
     while i < args.len() {
         let a = args[i].to_string_lossy();
@@ -236,6 +247,7 @@ impl Cli {
         crate::session::Session {
             store,
             registries: self.registries.clone(),
+            tls_verify: self.tls_verify,
             threads: self.threads(),
             policy: crate::lock::LockPolicy::Resolve,
             locked_by: "--locked",

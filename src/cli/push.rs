@@ -9,7 +9,7 @@ use super::Cli;
 use crate::image::Descriptor;
 use crate::output::Layout;
 use crate::push::{self, PushReport};
-use crate::registry::{settings, Client, Reference};
+use crate::registry::{Client, Reference};
 use crate::store::Store;
 
 #[derive(Args, Debug)]
@@ -43,9 +43,11 @@ fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
 }
 
 pub fn client(cli: &Cli) -> anyhow::Result<Client> {
-    Ok(Client::new(settings::load(
-        settings::locate(cli.registries.as_deref()).as_deref(),
-    )?))
+    Ok(crate::session::registry_client(
+        cli.registries.as_deref(),
+        false,
+        cli.tls_verify,
+    )?)
 }
 
 /// Push and print the outcome.

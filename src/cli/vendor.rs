@@ -92,7 +92,8 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
             vendor::merge(&mut dir, &src, &mut stats)?;
         }
     } else {
-        let client = crate::session::registry_client(cli.registries.as_deref(), false)?;
+        let client =
+            crate::session::registry_client(cli.registries.as_deref(), false, cli.tls_verify)?;
         let bars = super::progress::Bars::new(cli.quiet);
         for r in &args.recipes {
             vendor_recipe(cli, &mut dir, r, &client, &bars, &mut stats)?;

@@ -27,7 +27,7 @@ use super::client::{ClientConfig, Mirror, RegistrySettings};
 pub enum SettingsError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
-    #[error("{path}: {message}")]
+    #[error("registries file {}: {message}", path.display())]
     Parse { path: PathBuf, message: String },
 }
 

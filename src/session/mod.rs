@@ -72,9 +72,14 @@ boxed_from!(
 
 /// The registry client, with the registries file's settings (mirrors, TLS; `None`: the
 /// default locations); offline, one that refuses every request.
-pub fn registry_client(registries: Option<&Path>, offline: bool) -> Result<Client, SessionError> {
+pub fn registry_client(
+    registries: Option<&Path>,
+    offline: bool,
+    tls_verify: bool,
+) -> Result<Client, SessionError> {
     let mut config = settings::load(settings::locate(registries).as_deref())?;
     config.offline = offline;
+    config.tls_verify = tls_verify;
     Ok(Client::new(config))
 }
 
@@ -109,6 +114,8 @@ pub struct Session<'a> {
     pub store: &'a Store,
     /// The registries file (`--registries`); `None`: the default locations.
     pub registries: Option<PathBuf>,
+    /// `--tls-verify` (true unless `--tls-verify=false`).
+    pub tls_verify: bool,
     pub threads: usize,
     pub policy: LockPolicy,
     /// The flag that asked for [`LockPolicy::Locked`] (`--locked`, `--offline`), for messages.
@@ -145,7 +152,7 @@ impl<'a> Session<'a> {
 
     /// The registry client of this session ([`registry_client`]).
     pub fn registry_client(&self) -> Result<Client, SessionError> {
-        registry_client(self.registries.as_deref(), self.offline)
+        registry_client(self.registries.as_deref(), self.offline, self.tls_verify)
     }
 
     /// The fetcher of this session for `recipe` ([`fetcher`]).

@@ -195,3 +195,42 @@ fn shipped_recipes_ignore_bytecode_at_any_depth() {
     }
     assert!(checked >= 3, "the recipes that ignore bytecode: {checked}");
 }
+
+/// 5. A registry on 127.0.0.1 that speaks plain HTTP is reached without a registries file, as
+/// crane and skopeo reach it; `--tls-verify=false` is accepted as skopeo spells it.
+#[test]
+fn a_loopback_registry_speaks_http_without_settings() {
+    use crate::common::registry::{auth_file, start_registry, PASS, USER};
+    if !crate::common::require_tool("docker-registry") || !crate::common::require_tool("skopeo") {
+        return;
+    }
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let layout = t.path().join("img");
+    run_ok(ocibuild().args(["build", "-o"]).arg(&layout).arg(&r));
+    let reg = start_registry(None);
+    run_ok(
+        std::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!("{USER}:{PASS}"))
+            .arg(format!("oci:{}:latest", layout.display()))
+            .arg(format!("docker://{}/ux/app:1", reg.addr)),
+    );
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    for extra in [&[][..], &["--tls-verify=false"]] {
+        let o = run(ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"))
+            .args(extra)
+            .arg("diff")
+            .arg(format!("docker://{}/ux/app:1", reg.addr))
+            .arg(format!("oci:{}", layout.display())));
+        assert!(
+            o.status.success(),
+            "{extra:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+}

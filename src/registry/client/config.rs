@@ -60,6 +60,9 @@ pub struct ClientConfig {
     ///
     /// [`RegistryError::Offline`]: super::RegistryError::Offline
     pub offline: bool,
+    /// `--tls-verify=false` makes it false: certificates are not checked, and a registry
+    /// that does not speak TLS is spoken to in plain HTTP.
+    pub tls_verify: bool,
 }
 
 impl Default for ClientConfig {
@@ -80,6 +83,7 @@ impl Default for ClientConfig {
             monolithic_limit: u64::MAX,
             concurrency: 4,
             offline: false,
+            tls_verify: true,
         }
     }
 }

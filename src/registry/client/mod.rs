@@ -49,6 +49,7 @@ mod error;
 mod manifest;
 mod pull;
 mod push;
+mod scheme;
 
 pub(crate) use crate::progress::{Reporter, Silent};
 pub use config::{ClientConfig, Mirror, RegistrySettings};
@@ -96,6 +97,8 @@ pub struct Client {
     config: ClientConfig,
     http: Mutex<BTreeMap<String, reqwest::blocking::Client>>,
     auth: Mutex<BTreeMap<String, RegistryAuth>>,
+    /// The scheme found for a registry that may fall back to plain HTTP (`scheme`).
+    schemes: Mutex<BTreeMap<String, &'static str>>,
 }
 
 /// A request body that can be made again for a retry.
@@ -141,6 +144,7 @@ impl Client {
             config,
             http: Mutex::new(BTreeMap::new()),
             auth: Mutex::new(BTreeMap::new()),
+            schemes: Mutex::new(BTreeMap::new()),
         }
     }
 
@@ -157,11 +161,7 @@ impl Client {
     }
 
     fn endpoint(&self, registry: &str, repository: &str) -> Result<Endpoint, RegistryError> {
-        let scheme = if self.settings(registry).insecure_http {
-            "http"
-        } else {
-            "https"
-        };
+        let scheme = self.scheme(registry);
         let origin = Url::parse(&format!("{scheme}://{}/", api_host(registry))).map_err(|e| {
             RegistryError::Status {
                 registry: registry.to_string(),
@@ -266,6 +266,10 @@ impl Client {
         }
         if let Some(id) = identity {
             builder = builder.identity(id);
+        }
+        if !self.config.tls_verify {
+            // `--tls-verify=false`, as skopeo spells it: the user's explicit choice.
+            builder = builder.danger_accept_invalid_certs(true);
         }
         let client = builder.build().map_err(|e| {
             tls(format!(
@@ -422,7 +426,7 @@ impl Client {
     fn transport_hint(&self, ep: &Endpoint) -> String {
         if ep.origin.scheme() == "https" {
             format!(
-                "check the network (HTTPS_PROXY / NO_PROXY) and that {0} is reachable; for a private CA set a CA file for {0} (or SSL_CERT_FILE); a registry that serves plain HTTP must be allowed explicitly (insecure_http for {0})",
+                "check the network (HTTPS_PROXY / NO_PROXY) and that {0} is reachable; for a private CA set a CA file for {0} (or SSL_CERT_FILE); a registry that serves plain HTTP must be allowed: `--tls-verify=false`, or `insecure-http = true` for {0} in the registries file",
                 ep.registry
             )
         } else {
