@@ -31,6 +31,12 @@ pub enum PushError {
     },
     #[error(transparent)]
     Json(#[from] crate::json::JsonError),
+    #[error("{target} names digest {named}, but the image pushed is {manifest}: push to a tag, or to the digest of this image")]
+    DigestMismatch {
+        target: String,
+        named: Digest,
+        manifest: Digest,
+    },
 }
 
 impl From<RegistryError> for PushError {
@@ -67,6 +73,13 @@ pub fn push(
     target: &Reference,
     reporter: &dyn Reporter,
 ) -> Result<PushReport, PushError> {
+    if let Some(named) = target.digest().filter(|d| *d != manifest.digest) {
+        return Err(PushError::DigestMismatch {
+            target: target.to_string(),
+            named,
+            manifest: manifest.digest,
+        });
+    }
     let bytes = blobs.read_blob(&manifest.digest)?;
     let head: ManifestHead =
         serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {

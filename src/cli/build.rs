@@ -104,7 +104,7 @@ impl InputOptions {
                 .push
                 .as_deref()
                 .filter(|_| args.push_only)
-                .and_then(|p| p.parse::<crate::registry::Reference>().ok())
+                .and_then(|p| super::push::destination_ref(p).ok())
                 .map(|r| r.registry().to_string()),
             outputs: Vec::new(),
         }
@@ -192,7 +192,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     let mut pushed = None;
     let mut attached = None;
     if let (Some(dest), true) = (&args.push, args.json) {
-        let target: crate::registry::Reference = dest.parse()?;
+        let target = super::push::destination_ref(dest)?;
         let client = super::push::client(cli)?;
         let report = crate::push::push(
             &client,
@@ -316,7 +316,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             &super::push::client(cli)?,
             &img.manifest,
             &referrers,
-            &dest.parse()?,
+            &super::push::destination_ref(dest)?,
         )? {
             for p in &r.pushed {
                 println!("attached {p}");

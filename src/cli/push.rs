@@ -17,7 +17,8 @@ pub struct PushArgs {
     /// The image to push: an OCI layout `DIR[:TAG]` (or `oci:DIR[:TAG]`); TAG may be left out
     /// when the layout holds one image.
     pub source: String,
-    /// Where to: `registry/repository[:tag]` (tag default: latest).
+    /// Where to: `[docker://]registry/repository[:tag|@sha256:…]` (tag default: latest); a
+    /// digest must be the image's own.
     pub destination: String,
     /// Print the result as JSON.
     #[arg(long)]
@@ -50,6 +51,11 @@ pub fn client(cli: &Cli) -> anyhow::Result<Client> {
     )?)
 }
 
+/// A push destination: `docker://REF`, as diff, verify and skopeo write it, or a bare `REF`.
+pub fn destination_ref(s: &str) -> Result<Reference, crate::registry::ReferenceError> {
+    s.strip_prefix("docker://").unwrap_or(s).parse()
+}
+
 /// Push and print the outcome.
 pub fn push_and_report(
     cli: &Cli,
@@ -58,7 +64,7 @@ pub fn push_and_report(
     destination: &str,
     json: bool,
 ) -> anyhow::Result<PushReport> {
-    let target: Reference = destination.parse()?;
+    let target = destination_ref(destination)?;
     let bars = super::progress::Bars::new(cli.quiet || json);
     let report = push::push(&client(cli)?, blobs, manifest, &target, &bars)?;
     if json {

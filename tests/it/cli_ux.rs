@@ -26,7 +26,7 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-/// 1. `-o` with a transport ocibuild does not write is refused, and nothing is created.
+/// Item 1: `-o` with a transport ocibuild does not write is refused, and nothing is created.
 #[test]
 fn unknown_output_transports_are_refused() {
     let t = tempdir();
@@ -65,7 +65,7 @@ fn unknown_output_transports_are_refused() {
     assert!(t.path().join("a:b/index.json").is_file());
 }
 
-/// 2. A mistyped subcommand gets clap's suggestion instead of "cannot read recipe".
+/// Item 2: A mistyped subcommand gets clap's suggestion instead of "cannot read recipe".
 #[test]
 fn a_mistyped_subcommand_is_suggested() {
     let t = tempdir();
@@ -93,7 +93,7 @@ fn a_mistyped_subcommand_is_suggested() {
     );
 }
 
-/// 3. `src = "."` beside the default output and the lock: the next build has the same digest.
+/// Item 3: `src = "."` beside the default output and the lock: the next build has the same digest.
 #[test]
 fn the_recipes_own_output_and_lock_stay_out_of_its_layers() {
     let t = tempdir();
@@ -126,7 +126,7 @@ fn the_recipes_own_output_and_lock_stay_out_of_its_layers() {
     assert_eq!(digest(&first), digest(&third));
 }
 
-/// 11. `ocibuild … | head -1` ends quietly when the reader goes away.
+/// Item 11: `ocibuild … | head -1` ends quietly when the reader goes away.
 #[test]
 fn a_closed_pipe_ends_the_output_quietly() {
     let t = tempdir();
@@ -158,7 +158,7 @@ fn a_closed_pipe_ends_the_output_quietly() {
     );
 }
 
-/// 15. The shipped recipes leave out `__pycache__` and `*.pyc` at any depth.
+/// Item 15: The shipped recipes leave out `__pycache__` and `*.pyc` at any depth.
 #[test]
 fn shipped_recipes_ignore_bytecode_at_any_depth() {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
@@ -196,7 +196,7 @@ fn shipped_recipes_ignore_bytecode_at_any_depth() {
     assert!(checked >= 3, "the recipes that ignore bytecode: {checked}");
 }
 
-/// 5. A registry on 127.0.0.1 that speaks plain HTTP is reached without a registries file, as
+/// Item 5: A registry on 127.0.0.1 that speaks plain HTTP is reached without a registries file, as
 /// crane and skopeo reach it; `--tls-verify=false` is accepted as skopeo spells it.
 #[test]
 fn a_loopback_registry_speaks_http_without_settings() {
@@ -233,4 +233,27 @@ fn a_loopback_registry_speaks_http_without_settings() {
             stderr(&o)
         );
     }
+
+    // Item 10: push takes `docker://` too, and refuses a digest that is not the image's.
+    let push = |dest: String| {
+        run(ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"))
+            .arg("push")
+            .arg(&layout)
+            .arg(dest))
+    };
+    let o = push(format!("docker://{}/ux/app:2", reg.addr));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let other = format!("sha256:{}", "0".repeat(64));
+    let o = push(format!("{}/ux/app@{other}", reg.addr));
+    let err = stderr(&o);
+    assert!(!o.status.success(), "pushed to another digest");
+    assert!(
+        err.contains(&format!(
+            "names digest {other}, but the image pushed is sha256:"
+        )) && err.contains("push to a tag, or to the digest of this image"),
+        "{err}"
+    );
 }
