@@ -361,3 +361,70 @@ mod tests {
         assert_ne!(container_name(), container_name());
     }
 }
+
+/// `--ulimit` flags that ask for exactly this process's limits on open files and processes
+/// (from `/proc/self/limits`): podman otherwise asks runc for its own defaults, which a
+/// sandboxed host refuses (`error setting rlimit type 7: operation not permitted`). Nothing
+/// when the user passes a `--ulimit` of their own, or the limits cannot be read.
+pub fn ulimit_flags(user_args: &[String]) -> Vec<String> {
+    if user_args.iter().any(|a| a.starts_with("--ulimit")) {
+        return Vec::new();
+    }
+    let Ok(text) = fs_err::read_to_string("/proc/self/limits") else {
+        return Vec::new();
+    };
+    limits_flags(&text)
+}
+
+fn limits_flags(limits: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for (row, name) in [("Max open files", "nofile"), ("Max processes", "nproc")] {
+        let Some(line) = limits.lines().find(|l| l.starts_with(row)) else {
+            continue;
+        };
+        let nums: Vec<&str> = line[row.len()..].split_whitespace().take(2).collect();
+        if let [soft, hard] = nums[..] {
+            if soft.parse::<u64>().is_ok() && hard.parse::<u64>().is_ok() {
+                out.push(format!("--ulimit={name}={soft}:{hard}"));
+            }
+        }
+    }
+    out
+}
+
+/// The limits tried when a sandbox refuses this process's own (the ones the test suite's
+/// default `OCIBUILD_PODMAN_ARGS` use).
+pub const SMALL_NOFILE: &str = "--ulimit=nofile=1024:1024";
+pub const SMALL_NPROC: &str = "--ulimit=nproc=1000:1000";
+
+/// What to do when runc cannot set a resource limit, if the output says so.
+pub fn rlimit_hint(tail: &[String]) -> Option<&'static str> {
+    tail.iter().any(|l| l.contains("setting rlimit")).then_some(
+        "runc could not set a resource limit on this host, even small ones: pass limits it \
+             allows (`--podman-arg=--ulimit=nofile=N:N --podman-arg=--ulimit=nproc=N:N`, or \
+             OCIBUILD_PODMAN_ARGS), or `--podman-arg=--runtime=crun`",
+    )
+}
+
+#[cfg(test)]
+mod limit_tests {
+    use super::*;
+
+    #[test]
+    fn limits_from_proc() {
+        let text = "Limit                     Soft Limit           Hard Limit           Units     \nMax processes             63433                63433                processes \nMax open files            1024                 524288               files     \nMax locked memory         unlimited            unlimited            bytes     \n";
+        assert_eq!(
+            limits_flags(text),
+            ["--ulimit=nofile=1024:524288", "--ulimit=nproc=63433:63433"]
+        );
+        let unlimited =
+            "Max open files            unlimited            unlimited            files\n";
+        assert!(limits_flags(unlimited).is_empty());
+        assert!(ulimit_flags(&["--ulimit=nofile=10:10".into()]).is_empty());
+        assert!(rlimit_hint(&[
+            "Error: runc: error setting rlimit type 7: operation not permitted".into()
+        ])
+        .is_some());
+        assert!(rlimit_hint(&["fine".into()]).is_none());
+    }
+}

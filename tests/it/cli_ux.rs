@@ -257,3 +257,47 @@ fn a_loopback_registry_speaks_http_without_settings() {
         "{err}"
     );
 }
+
+/// Item 4: the test stage runs without `--ulimit` flags on a host that refuses podman's
+/// default limits (ocibuild passes its own, then small ones).
+#[test]
+fn the_test_stage_needs_no_ulimit_flags() {
+    if !crate::common::require_tool("podman") {
+        return;
+    }
+    let Some(busybox) = crate::common::require_static_busybox() else {
+        return;
+    };
+    let t = tempdir();
+    let r = t.path().join("bb.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/bb\"\n\n[[layer]]\nname = \"busybox\"\nsrc = \"{}\"\ndest = \"/bin/busybox\"\n\n[[test]]\nname = \"echo\"\nrun = [\"/bin/busybox\", \"echo\", \"hi from the test\"]\nexpect-output = \"hi from the test\"\n",
+            busybox.display()
+        ),
+    )
+    .unwrap();
+    // The harness's own flags, less its ulimits.
+    let flags = crate::common::podman_args();
+    let mut kept = Vec::new();
+    let mut it = flags.iter();
+    while let Some(f) = it.next() {
+        if f == "--ulimit" {
+            it.next();
+        } else if !f.starts_with("--ulimit=") {
+            kept.push(f.clone());
+        }
+    }
+    let o = run(ocibuild()
+        .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
+        .args(["build", "--test", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("test echo ... passed"),
+        "{}",
+        stdout(&o)
+    );
+}
