@@ -32,6 +32,7 @@ fn main() -> anyhow::Result<()> {
         machine: "x86_64".into(),
         glibc: Some((2, 36)),
         scheme: Scheme::debian_local(v),
+        full_version: None,
     };
     let opts = SystemOptions {
         epoch: 0,

@@ -88,6 +88,9 @@ pub struct Interpreter {
     /// image has no glibc (then no manylinux wheel is compatible).
     pub glibc: Option<(u32, u32)>,
     pub scheme: Scheme,
+    /// `3.11.2`, when known (from the apt package's version, the base's dpkg record or the
+    /// archive's file name); markers and `requires-python` see `X.Y.0` otherwise.
+    pub full_version: Option<String>,
 }
 
 impl Interpreter {
@@ -95,11 +98,96 @@ impl Interpreter {
     pub fn abi(&self) -> String {
         self.version.cp_tag()
     }
+
+    /// `python_full_version`: the full version, else `X.Y.0`.
+    pub fn full_version(&self) -> String {
+        self.full_version
+            .clone()
+            .unwrap_or_else(|| format!("{}.0", self.version))
+    }
+
+    /// The `uv pip compile` line that locks for this interpreter: its full version and its
+    /// platform (`x86_64-manylinux_2_36`, the image's glibc).
+    pub fn relock_command(&self) -> String {
+        let platform = match self.glibc {
+            Some((a, b)) => format!("{}-manylinux_{a}_{b}", self.machine),
+            None => format!("{}-unknown-linux-musl", self.machine),
+        };
+        format!(
+            "uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version {} --python-platform {platform}",
+            self.full_version()
+        )
+    }
+}
+
+/// The upstream version of a Debian package version that is a Python release: `3.11.2` of
+/// `3.11.2-6+deb12u6` (or of `1:3.11.2-1`).
+pub fn upstream_version(debian: &str) -> Option<String> {
+    let v = debian.split_once(':').map_or(debian, |(_, v)| v);
+    let v = v.split('-').next()?;
+    let v = v.split(['~', '+']).next()?;
+    let parts: Vec<&str> = v.split('.').collect();
+    let numeric = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    (parts.len() == 3 && numeric).then(|| v.to_string())
+}
+
+/// The version in a python-build-standalone archive's file name: `3.12.7` of
+/// `cpython-3.12.7+20241016-x86_64-unknown-linux-gnu-install_only.tar.gz`.
+pub fn archive_version(url: &str) -> Option<String> {
+    let name = url.rsplit('/').next()?;
+    let rest = name.strip_prefix("cpython-")?;
+    let v = rest.split(['+', '-']).next()?;
+    upstream_version(v)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn full_versions_and_the_relock_line() {
+        assert_eq!(
+            upstream_version("3.11.2-6+deb12u6").as_deref(),
+            Some("3.11.2")
+        );
+        assert_eq!(
+            upstream_version("1:3.12.3-0ubuntu2").as_deref(),
+            Some("3.12.3")
+        );
+        assert_eq!(upstream_version("3.13.0~rc1-1").as_deref(), Some("3.13.0"));
+        assert_eq!(upstream_version("3.11-1"), None);
+        assert_eq!(
+            archive_version(
+                "https://x/cpython-3.12.7+20241016-x86_64-unknown-linux-gnu-install_only.tar.gz"
+            )
+            .as_deref(),
+            Some("3.12.7")
+        );
+        assert_eq!(archive_version("python.tar.gz"), None);
+        let i = Interpreter {
+            version: PyVersion {
+                major: 3,
+                minor: 11,
+            },
+            executable: "/usr/bin/python3.11".into(),
+            machine: "x86_64".into(),
+            glibc: Some((2, 36)),
+            scheme: Scheme::prefix(
+                "/usr/local",
+                PyVersion {
+                    major: 3,
+                    minor: 11,
+                },
+            ),
+            full_version: Some("3.11.2".into()),
+        };
+        assert_eq!(
+            i.relock_command(),
+            "uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version 3.11.2 --python-platform x86_64-manylinux_2_36"
+        );
+    }
 
     #[test]
     fn versions_and_schemes() {

@@ -382,7 +382,7 @@ pub struct MarkerEnv {
 impl MarkerEnv {
     /// The environment of CPython `interp` on Linux; the patch level is `.0` (unknown).
     pub fn for_interpreter(interp: &Interpreter) -> MarkerEnv {
-        let full = format!("{}.0", interp.version);
+        let full = interp.full_version();
         MarkerEnv {
             os_name: "posix".into(),
             sys_platform: "linux".into(),
@@ -684,6 +684,7 @@ mod tests {
             machine: "x86_64".into(),
             glibc: Some((2, 36)),
             scheme: Scheme::debian_local(version),
+            full_version: None,
         })
     }
 

@@ -329,6 +329,7 @@ mod tests {
             machine: "x86_64".into(),
             glibc: Some((2, 36)),
             scheme: Scheme::debian_local(version),
+            full_version: None,
         }
     }
 

@@ -236,6 +236,7 @@ mod tests {
             machine: "x86_64".into(),
             glibc: Some((2, 36)),
             scheme: crate::python::Scheme::debian_local(version),
+            full_version: None,
         });
         assert!(reqs[1].applies(&env) && !reqs[2].applies(&env) && reqs[0].applies(&env));
     }

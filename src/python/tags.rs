@@ -407,6 +407,7 @@ mod tests {
             machine: machine.into(),
             glibc,
             scheme: Scheme::debian_local(version),
+            full_version: None,
         }
     }
 

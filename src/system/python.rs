@@ -173,6 +173,27 @@ pub fn prepare(
             });
         }
     }
+    // The full version: the archive's file name, else the Debian package's version (the
+    // apt layer's, then the base's).
+    let full_version = match &py.source {
+        PythonSource::Archive(a) => crate::python::interpreter::archive_version(&a.written),
+        _ => {
+            let names = [
+                format!("python{version}-minimal"),
+                format!("python{version}"),
+            ];
+            apt_pkgs
+                .iter()
+                .find(|p| names.contains(&p.name))
+                .map(|p| p.version.clone())
+                .or_else(|| {
+                    names
+                        .iter()
+                        .find_map(|n| base.installed.version(n).map(|v| v.to_string()))
+                })
+                .and_then(|v| crate::python::interpreter::upstream_version(&v))
+        }
+    };
     Ok((
         Interpreter {
             version,
@@ -180,6 +201,7 @@ pub fn prepare(
             machine: wheel_machine(platform),
             glibc,
             scheme,
+            full_version,
         },
         layer,
     ))

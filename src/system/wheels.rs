@@ -34,6 +34,19 @@ pub fn target(interp: &Interpreter) -> String {
     format!("{}-{}-{libc}", interp.abi(), interp.machine)
 }
 
+/// `message`, and when `relock`, the `uv pip compile` line that locks for this image.
+fn with_relock(message: String, interp: &Interpreter, relock: bool) -> String {
+    if relock {
+        format!(
+            "{message}\n  lock for this image ({}): {}",
+            interp.full_version(),
+            interp.relock_command()
+        )
+    } else {
+        message
+    }
+}
+
 fn wheel_err(package: &str, reason: impl std::fmt::Display) -> SystemError {
     SystemError::Wheel {
         package: package.to_string(),
@@ -119,12 +132,26 @@ fn from_pylock(
     interp: &Interpreter,
 ) -> Result<Vec<LockedWheel>, SystemError> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let packages = pylock::parse(text, interp).map_err(|e| SystemError::Python {
-        problem: format!("{}: {e}", path.display()),
+    let packages = pylock::parse(text, interp).map_err(|e| {
+        let relock = matches!(
+            e,
+            pylock::PylockError::RequiresPython { .. }
+                | pylock::PylockError::PackageRequiresPython { .. }
+                | pylock::PylockError::Environments { .. }
+        );
+        SystemError::Python {
+            problem: with_relock(format!("{}: {e}", path.display()), interp, relock),
+        }
     })?;
     let mut out = Vec::new();
     for p in packages {
-        let w = p.select_wheel(interp).map_err(|e| wheel_err(&p.name, e))?;
+        let w = p.select_wheel(interp).map_err(|e| {
+            let relock = matches!(
+                e,
+                tags::TagError::NoneCompatible { .. } | tags::TagError::OnlySdist { .. }
+            );
+            wheel_err(&p.name, with_relock(e.to_string(), interp, relock))
+        })?;
         let url = match (&w.url, &w.path) {
             (Some(u), _) => u.clone(),
             (None, Some(rel)) => format!("file://{}", dir.join(rel).display()),

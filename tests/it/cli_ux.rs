@@ -301,3 +301,37 @@ fn the_test_stage_needs_no_ulimit_flags() {
         stdout(&o)
     );
 }
+
+/// Item 6: a lock whose `requires-python` the image's interpreter misses says the interpreter's
+/// real version and the `uv pip compile` line that locks for this image.
+#[test]
+fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
+    use crate::aptfix::{fixture, python_universe, source_toml};
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    fs::write(
+        t.path().join("pylock.toml"),
+        "lock-version = \"1.0\"\ncreated-by = \"uv\"\nrequires-python = \">=3.12.5\"\n",
+    )
+    .unwrap();
+    let r = t.path().join("app.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/py\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"python3\"]\n\n[python]\nlock = \"pylock.toml\"\n",
+            source_toml(&f, &f.key)
+        ),
+    )
+    .unwrap();
+    let o = run(ocibuild()
+        .args(["build", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("requires-python >=3.12.5 does not hold for Python 3.12.1")
+            && err.contains("lock for this image (3.12.1): uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version 3.12.1 --python-platform x86_64-manylinux_2_36"),
+        "{err}"
+    );
+}

@@ -32,6 +32,7 @@ fn interp() -> Interpreter {
         machine: "x86_64".into(),
         glibc: Some((2, 36)),
         scheme: Scheme::debian_local(version),
+        full_version: None,
     }
 }
 
