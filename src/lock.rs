@@ -99,6 +99,10 @@ pub struct LockedAptSource {
     /// The snapshot timestamp, when the source names one: where superseded versions stay.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshot: Option<String>,
+    /// The sha256 of the `signed-by` key file the Release was verified with (a lock written
+    /// before keys were pinned has none, and takes the recipe's key as it is).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key: Option<Digest>,
 }
 
 /// One resolved .deb.
@@ -386,6 +390,7 @@ mod tests {
                 suite: "bookworm".into(),
                 components: vec!["main".into()],
                 snapshot: None,
+                key: Some(Digest::of(b"key")),
             }],
             packages: vec![LockedDeb {
                 name: "python3".into(),

@@ -156,7 +156,24 @@ fn source(
         }
     };
     let allow_unsigned = raw.allow_unsigned.unwrap_or(false);
-    let signed_by = raw.signed_by.map(|k| resolve(dir, k.get_ref()));
+    let signed_by = match raw.signed_by {
+        None => None,
+        Some(k) => {
+            let p = resolve(dir, k.get_ref());
+            // Checked here, not when the archive is read: a build from the lock never reads it.
+            if !p.is_file() {
+                return Err(ctx.err(
+                    k.span(),
+                    format!(
+                        "{what}: signed-by `{}`: no such file (resolved to {})",
+                        k.get_ref(),
+                        p.display()
+                    ),
+                ));
+            }
+            Some(p)
+        }
+    };
     if signed_by.is_none() && !allow_unsigned {
         return Err(missing(
             "signed-by",
@@ -172,6 +189,27 @@ fn source(
         signed_by,
         allow_unsigned,
     })
+}
+
+/// `v` resolved against the recipe's directory, which must be a file.
+fn existing(
+    ctx: &Ctx<'_>,
+    v: &Spanned<String>,
+    dir: &Path,
+    what: &str,
+) -> Result<std::path::PathBuf> {
+    let p = resolve(dir, v.get_ref());
+    if !p.is_file() {
+        return Err(ctx.err(
+            v.span(),
+            format!(
+                "{what} `{}`: no such file (resolved to {})",
+                v.get_ref(),
+                p.display()
+            ),
+        ));
+    }
+    Ok(p)
 }
 
 pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Result<Python> {
@@ -222,10 +260,10 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
                     "[python]: `index` goes with `requirements`; a pylock.toml names its own URLs",
                 ));
             }
-            let written = l.into_inner();
+            let path = existing(ctx, &l, dir, "[python] lock")?;
             Some(PythonPackages::Pylock {
-                path: resolve(dir, &written),
-                written,
+                path,
+                written: l.into_inner(),
             })
         }
         (None, Some(r)) => {
@@ -244,10 +282,10 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
                     i.into_inner().trim_end_matches('/').to_string()
                 }
             };
-            let written = r.into_inner();
+            let path = existing(ctx, &r, dir, "[python] requirements")?;
             Some(PythonPackages::Requirements {
-                path: resolve(dir, &written),
-                written,
+                path,
+                written: r.into_inner(),
                 index,
             })
         }

@@ -207,6 +207,16 @@ fn base(ctx: &Ctx<'_>, raw: Option<Spanned<String>>) -> Result<Base> {
             ),
         ));
     }
+    if let Some((_, digest)) = s.rsplit_once('@') {
+        if digest.parse::<crate::digest::Digest>().is_err() {
+            return Err(ctx.err(
+                r.span(),
+                format!(
+                    "invalid base image `{s}`: `@{digest}` is not a digest: expected `sha256:` and 64 lowercase hex digits"
+                ),
+            ));
+        }
+    }
     Ok(Base::Image {
         reference: r.into_inner(),
     })

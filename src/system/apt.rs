@@ -28,6 +28,11 @@ fn request_of(apt: &Apt) -> (String, Vec<String>, Vec<LockedAptSource>) {
             suite: s.suite.clone(),
             components: s.components.clone(),
             snapshot: s.snapshot.clone(),
+            key: s
+                .signed_by
+                .as_deref()
+                .and_then(|k| fs_err::read(k).ok())
+                .map(|b| Digest::of(&b)),
         })
         .collect();
     (apt.architecture.clone(), apt.packages.clone(), sources)
@@ -53,8 +58,33 @@ pub fn stale(apt: &Apt, locked: Option<&LockedApt>) -> Option<String> {
             what.push(format!("package `{r}` removed"));
         }
     }
-    if l.sources != sources {
-        what.push("sources changed".into());
+    // A lock from before keys were pinned (no `key`) takes the recipe's key as it is.
+    let same = |a: &LockedAptSource, b: &LockedAptSource| {
+        LockedAptSource {
+            key: None,
+            ..a.clone()
+        } == LockedAptSource {
+            key: None,
+            ..b.clone()
+        } && (a.key.is_none() || a.key == b.key)
+    };
+    if l.sources.len() != sources.len() || l.sources.iter().zip(&sources).any(|(a, b)| !same(a, b))
+    {
+        let keys_only = l.sources.len() == sources.len()
+            && l.sources.iter().zip(&sources).all(|(a, b)| {
+                same(
+                    &LockedAptSource {
+                        key: None,
+                        ..a.clone()
+                    },
+                    b,
+                )
+            });
+        what.push(if keys_only {
+            "a source's signed-by key changed".into()
+        } else {
+            "sources changed".into()
+        });
     }
     (!what.is_empty()).then(|| what.join(", "))
 }

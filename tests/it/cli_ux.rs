@@ -335,3 +335,56 @@ fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
         "{err}"
     );
 }
+
+/// Item 9: a `signed-by` key that is missing is a recipe error even with a lock, and the key's
+/// sha256 is pinned in the lock: another key makes `--locked` refuse.
+#[test]
+fn the_archive_key_must_exist_and_is_pinned() {
+    use crate::aptfix::{fixture, python_universe, source_toml};
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let key = t.path().join("archive.asc");
+    fs::copy(&f.key, &key).unwrap();
+    let r = t.path().join("app.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/k\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"tool\"]\n",
+            source_toml(&f, &key)
+        ),
+    )
+    .unwrap();
+    run_ok(
+        ocibuild()
+            .args(["build", "-o"])
+            .arg(t.path().join("img"))
+            .arg(&r),
+    );
+    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
+    let pinned = crate::common::sha256_file(&key).unwrap();
+    assert!(lock.contains(&format!("key = \"{pinned}\"")), "{lock}");
+
+    fs::copy(&f.other_key, &key).unwrap();
+    let o = run(ocibuild()
+        .args(["build", "--locked", "-o"])
+        .arg(t.path().join("img2"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("a source's signed-by key changed"),
+        "{err}"
+    );
+
+    fs::remove_file(&key).unwrap();
+    let o = run(ocibuild()
+        .args(["build", "--locked", "-o"])
+        .arg(t.path().join("img3"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success()
+            && err.contains("app.toml:")
+            && err.contains(&format!("signed-by `{}`: no such file", key.display())),
+        "{err}"
+    );
+}

@@ -340,5 +340,8 @@ fn apt_and_python_errors() {
         &with_img("[python]\nversion = \"3\"\n"),
         &with_img("[python]\nlock = \"pylock.toml\"\nrequirements = \"r.txt\"\n"),
         &with_img("[python]\nindex = \"https://pypi.example/simple\"\n"),
+        &with_img("[[apt.source]]\nurl = \"https://deb.example/debian\"\nsuite = \"stable\"\ncomponents = [\"main\"]\nsigned-by = \"missing.asc\"\n[apt]\npackages = [\"a1\"]\n"),
+        &with_img("[base]\nimage = \"debian@sha256:abc\"\n"),
+        &with_img("[python]\nlock = \"missing.toml\"\n"),
     ]);
 }

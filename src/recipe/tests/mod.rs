@@ -21,6 +21,7 @@ fn fixture() -> TempDir {
     .unwrap();
     fs::create_dir(d.path().join("plain")).unwrap();
     fs::write(d.path().join("one.txt"), "1\n").unwrap();
+    fs::write(d.path().join("k.asc"), "an OpenPGP key\n").unwrap();
     fs::write(d.path().join("extra.ignore"), "build/\n# c\n**/tmp\n").unwrap();
     fs::write(d.path().join("bad.ignore"), "ok\n\nfoo[a-\n").unwrap();
     d
