@@ -26,6 +26,12 @@ pub struct BuildArgs {
     /// Rebuild every layer instead of taking it from the layer cache.
     #[arg(long)]
     pub no_cache: bool,
+    /// The image's tag instead of the recipe's `[image] tag`.
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
+    /// The platform to build for instead of the recipe's `[image] platform` (`linux/arm64`).
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
     /// Fail when NAME.lock is missing or does not match the recipe (base reference or platform,
     /// [apt] request, python archive), naming what changed; never write the lock.
     #[arg(long, conflicts_with = "frozen")]
@@ -148,7 +154,8 @@ pub fn build_recipe(
         Some(o) => o.parse()?,
         None => Target::Layout(super::default_output(&args.recipe)),
     };
-    let recipe = recipe::load(&args.recipe)?;
+    let recipe = recipe::load(&args.recipe)?
+        .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
     let store = cli.store()?;
     let built = build_in_store(
         cli,
@@ -266,6 +273,9 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             },
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if cli.quiet {
+        // Only the result, as ko prints only the reference: `NAME:TAG@sha256:…`.
+        println!("{}@{}", img.full_name(), img.manifest.digest);
     } else {
         if args.push_only {
             println!("{} (no local output: --push-only)", img.full_name());

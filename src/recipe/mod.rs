@@ -58,6 +58,41 @@ pub struct Recipe {
 }
 
 impl Recipe {
+    /// The recipe with `[image] tag` and `platform` replaced from the command line
+    /// (`build --tag`, `--platform`); the `[apt]` architecture follows the platform.
+    pub fn with_overrides(
+        mut self,
+        tag: Option<&str>,
+        platform: Option<&str>,
+    ) -> Result<Recipe, RecipeError> {
+        let bad = |flag: &'static str, value: &str, message: String| RecipeError::Override {
+            path: self.path.clone(),
+            flag,
+            value: value.to_string(),
+            message,
+        };
+        if let Some(t) = tag {
+            grammar::check_tag(t).map_err(|m| bad("--tag", t, m))?;
+            self.image.tag = t.to_string();
+        }
+        if let Some(p) = platform {
+            let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;
+            if let Some(apt) = &mut self.apt {
+                apt.architecture = debian_arch(&parsed)
+                    .ok_or_else(|| {
+                        bad(
+                            "--platform",
+                            p,
+                            "Debian has no architecture for it, and the recipe has [apt]".into(),
+                        )
+                    })?
+                    .to_string();
+            }
+            self.image.platform = parsed;
+        }
+        Ok(self)
+    }
+
     /// Whether the image gets the `rootfs` layer step: a system (`[apt]`, `[python]`),
     /// declared accounts, or a named `[config] user` on `scratch` (which must then name an
     /// account).
@@ -362,6 +397,14 @@ pub enum RecipeError {
         col: usize,
         message: String,
     },
+    /// A command-line override of a recipe value (`--tag`, `--platform`) that is not valid.
+    #[error("{flag} `{value}`: {message}")]
+    Override {
+        path: PathBuf,
+        flag: &'static str,
+        value: String,
+        message: String,
+    },
 }
 
 impl RecipeError {
@@ -370,14 +413,15 @@ impl RecipeError {
         match self {
             RecipeError::Read { path, .. }
             | RecipeError::Syntax { path, .. }
-            | RecipeError::Invalid { path, .. } => path,
+            | RecipeError::Invalid { path, .. }
+            | RecipeError::Override { path, .. } => path,
         }
     }
 
     /// 1-based line and column (in characters), where there is one.
     pub fn location(&self) -> Option<(usize, usize)> {
         match self {
-            RecipeError::Read { .. } => None,
+            RecipeError::Read { .. } | RecipeError::Override { .. } => None,
             RecipeError::Syntax { line, col, .. } | RecipeError::Invalid { line, col, .. } => {
                 Some((*line, *col))
             }

@@ -388,3 +388,39 @@ fn the_archive_key_must_exist_and_is_pinned() {
         "{err}"
     );
 }
+
+/// Item 16 (part): `-q` prints only the result; `--tag` and `--platform` override the recipe.
+#[test]
+fn quiet_prints_the_reference_and_overrides_apply() {
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let out = t.path().join("img");
+    let o = run_ok(
+        ocibuild()
+            .args([
+                "-q",
+                "build",
+                "--tag",
+                "v9",
+                "--platform",
+                "linux/arm64",
+                "-o",
+            ])
+            .arg(&out)
+            .arg(&r),
+    );
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 1, "{text}");
+    assert!(lines[0].starts_with("example.com/ux:v9@sha256:"), "{text}");
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(out.join("index.json")).unwrap()).unwrap();
+    let m = &index["manifests"][0];
+    assert_eq!(m["platform"]["architecture"], "arm64", "{index:#}");
+    assert_eq!(m["annotations"]["org.opencontainers.image.ref.name"], "v9");
+    let o = run(ocibuild()
+        .args(["build", "--tag=b@d", "-o"])
+        .arg(&out)
+        .arg(&r));
+    assert!(stderr(&o).contains("--tag `b@d`"), "{}", stderr(&o));
+}
