@@ -8,6 +8,7 @@ mod lock;
 mod mirror;
 mod progress;
 mod push;
+mod shell;
 mod test;
 mod vendor;
 mod verify;
@@ -106,6 +107,10 @@ enum Command {
     Provenance(attest::ProvenanceArgs),
     /// Check the content store (every blob rehashed) or prune what no build can use.
     Cache(cache::CacheArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completions(shell::CompletionsArgs),
+    /// Print the man page (roff) on stdout.
+    Man(shell::ManArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
@@ -124,6 +129,8 @@ const SUBCOMMANDS: &[&str] = &[
     "sbom",
     "provenance",
     "cache",
+    "completions",
+    "man",
     "cuda-smoke",
     "help",
 ];
@@ -179,6 +186,8 @@ pub fn main() -> ExitCode {
         Command::Sbom(a) => attest::run_sbom(&cli, a),
         Command::Provenance(a) => attest::run_provenance(&cli, a),
         Command::Cache(a) => cache::run(&cli, a),
+        Command::Completions(a) => shell::completions(a),
+        Command::Man(a) => shell::man(a),
         Command::CudaSmoke(a) => return test::smoke(a),
     };
     match result {

@@ -424,3 +424,28 @@ fn quiet_prints_the_reference_and_overrides_apply() {
         .arg(&r));
     assert!(stderr(&o).contains("--tag `b@d`"), "{}", stderr(&o));
 }
+
+/// Item 16 (part): shell completions and a man page, from the command definition.
+#[test]
+fn completions_and_the_man_page() {
+    let t = tempdir();
+    let o = run_ok(ocibuild().args(["completions", "bash"]));
+    let script = stdout(&o);
+    assert!(
+        script.contains("_ocibuild()") && script.contains("--tls-verify"),
+        "{script}"
+    );
+    let f = t.path().join("ocibuild.bash");
+    fs::write(&f, &script).unwrap();
+    run_ok(std::process::Command::new("bash").arg("-n").arg(&f));
+    for shell in ["zsh", "fish"] {
+        let o = run_ok(ocibuild().args(["completions", shell]));
+        assert!(stdout(&o).contains("build"), "{shell}");
+    }
+    let o = run_ok(ocibuild().arg("man"));
+    let page = stdout(&o);
+    assert!(
+        page.contains(".TH ocibuild 1") && page.contains("build"),
+        "{page}"
+    );
+}
