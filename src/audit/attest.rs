@@ -159,7 +159,11 @@ impl Subject {
 pub struct Inputs<'a> {
     /// The recipe's file name (relative to its directory: never an absolute path).
     pub recipe_file: String,
+    /// The sha256 of the recipe file's bytes.
     pub recipe_digest: Digest,
+    /// What defines the image ([`crate::recipe::Recipe::identity`]), as the manifest records
+    /// it in `dev.ocibuild.recipe.digest`.
+    pub recipe_identity: Digest,
     /// How many `[[layer]]`s the recipe has (to tell the base's layers from ours).
     pub recipe_layers: usize,
     pub lock: Option<&'a Lock>,
@@ -184,7 +188,7 @@ impl Inputs<'_> {
                 "recipe",
                 &self.recipe_file,
                 annotations::RECIPE_DIGEST,
-                Some(self.recipe_digest),
+                Some(self.recipe_identity),
             ),
             (
                 "lock",
@@ -214,6 +218,7 @@ impl Inputs<'_> {
 pub struct LoadedInputs {
     pub recipe_file: String,
     pub recipe_digest: Digest,
+    pub recipe_identity: Digest,
     pub recipe_layers: usize,
     pub lock: Option<Lock>,
     pub lock_file: String,
@@ -221,7 +226,11 @@ pub struct LoadedInputs {
 }
 
 impl LoadedInputs {
-    pub fn load(recipe: &Path, recipe_layers: usize) -> Result<LoadedInputs, AttestError> {
+    pub fn load(
+        recipe: &Path,
+        parsed: &crate::recipe::Recipe,
+    ) -> Result<LoadedInputs, AttestError> {
+        let recipe_layers = parsed.layers.len();
         let file_name = |p: &Path| {
             p.file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -242,6 +251,7 @@ impl LoadedInputs {
         Ok(LoadedInputs {
             recipe_file: file_name(recipe),
             recipe_digest: recipe_digest(recipe)?,
+            recipe_identity: parsed.identity()?,
             recipe_layers,
             lock,
             lock_file: file_name(&lock_path),
@@ -253,6 +263,7 @@ impl LoadedInputs {
         Inputs {
             recipe_file: self.recipe_file.clone(),
             recipe_digest: self.recipe_digest,
+            recipe_identity: self.recipe_identity,
             recipe_layers: self.recipe_layers,
             lock: self.lock.as_ref(),
             lock_file: self.lock_file.clone(),

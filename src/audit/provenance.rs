@@ -72,7 +72,11 @@ pub fn statement(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         (a["uri"].as_str(), a["name"].as_str()).cmp(&(b["uri"].as_str(), b["name"].as_str()))
     });
     let mut external = json!({
-        "recipe": {"path": inputs.recipe_file, "digest": sha(&inputs.recipe_digest)},
+        "recipe": {
+            "path": inputs.recipe_file,
+            "digest": sha(&inputs.recipe_digest),
+            "identity": inputs.recipe_identity.to_string(),
+        },
         "image": {"name": subject.name, "tag": subject.tag},
     });
     if let (Some(_), Some(d)) = (inputs.lock, inputs.lock_digest) {

@@ -457,7 +457,7 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
     let mut image_props = vec![
         json!({"name": "ocibuild:tag", "value": subject.tag}),
         json!({"name": "ocibuild:recipe", "value": inputs.recipe_file}),
-        json!({"name": "ocibuild:recipe-digest", "value": inputs.recipe_digest.to_string()}),
+        json!({"name": "ocibuild:recipe-digest", "value": inputs.recipe_identity.to_string()}),
     ];
     if let (Some(_), Some(d)) = (inputs.lock, inputs.lock_digest) {
         image_props.push(json!({"name": "ocibuild:lock-digest", "value": d.to_string()}));
@@ -567,6 +567,7 @@ pub(crate) mod tests {
         Inputs {
             recipe_file: "app.toml".into(),
             recipe_digest: Digest::of(b"recipe"),
+            recipe_identity: Digest::of(b"identity"),
             recipe_layers: 1,
             lock: Some(lock),
             lock_file: "app.lock".into(),

@@ -100,7 +100,7 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
     })?;
     let bytes = layout.read_blob(&layout.entry(&tag)?.digest)?;
     let subject = Subject::new(&recipe.image.name, &tag, &bytes)?;
-    let inputs = LoadedInputs::load(&args.recipe, recipe.layers.len())?;
+    let inputs = LoadedInputs::load(&args.recipe, &recipe)?;
     inputs.inputs().check(&label, &subject)?;
     Ok((subject, inputs))
 }
@@ -151,7 +151,7 @@ pub fn attach_built(
     image: &ImageRecord,
 ) -> anyhow::Result<Referrers> {
     let subject = Subject::from_store(store, image)?;
-    let inputs = LoadedInputs::load(recipe_path, recipe.layers.len())?;
+    let inputs = LoadedInputs::load(recipe_path, recipe)?;
     let docs = attest::documents(&subject, &inputs.inputs())?;
     let referrers = attest::attach(store, &subject, &docs)?;
     referrers

@@ -14,8 +14,9 @@
 //! - A file handed over as a raw deflate stream ([`Content::Deflated`], a wheel's zip member)
 //!   of [`SPLICE_MIN`] bytes or more keeps its deflate blocks in a gzip layer (contract 3; the
 //!   tar stream is unchanged, see `compress` and `splice`).
-//! - Contract 4 changes no rule here: it adds the `rootfs` layer (`crate::rootfs`) to images
-//!   with `[apt]`, `[python]` or `[accounts]`.
+//! - Contracts 4 and 5 change no rule here: 4 adds the `rootfs` layer (`crate::rootfs`) to
+//!   images with `[apt]`, `[python]` or `[accounts]`; 5 makes the manifest's recipe digest the
+//!   recipe's identity (`crate::recipe::Recipe::identity`).
 //! - USTAR headers; a PAX extended header (`././@PaxHeader`, keys in sorted order) only when a
 //!   field does not fit. The archive ends with two zero blocks and no record padding.
 //! - Compression is pinned (see [`Compression::describe`]) and never depends on the thread count.
@@ -52,7 +53,7 @@ pub use self::write::{
 pub const MAX_EPOCH: u64 = 253_402_300_799;
 
 /// Version of the determinism contract; recorded in an image annotation.
-pub const CONTRACT_VERSION: u32 = 4;
+pub const CONTRACT_VERSION: u32 = 5;
 
 /// The layer compression, with a pinned compressor and its level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -8,6 +8,7 @@
 
 mod accounts;
 mod grammar;
+mod identity;
 mod packages;
 mod raw;
 mod validate;
@@ -308,6 +309,9 @@ pub enum Base {
 #[derive(Clone, Debug)]
 pub struct Layer {
     pub name: String,
+    /// `src` as written in the recipe (relative to it, or absolute): what the recipe's identity
+    /// records, never the host path.
+    pub src: String,
     /// `src` resolved to an absolute path; `dest` normalized; `ignore` = ignore-file patterns
     /// first, then the recipe's `ignore` list.
     pub spec: CopySpec,

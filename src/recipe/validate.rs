@@ -407,6 +407,7 @@ fn layer(
     };
     Ok(Layer {
         name: name.into_inner(),
+        src: src.into_inner(),
         spec: CopySpec {
             src: src_path,
             dest: dest_norm,

@@ -369,6 +369,9 @@ impl<'a> Session<'a> {
     /// resolved through the lock, then [`build::build`]. `build` uses the user's store,
     /// `verify` an empty temporary one.
     pub fn build(&self, recipe_path: &Path, recipe: &Recipe) -> Result<Built, SessionError> {
+        let identity = recipe
+            .identity()
+            .map_err(|e| SessionError::Build(Box::new(BuildError::from(e))))?;
         let mut own: Vec<PathBuf> = self.outputs.iter().map(|p| exclude::absolute(p)).collect();
         own.push(exclude::absolute(&Lock::path_for(recipe_path)));
         own.push(exclude::absolute(&crate::output::default_output(
@@ -386,10 +389,9 @@ impl<'a> Session<'a> {
             threads: self.threads,
             epoch_override: self.epoch_override,
             no_cache: self.no_cache,
-            recipe_digest: Some(
-                crate::audit::attest::recipe_digest(recipe_path)
-                    .map_err(|e| read(e, recipe_path))?,
-            ),
+            // What defines the image, not the file's bytes: a comment or a changed [[test]]
+            // leaves the manifest as it is.
+            recipe_digest: Some(identity),
             lock_digest: None,
         };
         let base = self.resolve_base(recipe, recipe_path)?;

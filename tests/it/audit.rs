@@ -119,13 +119,25 @@ fn side(which: &str, image: &str, b: &Built) -> String {
     )
 }
 
-/// The manifest line for recipes whose text differs: the `dev.ocibuild.recipe.digest`
-/// annotation is the sha256 of the recipe file's bytes.
+/// The recipe identity of `text` (a recipe whose one layer's `src` is `app`), computed by the
+/// library, as the `dev.ocibuild.recipe.digest` annotation records it.
+fn identity(text: &str) -> Digest {
+    let d = tempfile::tempdir().unwrap();
+    fs::create_dir_all(d.path().join("app")).unwrap();
+    ocibuild::recipe::parse(text, Path::new("app.toml"), d.path())
+        .unwrap()
+        .identity()
+        .unwrap()
+}
+
+/// The manifest line for recipes that define different images: the
+/// `dev.ocibuild.recipe.digest` annotation is the recipe's identity (its parsed,
+/// image-defining parts), computed here by the library from the text.
 fn recipe_note(a: &str, b: &str) -> String {
     format!(
         "manifest annotations[dev.ocibuild.recipe.digest]: {} → {}\n",
-        Digest::of(a.as_bytes()),
-        Digest::of(b.as_bytes())
+        identity(a),
+        identity(b)
     )
 }
 
@@ -185,8 +197,8 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
         "b": {"image": "oci:b.oci", "manifest": b.manifest, "config": b.config, "layers": 1},
         "manifest": [{
             "field": "annotations[dev.ocibuild.recipe.digest]",
-            "a": Digest::of(recipe_text("gzip", "hello").as_bytes()).to_string(),
-            "b": Digest::of(recipe_text("gzip", "hi").as_bytes()).to_string(),
+            "a": identity(&recipe_text("gzip", "hello")).to_string(),
+            "b": identity(&recipe_text("gzip", "hi")).to_string(),
         }],
         "config": [{"field": "Env[GREETING]", "a": "hello", "b": "hi"}],
         "layers": [{
@@ -437,8 +449,8 @@ fn verify_passes_on_a_clean_rebuild_and_explains_changes() {
     let line = format!(
         "the image was built from another recipe: it records recipe {}, this recipe is {}\n\
          NOT reproduced: the rebuild differs",
-        Digest::of(recipe_text("gzip", "hello").as_bytes()),
-        Digest::of(recipe_text("zstd", "hello").as_bytes())
+        identity(&recipe_text("gzip", "hello")),
+        identity(&recipe_text("zstd", "hello"))
     );
     assert!(text.contains(&line), "{text}");
 }

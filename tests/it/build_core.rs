@@ -109,15 +109,16 @@ fn blob_names(layout: &Path) -> Vec<String> {
     v
 }
 
-// Golden digests pin the determinism contract (now v4). A change here is a deliberate, visible
+// Golden digests pin the determinism contract (now v5). A change here is a deliberate, visible
 // event: bump layer::CONTRACT_VERSION when layer bytes change, and say why in the commit.
 // (Updated, layers unchanged: when manifests gained `dev.ocibuild.recipe.digest`, the sha256
 // of the recipe file's bytes, which these recipes now carry; for contract 3, which changed
 // only gzip wheel layers, and contract 4, which added the rootfs layer to images with [apt],
-// [python] or [accounts], through the `dev.ocibuild.contract` annotation.)
-const GOLDEN_GZIP: &str = "sha256:9fb025316ac40ba66743b51fa4a2c724eac70e12a67531c0b709de0711f563fd";
-const GOLDEN_ZSTD: &str = "sha256:992031b8d164edf3f9944d84311d146baf263fa120f1583be0aacf609836e33d";
-const GOLDEN_NONE: &str = "sha256:6467451cf2e6d71e096ff0c4643e3009b95c9ef2869e1a155927bc53c3afc42d";
+// [python] or [accounts], through the `dev.ocibuild.contract` annotation; and contract 5, whose
+// `dev.ocibuild.recipe.digest` is the recipe's identity, no longer its file's bytes.)
+const GOLDEN_GZIP: &str = "sha256:aa47c3ed360e046e2d600d0db3456ab0b261b28828364a2009937b8482001489";
+const GOLDEN_ZSTD: &str = "sha256:919969000fdb0137edb03fb27c191512feaca50ac4330e7290479815c94062c4";
+const GOLDEN_NONE: &str = "sha256:4686b3315a7f5fc77321b5993e9c3c5c4d4eea315fbc59828f95599c4138aa76";
 
 #[test]
 fn golden_manifest_digests() {

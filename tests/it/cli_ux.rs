@@ -449,3 +449,52 @@ fn completions_and_the_man_page() {
         "{page}"
     );
 }
+
+/// Item 8: a comment, a changed `[[test]]` or `[podman]` leave the image as it is; a changed
+/// value of the image does not.
+#[test]
+fn the_manifest_follows_what_defines_the_image_not_the_recipes_bytes() {
+    let t = tempdir();
+    let p = t.path().join("p");
+    fs::create_dir_all(p.join("app")).unwrap();
+    fs::write(p.join("app/hello.txt"), "hello\n").unwrap();
+    let r = p.join("app.toml");
+    fs::write(
+        &r,
+        "[image]\nname = \"example.com/ux\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n",
+    )
+    .unwrap();
+    let manifest = |out: &str| {
+        let o = run_ok(
+            ocibuild()
+                .args(["build", "--json", "-o"])
+                .arg(p.join(out))
+                .arg(&r),
+        );
+        let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        v["manifest"].as_str().unwrap().to_string()
+    };
+    let first = manifest("a");
+    let text = fs::read_to_string(&r).unwrap();
+    fs::write(
+        &r,
+        format!("# a comment\n{text}\n[podman]\nargs = [\"--network\", \"none\"]\n\n[[test]]\nname = \"t\"\nrun = [\"/bin/true\"]\n"),
+    )
+    .unwrap();
+    assert_eq!(manifest("b"), first);
+    let o = run(ocibuild()
+        .args(["diff", "--semantic"])
+        .arg(p.join("a"))
+        .arg(p.join("b")));
+    assert!(
+        o.status.success() && stdout(&o).contains("result: identical"),
+        "{}",
+        stdout(&o)
+    );
+    fs::write(
+        &r,
+        text.replace("name = \"example.com/ux\"", "name = \"example.com/ux2\""),
+    )
+    .unwrap();
+    assert_ne!(manifest("c"), first);
+}

@@ -1,0 +1,106 @@
+//! What defines the image a recipe builds, as one digest (`dev.ocibuild.recipe.digest`): the
+//! canonical JSON of the parsed recipe's image-relevant parts. A comment, a reordered table, a
+//! changed `[[test]]` or `[podman]` do not change it; a changed tag, layer, config value,
+//! package request, interpreter or account does. Host paths never enter it: layer sources are
+//! as written (relative to the recipe), and a `signed-by` key is pinned by the lock instead.
+
+use serde_json::{json, Value};
+
+use super::{Base, PythonPackages, PythonSource, Recipe};
+use crate::digest::Digest;
+use crate::json::JsonError;
+
+/// Bumped when what the identity covers changes (it is also covered by the determinism
+/// contract's version, which every manifest records).
+const IDENTITY: &str = "ocibuild-recipe-identity/1";
+
+impl Recipe {
+    /// The digest of what defines this recipe's image.
+    pub fn identity(&self) -> Result<Digest, JsonError> {
+        let bytes = crate::json::to_canonical_vec("recipe identity", &self.identity_value())?;
+        Ok(Digest::of(&bytes))
+    }
+
+    fn identity_value(&self) -> Value {
+        let i = &self.image;
+        let base = match &self.base {
+            Base::Scratch => Value::Null,
+            Base::Image { reference } => json!(reference),
+        };
+        let layers: Vec<Value> = self
+            .layers
+            .iter()
+            .map(|l| {
+                json!({
+                    "name": l.name, "src": l.src, "dest": l.spec.dest, "ignore": l.spec.ignore,
+                    "uid": l.spec.uid, "gid": l.spec.gid, "mode": format!("{:?}", l.spec.mode),
+                })
+            })
+            .collect();
+        let c = &self.config;
+        let config = json!({
+            "env": c.env, "entrypoint": c.entrypoint, "cmd": c.cmd, "workdir": c.workdir,
+            "user": c.user, "labels": c.labels, "exposedPorts": c.exposed_ports,
+            "annotations": c.annotations, "stopSignal": c.stop_signal,
+        });
+        let apt = self.apt.as_ref().map(|a| {
+            let sources: Vec<Value> = a
+                .sources
+                .iter()
+                .map(|s| {
+                    json!({
+                        "url": s.url, "suite": s.suite, "components": s.components,
+                        "snapshot": s.snapshot, "allowUnsigned": s.allow_unsigned,
+                    })
+                })
+                .collect();
+            json!({"sources": sources, "packages": a.packages, "architecture": a.architecture})
+        });
+        let python = self.python.as_ref().map(|p| {
+            let source = match &p.source {
+                PythonSource::Auto => json!("auto"),
+                PythonSource::Path(path) => json!({ "path": path }),
+                PythonSource::Archive(a) => json!({
+                    "url": a.written, "sha256": a.sha256, "prefix": a.prefix, "strip": a.strip,
+                }),
+            };
+            let packages = p.packages.as_ref().map(|k| match k {
+                PythonPackages::Pylock { written, .. } => json!({ "lock": written }),
+                PythonPackages::Requirements { written, index, .. } => {
+                    json!({ "requirements": written, "index": index })
+                }
+            });
+            json!({
+                "source": source, "version": p.version, "packages": packages,
+                "overlap": format!("{:?}", p.overlap), "maxLayerSize": p.max_layer_size,
+            })
+        });
+        let groups: Vec<Value> = self
+            .accounts
+            .groups
+            .iter()
+            .map(|g| json!({"name": g.name, "gid": g.gid}))
+            .collect();
+        let users: Vec<Value> = self
+            .accounts
+            .users
+            .iter()
+            .map(|u| {
+                json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": u.shell})
+            })
+            .collect();
+        json!({
+            "identity": IDENTITY,
+            "image": {
+                "name": i.name, "tag": i.tag, "compression": i.compression.describe(),
+                "sourceDateEpoch": i.source_date_epoch, "platform": i.platform.to_string(),
+            },
+            "base": base,
+            "layers": layers,
+            "config": config,
+            "apt": apt,
+            "python": python,
+            "accounts": {"groups": groups, "users": users},
+        })
+    }
+}
