@@ -168,7 +168,33 @@ pub fn run(_cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
             layout.display()
         );
     }
+    check_fresh(&recipe, &args.recipe, &layout)?;
     run_stage(&recipe, &layout, &args.opts, args.json)
+}
+
+/// The image in `layout` (at the recipe's tag) must be the one this recipe builds now: a test
+/// of a stale image would pass or fail for another recipe.
+fn check_fresh(
+    recipe: &recipe::Recipe,
+    recipe_path: &std::path::Path,
+    layout: &std::path::Path,
+) -> anyhow::Result<()> {
+    let l = crate::output::Layout::open(layout)?;
+    let bytes = l.read_blob(&l.entry(&recipe.image.tag)?.digest)?;
+    let subject =
+        crate::audit::attest::Subject::new(&recipe.image.name, &recipe.image.tag, &bytes)?;
+    let recorded = subject.annotation(crate::image::annotations::RECIPE_DIGEST);
+    let current = recipe.identity()?.to_string();
+    if recorded.is_some_and(|r| r != current) {
+        anyhow::bail!(
+            "the image at {} was built from another version of {} (it records recipe {}, the recipe is now {current}): build it again, or use `ocibuild build {} --test`",
+            layout.display(),
+            recipe_path.display(),
+            recorded.unwrap_or_default(),
+            recipe_path.display()
+        );
+    }
+    Ok(())
 }
 
 #[derive(Args, Debug)]

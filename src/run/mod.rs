@@ -369,15 +369,14 @@ pub fn run_tests(
         reporter(&result);
         results.push(result);
     }
-    if staged.cleanup.is_some() {
-        // podman named the image after the staged path, unique to this run: untag it so such
-        // names do not pile up in podman's storage (best effort; the layers stay shared).
-        podman::remove_image(
-            &podman,
-            &global,
-            &format!("localhost{}:latest", staged.path.display()),
-        );
-    }
+    // podman named the image after the (staged) layout's path: untag it so such names
+    // (`localhost/tmp/…`, one per layout) do not pile up in podman's storage (best effort;
+    // the layers stay shared with the next run's).
+    podman::remove_image(
+        &podman,
+        &global,
+        &format!("localhost{}:latest", staged.path.display()),
+    );
     drop(staged);
     Ok(results)
 }

@@ -300,6 +300,38 @@ fn the_test_stage_needs_no_ulimit_flags() {
         "{}",
         stdout(&o)
     );
+
+    // Item 14: no image named after the layout is left in podman's storage...
+    let images = run_ok(std::process::Command::new("podman").args([
+        "images",
+        "--format",
+        "{{.Repository}}",
+    ]));
+    let img = t.path().join("img");
+    assert!(
+        !stdout(&images).contains(&img.display().to_string()),
+        "{}",
+        stdout(&images)
+    );
+    // ...and `test` refuses an image the recipe no longer builds.
+    let text = fs::read_to_string(&r).unwrap();
+    fs::write(
+        &r,
+        text.replace("[[test]]", "[config]\nenv = { X = \"1\" }\n\n[[test]]"),
+    )
+    .unwrap();
+    let o = run(ocibuild()
+        .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
+        .args(["test", "-o"])
+        .arg(&img)
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success()
+            && err.contains("was built from another version of")
+            && err.contains("--test`"),
+        "{err}"
+    );
 }
 
 /// Item 6: a lock whose `requires-python` the image's interpreter misses says the interpreter's
