@@ -230,7 +230,9 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             .collect();
         let doc = json!({
             "image": img.full_name(),
-            "output": (!args.push_only).then(|| target.to_string()),
+            // Where it went: outputs resolve against the current directory (not the recipe's,
+            // as inputs do), so the path is said in full.
+            "output": (!args.push_only).then(|| target.absolute().to_string()),
             "manifest": img.manifest.digest,
             "manifestSize": img.manifest.size,
             "config": img.config.digest,
@@ -280,7 +282,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         if args.push_only {
             println!("{} (no local output: --push-only)", img.full_name());
         } else {
-            println!("{} -> {}", img.full_name(), target);
+            println!("{} -> {}", img.full_name(), target.absolute());
         }
         println!("manifest {}", img.manifest.digest);
         if let Some(i) = &built.interpreter {

@@ -148,6 +148,17 @@ impl Target {
             Target::Layout(p) | Target::OciArchive(p) | Target::DockerArchive(p) => p,
         }
     }
+
+    /// The same target with its path made absolute against the current directory (symlinks
+    /// not resolved), for saying where an image went.
+    pub fn absolute(&self) -> Target {
+        let abs = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        match self {
+            Target::Layout(p) => Target::Layout(abs(p)),
+            Target::OciArchive(p) => Target::OciArchive(abs(p)),
+            Target::DockerArchive(p) => Target::DockerArchive(abs(p)),
+        }
+    }
 }
 
 impl fmt::Display for Target {

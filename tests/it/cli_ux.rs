@@ -530,3 +530,41 @@ fn the_manifest_follows_what_defines_the_image_not_the_recipes_bytes() {
     .unwrap();
     assert_ne!(manifest("c"), first);
 }
+
+/// Item 12: a message says its cause once; item 16 (part): the output is said in full.
+#[test]
+fn messages_say_each_cause_once_and_outputs_are_said_in_full() {
+    use crate::aptfix::{fixture, python_universe, source_toml};
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let r = t.path().join("app.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/typo\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"pyhton3\"]\n",
+            source_toml(&f, &f.key)
+        ),
+    )
+    .unwrap();
+    let o = run(ocibuild()
+        .args(["build", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert_eq!(
+        err.trim(),
+        "error: [apt]: unknown package `pyhton3` (did you mean python3?)"
+    );
+    let p = app(&t.path().join("p"));
+    let o = run_ok(
+        ocibuild()
+            .current_dir(t.path())
+            .args(["build", "--json", "-o", "rel/img"])
+            .arg(&p),
+    );
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        v["output"],
+        format!("oci:{}", t.path().join("rel/img").display())
+    );
+}
