@@ -51,6 +51,26 @@ pub enum SessionError {
         #[source]
         source: io::Error,
     },
+    #[error("writing {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// `path` with `bytes` again, atomically (a temporary file beside it, then a rename).
+fn restore(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".ocibuild-lock-")
+        .tempfile_in(&dir)?;
+    io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
 }
 
 macro_rules! boxed_from {
@@ -394,9 +414,29 @@ impl<'a> Session<'a> {
             recipe_digest: Some(identity),
             lock_digest: None,
         };
+        let lock_path = Lock::path_for(recipe_path);
+        let lock_before = fs_err::read(&lock_path).ok();
         let base = self.resolve_base(recipe, recipe_path)?;
         let base = base.as_ref().map(|(b, _)| b);
-        let sys = self.prepare_system(recipe, recipe_path, base, true)?;
+        let sys = match self.prepare_system(recipe, recipe_path, base, true) {
+            Err(SessionError::System(e)) if matches!(*e, SystemError::Rootfs(_)) => {
+                // A recipe refused for its accounts leaves the lock as it found it, though the
+                // base had to be resolved (and pinned) to find the collision.
+                match &lock_before {
+                    Some(bytes) => {
+                        restore(&lock_path, bytes).map_err(|source| SessionError::Write {
+                            path: lock_path.clone(),
+                            source,
+                        })?
+                    }
+                    None => {
+                        let _ = fs_err::remove_file(&lock_path);
+                    }
+                }
+                return Err(SessionError::System(e));
+            }
+            other => other?,
+        };
         // After resolving: the lock as this build leaves it (written by the first build).
         opts.lock_digest = crate::audit::attest::lock_digest(recipe_path)
             .map_err(|e| read(e, &Lock::path_for(recipe_path)))?;

@@ -755,8 +755,11 @@ fn declared_accounts_join_the_base_accounts() {
             common::stdout(&o)
         );
     }
-    // The base's id 1000 is taken (first by the user's own group).
+    // The base's id 1000 is taken (first by the user's own group): refused, and the lock the
+    // base had to be resolved for is not left behind.
     fs::write(&app.recipe, text.replace("uid = 1001", "uid = 1000")).unwrap();
+    let lock = tmp.path().join("app/app.lock");
+    fs::remove_file(&lock).unwrap();
     let o = build(&app, &tmp.path().join("out2"), &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
@@ -766,4 +769,5 @@ fn declared_accounts_join_the_base_accounts() {
         "{err}"
     );
     assert!(!tmp.path().join("out2").exists());
+    assert!(!lock.exists(), "the lock was written for a refused recipe");
 }
