@@ -103,6 +103,9 @@ pub struct LockedAptSource {
     /// before keys were pinned has none, and takes the recipe's key as it is).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<Digest>,
+    /// Resolved with `allow-unsigned` and no key: a later `signed-by` makes the lock stale.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unsigned: bool,
 }
 
 /// One resolved .deb.
@@ -391,6 +394,7 @@ mod tests {
                 components: vec!["main".into()],
                 snapshot: None,
                 key: Some(Digest::of(b"key")),
+                unsigned: false,
             }],
             packages: vec![LockedDeb {
                 name: "python3".into(),

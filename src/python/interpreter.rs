@@ -137,6 +137,8 @@ pub fn upstream_version(debian: &str) -> Option<String> {
 /// `cpython-3.12.7+20241016-x86_64-unknown-linux-gnu-install_only.tar.gz`.
 pub fn archive_version(url: &str) -> Option<String> {
     let name = url.rsplit('/').next()?;
+    // Release URLs write the `+` as `%2B`.
+    let name = percent_encoding::percent_decode_str(name).decode_utf8_lossy();
     let rest = name.strip_prefix("cpython-")?;
     let v = rest.split(['+', '-']).next()?;
     upstream_version(v)
@@ -166,6 +168,13 @@ mod tests {
             Some("3.12.7")
         );
         assert_eq!(archive_version("python.tar.gz"), None);
+        assert_eq!(
+            archive_version(
+                "https://x/cpython-3.12.7%2B20241016-x86_64-unknown-linux-gnu-install_only.tar.gz"
+            )
+            .as_deref(),
+            Some("3.12.7")
+        );
         let i = Interpreter {
             version: PyVersion {
                 major: 3,

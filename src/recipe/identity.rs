@@ -1,6 +1,7 @@
 //! What defines the image a recipe builds, as one digest (`dev.ocibuild.recipe.digest`): the
 //! canonical JSON of the parsed recipe's image-relevant parts. A comment, a reordered table, a
-//! changed `[[test]]` or `[podman]` do not change it; a changed tag, layer, config value,
+//! changed `[[test]]` or `[podman]`, or the tag (the index entry carries it) do not change it;
+//! a changed name, layer, config value,
 //! package request, interpreter or account does. Host paths never enter it: layer sources are
 //! as written (relative to the recipe), and a `signed-by` key is pinned by the lock instead.
 
@@ -33,7 +34,10 @@ impl Recipe {
             .map(|l| {
                 json!({
                     "name": l.name, "src": l.src, "dest": l.spec.dest, "ignore": l.spec.ignore,
-                    "uid": l.spec.uid, "gid": l.spec.gid, "mode": format!("{:?}", l.spec.mode),
+                    "uid": l.spec.uid, "gid": l.spec.gid, "mode": match l.spec.mode {
+                        crate::layer::ModePolicy::Normalize => "normalize",
+                        crate::layer::ModePolicy::Preserve => "preserve",
+                    },
                 })
             })
             .collect();
@@ -72,7 +76,11 @@ impl Recipe {
             });
             json!({
                 "source": source, "version": p.version, "packages": packages,
-                "overlap": format!("{:?}", p.overlap), "maxLayerSize": p.max_layer_size,
+                "overlap": match p.overlap {
+                    super::Overlap::Error => "error",
+                    super::Overlap::Last => "last",
+                },
+                "maxLayerSize": p.max_layer_size,
             })
         });
         let groups: Vec<Value> = self
@@ -91,8 +99,9 @@ impl Recipe {
             .collect();
         json!({
             "identity": IDENTITY,
+            // Not the tag: the index entry carries it, and `build --tag` gives the same image.
             "image": {
-                "name": i.name, "tag": i.tag, "compression": i.compression.describe(),
+                "name": i.name, "compression": i.compression.describe(),
                 "sourceDateEpoch": i.source_date_epoch, "platform": i.platform.to_string(),
             },
             "base": base,

@@ -508,7 +508,7 @@ fn run_one<'g>(
     };
     let mut out = podman::execute(&inv)?;
     let ours = podman::ulimit_flags(ctx.user_run);
-    if !ours.is_empty() && podman::rlimit_hint(&out.tail).is_some() {
+    if !ours.is_empty() && podman::rlimit_refused(out.exit_code, &out.tail) {
         // Some sandboxes refuse even this process's own limits inside the container's user
         // namespace: once more with small ones, which they allow.
         let name = podman::container_name();
@@ -549,7 +549,9 @@ fn last_line(tail: &[String]) -> &str {
 
 fn judge(t: &TestSpec, out: podman::RunOutcome) -> TestResult {
     let last = last_line(&out.tail);
-    let hint = podman::rlimit_hint(&out.tail);
+    let hint = podman::rlimit_refused(out.exit_code, &out.tail)
+        .then(|| podman::rlimit_hint(&out.tail))
+        .flatten();
     let with_last = |s: String| {
         let s = if last.is_empty() {
             s

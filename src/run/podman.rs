@@ -383,9 +383,11 @@ fn limits_flags(limits: &str) -> Vec<String> {
             continue;
         };
         let nums: Vec<&str> = line[row.len()..].split_whitespace().take(2).collect();
-        if let [soft, hard] = nums[..] {
-            if soft.parse::<u64>().is_ok() && hard.parse::<u64>().is_ok() {
-                out.push(format!("--ulimit={name}={soft}:{hard}"));
+        // Soft and hard both at this process's hard limit, as podman's default would raise
+        // the soft one: a test gets the most it may have, not the shell's soft 1024.
+        if let [_, hard] = nums[..] {
+            if hard.parse::<u64>().is_ok() {
+                out.push(format!("--ulimit={name}={hard}:{hard}"));
             }
         }
     }
@@ -397,9 +399,19 @@ fn limits_flags(limits: &str) -> Vec<String> {
 pub const SMALL_NOFILE: &str = "--ulimit=nofile=1024:1024";
 pub const SMALL_NPROC: &str = "--ulimit=nproc=1000:1000";
 
+fn is_rlimit_error(line: &str) -> bool {
+    line.contains("runc") && line.contains("error setting rlimit")
+}
+
+/// Whether a container failed to start because runc could not set a resource limit: podman's
+/// own exit codes (125 to 127) with runc's message, not a test's output that mentions it.
+pub fn rlimit_refused(exit_code: Option<i32>, tail: &[String]) -> bool {
+    matches!(exit_code, Some(125..=127)) && tail.iter().any(|l| is_rlimit_error(l))
+}
+
 /// What to do when runc cannot set a resource limit, if the output says so.
 pub fn rlimit_hint(tail: &[String]) -> Option<&'static str> {
-    tail.iter().any(|l| l.contains("setting rlimit")).then_some(
+    tail.iter().any(|l| is_rlimit_error(l)).then_some(
         "runc could not set a resource limit on this host, even small ones: pass limits it \
              allows (`--podman-arg=--ulimit=nofile=N:N --podman-arg=--ulimit=nproc=N:N`, or \
              OCIBUILD_PODMAN_ARGS), or `--podman-arg=--runtime=crun`",
@@ -415,7 +427,10 @@ mod limit_tests {
         let text = "Limit                     Soft Limit           Hard Limit           Units     \nMax processes             63433                63433                processes \nMax open files            1024                 524288               files     \nMax locked memory         unlimited            unlimited            bytes     \n";
         assert_eq!(
             limits_flags(text),
-            ["--ulimit=nofile=1024:524288", "--ulimit=nproc=63433:63433"]
+            [
+                "--ulimit=nofile=524288:524288",
+                "--ulimit=nproc=63433:63433"
+            ]
         );
         let unlimited =
             "Max open files            unlimited            unlimited            files\n";
@@ -426,5 +441,12 @@ mod limit_tests {
         ])
         .is_some());
         assert!(rlimit_hint(&["fine".into()]).is_none());
+        let refused =
+            ["Error: runc: error setting rlimit type 7: operation not permitted".to_string()];
+        assert!(rlimit_refused(Some(126), &refused) && !rlimit_refused(Some(0), &refused));
+        assert!(!rlimit_refused(
+            Some(126),
+            &["a test that prints error setting rlimit".into()]
+        ));
     }
 }

@@ -14,8 +14,10 @@ use crate::recipe::Recipe;
 pub fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
     let mut out = recipe.clone();
     for l in &mut out.layers {
+        let src = lexical(&l.spec.src);
         for p in paths {
-            if let Some(pattern) = pattern_for(&l.spec.src, &only_holder(&l.spec.src, p)) {
+            let p = lexical(p);
+            if let Some(pattern) = pattern_for(&src, &only_holder(&src, &p)) {
                 l.spec.ignore.push(pattern);
             }
         }
@@ -24,22 +26,44 @@ pub fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
 }
 
 /// The highest directory between `src` (excluded) and `path` that holds only the way down to
-/// `path`, else `path`.
+/// `path` (which must exist), else `path`.
 fn only_holder(src: &Path, path: &Path) -> PathBuf {
     let mut cur = path.to_path_buf();
     while let Some(parent) = cur.parent() {
-        if parent == src || !parent.starts_with(src) {
+        if parent == src || !parent.starts_with(src) || fs_err::symlink_metadata(&cur).is_err() {
             break;
         }
-        let alone = fs_err::read_dir(parent)
-            .map(|entries| entries.take(2).count() == 1)
-            .unwrap_or(false);
-        if !alone {
+        let entries: Vec<_> = match fs_err::read_dir(parent) {
+            Ok(e) => e
+                .take(2)
+                .filter_map(|e| e.ok())
+                .map(|e| e.file_name())
+                .collect(),
+            Err(_) => break,
+        };
+        if entries.len() != 1 || Some(entries[0].as_os_str()) != cur.file_name() {
             break;
         }
         cur = parent.to_path_buf();
     }
     cur
+}
+
+/// `p` with `.` and `..` components resolved by the text alone (as the layer's `src` is
+/// given: `deploy/..` is the recipe's parent).
+fn lexical(p: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
 }
 
 /// An anchored pattern matching exactly `path` beneath `src`, when it is beneath it.
@@ -82,5 +106,23 @@ mod tests {
         assert!(IgnoreMatcher::new(&[hash]).unwrap().excluded("#x"));
         assert_eq!(pattern_for(src, Path::new("/q/x")), None);
         assert_eq!(pattern_for(src, src), None);
+        assert_eq!(
+            lexical(Path::new("/p/deploy/../app.lock")),
+            Path::new("/p/app.lock")
+        );
+    }
+
+    #[test]
+    fn only_the_way_down_to_an_existing_output_is_climbed() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path();
+        fs_err::create_dir_all(src.join("dist")).unwrap();
+        fs_err::write(src.join("dist/app.whl"), "w").unwrap();
+        // The output does not exist yet: `dist/` holds something else, and stays.
+        let out = src.join("dist/app.oci");
+        assert_eq!(only_holder(src, &out), out);
+        fs_err::remove_file(src.join("dist/app.whl")).unwrap();
+        fs_err::create_dir_all(&out).unwrap();
+        assert_eq!(only_holder(src, &out), src.join("dist"));
     }
 }

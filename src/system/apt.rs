@@ -33,6 +33,7 @@ fn request_of(apt: &Apt) -> (String, Vec<String>, Vec<LockedAptSource>) {
                 .as_deref()
                 .and_then(|k| fs_err::read(k).ok())
                 .map(|b| Digest::of(&b)),
+            unsigned: s.signed_by.is_none() && s.allow_unsigned,
         })
         .collect();
     (apt.architecture.clone(), apt.packages.clone(), sources)
@@ -58,33 +59,30 @@ pub fn stale(apt: &Apt, locked: Option<&LockedApt>) -> Option<String> {
             what.push(format!("package `{r}` removed"));
         }
     }
-    // A lock from before keys were pinned (no `key`) takes the recipe's key as it is.
-    let same = |a: &LockedAptSource, b: &LockedAptSource| {
-        LockedAptSource {
-            key: None,
-            ..a.clone()
-        } == LockedAptSource {
-            key: None,
-            ..b.clone()
-        } && (a.key.is_none() || a.key == b.key)
+    // A lock from before keys were pinned (no `key`, not `unsigned`) takes the recipe's key as
+    // it is; otherwise the key (or its absence under `allow-unsigned`) must be the lock's.
+    let strip = |s: &LockedAptSource| LockedAptSource {
+        key: None,
+        unsigned: false,
+        ..s.clone()
     };
-    if l.sources.len() != sources.len() || l.sources.iter().zip(&sources).any(|(a, b)| !same(a, b))
+    let keys_agree = |a: &LockedAptSource, b: &LockedAptSource| {
+        (a.key.is_none() || a.key == b.key) && (!a.unsigned || b.unsigned)
+    };
+    let same_places = l.sources.len() == sources.len()
+        && l.sources
+            .iter()
+            .zip(&sources)
+            .all(|(a, b)| strip(a) == strip(b));
+    if !same_places {
+        what.push("sources changed".into());
+    } else if !l
+        .sources
+        .iter()
+        .zip(&sources)
+        .all(|(a, b)| keys_agree(a, b))
     {
-        let keys_only = l.sources.len() == sources.len()
-            && l.sources.iter().zip(&sources).all(|(a, b)| {
-                same(
-                    &LockedAptSource {
-                        key: None,
-                        ..a.clone()
-                    },
-                    b,
-                )
-            });
-        what.push(if keys_only {
-            "a source's signed-by key changed".into()
-        } else {
-            "sources changed".into()
-        });
+        what.push("a source's signed-by key changed".into());
     }
     (!what.is_empty()).then(|| what.join(", "))
 }

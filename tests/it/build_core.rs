@@ -116,9 +116,9 @@ fn blob_names(layout: &Path) -> Vec<String> {
 // only gzip wheel layers, and contract 4, which added the rootfs layer to images with [apt],
 // [python] or [accounts], through the `dev.ocibuild.contract` annotation; and contract 5, whose
 // `dev.ocibuild.recipe.digest` is the recipe's identity, no longer its file's bytes.)
-const GOLDEN_GZIP: &str = "sha256:aa47c3ed360e046e2d600d0db3456ab0b261b28828364a2009937b8482001489";
-const GOLDEN_ZSTD: &str = "sha256:919969000fdb0137edb03fb27c191512feaca50ac4330e7290479815c94062c4";
-const GOLDEN_NONE: &str = "sha256:4686b3315a7f5fc77321b5993e9c3c5c4d4eea315fbc59828f95599c4138aa76";
+const GOLDEN_GZIP: &str = "sha256:0e3e6fcd437c5640f9a2982256072606b63fbdeb90dacdfacf4f14de3c9a4fea";
+const GOLDEN_ZSTD: &str = "sha256:47213230ca03ad7874f6b7af046c9129c5ad60a0a8668bfc2a71953bcad8ac68";
+const GOLDEN_NONE: &str = "sha256:4e3156107f8f2f4d217a23aa712f04f830cf8d048ce83e663948641c1be244b1";
 
 #[test]
 fn golden_manifest_digests() {

@@ -34,12 +34,22 @@ impl Client {
         if !may_fall_back || self.config.offline {
             return "https";
         }
-        let mut schemes = self.schemes.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(s) = schemes.get(registry) {
+        let known = self
+            .schemes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(registry)
+            .copied();
+        if let Some(s) = known {
             return s;
         }
+        // Probed without the lock held: other registries need not wait (a second probe of the
+        // same one costs little).
         let found = self.probe(registry);
-        schemes.insert(registry.to_string(), found);
+        self.schemes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(registry.to_string(), found);
         found
     }
 
