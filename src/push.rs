@@ -47,6 +47,7 @@ impl From<RegistryError> for PushError {
 
 /// What happened to each blob, and the pushed manifest.
 #[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PushReport {
     /// `registry/repository:tag@digest`.
     pub pushed: String,

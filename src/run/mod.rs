@@ -108,13 +108,15 @@ pub enum Outcome {
     Skipped { reason: String },
 }
 
+/// One test's result; `test --json` prints them with camelCase keys, as every command does.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TestResult {
     pub name: String,
     #[serde(flatten)]
     pub outcome: Outcome,
     pub exit_code: Option<i32>,
-    #[serde(rename = "duration_secs", serialize_with = "secs")]
+    #[serde(rename = "durationSecs", serialize_with = "secs")]
     pub duration: Duration,
     /// The last [`TAIL_LINES`] lines of stdout and stderr, interleaved as they arrived.
     pub output_tail: Vec<String>,
@@ -658,7 +660,7 @@ mod tests {
         assert_eq!(
             j,
             serde_json::json!({"name": "t", "status": "failed", "reason": "exit code 1, expected 0",
-                "exit_code": 1, "duration_secs": 1.5, "output_tail": ["x"]})
+                "exitCode": 1, "durationSecs": 1.5, "outputTail": ["x"]})
         );
         let s = Summary::of(&[
             r.clone(),

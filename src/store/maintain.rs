@@ -18,6 +18,7 @@ pub(super) const STORE_LOCK: &str = "store.lock";
 
 /// What `cache verify` found.
 #[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct VerifyReport {
     /// Blobs rehashed, and their bytes.
     pub blobs: u64,
@@ -33,6 +34,7 @@ pub struct VerifyReport {
 
 /// What `cache prune` removed.
 #[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct PruneReport {
     /// Entries of `tmp/` (files and directories left by killed builds) and their bytes.
     pub temporary: u64,

@@ -264,7 +264,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
     assert_eq!(results, ["mounted", "uploaded", "uploaded"], "{p1:#}");
     let app_layer_and_config =
         p1["blobs"][1]["size"].as_u64().unwrap() + p1["blobs"][2]["size"].as_u64().unwrap();
-    assert_eq!(p1["uploaded_bytes"].as_u64().unwrap(), app_layer_and_config);
+    assert_eq!(p1["uploadedBytes"].as_u64().unwrap(), app_layer_and_config);
     let p2 = push(&src, &format!("{addr}/test/app:1"));
     assert!(
         p2["blobs"]
@@ -274,7 +274,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
             .all(|b| b["result"] == "existed"),
         "{p2:#}"
     );
-    assert_eq!(p2["uploaded_bytes"], 0);
+    assert_eq!(p2["uploadedBytes"], 0);
     let remote = common::skopeo_json([
         "inspect",
         "--tls-verify=false",

@@ -568,3 +568,51 @@ fn messages_say_each_cause_once_and_outputs_are_said_in_full() {
         format!("oci:{}", t.path().join("rel/img").display())
     );
 }
+
+/// Item 16 (part): every `--json` document has camelCase keys (docs/json.md).
+#[test]
+fn json_keys_are_camel_case() {
+    fn snake(v: &serde_json::Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            serde_json::Value::Object(m) => {
+                for (k, x) in m {
+                    if k.contains('_') {
+                        out.push(format!("{path}.{k}"));
+                    }
+                    snake(x, &format!("{path}.{k}"), out);
+                }
+            }
+            serde_json::Value::Array(a) => a.iter().for_each(|x| snake(x, path, out)),
+            _ => {}
+        }
+    }
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let cache = t.path().join("cache");
+    let json = |args: &[&str]| -> serde_json::Value {
+        let o = run(ocibuild().env("OCIBUILD_CACHE", &cache).args(args));
+        serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{args:?}: {}", stdout(&o)))
+    };
+    let img = t.path().join("img").display().to_string();
+    let img2 = t.path().join("img2").display().to_string();
+    let recipe = r.display().to_string();
+    let docs = [
+        json(&["build", "--json", "-o", &img, &recipe]),
+        json(&["build", "--json", "--no-cache", "-o", &img2, &recipe]),
+        json(&["diff", "--json", &img, &img2]),
+        json(&[
+            "verify",
+            "--json",
+            &recipe,
+            "--against",
+            &format!("oci:{img}"),
+        ]),
+        json(&["cache", "verify", "--json"]),
+        json(&["cache", "prune", "--json"]),
+    ];
+    let mut bad = Vec::new();
+    for d in &docs {
+        snake(d, "", &mut bad);
+    }
+    assert!(bad.is_empty(), "snake_case keys: {bad:?}");
+}

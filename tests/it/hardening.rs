@@ -453,7 +453,7 @@ fn a_blob_edited_through_a_layout_is_never_shipped_again() {
         serde_json::json!([format!("sha256:{hex}")])
     );
     assert!(!blob.exists());
-    assert!(report["dangling_entries"].as_u64().unwrap() >= 1);
+    assert!(report["danglingEntries"].as_u64().unwrap() >= 1);
     let v = cache_cmd(&["verify"]);
     assert!(v.status.success(), "{}", stderr(&v));
     assert!(
@@ -483,7 +483,7 @@ fn a_blob_edited_through_a_layout_is_never_shipped_again() {
     assert!(p.status.success(), "{}", stderr(&p));
     let report: serde_json::Value = serde_json::from_slice(&p.stdout).unwrap();
     assert_eq!(report["temporary"], 2, "{report}");
-    assert!(report["temporary_bytes"].as_u64().unwrap() >= 4096);
+    assert!(report["temporaryBytes"].as_u64().unwrap() >= 4096);
     assert_eq!(fs::read_dir(cache.join("tmp")).unwrap().count(), 0);
     // What is left still builds, all cached.
     let out = build_to(&d.join("e.oci"));

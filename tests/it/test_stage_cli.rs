@@ -146,7 +146,7 @@ fn build_test_reports_each_outcome() {
             .clone()
     };
     assert_eq!(by_name("pass")["status"], "passed");
-    assert_eq!(by_name("fails")["exit_code"], 3);
+    assert_eq!(by_name("fails")["exitCode"], 3);
     let reason = |n: &str| {
         by_name(n)["reason"]
             .as_str()
@@ -173,7 +173,7 @@ fn build_test_reports_each_outcome() {
         "{}",
         reason("no-glibc-smoke")
     );
-    assert!(by_name("timeout")["duration_secs"].as_f64().unwrap() < 30.0);
+    assert!(by_name("timeout")["durationSecs"].as_f64().unwrap() < 30.0);
     common::podman(&["ps", "-a", "--format", "{{.Names}}"])
         .lines()
         .for_each(|n| assert!(!n.starts_with("ocibuild-"), "container {n} left behind"));
