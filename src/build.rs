@@ -308,14 +308,8 @@ fn build_layer(
     )
     .map_err(lerr)?;
     // Only now is the layer known to be of the bytes its key names: stored and cached.
-    let digest = w.commit(Some(stats.digest))?;
-    let cached = CachedLayer {
-        media_type: compression.media_type().into(),
-        digest,
-        size: stats.size,
-        diff_id: stats.diff_id,
-        uncompressed_size: stats.uncompressed_size,
-    };
+    w.commit(Some(stats.digest))?;
+    let cached = CachedLayer::written(compression, &stats);
     store.put_cached_layer(&key, &cached)?;
     store.put_fingerprint(&fp, &key)?;
     reporter.layer_finished(&l.name, false);

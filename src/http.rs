@@ -206,14 +206,7 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 
 /// `url` without the `user:password@` of its authority, for messages, locks and reports.
 pub fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_string();
-    };
-    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
-    match rest[..end].rfind('@') {
-        Some(at) => format!("{scheme}://{}", &rest[at + 1..]),
-        None => url.to_string(),
-    }
+    split_userinfo(url).0
 }
 
 /// `text` (an error body, a message) with what may be a secret replaced by `***`: each of

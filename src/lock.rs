@@ -329,6 +329,12 @@ impl Lock {
 
     /// Write the lock atomically (temporary file in the same directory, then rename).
     pub fn save(&self, path: &Path) -> Result<(), LockError> {
+        Ok(Lock::write_bytes(path, self.to_toml().as_bytes())?)
+    }
+
+    /// Put `bytes` at `path` as a lock file is written: a temporary file in the same
+    /// directory, synced, then renamed over it (also to put back a lock as it was).
+    pub fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
@@ -336,7 +342,7 @@ impl Lock {
         let mut tmp = tempfile::Builder::new()
             .prefix(".ocibuild-lock-")
             .tempfile_in(&dir)?;
-        std::io::Write::write_all(&mut tmp, self.to_toml().as_bytes())?;
+        std::io::Write::write_all(&mut tmp, bytes)?;
         tmp.as_file().sync_data()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())

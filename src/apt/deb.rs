@@ -230,13 +230,7 @@ pub fn build_layer(
     let stats = layer::write_layer(&entries, &req.layer, &mut w, &|_| {})?;
     w.commit(Some(stats.digest))?;
     drop(spool);
-    Ok(CachedLayer {
-        media_type: req.layer.compression.media_type().to_string(),
-        digest: stats.digest,
-        size: stats.size,
-        diff_id: stats.diff_id,
-        uncompressed_size: stats.uncompressed_size,
-    })
+    Ok(CachedLayer::written(req.layer.compression, &stats))
 }
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
@@ -572,12 +566,16 @@ fn rewrite_md5sums(text: &str, usr: &UsrMerge) -> String {
     out
 }
 
-/// Reads `control` and `md5sums` from the control.tar member.
-fn read_control(
+/// The regular files of the (compressed) tar member `m` whose names `wanted` accepts, each
+/// read in full; at most `limit` bytes of the decompressed tar are read. Used for control.tar
+/// here and by `scripts`.
+pub(super) fn member_files(
     f: &mut fs_err::File,
     m: &Member,
     package: &str,
-) -> Result<(String, Option<String>), AptError> {
+    limit: u64,
+    wanted: &dyn Fn(&str) -> bool,
+) -> Result<Vec<(String, Vec<u8>)>, AptError> {
     let path = f.path().to_path_buf();
     f.seek(SeekFrom::Start(m.offset)).map_err(io_err(&path))?;
     let what = format!("package {package}: {}", m.name);
@@ -586,21 +584,42 @@ fn read_control(
         source,
     };
     let dec = decoder(&m.name, Box::new(BufReader::new(f.take(m.size)))).map_err(err)?;
-    let mut archive = tar::Archive::new(dec.take(MAX_CONTROL));
-    let (mut control, mut md5sums) = (None, None);
+    let mut archive = tar::Archive::new(dec.take(limit));
+    let mut out = Vec::new();
     for entry in archive.entries().map_err(err)? {
         let mut entry = entry.map_err(err)?;
         let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let name = name.trim_start_matches("./");
-        if name != "control" && name != "md5sums" {
+        let name = name.trim_start_matches("./").to_string();
+        if !wanted(&name) || entry.header().entry_type() != tar::EntryType::Regular {
             continue;
         }
-        let mut s = String::new();
-        entry.read_to_string(&mut s).map_err(err)?;
+        let mut bytes = Vec::new();
+        entry.read_to_end(&mut bytes).map_err(err)?;
+        out.push((name, bytes));
+    }
+    Ok(out)
+}
+
+/// Reads `control` and `md5sums` from the control.tar member.
+fn read_control(
+    f: &mut fs_err::File,
+    m: &Member,
+    package: &str,
+) -> Result<(String, Option<String>), AptError> {
+    let text = |bytes: Vec<u8>, file: &str| {
+        String::from_utf8(bytes).map_err(|_| AptError::Deb {
+            package: package.to_string(),
+            reason: format!("`{file}` in {} is not UTF-8", m.name),
+        })
+    };
+    let (mut control, mut md5sums) = (None, None);
+    for (name, bytes) in member_files(f, m, package, MAX_CONTROL, &|n| {
+        n == "control" || n == "md5sums"
+    })? {
         if name == "control" {
-            control = Some(s);
+            control = Some(text(bytes, "control")?);
         } else {
-            md5sums = Some(s);
+            md5sums = Some(text(bytes, "md5sums")?);
         }
     }
     let control = control.ok_or_else(|| AptError::Deb {

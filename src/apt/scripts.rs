@@ -3,17 +3,16 @@
 //! `dh_installalternatives` writes them), and base-passwd's master files (what its postinst
 //! copies to `/etc/passwd` and `/etc/group`). `rootfs` turns these into files.
 
-use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use super::deb::{ar_members, io_err};
-use super::release::decoder;
+use super::deb::{ar_members, io_err, member_files, Member};
 use super::AptError;
 
-/// Largest control or master file read.
-const MAX_SCRIPT: u64 = 4 << 20;
+/// The most bytes of a member's decompressed tar read: control archives are kilobytes, and
+/// base-passwd's data archive is too.
+const MAX_READ: u64 = 64 << 20;
 
 /// The control-archive members dpkg runs (or reads, for `triggers`).
 pub const SCRIPT_NAMES: [&str; 6] = [
@@ -73,9 +72,7 @@ pub fn read(path: &Path, package: &str) -> Result<DebScripts, AptError> {
         .find(|m| m.name.starts_with("control.tar"))
         .ok_or_else(|| bad("no control.tar member".into()))?;
     let mut postinst = None;
-    for (name, text) in read_tar(&mut f, &ctl.name, ctl.offset, ctl.size, package, &|n| {
-        SCRIPT_NAMES.contains(&n)
-    })? {
+    for (name, text) in read_texts(&mut f, ctl, package, &|n| SCRIPT_NAMES.contains(&n))? {
         if name == "postinst" {
             postinst = Some(text);
         } else if name == "triggers" {
@@ -101,8 +98,7 @@ pub fn read(path: &Path, package: &str) -> Result<DebScripts, AptError> {
         let wanted = |n: &str| {
             n == "usr/share/base-passwd/passwd.master" || n == "usr/share/base-passwd/group.master"
         };
-        for (name, text) in read_tar(&mut f, &data.name, data.offset, data.size, package, &wanted)?
-        {
+        for (name, text) in read_texts(&mut f, data, package, &wanted)? {
             if name.ends_with("passwd.master") {
                 out.passwd_master = Some(text);
             } else {
@@ -113,40 +109,18 @@ pub fn read(path: &Path, package: &str) -> Result<DebScripts, AptError> {
     Ok(out)
 }
 
-/// The regular files of a (compressed) tar member whose names `wanted` accepts, as text.
-fn read_tar(
+/// The files of member `m` that `wanted` accepts, as text (at most [`MAX_READ`] bytes of the
+/// member's tar are read).
+fn read_texts(
     f: &mut fs_err::File,
-    member: &str,
-    offset: u64,
-    size: u64,
+    m: &Member,
     package: &str,
     wanted: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<(String, String)>, AptError> {
-    let path = f.path().to_path_buf();
-    f.seek(SeekFrom::Start(offset)).map_err(io_err(&path))?;
-    let what = format!("package {package}: {member}");
-    let err = |source: std::io::Error| AptError::Decompress {
-        what: what.clone(),
-        source,
-    };
-    let dec = decoder(member, Box::new(BufReader::new(f.take(size)))).map_err(err)?;
-    let mut archive = tar::Archive::new(dec);
-    let mut out = Vec::new();
-    for entry in archive.entries().map_err(err)? {
-        let mut entry = entry.map_err(err)?;
-        let name = String::from_utf8_lossy(&entry.path_bytes()).into_owned();
-        let name = name.trim_start_matches("./").to_string();
-        if !wanted(&name) || entry.header().entry_type() != tar::EntryType::Regular {
-            continue;
-        }
-        let mut bytes = Vec::new();
-        (&mut entry)
-            .take(MAX_SCRIPT)
-            .read_to_end(&mut bytes)
-            .map_err(err)?;
-        out.push((name, String::from_utf8_lossy(&bytes).into_owned()));
-    }
-    Ok(out)
+    Ok(member_files(f, m, package, MAX_READ, wanted)?
+        .into_iter()
+        .map(|(n, b)| (n, String::from_utf8_lossy(&b).into_owned()))
+        .collect())
 }
 
 /// The `update-alternatives --install` calls of a shell script, and the calls that cannot be

@@ -311,13 +311,7 @@ pub fn build_wheel_layer_with(
         check_unwritten(src, &mut archives, &names)?;
     }
     w.commit(Some(stats.digest))?;
-    Ok(CachedLayer {
-        media_type: opts.compression.media_type().to_string(),
-        digest: stats.digest,
-        size: stats.size,
-        diff_id: stats.diff_id,
-        uncompressed_size: stats.uncompressed_size,
-    })
+    Ok(CachedLayer::written(opts.compression, &stats))
 }
 
 /// Hands entry `i`'s content to the layer writer.

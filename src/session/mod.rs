@@ -59,20 +59,6 @@ pub enum SessionError {
     },
 }
 
-/// `path` with `bytes` again, atomically (a temporary file beside it, then a rename).
-fn restore(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".ocibuild-lock-")
-        .tempfile_in(&dir)?;
-    io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
-}
-
 macro_rules! boxed_from {
     ($($variant:ident($t:ty)),*) => {$(
         impl From<$t> for SessionError {
@@ -423,12 +409,12 @@ impl<'a> Session<'a> {
                 // A recipe refused for its accounts leaves the lock as it found it, though the
                 // base had to be resolved (and pinned) to find the collision.
                 match &lock_before {
-                    Some(bytes) => {
-                        restore(&lock_path, bytes).map_err(|source| SessionError::Write {
+                    Some(bytes) => Lock::write_bytes(&lock_path, bytes).map_err(|source| {
+                        SessionError::Write {
                             path: lock_path.clone(),
                             source,
-                        })?
-                    }
+                        }
+                    })?,
                     None => {
                         let _ = fs_err::remove_file(&lock_path);
                     }

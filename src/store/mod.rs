@@ -67,6 +67,22 @@ pub struct CachedLayer {
     pub uncompressed_size: u64,
 }
 
+impl CachedLayer {
+    /// The layer the layer writer just wrote with `compression`, as `stats` describes it.
+    pub fn written(
+        compression: crate::layer::Compression,
+        stats: &crate::layer::LayerStats,
+    ) -> CachedLayer {
+        CachedLayer {
+            media_type: compression.media_type().to_string(),
+            digest: stats.digest,
+            size: stats.size,
+            diff_id: stats.diff_id,
+            uncompressed_size: stats.uncompressed_size,
+        }
+    }
+}
+
 /// The store: a root directory with the layout described in the module docs.
 #[derive(Clone, Debug)]
 pub struct Store {

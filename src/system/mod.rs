@@ -326,28 +326,43 @@ fn base_libraries(
     {
         return Ok(None);
     }
-    let v = serde_json::json!({
-        "kind": "base-libraries",
-        "version": 1,
-        "layers": b.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
-    });
-    let key = Digest::of(&crate::json::to_canonical_vec("base libraries key", &v)?);
-    if let Some(bytes) = store.meta(&key)? {
-        if let Ok(libs) = serde_json::from_slice(&bytes) {
-            return Ok(Some(libs));
-        }
-    }
-    let libs = scan_base(store, base)?.libraries;
-    let bytes = serde_json::to_vec(&libs).map_err(|e| SystemError::Python {
-        problem: format!("caching the base's libraries: {e}"),
-    })?;
-    store.put_meta(&key, &bytes)?;
-    Ok(Some(libs))
+    Ok(Some(cached_base_part(
+        store,
+        b,
+        "base-libraries",
+        |scan| scan.libraries,
+    )?))
 }
 
-/// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), read from its layers
-/// once and cached by their digests: a build that needs nothing else of the base does not read
-/// it again.
+/// One part of what the base brings (`kind` names it), read from its layers once and cached
+/// under their digests, so a build that needs nothing else of the base does not read it again.
+fn cached_base_part<T: serde::Serialize + serde::de::DeserializeOwned>(
+    store: &Store,
+    base: &BaseImage,
+    kind: &'static str,
+    part: impl FnOnce(crate::apt::Base) -> T,
+) -> Result<T, SystemError> {
+    let v = serde_json::json!({
+        "kind": kind,
+        "version": 1,
+        "layers": base.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
+    });
+    let key = Digest::of(&crate::json::to_canonical_vec("base scan key", &v)?);
+    if let Some(bytes) = store.meta(&key)? {
+        if let Ok(found) = serde_json::from_slice(&bytes) {
+            return Ok(found);
+        }
+    }
+    let found = part(scan_base(store, Some(base))?);
+    let bytes = serde_json::to_vec(&found).map_err(|e| SystemError::Python {
+        problem: format!("caching the base's {kind}: {e}"),
+    })?;
+    store.put_meta(&key, &bytes)?;
+    Ok(found)
+}
+
+/// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), cached
+/// ([`cached_base_part`]).
 fn base_accounts(
     store: &Store,
     base: Option<&BaseImage>,
@@ -355,23 +370,7 @@ fn base_accounts(
     let Some(b) = base else {
         return Ok(Default::default());
     };
-    let v = serde_json::json!({
-        "kind": "base-accounts",
-        "version": 1,
-        "layers": b.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
-    });
-    let key = Digest::of(&crate::json::to_canonical_vec("base accounts key", &v)?);
-    if let Some(bytes) = store.meta(&key)? {
-        if let Ok(files) = serde_json::from_slice(&bytes) {
-            return Ok(files);
-        }
-    }
-    let files = scan_base(store, base)?.accounts;
-    let bytes = serde_json::to_vec(&files).map_err(|e| SystemError::Python {
-        problem: format!("caching the base's accounts: {e}"),
-    })?;
-    store.put_meta(&key, &bytes)?;
-    Ok(files)
+    cached_base_part(store, b, "base-accounts", |scan| scan.accounts)
 }
 
 /// Whether the image gets the `rootfs` step ([`Recipe::has_rootfs_step`]).

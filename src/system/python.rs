@@ -369,13 +369,7 @@ fn archive_layer(
         &|n| reporter.layer_progress(&name, n),
     )?;
     w.commit(Some(stats.digest))?;
-    let built = CachedLayer {
-        media_type: opts.compression.media_type().into(),
-        digest: stats.digest,
-        size: stats.size,
-        diff_id: stats.diff_id,
-        uncompressed_size: stats.uncompressed_size,
-    };
+    let built = CachedLayer::written(opts.compression, &stats);
     let meta = store.put_bytes(version.to_string().as_bytes())?;
     store.put_fingerprint(&meta_key, &meta)?;
     let extra = Extra::built(store, &key, built, name, created_by, reporter)?;

@@ -221,11 +221,5 @@ fn write(
         sink(Content::Bytes(&mut r))
     })?;
     w.commit(Some(stats.digest))?;
-    Ok(CachedLayer {
-        media_type: opts.compression.media_type().to_string(),
-        digest: stats.digest,
-        size: stats.size,
-        diff_id: stats.diff_id,
-        uncompressed_size: stats.uncompressed_size,
-    })
+    Ok(CachedLayer::written(opts.compression, &stats))
 }

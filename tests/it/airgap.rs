@@ -43,18 +43,7 @@ fn push_base(dir: &Path, addr: &str, dest: &str) -> String {
             .arg("-o")
             .arg(&layout),
     );
-    common::run_ok(
-        Command::new("skopeo")
-            .args([
-                "copy",
-                "--quiet",
-                "--dest-tls-verify=false",
-                "--dest-creds",
-                &format!("{USER}:{PASS}"),
-            ])
-            .arg(format!("oci:{}:b", layout.display()))
-            .arg(format!("docker://{addr}/{dest}")),
-    );
+    common::registry::push_layout(&layout, "b", addr, dest);
     common::skopeo_json([
         "inspect",
         "--tls-verify=false",

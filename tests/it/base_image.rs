@@ -49,18 +49,7 @@ labels = {{ "base.label" = "x" }}
         ),
         "base build",
     );
-    common::run_ok(
-        std::process::Command::new("skopeo")
-            .args([
-                "copy",
-                "--quiet",
-                "--dest-tls-verify=false",
-                "--dest-creds",
-                &format!("{USER}:{PASS}"),
-            ])
-            .arg(format!("oci:{}:b", layout.display()))
-            .arg(format!("docker://{addr}/{dest}")),
-    );
+    common::registry::push_layout(&layout, "b", addr, dest);
     let v = common::skopeo_json([
         "inspect",
         "--tls-verify=false",
@@ -694,13 +683,7 @@ fn declared_accounts_join_the_base_accounts() {
             .arg("-o")
             .arg(&layout),
     );
-    common::run_ok(
-        std::process::Command::new("skopeo")
-            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
-            .arg(format!("{USER}:{PASS}"))
-            .arg(format!("oci:{}:b", layout.display()))
-            .arg(format!("docker://{addr}/test/accounts:1")),
-    );
+    common::registry::push_layout(&layout, "b", &addr, "test/accounts:1");
     let app = app_project(&tmp.path().join("app"), &addr, "test/accounts:1");
     let text = fs::read_to_string(&app.recipe).unwrap().replace(
         "[config]\n",

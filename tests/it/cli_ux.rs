@@ -200,7 +200,7 @@ fn shipped_recipes_ignore_bytecode_at_any_depth() {
 /// crane and skopeo reach it; `--tls-verify=false` is accepted as skopeo spells it.
 #[test]
 fn a_loopback_registry_speaks_http_without_settings() {
-    use crate::common::registry::{auth_file, start_registry, PASS, USER};
+    use crate::common::registry::{auth_file, start_registry, PASS};
     if !crate::common::require_tool("docker-registry") || !crate::common::require_tool("skopeo") {
         return;
     }
@@ -209,13 +209,7 @@ fn a_loopback_registry_speaks_http_without_settings() {
     let layout = t.path().join("img");
     run_ok(ocibuild().args(["build", "-o"]).arg(&layout).arg(&r));
     let reg = start_registry(None);
-    run_ok(
-        std::process::Command::new("skopeo")
-            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
-            .arg(format!("{USER}:{PASS}"))
-            .arg(format!("oci:{}:latest", layout.display()))
-            .arg(format!("docker://{}/ux/app:1", reg.addr)),
-    );
+    crate::common::registry::push_layout(&layout, "latest", &reg.addr, "ux/app:1");
     let auth = auth_file(t.path(), &reg.addr, PASS);
     for extra in [&[][..], &["--tls-verify=false"]] {
         let o = run(ocibuild()
@@ -338,7 +332,7 @@ fn the_test_stage_needs_no_ulimit_flags() {
 /// real version and the `uv pip compile` line that locks for this image.
 #[test]
 fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
-    use crate::aptfix::{fixture, python_universe, source_toml};
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
     let f = fixture(&python_universe(), false);
     let t = tempdir();
     fs::write(
@@ -346,15 +340,16 @@ fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
         "lock-version = \"1.0\"\ncreated-by = \"uv\"\nrequires-python = \">=3.12.5\"\n",
     )
     .unwrap();
-    let r = t.path().join("app.toml");
-    fs::write(
-        &r,
-        format!(
-            "[image]\nname = \"example.com/py\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"python3\"]\n\n[python]\nlock = \"pylock.toml\"\n",
-            source_toml(&f, &f.key)
-        ),
-    )
-    .unwrap();
+    let r = apt_recipe(
+        t.path(),
+        &f,
+        &f.key,
+        &["python3"],
+        "
+[python]
+lock = \"pylock.toml\"
+",
+    );
     let o = run(ocibuild()
         .args(["build", "-o"])
         .arg(t.path().join("img"))
@@ -372,20 +367,12 @@ fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
 /// sha256 is pinned in the lock: another key makes `--locked` refuse.
 #[test]
 fn the_archive_key_must_exist_and_is_pinned() {
-    use crate::aptfix::{fixture, python_universe, source_toml};
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
     let f = fixture(&python_universe(), false);
     let t = tempdir();
     let key = t.path().join("archive.asc");
     fs::copy(&f.key, &key).unwrap();
-    let r = t.path().join("app.toml");
-    fs::write(
-        &r,
-        format!(
-            "[image]\nname = \"example.com/k\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"tool\"]\n",
-            source_toml(&f, &key)
-        ),
-    )
-    .unwrap();
+    let r = apt_recipe(t.path(), &f, &key, &["tool"], "");
     run_ok(
         ocibuild()
             .args(["build", "-o"])
@@ -534,18 +521,10 @@ fn the_manifest_follows_what_defines_the_image_not_the_recipes_bytes() {
 /// Item 12: a message says its cause once; item 16 (part): the output is said in full.
 #[test]
 fn messages_say_each_cause_once_and_outputs_are_said_in_full() {
-    use crate::aptfix::{fixture, python_universe, source_toml};
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
     let f = fixture(&python_universe(), false);
     let t = tempdir();
-    let r = t.path().join("app.toml");
-    fs::write(
-        &r,
-        format!(
-            "[image]\nname = \"example.com/typo\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"pyhton3\"]\n",
-            source_toml(&f, &f.key)
-        ),
-    )
-    .unwrap();
+    let r = apt_recipe(t.path(), &f, &f.key, &["pyhton3"], "");
     let o = run(ocibuild()
         .args(["build", "-o"])
         .arg(t.path().join("img"))

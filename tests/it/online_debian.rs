@@ -20,11 +20,9 @@ fn build(recipe: &Path, out: &Path, cache: &Path) -> serde_json::Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
-#[test]
-fn bookworm_python3_from_the_debian_archive() {
-    if !common::online("builds python3 from the Debian archive") || !require_tool("podman") {
-        return;
-    }
+/// The repository's recipes directory, and a temporary project with the bookworm keys the
+/// recipes name.
+fn project() -> (std::path::PathBuf, tempfile::TempDir) {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
     let t = tempdir();
     fs::create_dir(t.path().join("keys")).unwrap();
@@ -33,6 +31,15 @@ fn bookworm_python3_from_the_debian_archive() {
         t.path().join("keys/debian-bookworm.asc"),
     )
     .unwrap();
+    (repo, t)
+}
+
+#[test]
+fn bookworm_python3_from_the_debian_archive() {
+    if !common::online("builds python3 from the Debian archive") || !require_tool("podman") {
+        return;
+    }
+    let (repo, t) = project();
     let recipe = t.path().join("bookworm-python.toml");
     fs::copy(repo.join("bookworm-python.toml"), &recipe).unwrap();
 
@@ -113,14 +120,7 @@ fn mawk_from_the_debian_archive_gives_usr_bin_awk() {
     if !common::online("installs mawk from the Debian archive") || !require_tool("podman") {
         return;
     }
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
-    let t = tempdir();
-    fs::create_dir(t.path().join("keys")).unwrap();
-    fs::copy(
-        repo.join("keys/debian-bookworm.asc"),
-        t.path().join("keys/debian-bookworm.asc"),
-    )
-    .unwrap();
+    let (repo, t) = project();
     let text = fs::read_to_string(repo.join("bookworm-python.toml"))
         .unwrap()
         .replace("\"libstdc++6\"]", "\"libstdc++6\", \"mawk\"]");

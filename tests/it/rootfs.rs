@@ -11,7 +11,9 @@ use fs_err as fs;
 use serde_json::Value;
 
 use crate::aptfix::{self, deb, fixture, python_universe, Data, Deb, Fixture};
-use crate::common::{self, ocibuild, run, run_ok, stdout, tar_listing, tempdir};
+use crate::common::{
+    self, layer_named as layer, ocibuild, run, run_ok, stdout, tar_listing, tempdir,
+};
 
 const MAWK_POSTINST: &str = "#!/bin/sh\nset -e\nif [ \"$1\" = \"configure\" ]; then\n        update-alternatives --install /usr/bin/awk awk /usr/bin/mawk 5 \\\n            --slave /usr/share/man/man1/awk.1.gz awk.1.gz /usr/share/man/man1/mawk.1.gz \\\n            --slave /usr/bin/nawk nawk /usr/bin/mawk\nfi\n";
 const OAWK_POSTINST: &str =
@@ -97,15 +99,7 @@ fn universe() -> Vec<Deb> {
 }
 
 fn recipe(dir: &Path, f: &Fixture, packages: &[&str], extra: &str) -> PathBuf {
-    let list: Vec<String> = packages.iter().map(|p| format!("\"{p}\"")).collect();
-    let text = format!(
-        "[image]\nname = \"example.com/rootfs\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [{}]\n{extra}",
-        aptfix::source_toml(f, &f.key),
-        list.join(", ")
-    );
-    let p = dir.join("app.toml");
-    fs::write(&p, text).unwrap();
-    p
+    aptfix::apt_recipe(dir, f, &f.key, packages, extra)
 }
 
 fn build(recipe: &Path, out: &Path, cache: &Path, cmd: impl FnOnce(&mut Command)) -> Value {
@@ -114,20 +108,6 @@ fn build(recipe: &Path, out: &Path, cache: &Path, cmd: impl FnOnce(&mut Command)
     cmd(&mut c);
     let o = run_ok(c.args(["build", "--json", "-o"]).arg(out).arg(recipe));
     serde_json::from_str(&stdout(&o)).unwrap()
-}
-
-fn layer(out: &Path, v: &Value, name: &str) -> (String, PathBuf) {
-    let l = v["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == name)
-        .unwrap_or_else(|| panic!("no layer {name} in {v:#}"));
-    let d = l["digest"].as_str().unwrap().to_string();
-    let p = out
-        .join("blobs/sha256")
-        .join(d.trim_start_matches("sha256:"));
-    (d, p)
 }
 
 /// A file's content from a layer blob.

@@ -19,7 +19,7 @@ use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use common::registry::{start_registry, PASS, USER};
+use common::registry::{start_registry, PASS};
 use common::{ocibuild, podman_run, podman_run_flags, require_tools_all, run_ok, stdout};
 
 const CUDA_REPO: &str = "nvidia/cuda";
@@ -141,12 +141,11 @@ fn python_cuda_images_on_a_standin_base() {
     // 1. The stand-in base, pushed as nvidia/cuda:TAG to a loopback registry.
     let reg = start_registry(None);
     let base_layout = standin_base(&root.join("base"));
-    run_ok(
-        Command::new("skopeo")
-            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
-            .arg(format!("{USER}:{PASS}"))
-            .arg(format!("oci:{}:12.8.1-runtime", base_layout.display()))
-            .arg(format!("docker://{}/{CUDA_REPO}:{CUDA_TAG}", reg.addr)),
+    common::registry::push_layout(
+        &base_layout,
+        "12.8.1-runtime",
+        &reg.addr,
+        &format!("{CUDA_REPO}:{CUDA_TAG}"),
     );
     let auth = common::registry::auth_file(root, &reg.addr, PASS);
     let registries = root.join("registries.toml");

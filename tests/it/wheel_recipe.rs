@@ -12,7 +12,7 @@ use fs_err as fs;
 use std::path::{Path, PathBuf};
 
 use aptfix::{fixture, python_universe, serve, Fixture};
-use common::{ocibuild, run, run_ok, stdout, tar_listing, tempdir};
+use common::{layer_named as layer, ocibuild, run, run_ok, stdout, tar_listing, tempdir};
 use ocibuild::python::wheel::WheelInput;
 use serde_json::Value;
 use wheelfix::{big_text, make_wheel};
@@ -155,20 +155,6 @@ fn build(recipe: &Path, out: &Path, cache: &Path, extra: &[&str]) -> Value {
             .args(extra),
     );
     serde_json::from_str(&stdout(&o)).unwrap()
-}
-
-fn layer(out: &Path, v: &Value, name: &str) -> (String, PathBuf) {
-    let l = v["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == name)
-        .unwrap_or_else(|| panic!("no layer {name} in {v:#}"));
-    let d = l["digest"].as_str().unwrap().to_string();
-    let p = out
-        .join("blobs/sha256")
-        .join(d.trim_start_matches("sha256:"));
-    (d, p)
 }
 
 #[test]

@@ -694,6 +694,20 @@ pub fn python_universe() -> Vec<Deb> {
 }
 
 /// The recipe's `[[apt.source]]` table for the fixture's repository, signed with `key`.
+/// `DIR/app.toml`: an image for linux/amd64 on scratch with the fixture's archive (verified
+/// with `key`) as its one source, `[apt] packages`, then `extra` as it is.
+pub fn apt_recipe(dir: &Path, f: &Fixture, key: &Path, packages: &[&str], extra: &str) -> PathBuf {
+    let list: Vec<String> = packages.iter().map(|p| format!("\"{p}\"")).collect();
+    let text = format!(
+        "[image]\nname = \"example.com/apt\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [{}]\n{extra}",
+        source_toml(f, key),
+        list.join(", ")
+    );
+    let p = dir.join("app.toml");
+    fs_err::write(&p, text).unwrap();
+    p
+}
+
 pub fn source_toml(f: &Fixture, key: &Path) -> String {
     format!(
         "[[apt.source]]\nurl = \"{}\"\nsuite = \"stable\"\ncomponents = [\"main\"]\nsigned-by = \"{}\"\n",

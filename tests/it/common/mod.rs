@@ -544,6 +544,22 @@ with tarfile.open(sys.argv[1], "r:*") as t:
     stdout(&out).lines().map(String::from).collect()
 }
 
+/// The layer named `name` in a `build --json` document of an image written to the layout
+/// `out`: (its digest, its blob's path).
+pub fn layer_named(out: &Path, v: &serde_json::Value, name: &str) -> (String, PathBuf) {
+    let l = v["layers"]
+        .as_array()
+        .expect("a layers array")
+        .iter()
+        .find(|l| l["name"] == name)
+        .unwrap_or_else(|| panic!("no layer {name} in {v:#}"));
+    let d = l["digest"].as_str().expect("a digest").to_string();
+    let p = out
+        .join("blobs/sha256")
+        .join(d.trim_start_matches("sha256:"));
+    (d, p)
+}
+
 /// sha256 of a file, as `sha256:<hex>`, computed here (the sha2 crate), not by ocibuild.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest as _;

@@ -112,6 +112,17 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
 }
 
 /// A containers-auth.json holding `USER:pass` for `registry`; returns its path.
+/// `skopeo copy` of `oci:LAYOUT:TAG` to `docker://ADDR/DEST` (plain HTTP, the test login).
+pub fn push_layout(layout: &Path, tag: &str, addr: &str, dest: &str) {
+    super::run_ok(
+        std::process::Command::new("skopeo")
+            .args(["copy", "--quiet", "--dest-tls-verify=false", "--dest-creds"])
+            .arg(format!("{USER}:{PASS}"))
+            .arg(format!("oci:{}:{tag}", layout.display()))
+            .arg(format!("docker://{addr}/{dest}")),
+    );
+}
+
 pub fn auth_file(dir: &Path, registry: &str, pass: &str) -> PathBuf {
     let f = dir.join("auth.json");
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{pass}"));
