@@ -30,6 +30,7 @@ PACKAGES=(
     zstd            # zstd command line tool
     gzip
     tar
+    bsdutils        # script: a pseudo-terminal, for the progress display's tests
     python3         # tarfile listings; the online tests' venvs (uv, spdx-tools)
     python3-venv    # `python3 -m venv` with pip on Debian/Ubuntu's python3
     ca-certificates # TLS to PyPI / Debian for the online tests

@@ -149,6 +149,10 @@ pub fn resolve(
 
     let (manifest_digest, change) = match (&locked, pin, r.digest()) {
         (Some(b), LockPolicy::Resolve | LockPolicy::Locked | LockPolicy::Frozen, _) => {
+            reporter.detail(&format!(
+                "base {name}: the lock's {} for {platform_s}; the registry not asked",
+                b.manifest_digest
+            ));
             (b.manifest_digest, LockChange::Unchanged)
         }
         _ if offline => {
@@ -215,6 +219,19 @@ pub fn resolve(
     let mut blobs = vec![manifest.config.clone()];
     if layers {
         blobs.extend(manifest.layers.iter().cloned());
+    } else {
+        reporter.detail(&format!(
+            "base {name}: its {} layers not downloaded (shallow: nothing reads them, and the \
+             push mounts them)",
+            manifest.layers.len()
+        ));
+    }
+    let present = blobs.iter().filter(|d| store.has_blob(&d.digest)).count();
+    if present > 0 {
+        reporter.detail(&format!(
+            "base {name}: {present} of its {} blobs already in the store",
+            blobs.len()
+        ));
     }
     if offline {
         if let Some(d) = blobs.iter().find(|d| !store.has_blob(&d.digest)) {

@@ -274,11 +274,17 @@ fn build_layer(
         .sum();
 
     let fp = fingerprint(l, &entries, epoch, compression)?;
+    let name = &l.name;
     if !no_cache {
         if let Some(key) = store.fingerprint(&fp)? {
             if let Some(hit) = store.cached_layer(&key)? {
-                reporter.layer_finished(&l.name, true);
-                return Ok((record(&l.name, hit), true));
+                reporter.detail(&format!(
+                    "layer {name}: cached as {} (its files' sizes and times are as when it \
+                     was built; key {key})",
+                    hit.digest
+                ));
+                reporter.layer_finished(name, true);
+                return Ok((record(name, hit), true));
             }
         }
     }
@@ -287,10 +293,19 @@ fn build_layer(
     let _guard = store.lock(&key.hex())?;
     if !no_cache {
         if let Some(hit) = store.cached_layer(&key)? {
+            reporter.detail(&format!(
+                "layer {name}: cached as {} (its files rehashed to key {key})",
+                hit.digest
+            ));
             store.put_fingerprint(&fp, &key)?;
-            reporter.layer_finished(&l.name, true);
-            return Ok((record(&l.name, hit), true));
+            reporter.layer_finished(name, true);
+            return Ok((record(name, hit), true));
         }
+        reporter.detail(&format!(
+            "layer {name}: building (no layer cache entry for key {key})"
+        ));
+    } else {
+        reporter.detail(&format!("layer {name}: building (--no-cache)"));
     }
 
     reporter.layer_started(&l.name, total);

@@ -314,12 +314,12 @@ pub fn send(
 /// callers can fall back (InRelease → Release, Packages.xz → Packages.gz) or say which input
 /// is missing.
 pub trait Fetcher: Send + Sync {
-    fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError>;
+    fn open(&self, url: &str) -> Result<Option<Body<'_>>, HttpError>;
 
     /// `url` as a page asked for with `accept` (a package index's listing): the body with the
     /// URL it came from after redirects (for resolving relative links) and its content type.
     /// By default [`Fetcher::open`]'s body, from `url`, with no content type.
-    fn open_page(&self, url: &str, accept: &str) -> Result<Option<Page>, HttpError> {
+    fn open_page(&self, url: &str, accept: &str) -> Result<Option<Page<'_>>, HttpError> {
         let _ = accept;
         Ok(self.open(url)?.map(|body| Page {
             url: redact(url),
@@ -329,13 +329,79 @@ pub trait Fetcher: Send + Sync {
     }
 }
 
+/// A body a [`Fetcher`] opened; it may borrow the fetcher (to report its progress).
+pub type Body<'a> = Box<dyn Read + Send + 'a>;
+
 /// A page [`Fetcher::open_page`] opened.
-pub struct Page {
+pub struct Page<'a> {
     /// Where the body came from, after redirects, without credentials.
     pub url: String,
     /// The `Content-Type`, empty when unknown.
     pub content_type: String,
-    pub body: Box<dyn Read + Send>,
+    pub body: Body<'a>,
+}
+
+/// A download's body telling a [`Reporter`] how far it is: started when opened, finished at
+/// its end or when dropped before it.
+struct Reported<'r, R> {
+    inner: R,
+    reporter: &'r dyn Reporter,
+    name: String,
+    open: bool,
+}
+
+impl<'r, R: Read> Reported<'r, R> {
+    fn new(inner: R, reporter: &'r dyn Reporter, url: &str, size: Option<u64>) -> Self {
+        let name = file_name_of(url);
+        reporter.file_started(&name, size);
+        Reported {
+            inner,
+            reporter,
+            name,
+            open: true,
+        }
+    }
+
+    fn finish(&mut self) {
+        if std::mem::take(&mut self.open) {
+            self.reporter.file_finished(&self.name);
+        }
+    }
+}
+
+impl<R: Read> Read for Reported<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.finish();
+        } else {
+            self.reporter.file_progress(&self.name, n as u64);
+        }
+        Ok(n)
+    }
+}
+
+impl<R> Drop for Reported<'_, R> {
+    fn drop(&mut self) {
+        if std::mem::take(&mut self.open) {
+            self.reporter.file_finished(&self.name);
+        }
+    }
+}
+
+/// The name a download is shown by: its URL's last path segment, percent-decoded, without
+/// query or credentials.
+fn file_name_of(url: &str) -> String {
+    let clean = redact(url);
+    let path = clean.split(['?', '#']).next().unwrap_or(&clean);
+    let last = path
+        .trim_end_matches('/')
+        .rsplit('/')
+        .next()
+        .unwrap_or(path);
+    percent_encoding::percent_decode_str(last)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// Reads a whole (small) file, at most `limit` bytes.
@@ -380,7 +446,7 @@ pub fn is_remote(url: &str) -> Result<bool, HttpError> {
 }
 
 /// A `file://` URL's file; `Ok(None)` when it is missing.
-pub fn open_file(url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
+pub fn open_file(url: &str) -> Result<Option<Body<'static>>, HttpError> {
     let path = url.strip_prefix("file://").unwrap_or(url);
     match fs_err::File::open(path) {
         Ok(f) => Ok(Some(Box::new(f))),
@@ -396,7 +462,7 @@ pub fn open_file(url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
 pub fn body_of(
     url: &str,
     resp: reqwest::blocking::Response,
-) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
+) -> Result<Option<Body<'static>>, HttpError> {
     let status = resp.status();
     if status == StatusCode::NOT_FOUND || status == StatusCode::GONE {
         return Ok(None);
@@ -514,15 +580,17 @@ impl<'r> HttpFetcher<'r> {
 }
 
 impl Fetcher for HttpFetcher<'_> {
-    fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, HttpError> {
+    fn open(&self, url: &str) -> Result<Option<Body<'_>>, HttpError> {
         if !is_remote(url)? {
             return open_file(url);
         }
         let resp = self.get(url, "*/*")?;
-        body_of(url, resp)
+        let size = resp.content_length();
+        Ok(body_of(url, resp)?
+            .map(|body| Box::new(Reported::new(body, self.reporter, url, size)) as Body<'_>))
     }
 
-    fn open_page(&self, url: &str, accept: &str) -> Result<Option<Page>, HttpError> {
+    fn open_page(&self, url: &str, accept: &str) -> Result<Option<Page<'_>>, HttpError> {
         if !is_remote(url)? {
             return Ok(open_file(url)?.map(|body| Page {
                 url: url.to_string(),
@@ -538,10 +606,11 @@ impl Fetcher for HttpFetcher<'_> {
             .and_then(|v| v.to_str().ok())
             .unwrap_or("")
             .to_string();
+        let size = resp.content_length();
         Ok(body_of(url, resp)?.map(|body| Page {
             url: final_url,
             content_type,
-            body,
+            body: Box::new(Reported::new(body, self.reporter, url, size)),
         }))
     }
 }

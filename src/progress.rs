@@ -22,6 +22,20 @@ pub trait Reporter: Sync {
     fn blob_finished(&self, _digest: &Digest) {}
     /// Something failed and is tried again after `delay`.
     fn retrying(&self, _what: &str, _attempt: u32, _delay: Duration, _reason: &str) {}
+    /// A file download starts (an index, a .deb, a wheel, an interpreter archive), by its
+    /// name (the URL's last segment); `size` when the server said it.
+    fn file_started(&self, _name: &str, _size: Option<u64>) {}
+    /// `bytes` more of file `name` arrived.
+    fn file_progress(&self, _name: &str, _bytes: u64) {}
+    /// File `name` is read to its end (or given up on).
+    fn file_finished(&self, _name: &str) {}
+    /// A step with no byte count starts (resolving `[apt]`, reading the base); shown as a
+    /// spinner until [`Reporter::task_finished`] with the same text.
+    fn task_started(&self, _what: &str) {}
+    fn task_finished(&self, _what: &str) {}
+    /// What a step decided and why (a cache hit and its key, a mirror tried, a lock entry
+    /// kept): shown only when asked for (`-v`).
+    fn detail(&self, _msg: &str) {}
 }
 
 /// Reports nothing.

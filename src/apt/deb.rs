@@ -193,10 +193,12 @@ struct Item {
 
 /// Builds one layer from the .debs (in name order whatever the input order), into the store.
 /// On any error nothing is committed and every temporary file is removed.
+/// `progress` hears each .deb's size once its files are read.
 pub fn build_layer(
     store: &Store,
     debs: &[DebInput],
     req: &LayerRequest,
+    progress: &dyn Fn(u64),
 ) -> Result<AptLayer, AptError> {
     let mut debs: Vec<&DebInput> = debs.iter().collect();
     debs.sort_by(|a, b| a.locked.cmp(&b.locked));
@@ -223,6 +225,7 @@ pub fn build_layer(
             &mut items,
             &names,
         )?;
+        progress(deb.locked.size);
     }
     ca_bundle(&mut items, spool.path())?;
     let entries = to_entries(items, &names)?;

@@ -611,7 +611,7 @@ mod tests {
     }
 
     impl Fetcher for Mem {
-        fn open(&self, url: &str) -> Result<Option<Box<dyn Read + Send>>, crate::http::HttpError> {
+        fn open(&self, url: &str) -> Result<Option<crate::http::Body<'_>>, crate::http::HttpError> {
             let Some(data) = self.files.get(url).cloned() else {
                 return Ok(None);
             };

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::json;
 
-use super::progress::Bars;
 use super::Cli;
 use crate::build::Built;
 use crate::lock::LockPolicy;
@@ -127,7 +126,7 @@ pub fn build_in_store(
     no_cache: bool,
     inputs: &InputOptions,
 ) -> anyhow::Result<Built> {
-    let bars = Bars::new(cli.quiet);
+    let bars = cli.bars(false);
     let session = Session {
         policy: inputs.policy(),
         locked_by: if inputs.locked {

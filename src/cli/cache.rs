@@ -30,7 +30,7 @@ pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         CacheAction::Verify => {
             let store = cli.store()?;
-            let bars = super::progress::Bars::new(cli.quiet || args.json);
+            let bars = cli.bars(args.json);
             let report = store::verify(&store, &bars)?;
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);

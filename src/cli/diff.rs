@@ -85,7 +85,7 @@ fn diff(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let b = Spec::parse(&args.b, false)?;
     let platform = platform(args.platform.as_deref())?;
     let client = client_for(cli, &[&a, &b])?;
-    let bars = super::progress::Bars::new(cli.quiet || args.json);
+    let bars = cli.bars(args.json);
     let opts = OpenOptions {
         client: client.as_ref(),
         platform: Some(&platform),

@@ -23,7 +23,7 @@ pub struct LockArgs {
 pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
     let store = cli.store()?;
-    let bars = super::progress::Bars::new(cli.quiet);
+    let bars = cli.bars(false);
     let session = Session {
         policy: if args.update {
             LockPolicy::Update

@@ -47,7 +47,7 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
         anyhow::bail!("nothing to mirror: give SRC (an OCI layout or vendor:DIR) or --recipe");
     }
     let client = crate::session::registry_client(cli.registries.as_deref(), false, cli.tls_verify)?;
-    let bars = super::progress::Bars::new(cli.quiet || args.json);
+    let bars = cli.bars(args.json);
     // (blobs, image) pairs, in argument order.
     let mut work: Vec<(Store, Image)> = Vec::new();
     if !args.recipe.is_empty() {

@@ -60,8 +60,12 @@ Docs: README.md and docs/recipe.md in the ocibuild repository.";
 #[command(name = "ocibuild", version, about = "Daemonless, reproducible OCI image builder", after_help = AFTER_HELP)]
 pub struct Cli {
     /// No progress output; only results and errors.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
     quiet: bool,
+    /// Also print what each step decided and why: cache hits and their keys, mirrors tried,
+    /// lock entries kept or re-resolved, blobs already in the store.
+    #[arg(short, long, global = true)]
+    verbose: bool,
     /// Content store and layer cache directory.
     #[arg(long, global = true, env = "OCIBUILD_CACHE", value_name = "DIR")]
     cache_dir: Option<PathBuf>,
@@ -237,6 +241,11 @@ pub fn env_epoch() -> anyhow::Result<Option<u64>> {
     }
 }
 impl Cli {
+    /// The progress display for a command; `silent` (its `--json`) hides bars and notes.
+    fn bars(&self, silent: bool) -> progress::Bars {
+        progress::Bars::new(self.quiet || silent, self.verbose)
+    }
+
     fn threads(&self) -> usize {
         self.jobs.filter(|&n| n > 0).unwrap_or_else(|| {
             std::thread::available_parallelism()

@@ -1,24 +1,34 @@
 //! Progress display: indicatif bars on a terminal, nothing otherwise. Several layers build at
-//! once (the wheel layers side by side), so each has its own bar, by name.
+//! once (the wheel layers side by side) and several files download at once, so each has its
+//! own bar, by name. A finished layer leaves one line (built or cached, and how long); with
+//! `-v` every step's decision is printed too, terminal or not; `-q` prints none of it.
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{HumanBytes, MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 
+use crate::digest::Digest;
 use crate::progress::Reporter;
+
+/// Downloads smaller than this get no bar of their own (a few hundred small .debs would only
+/// flicker); their bytes still count in the layer they go into.
+const FILE_BAR_MIN: u64 = 1 << 20;
 
 pub struct Bars {
     enabled: bool,
     quiet: bool,
+    verbose: bool,
     multi: MultiProgress,
-    bars: Mutex<HashMap<String, ProgressBar>>,
+    bars: Mutex<HashMap<String, (ProgressBar, Instant)>>,
 }
 
 impl Bars {
-    /// Bars only when stderr is a terminal and not `--quiet`.
-    pub fn new(quiet: bool) -> Self {
+    /// Bars only when stderr is a terminal and not `quiet`; decisions only with `verbose`
+    /// (on stderr, so `--json` can have them too).
+    pub fn new(quiet: bool, verbose: bool) -> Self {
         let enabled = !quiet && std::io::stderr().is_terminal();
         let target = if enabled {
             ProgressDrawTarget::stderr()
@@ -28,46 +38,14 @@ impl Bars {
         Bars {
             enabled,
             quiet,
+            verbose,
             multi: MultiProgress::with_draw_target(target),
             bars: Mutex::new(HashMap::new()),
         }
     }
-}
 
-impl Reporter for Bars {
-    fn layer_started(&self, name: &str, total_bytes: u64) {
-        if !self.enabled {
-            return;
-        }
-        let bar = self.multi.add(ProgressBar::new(total_bytes));
-        let style = ProgressStyle::with_template(
-            "{prefix:>24!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
-        )
-        .unwrap_or_else(|_| ProgressStyle::default_bar())
-        .progress_chars("=> ");
-        bar.set_style(style);
-        bar.set_prefix(name.to_string());
-        if let Ok(mut bars) = self.bars.lock() {
-            if let Some(old) = bars.insert(name.to_string(), bar) {
-                old.finish_and_clear();
-            }
-        }
-    }
-
-    fn layer_progress(&self, name: &str, bytes: u64) {
-        if let Ok(bars) = self.bars.lock() {
-            if let Some(bar) = bars.get(name) {
-                bar.inc(bytes);
-            }
-        }
-    }
-
-    /// A note from the library (a pinned base, a resolved `[apt]`): one line on stderr unless
-    /// `--quiet`, above the bars when there are some.
-    fn message(&self, msg: &str) {
-        if self.quiet {
-            return;
-        }
+    /// A line above the bars (or on stderr when there are none).
+    fn line(&self, msg: &str) {
         if self.enabled {
             let _ = self.multi.println(msg);
         } else {
@@ -75,39 +53,160 @@ impl Reporter for Bars {
         }
     }
 
-    fn blob_started(&self, digest: &crate::digest::Digest, size: Option<u64>) {
-        // One bar per blob, named by its digest's first hex digits; restarted from zero
-        // when a download starts over.
-        self.layer_finished(&blob_name(digest), false);
-        self.layer_started(&blob_name(digest), size.unwrap_or(0));
+    /// Starts bar `key` (replacing one of that key): with a byte total, or a spinner.
+    fn start(&self, key: String, label: &str, total: Option<u64>) {
+        if !self.enabled {
+            return;
+        }
+        let (bar, template) = match total {
+            Some(t) if t > 0 => (
+                ProgressBar::new(t),
+                "{prefix:>24!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+            ),
+            Some(_) => (ProgressBar::new_spinner(), "{spinner} {prefix} {elapsed}"),
+            None => (
+                ProgressBar::new_spinner(),
+                "{prefix:>24!} {spinner} {bytes} {bytes_per_sec}",
+            ),
+        };
+        let bar = self.multi.add(bar);
+        let style = ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        bar.set_style(style);
+        bar.set_prefix(label.to_string());
+        // Drawn at once: a step shorter than a tick is still seen.
+        bar.tick();
+        bar.enable_steady_tick(Duration::from_millis(120));
+        if let Ok(mut bars) = self.bars.lock() {
+            if let Some((old, _)) = bars.insert(key, (bar, Instant::now())) {
+                old.finish_and_clear();
+                self.multi.remove(&old);
+            }
+        }
     }
 
-    fn blob_progress(&self, digest: &crate::digest::Digest, bytes: u64) {
-        self.layer_progress(&blob_name(digest), bytes);
+    fn advance(&self, key: &str, bytes: u64) {
+        if let Ok(bars) = self.bars.lock() {
+            if let Some((bar, _)) = bars.get(key) {
+                bar.inc(bytes);
+            }
+        }
     }
 
-    fn blob_finished(&self, digest: &crate::digest::Digest) {
-        self.layer_finished(&blob_name(digest), false);
+    /// Ends bar `key`; returns how long it ran.
+    fn end(&self, key: &str) -> Option<Duration> {
+        self.end_counted(key).map(|(t, _)| t)
     }
 
-    fn retrying(&self, what: &str, attempt: u32, delay: std::time::Duration, reason: &str) {
+    /// Ends bar `key`; returns how long it ran and the bytes it counted.
+    fn end_counted(&self, key: &str) -> Option<(Duration, u64)> {
+        let (bar, started) = self.bars.lock().ok()?.remove(key)?;
+        let elapsed = started.elapsed();
+        let counted = bar.position();
+        bar.finish_and_clear();
+        self.multi.remove(&bar);
+        Some((elapsed, counted))
+    }
+
+    /// `-v`: what a finished transfer moved, and how fast.
+    fn transferred(&self, what: &str, key: &str) {
+        if let Some((t, n)) = self.end_counted(key) {
+            self.detail(&format!(
+                "{what}: {} in {:.1} s",
+                HumanBytes(n),
+                t.as_secs_f64()
+            ));
+        }
+    }
+}
+
+impl Reporter for Bars {
+    fn layer_started(&self, name: &str, total_bytes: u64) {
+        self.start(format!("layer {name}"), name, Some(total_bytes));
+    }
+
+    fn layer_progress(&self, name: &str, bytes: u64) {
+        self.advance(&format!("layer {name}"), bytes);
+    }
+
+    /// A built layer leaves `built NAME in T`, a cache hit `cached NAME`, on a terminal.
+    fn layer_finished(&self, name: &str, cached: bool) {
+        let elapsed = self.end(&format!("layer {name}"));
+        if !self.enabled {
+            return;
+        }
+        match (cached, elapsed) {
+            (true, _) | (false, None) => self.line(&format!("{:>12} {name}", "cached")),
+            (false, Some(t)) => self.line(&format!(
+                "{:>12} {name} in {:.1} s",
+                "built",
+                t.as_secs_f64()
+            )),
+        }
+    }
+
+    /// A note from the library (a pinned base, a resolved `[apt]`): one line on stderr unless
+    /// `--quiet`, above the bars when there are some.
+    fn message(&self, msg: &str) {
+        if !self.quiet {
+            self.line(msg);
+        }
+    }
+
+    fn blob_started(&self, digest: &Digest, size: Option<u64>) {
+        // One bar per blob, by its digest's first hex digits; restarted from zero when a
+        // transfer starts over.
+        self.start(format!("blob {digest}"), &blob_name(digest), size);
+    }
+
+    fn blob_progress(&self, digest: &Digest, bytes: u64) {
+        self.advance(&format!("blob {digest}"), bytes);
+    }
+
+    fn blob_finished(&self, digest: &Digest) {
+        self.transferred(&blob_name(digest), &format!("blob {digest}"));
+    }
+
+    fn retrying(&self, what: &str, attempt: u32, delay: Duration, reason: &str) {
         self.message(&format!(
             "{what}: {reason}; retrying in {:.1} s (attempt {attempt})",
             delay.as_secs_f64()
         ));
     }
 
-    fn layer_finished(&self, name: &str, _cached: bool) {
-        if let Ok(mut bars) = self.bars.lock() {
-            if let Some(bar) = bars.remove(name) {
-                bar.finish_and_clear();
-                self.multi.remove(&bar);
-            }
+    fn file_started(&self, name: &str, size: Option<u64>) {
+        if size.is_none_or(|s| s >= FILE_BAR_MIN) {
+            self.start(format!("file {name}"), name, size);
+        }
+    }
+
+    fn file_progress(&self, name: &str, bytes: u64) {
+        self.advance(&format!("file {name}"), bytes);
+    }
+
+    fn file_finished(&self, name: &str) {
+        self.transferred(&format!("downloaded {name}"), &format!("file {name}"));
+    }
+
+    fn task_started(&self, what: &str) {
+        self.start(format!("task {what}"), what, Some(0));
+    }
+
+    fn task_finished(&self, what: &str) {
+        if let Some(t) = self.end(&format!("task {what}")) {
+            self.detail(&format!("{what}: {:.1} s", t.as_secs_f64()));
+        }
+    }
+
+    fn detail(&self, msg: &str) {
+        if self.verbose {
+            self.line(msg);
         }
     }
 }
 
 /// The bar name of a blob: `sha256:` and its first 12 hex digits.
-fn blob_name(digest: &crate::digest::Digest) -> String {
+fn blob_name(digest: &Digest) -> String {
     format!("sha256:{}", &digest.hex()[..12])
 }

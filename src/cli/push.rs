@@ -65,7 +65,7 @@ pub fn push_and_report(
     json: bool,
 ) -> anyhow::Result<PushReport> {
     let target = destination_ref(destination)?;
-    let bars = super::progress::Bars::new(cli.quiet || json);
+    let bars = cli.bars(json);
     let report = push::push(&client(cli)?, blobs, manifest, &target, &bars)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);

@@ -94,7 +94,7 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
     } else {
         let client =
             crate::session::registry_client(cli.registries.as_deref(), false, cli.tls_verify)?;
-        let bars = super::progress::Bars::new(cli.quiet);
+        let bars = cli.bars(false);
         for r in &args.recipes {
             vendor_recipe(cli, &mut dir, r, &client, &bars, &mut stats)?;
         }

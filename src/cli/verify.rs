@@ -61,7 +61,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         .tempdir()?;
     let store = Store::open(tmp.path())?;
     // The rebuild: the lock as it is (checked against the recipe), every layer built again.
-    let bars = super::progress::Bars::new(cli.quiet);
+    let bars = cli.bars(false);
     // The image compared against is left out of the layers, as `build` left its output out.
     let outputs = match &target {
         Spec::Layout { dir, .. } => vec![dir.clone()],

@@ -125,6 +125,7 @@ pub(super) fn from_locked_deb(l: &LockedDeb) -> Locked {
 
 /// The packages to install: the lock's when it answers the recipe's request (and `pin` allows),
 /// else a fresh resolution written into `lock`. Returns (packages, resolved now).
+#[allow(clippy::too_many_arguments)] // the resolution's context, passed through as is
 pub fn resolve_locked(
     apt: &Apt,
     base: &apt::Base,
@@ -133,6 +134,7 @@ pub fn resolve_locked(
     store: &Store,
     pin: LockPolicy,
     recipe_path: &Path,
+    reporter: &dyn Reporter,
 ) -> Result<(Vec<LockedDeb>, bool), SystemError> {
     if pin == LockPolicy::Frozen {
         return match &lock.apt {
@@ -145,6 +147,11 @@ pub fn resolve_locked(
     let staleness = stale(apt, lock.apt.as_ref());
     if pin != LockPolicy::Update && staleness.is_none() {
         if let Some(l) = &lock.apt {
+            reporter.detail(&format!(
+                "[apt]: the lock answers the recipe's request ({} package{}); not resolved again",
+                l.packages.len(),
+                if l.packages.len() == 1 { "" } else { "s" }
+            ));
             return Ok((l.packages.clone(), false));
         }
     }
@@ -155,21 +162,35 @@ pub fn resolve_locked(
             lock: Lock::path_for(recipe_path).display().to_string(),
         });
     }
+    reporter.detail(&format!(
+        "[apt]: resolving ({})",
+        match (pin, &staleness) {
+            (LockPolicy::Update, _) => "lock --update".to_string(),
+            (_, Some(why)) => why.clone(),
+            (_, None) => "the lock has no [apt] section".to_string(),
+        }
+    ));
     let sources: Vec<Source> = apt
         .sources
         .iter()
         .map(|s| to_source(s, &apt.architecture))
         .collect();
-    let indices = sources
-        .iter()
-        .map(|s| apt::load_source(fetcher, s, &store.tmp_dir()))
-        .collect::<Result<Vec<_>, _>>()?;
-    let requests = apt
-        .packages
-        .iter()
-        .map(|p| Request::parse(p))
-        .collect::<Result<Vec<_>, _>>()?;
-    let resolved = apt::resolve(&indices, &apt.architecture, &requests, &base.installed)?;
+    let task = format!("resolving [apt] for {}", apt.architecture);
+    reporter.task_started(&task);
+    let resolved = (|| {
+        let indices = sources
+            .iter()
+            .map(|s| apt::load_source(fetcher, s, &store.tmp_dir()))
+            .collect::<Result<Vec<_>, _>>()?;
+        let requests = apt
+            .packages
+            .iter()
+            .map(|p| Request::parse(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        apt::resolve(&indices, &apt.architecture, &requests, &base.installed)
+    })();
+    reporter.task_finished(&task);
+    let resolved = resolved?;
     let packages: Vec<LockedDeb> = resolved.into_iter().map(to_locked_deb).collect();
     let (architecture, requests, sources) = request_of(apt);
     lock.apt = Some(LockedApt {
@@ -233,8 +254,20 @@ pub fn layer(
     let _guard = store.lock(&key.hex())?;
     let locked: Vec<Locked> = packages.iter().map(from_locked_deb).collect();
     let total: u64 = locked.iter().map(|l| l.size).sum();
+    let missing = locked.iter().filter(|l| !store.has_blob(&l.sha256)).count();
+    reporter.detail(&format!(
+        "[apt]: {} of the {} .debs already in the store",
+        locked.len() - missing,
+        locked.len()
+    ));
+    let task = format!("downloading {missing} .debs");
+    if missing > 0 {
+        reporter.task_started(&task);
+    }
+    let paths = download_all(fetcher, store, &locked);
+    reporter.task_finished(&task);
+    let paths = paths?;
     reporter.layer_started(&name, total);
-    let paths = download_all(fetcher, store, &locked)?;
     let inputs: Vec<DebInput> = locked
         .into_iter()
         .zip(paths)
@@ -251,6 +284,7 @@ pub fn layer(
             },
             usr_merge: base.usr_merge.clone(),
         },
+        &|n| reporter.layer_progress(&name, n),
     )?;
     Ok(Extra::built(
         store, &key, built, name, created_by, reporter,

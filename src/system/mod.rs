@@ -227,11 +227,19 @@ impl Extra {
         reporter: &dyn Reporter,
     ) -> Result<Option<Extra>, StoreError> {
         if no_cache {
+            reporter.detail(&format!("layer {name}: building (--no-cache)"));
             return Ok(None);
         }
         let Some(layer) = store.cached_layer(key)? else {
+            reporter.detail(&format!(
+                "layer {name}: building (no layer cache entry for key {key})"
+            ));
             return Ok(None);
         };
+        reporter.detail(&format!(
+            "layer {name}: cached as {} (key {key})",
+            layer.digest
+        ));
         reporter.layer_finished(name, true);
         Ok(Some(Extra {
             name: name.to_string(),
@@ -405,8 +413,16 @@ pub fn prepare(
         crate::apt::Base::default()
     };
     if let Some(apt) = &recipe.apt {
-        let (packages, resolved) =
-            apt::resolve_locked(apt, &scanned, lock, fetcher, store, opts.pin, &recipe.path)?;
+        let (packages, resolved) = apt::resolve_locked(
+            apt,
+            &scanned,
+            lock,
+            fetcher,
+            store,
+            opts.pin,
+            &recipe.path,
+            reporter,
+        )?;
         if resolved {
             sys.apt_resolved = Some(packages.len());
             sys.lock_changed = true;
@@ -473,6 +489,7 @@ pub fn prepare(
                 store,
                 opts.pin,
                 &recipe.path,
+                reporter,
             )?;
             if resolved {
                 sys.wheels_resolved = Some(wheels.len());

@@ -65,6 +65,7 @@ pub fn resolve_locked(
     store: &Store,
     pin: LockPolicy,
     recipe_path: &Path,
+    reporter: &dyn Reporter,
 ) -> Result<(Vec<LockedWheel>, bool), SystemError> {
     if pin == LockPolicy::Frozen {
         return match &lock.python_packages {
@@ -92,6 +93,12 @@ pub fn resolve_locked(
         Some(_) => None,
     };
     if pin != LockPolicy::Update && stale.is_none() {
+        reporter.detail(&format!(
+            "python packages: the lock's {} wheels are those of {} for {}; not chosen again",
+            lock.wheels.len(),
+            want.file,
+            want.target
+        ));
         return Ok((lock.wheels.clone(), false));
     }
     if pin == LockPolicy::Locked {
@@ -104,12 +111,25 @@ pub fn resolve_locked(
     let text = String::from_utf8(bytes).map_err(|_| SystemError::Python {
         problem: format!("{} is not UTF-8", pkgs.written()),
     })?;
-    let mut wheels = match pkgs {
-        PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp)?,
+    reporter.detail(&format!(
+        "python packages: choosing wheels for {} ({})",
+        want.target,
+        match (pin, &stale) {
+            (LockPolicy::Update, _) => "lock --update",
+            (_, Some(why)) => why,
+            (_, None) => "not locked",
+        }
+    ));
+    let task = format!("choosing wheels for {}", want.target);
+    reporter.task_started(&task);
+    let chosen = match pkgs {
+        PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp),
         PythonPackages::Requirements { index, .. } => {
-            from_requirements(&text, index, interp, fetcher)?
+            from_requirements(&text, index, interp, fetcher)
         }
     };
+    reporter.task_finished(&task);
+    let mut wheels = chosen?;
     // Sizes a lock did not state come from the (verified) download.
     for w in wheels.iter_mut().filter(|w| w.size == 0) {
         let p = fetch_verified(fetcher, store, &w.url, w.sha256, None, &w.filename)?;

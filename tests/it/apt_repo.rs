@@ -378,6 +378,7 @@ fn deb_hash_mismatch_and_missing_file() {
             path: p,
         }],
         &layer_opts(),
+        &|_| {},
     )
     .unwrap_err();
     assert!(matches!(err, AptError::HashMismatch(_)), "{err}");

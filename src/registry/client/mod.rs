@@ -484,17 +484,26 @@ impl Client {
         }
         let mut failed = Vec::new();
         let mut last_err = None;
-        for ep in &eps {
+        for (i, ep) in eps.iter().enumerate() {
+            let mirror = i + 1 < eps.len();
+            if mirror {
+                progress.detail(&format!(
+                    "{reference}: trying the mirror {}/{}",
+                    ep.registry, ep.repository
+                ));
+            }
             match f(ep) {
                 Ok(v) => return Ok(v),
                 Err(e) => {
+                    if mirror {
+                        progress.message(&format!(
+                            "{}/{} failed ({e}); trying the next location",
+                            ep.registry, ep.repository
+                        ));
+                    }
                     if let Some(prev) = last_err.replace(e) {
                         failed.push(prev.to_string());
                     }
-                    progress.message(&format!(
-                        "{}/{} failed; trying the next location",
-                        ep.registry, ep.repository
-                    ));
                 }
             }
         }

@@ -2,6 +2,8 @@
 //! and manifests.
 
 use std::io::{Read, Seek, SeekFrom};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use fs_err as fs;
@@ -72,6 +74,10 @@ impl Client {
         let ep = self.endpoint(target.registry(), target.repository())?;
         let mut scopes = Scopes::repository(&ep.repository, &["pull", "push"]);
         if self.blob_exists_at(&ep, digest, &scopes)? {
+            progress.detail(&format!(
+                "blob {digest}: already at {}/{}",
+                ep.registry, ep.repository
+            ));
             return Ok(BlobPush::Existed);
         }
         let io_err = |source| RegistryError::Io {
@@ -94,7 +100,13 @@ impl Client {
                 .header("Content-Length", "0");
             let resp = self.send(&ep, &req, progress)?;
             match resp.status() {
-                StatusCode::CREATED => return Ok(BlobPush::Mounted),
+                StatusCode::CREATED => {
+                    progress.detail(&format!(
+                        "blob {digest}: mounted from {}",
+                        from.repository()
+                    ));
+                    return Ok(BlobPush::Mounted);
+                }
                 // Not mounted: the registry opened an upload session instead.
                 StatusCode::ACCEPTED => location = Some(self.location(&ep, &action, &resp)?),
                 _ => return Err(self.status_error(&ep, &action, resp)),
@@ -121,29 +133,56 @@ impl Client {
             });
         }
 
+        progress.blob_started(digest, Some(size));
+        let pushed = self.upload(&ep, digest, size, &on_disk, location, &scopes, progress)?;
+        progress.blob_finished(digest);
+        Ok(pushed)
+    }
+
+    /// Uploads the blob at `on_disk` in one PUT (its bytes reported as they go), or in chunks
+    /// when that is refused or it is over the monolithic limit.
+    #[allow(clippy::too_many_arguments)]
+    fn upload(
+        &self,
+        ep: &Endpoint,
+        digest: &Digest,
+        size: u64,
+        on_disk: &std::path::Path,
+        mut location: Option<Url>,
+        scopes: &Scopes,
+        progress: &dyn Reporter,
+    ) -> Result<BlobPush, RegistryError> {
+        let io_err = |source| RegistryError::Io {
+            registry: ep.registry.clone(),
+            repository: ep.repository.clone(),
+            digest: *digest,
+            source,
+        };
         if size <= self.config.monolithic_limit {
             let loc = match location.take() {
                 Some(l) => l,
-                None => self.start_upload(&ep, digest, &scopes, progress)?,
+                None => self.start_upload(ep, digest, scopes, progress)?,
             };
             let mut url = loc;
             url.query_pairs_mut()
                 .append_pair("digest", &digest.to_string());
             let action = format!("upload blob {digest}");
-            let path = on_disk.clone();
-            let make_body = move || -> Result<Body, RegistryError> {
-                let f = fs::File::open(&path).map_err(io_err)?;
-                Ok(Body::sized(f, size))
+            let sent = Arc::new(AtomicU64::new(0));
+            let make_body = || -> Result<Body, RegistryError> {
+                let f = fs::File::open(on_disk).map_err(io_err)?;
+                // A new body (a retry) starts the count over.
+                sent.store(0, Ordering::Relaxed);
+                progress.blob_started(digest, Some(size));
+                Ok(Body::sized(Counted(f, Arc::clone(&sent)), size))
             };
             let mut req = Request::new(Method::PUT, url, action.clone(), scopes.clone())
                 .header("Content-Type", "application/octet-stream")
                 .body(&make_body);
             req.timeout = Some(self.upload_timeout(size));
-            let resp = self.send(&ep, &req, progress)?;
+            let resp = report_sent(&sent, digest, progress, || self.send(ep, &req, progress))?;
             match resp.status() {
                 StatusCode::CREATED | StatusCode::NO_CONTENT | StatusCode::OK => {
-                    self.check_pushed_digest(&ep, &action, &resp, digest)?;
-                    progress.blob_progress(digest, size);
+                    self.check_pushed_digest(ep, &action, &resp, digest)?;
                     return Ok(BlobPush::Uploaded);
                 }
                 // Refused as too large, or monolithic uploads not supported: chunks.
@@ -158,10 +197,11 @@ impl Client {
                         ep.registry, ep.repository
                     ));
                 }
-                _ => return Err(self.status_error(&ep, &action, resp)),
+                _ => return Err(self.status_error(ep, &action, resp)),
             }
         }
-        self.push_chunked(&ep, digest, size, &on_disk, &scopes, progress)?;
+        progress.blob_started(digest, Some(size));
+        self.push_chunked(ep, digest, size, on_disk, scopes, progress)?;
         Ok(BlobPush::UploadedChunked)
     }
 
@@ -382,4 +422,50 @@ impl Client {
             _ => Err(self.status_error(&ep, &action, resp)),
         }
     }
+}
+
+/// A body counting the bytes read from it (by the HTTP client) into a shared counter.
+struct Counted<R>(R, Arc<AtomicU64>);
+
+impl<R: Read> Read for Counted<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.0.read(buf)?;
+        self.1.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Runs `send` while a second thread reports what [`Counted`] bodies have sent, ten times a
+/// second: the HTTP client owns the body, the reporter is borrowed.
+fn report_sent<T>(
+    sent: &AtomicU64,
+    digest: &Digest,
+    progress: &dyn Reporter,
+    send: impl FnOnce() -> T,
+) -> T {
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let ticker = s.spawn(|| {
+            let mut reported = 0u64;
+            loop {
+                let finished = done.load(Ordering::Acquire);
+                let now = sent.load(Ordering::Relaxed);
+                if now < reported {
+                    reported = 0;
+                }
+                if now > reported {
+                    progress.blob_progress(digest, now - reported);
+                    reported = now;
+                }
+                if finished {
+                    break;
+                }
+                std::thread::park_timeout(Duration::from_millis(100));
+            }
+        });
+        let out = send();
+        done.store(true, Ordering::Release);
+        ticker.thread().unpark();
+        out
+    })
 }

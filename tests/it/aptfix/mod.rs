@@ -616,7 +616,7 @@ pub fn build(
             path: download(&fetcher, &f.store, l).unwrap(),
         })
         .collect();
-    build_layer(&f.store, &debs, req)
+    build_layer(&f.store, &debs, req, &|_| {})
 }
 
 /// (path, type, mode, uid, link, content) of every entry of an uncompressed layer blob.
