@@ -275,8 +275,11 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if cli.quiet {
-        // Only the result, as ko prints only the reference: `NAME:TAG@sha256:…`.
-        println!("{}@{}", img.full_name(), img.manifest.digest);
+        // Only the result, as ko prints only the reference: `NAME:TAG@sha256:…` (with
+        // --push, the pushed reference instead, printed once pushed).
+        if args.push.is_none() {
+            println!("{}@{}", img.full_name(), img.manifest.digest);
+        }
     } else {
         if args.push_only {
             println!("{} (no local output: --push-only)", img.full_name());
@@ -314,7 +317,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if args.test {
         if let Target::Layout(dir) = &target {
-            let code = super::test::run_stage(&recipe, dir, &args.test_opts, false)?;
+            let code = super::test::run_stage(&recipe, dir, &args.test_opts, false, cli.quiet)?;
             if code != ExitCode::SUCCESS {
                 return Ok(code);
             }

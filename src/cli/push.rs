@@ -75,10 +75,15 @@ pub fn push_and_report(
                 println!("  blob {} ({} bytes): {}", b.digest, b.size, b.result);
             }
         }
-        println!(
-            "pushed {} ({} bytes uploaded)",
-            report.pushed, report.uploaded_bytes
-        );
+        if cli.quiet {
+            // Only the result: the reference pushed, with its digest.
+            println!("{}", report.pushed);
+        } else {
+            println!(
+                "pushed {} ({} bytes uploaded)",
+                report.pushed, report.uploaded_bytes
+            );
+        }
     }
     Ok(report)
 }

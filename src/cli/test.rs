@@ -84,12 +84,14 @@ fn specs(recipe: &Recipe) -> Result<Vec<TestSpec>, run::RunError> {
 }
 
 /// Run `recipe`'s tests against the image tagged `recipe.image.tag` in `layout`; prints each
-/// result and the closing counts. Returns the exit code.
+/// result and the closing counts, or with `quiet` only the failures (on stderr), so stdout
+/// holds only the build's result. Returns the exit code.
 pub fn run_stage(
     recipe: &Recipe,
     layout: &std::path::Path,
     opts: &TestOptions,
     json_out: bool,
+    quiet: bool,
 ) -> anyhow::Result<ExitCode> {
     let all = specs(recipe)?;
     let selected: Vec<TestSpec> = run::select_tests(&all, &opts.only)?
@@ -118,6 +120,7 @@ pub fn run_stage(
         }
         let secs = r.duration.as_secs_f64();
         match &r.outcome {
+            _ if quiet && !matches!(r.outcome, Outcome::Failed { .. }) => {}
             Outcome::Passed => println!("test {} ... passed ({secs:.1}s)", r.name),
             Outcome::Skipped { reason } => println!("test {} ... skipped: {reason}", r.name),
             Outcome::Failed { reason } => {
@@ -125,9 +128,14 @@ pub fn run_stage(
                     .exit_code
                     .map(|c| format!(", exit code {c}"))
                     .unwrap_or_default();
-                println!("test {} ... FAILED ({secs:.1}s{code}): {reason}", r.name);
-                for line in &r.output_tail {
-                    println!("    | {line}");
+                let text = format!("test {} ... FAILED ({secs:.1}s{code}): {reason}", r.name);
+                let tail = r.output_tail.iter().map(|l| format!("    | {l}"));
+                for line in std::iter::once(text).chain(tail) {
+                    if quiet {
+                        eprintln!("{line}");
+                    } else {
+                        println!("{line}");
+                    }
                 }
             }
         }
@@ -139,7 +147,7 @@ pub fn run_stage(
             "{}",
             serde_json::to_string_pretty(&json!({"summary": summary, "tests": results}))?
         );
-    } else {
+    } else if !quiet {
         println!("{summary}");
     }
     Ok(if summary.any_failed() {
@@ -149,7 +157,7 @@ pub fn run_stage(
     })
 }
 
-pub fn run(_cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
+pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     let layout = match &args.output {
         Some(o) => match o.parse::<Target>()? {
             Target::Layout(dir) => dir,
@@ -169,7 +177,7 @@ pub fn run(_cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         );
     }
     check_fresh(&recipe, &args.recipe, &layout)?;
-    run_stage(&recipe, &layout, &args.opts, args.json)
+    run_stage(&recipe, &layout, &args.opts, args.json, cli.quiet)
 }
 
 /// The image in `layout` (at the recipe's tag) must be the one this recipe builds now: a test

@@ -165,4 +165,15 @@ fn progress_on_a_terminal_and_decisions_with_verbose() {
         "{}",
         stderr(&o)
     );
+    // `-q`: only the reference pushed, as ko prints it.
+    let mut quiet = push(false);
+    quiet.arg("-q");
+    let o = run_ok(&mut quiet);
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!(
+            "{dest}@{}",
+            layout["manifests"][0]["digest"].as_str().unwrap()
+        )
+    );
 }

@@ -294,6 +294,19 @@ fn the_test_stage_needs_no_ulimit_flags() {
         "{}",
         stdout(&o)
     );
+    // Item 16 (part): `-q --test` prints only the reference; a pass says nothing more.
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
+            .args(["-q", "build", "--test", "-o"])
+            .arg(t.path().join("img"))
+            .arg(&r),
+    );
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("example.com/bb:latest@sha256:"),
+        "{lines:?}"
+    );
 
     // Item 14: no image named after the layout is left in podman's storage...
     let images = run_ok(std::process::Command::new("podman").args([
