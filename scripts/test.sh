@@ -31,6 +31,8 @@ PACKAGES=(
     gzip
     tar
     bsdutils        # script: a pseudo-terminal, for the progress display's tests
+    openssl         # keys for the signing tests; DSSE signatures checked independently
+    debian-archive-keyring # verifies the Debian 13 index the sigstore tools come from
     python3         # tarfile listings; the online tests' venvs (uv, spdx-tools)
     python3-venv    # `python3 -m venv` with pip on Debian/Ubuntu's python3
     ca-certificates # TLS to PyPI / Debian for the online tests
@@ -72,6 +74,56 @@ elif ! command -v apt-get >/dev/null; then
     log "no apt-get: install by hand: ${PACKAGES[*]}"
 else
     install_missing_packages
+fi
+
+# Debian 12's skopeo has sigstore signatures compiled out (a Debian patch: "Debian-local
+# change: sigstore disabled"), so the signing tests check ocibuild's signatures with Debian 13's
+# skopeo and cosign: downloaded from the Debian archive (the index verified by apt against
+# debian-archive-keyring), unpacked, not installed, into target/sigstore-tools, and run with
+# Debian 13's own libc through its loader. The archive is the one this machine's apt uses.
+install_sigstore_tools() {
+    local dir=target/sigstore-tools
+    if [[ -x $dir/bin/skopeo-sigstore && -x $dir/bin/cosign ]]; then
+        log "sigstore tools: present in $dir"
+        return
+    fi
+    local uri
+    # The first active Debian archive entry, one-line (`deb URI suite …`) or deb822 (`URIs:`).
+    uri=$({
+        grep -hE '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
+            2>/dev/null | sed -E 's/\[[^]]*\]//' | awk '{print $2}'
+        grep -hE '^[[:space:]]*URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
+            | sed -E 's/^[[:space:]]*URIs:[[:space:]]*//' | tr ' ' '\n'
+    } | grep -E '^https?://[^ ]*/debian/?$' | head -1 || true)
+    uri=${uri:-http://deb.debian.org/debian}
+    log "sigstore tools: Debian 13 skopeo and cosign from $uri"
+    rm -rf "$dir" && mkdir -p "$dir"/{lists/partial,cache/archives/partial,root,bin,debs}
+    local abs
+    abs=$(cd "$dir" && pwd)
+    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie main" >"$abs/sources.list"
+    local apt_opts=(-o "Dir::Etc::sourcelist=$abs/sources.list" -o Dir::Etc::sourceparts=-
+        -o "Dir::State::Lists=$abs/lists" -o "Dir::Cache=$abs/cache" -o APT::Sandbox::User=root)
+    apt-get "${apt_opts[@]}" update -q >&2
+    local pkgs=(skopeo cosign libc6 libgpgme11t64 libassuan9 libgpg-error0 libsqlite3-0)
+    (cd "$abs/debs" && apt-get "${apt_opts[@]}" download "${pkgs[@]/%//trixie}" >&2)
+    local deb
+    for deb in "$abs"/debs/*.deb; do
+        dpkg-deb -x "$deb" "$abs/root"
+    done
+    local lib="$abs/root/usr/lib/x86_64-linux-gnu"
+    printf '#!/bin/sh\nexec "%s/ld-linux-x86-64.so.2" --library-path "%s" "%s/root/usr/bin/skopeo" "$@"\n' \
+        "$lib" "$lib" "$abs" >"$abs/bin/skopeo-sigstore"
+    chmod +x "$abs/bin/skopeo-sigstore"
+    ln -sf "$abs/root/usr/bin/cosign" "$abs/bin/cosign"
+    "$abs/bin/skopeo-sigstore" --version >&2
+}
+
+if [[ ${OCIBUILD_NO_INSTALL:-0} != 1 && $(uname -m) == x86_64 ]] && command -v apt-get >/dev/null; then
+    install_sigstore_tools
+fi
+if [[ -d target/sigstore-tools/bin ]]; then
+    PATH="$(cd target/sigstore-tools/bin && pwd):$PATH"
+    export PATH
 fi
 
 # Fail, don't skip, when a tool is missing: a green run must mean the readers really ran.

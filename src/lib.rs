@@ -25,6 +25,7 @@
 //! - [`push`]: pushing a built image to a registry.
 //! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
+//! - [`sign`]: sigstore signatures and DSSE attestations (ECDSA P-256), signing and checking.
 //! - [`session`]: a command's inputs and one lock policy: the base, the system layers and the
 //!   vendored inputs through the lock, then [`build`]; what the CLI calls.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
@@ -52,6 +53,7 @@ pub mod registry;
 pub mod rootfs;
 pub mod run;
 pub mod session;
+pub mod sign;
 pub mod store;
 pub mod system;
 pub mod unpack;

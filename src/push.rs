@@ -155,7 +155,7 @@ pub fn referrers_tag(subject: &Digest) -> String {
     format!("sha256-{}", subject.hex())
 }
 
-fn is_manifest_unknown(e: &RegistryError) -> bool {
+pub(crate) fn is_manifest_unknown(e: &RegistryError) -> bool {
     match e {
         RegistryError::ManifestUnknown { .. } => true,
         RegistryError::AfterMirrors { last, .. } => is_manifest_unknown(last),

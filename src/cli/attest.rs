@@ -143,16 +143,22 @@ pub fn run_provenance(_cli: &Cli, args: &ProvenanceArgs) -> anyhow::Result<ExitC
 pub type Referrers = Vec<(Descriptor, Vec<(Digest, u64)>)>;
 
 /// `build --attach`: the SBOMs and provenance of `image` (just built from `recipe_path` into
-/// `store`) as artifact manifests in the store.
+/// `store`) as artifact manifests in the store; with `key`, also each as a signed DSSE
+/// attestation.
 pub fn attach_built(
     store: &Store,
     recipe_path: &Path,
     recipe: &recipe::Recipe,
     image: &ImageRecord,
+    key: Option<&crate::sign::PrivateKey>,
 ) -> anyhow::Result<Referrers> {
     let subject = Subject::from_store(store, image)?;
     let inputs = LoadedInputs::load(recipe_path, recipe)?;
-    let docs = attest::documents(&subject, &inputs.inputs())?;
+    let mut docs = attest::documents(&subject, &inputs.inputs())?;
+    if let Some(k) = key {
+        let signed = crate::sign::attestations(&docs, &image.name, &subject.digest(), k)?;
+        docs.extend(signed);
+    }
     let referrers = attest::attach(store, &subject, &docs)?;
     referrers
         .into_iter()

@@ -65,6 +65,13 @@ pub struct BuildArgs {
     /// `sha256-<digest>` referrers tag). Off by default: the layout then holds the image alone.
     #[arg(long)]
     pub attach: bool,
+    /// Sign the pushed image with this private key (PKCS#8 or SEC1 PEM, or a cosign key): a
+    /// sigstore signature under `sha256-<digest>.sig`; with --attach, the SBOMs and the
+    /// provenance are also attached as DSSE envelopes signed with it.
+    #[arg(long, value_name = "FILE", requires = "push")]
+    pub sign_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub passphrase: super::sign::PassphraseArgs,
     #[command(flatten)]
     pub test_opts: super::test::TestOptions,
 }
@@ -148,6 +155,7 @@ pub fn build_in_store(
 pub fn build_recipe(
     cli: &Cli,
     args: &BuildArgs,
+    key: Option<&crate::sign::PrivateKey>,
 ) -> anyhow::Result<(Built, Target, recipe::Recipe, super::attest::Referrers)> {
     let target: Target = match &args.output {
         Some(o) => o.parse()?,
@@ -176,7 +184,7 @@ pub fn build_recipe(
         );
     }
     let referrers = if args.attach {
-        super::attest::attach_built(&store, &args.recipe, &recipe, &built.image)?
+        super::attest::attach_built(&store, &args.recipe, &recipe, &built.image, key)?
     } else {
         Vec::new()
     };
@@ -192,11 +200,17 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if args.test && args.json {
         anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
     }
-    let (built, target, recipe, referrers) = build_recipe(cli, args)?;
+    // The key first: a wrong passphrase or key type fails before anything is built.
+    let key = match &args.sign_key {
+        Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
+        None => None,
+    };
+    let (built, target, recipe, referrers) = build_recipe(cli, args, key.as_ref())?;
     let img = &built.image;
     // With --json, push first (no test stage then) so one document reports both.
     let mut pushed = None;
     let mut attached = None;
+    let mut signature = None;
     if let (Some(dest), true) = (&args.push, args.json) {
         let target = super::push::destination_ref(dest)?;
         let client = super::push::client(cli)?;
@@ -208,6 +222,15 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             &crate::progress::Silent,
         )?;
         attached = push_referrers(cli, &client, &img.manifest, &referrers, &target)?;
+        if let Some(k) = &key {
+            signature = Some(super::sign::sign_pushed(
+                cli,
+                &client,
+                &target,
+                &img.manifest.digest,
+                k,
+            )?);
+        }
         pushed = Some(report);
     }
     if args.json {
@@ -253,6 +276,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 "size": d.size,
             })).collect::<Vec<_>>(),
             "referrersPush": attached,
+            "signature": signature,
             // What maintainer scripts would have done and was emulated (null: no such step).
             "rootfs": built.rootfs,
             "wheels": {
@@ -336,6 +360,16 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 println!("attached {p}");
             }
             println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
+        }
+        if let Some(k) = &key {
+            let report = super::sign::sign_pushed(
+                cli,
+                &super::push::client(cli)?,
+                &super::push::destination_ref(dest)?,
+                &img.manifest.digest,
+                k,
+            )?;
+            super::sign::print_signed(cli, &report);
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -9,6 +9,7 @@ mod mirror;
 mod progress;
 mod push;
 mod shell;
+mod sign;
 mod test;
 mod vendor;
 mod verify;
@@ -109,6 +110,10 @@ enum Command {
     Sbom(attest::SbomArgs),
     /// Print the in-toto SLSA v1 provenance statement of the recipe's built image.
     Provenance(attest::ProvenanceArgs),
+    /// Sign an image in a registry (a sigstore signature, as cosign and skopeo verify).
+    Sign(sign::SignArgs),
+    /// Check an image's signature and every attached attestation against a public key.
+    VerifySignature(sign::VerifySignatureArgs),
     /// Check the content store (every blob rehashed) or prune what no build can use.
     Cache(cache::CacheArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
@@ -132,6 +137,8 @@ const SUBCOMMANDS: &[&str] = &[
     "mirror",
     "sbom",
     "provenance",
+    "sign",
+    "verify-signature",
     "cache",
     "completions",
     "man",
@@ -189,6 +196,8 @@ pub fn main() -> ExitCode {
         Command::Mirror(a) => mirror::run(&cli, a),
         Command::Sbom(a) => attest::run_sbom(&cli, a),
         Command::Provenance(a) => attest::run_provenance(&cli, a),
+        Command::Sign(a) => sign::run_sign(&cli, a),
+        Command::VerifySignature(a) => sign::run_verify(&cli, a),
         Command::Cache(a) => cache::run(&cli, a),
         Command::Completions(a) => shell::completions(a),
         Command::Man(a) => shell::man(a),

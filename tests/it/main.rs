@@ -33,6 +33,7 @@ mod run_stage;
 mod sbom;
 mod secrets;
 mod seed;
+mod signing;
 mod test_stage_cli;
 mod thread_independence;
 mod tools_smoke;

@@ -1,0 +1,143 @@
+//! `ocibuild sign REF --key FILE`, `ocibuild verify-signature REF --key PUB`, and the key
+//! options `build --sign-key` shares.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use super::Cli;
+use crate::sign::{self, PrivateKey, PublicKey};
+
+/// The environment variable a cosign key's passphrase may come from.
+pub const PASSPHRASE_ENV: &str = "OCIBUILD_KEY_PASSPHRASE";
+
+/// How a private key's passphrase is given (cosign keys only).
+#[derive(Args, Debug, Clone, Default)]
+pub struct PassphraseArgs {
+    /// A cosign key's passphrase: the first line of FILE (else $OCIBUILD_KEY_PASSPHRASE).
+    #[arg(long, value_name = "FILE")]
+    pub passphrase_file: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct SignArgs {
+    /// The image: `[docker://]registry/repository[:tag|@sha256:…]`.
+    pub reference: String,
+    /// The private key: PKCS#8 or SEC1 PEM (as openssl writes it), or a cosign key.
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    #[command(flatten)]
+    pub passphrase: PassphraseArgs,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct VerifySignatureArgs {
+    /// The image: `[docker://]registry/repository[:tag|@sha256:…]`.
+    pub reference: String,
+    /// The public key (SPKI `PUBLIC KEY` PEM, as `openssl pkey -pubout` or cosign writes it).
+    #[arg(long, value_name = "FILE")]
+    pub key: PathBuf,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Loads a private key, warning (on stderr) when its file is readable by others.
+pub fn load_key(cli: &Cli, path: &Path, pass: &PassphraseArgs) -> anyhow::Result<PrivateKey> {
+    let phrase = sign::key::passphrase(pass.passphrase_file.as_deref(), PASSPHRASE_ENV)?;
+    let key = PrivateKey::load(path, phrase.as_deref())?;
+    if let (Some(mode), false) = (key.readable_by_others, cli.quiet) {
+        eprintln!(
+            "warning: key file {} is readable by others (mode {mode:03o}): `chmod 600` it",
+            path.display()
+        );
+    }
+    Ok(key)
+}
+
+/// Signs `digest` in `target`'s repository, as `target` names it (its tag kept, a digest
+/// left out: the identity is the name the image is pulled by).
+pub fn sign_pushed(
+    cli: &Cli,
+    client: &crate::registry::Client,
+    target: &crate::registry::Reference,
+    digest: &crate::digest::Digest,
+    key: &PrivateKey,
+) -> anyhow::Result<sign::SignReport> {
+    let identity = match target.tag() {
+        Some(t) => format!("{}/{}:{t}", target.registry(), target.repository()),
+        None => format!("{}/{}", target.registry(), target.repository()),
+    };
+    Ok(sign::sign_image(
+        client,
+        &cli.store()?,
+        target,
+        digest,
+        &identity,
+        key,
+    )?)
+}
+
+/// The line a signature gets (unless `-q`).
+pub fn print_signed(cli: &Cli, report: &sign::SignReport) {
+    if !cli.quiet {
+        println!(
+            "signed {} as {} ({}{})",
+            report.image,
+            report.identity,
+            report.signature_tag,
+            if report.added { "" } else { ", already there" }
+        );
+    }
+}
+
+pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
+    let key = load_key(cli, &args.key, &args.passphrase)?;
+    let target = super::push::destination_ref(&args.reference)?;
+    let client = super::push::client(cli)?;
+    let digest = client.get_manifest(&target)?.digest;
+    let report = sign_pushed(cli, &client, &target, &digest, &key)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_signed(cli, &report);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitCode> {
+    let key = PublicKey::load(&args.key)?;
+    let reference = super::push::destination_ref(&args.reference)?;
+    let client = super::push::client(cli)?;
+    let report = sign::verify_image(&client, &cli.store()?, &reference, &key)?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        for f in &report.findings {
+            println!(
+                "{} {}: {}",
+                if f.ok { "ok    " } else { "FAILED" },
+                f.what,
+                f.detail
+            );
+        }
+        println!(
+            "{}: {}",
+            report.image,
+            if report.ok() {
+                "signature verified"
+            } else {
+                "NOT verified"
+            }
+        );
+    }
+    Ok(if report.ok() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}

@@ -1,0 +1,291 @@
+//! Signing and verification keys: ECDSA P-256, the one algorithm sigstore signatures, skopeo
+//! and podman agree on. Private keys as openssl writes them (PKCS#8 `PRIVATE KEY`, SEC1
+//! `EC PRIVATE KEY`) or as cosign writes them (`ENCRYPTED SIGSTORE PRIVATE KEY`: the
+//! go-securesystemslib `encrypted` JSON, scrypt + NaCl secretbox around a PKCS#8 key); public
+//! keys as SPKI `PUBLIC KEY` PEM. Nothing here keeps, prints or returns key material.
+
+use std::path::{Path, PathBuf};
+
+use base64::Engine;
+use p256::ecdsa::signature::{Signer, Verifier};
+use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
+use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, ObjectIdentifier};
+use serde::Deserialize;
+
+use super::SignError;
+
+/// The OID of an elliptic-curve public key (id-ecPublicKey), the algorithm of a P-256 key.
+const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
+
+/// A private key ready to sign, and what was noticed about its file.
+pub struct PrivateKey {
+    key: SigningKey,
+    /// Set when the file is readable by group or others: the caller says so (a warning).
+    pub readable_by_others: Option<u32>,
+}
+
+impl std::fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrivateKey(P-256, not shown)")
+    }
+}
+
+impl PrivateKey {
+    /// Reads the private key at `path`; `passphrase` opens a cosign key (and is refused as
+    /// needless for a plain one only when given explicitly: openssl keys have none).
+    pub fn load(path: &Path, passphrase: Option<&[u8]>) -> Result<PrivateKey, SignError> {
+        let text = read(path)?;
+        let bad = |problem: String| SignError::Key {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let (label, der) = p256::pkcs8::der::pem::decode_vec(text.trim().as_bytes())
+            .map_err(|e| bad(format!("is not a PEM file ({e})")))?;
+        let key = match label {
+            "PRIVATE KEY" => from_pkcs8(&der).map_err(bad)?,
+            "EC PRIVATE KEY" => p256::SecretKey::from_sec1_der(&der)
+                .map(SigningKey::from)
+                .map_err(|_| {
+                    bad(
+                        "is an EC key, but not on the P-256 curve (ocibuild signs with \
+                         ECDSA P-256, as cosign and skopeo verify)"
+                            .into(),
+                    )
+                })?,
+            "ENCRYPTED SIGSTORE PRIVATE KEY" | "ENCRYPTED COSIGN PRIVATE KEY" => {
+                let Some(pass) = passphrase else {
+                    return Err(bad("is a cosign key, encrypted: give its passphrase with \
+                         --passphrase-file FILE or in $OCIBUILD_KEY_PASSPHRASE"
+                        .into()));
+                };
+                let plain = decrypt_cosign(&der, pass).map_err(bad)?;
+                from_pkcs8(&plain).map_err(bad)?
+            }
+            "ENCRYPTED PRIVATE KEY" => {
+                return Err(bad(
+                    "is a passphrase-protected PKCS#8 key, which ocibuild does \
+                     not read: write it unencrypted (`openssl pkcs8 -in KEY -out PLAIN.pem`, \
+                     kept mode 600) or as a cosign key"
+                        .into(),
+                ))
+            }
+            "PUBLIC KEY" => {
+                return Err(bad("is a public key; signing needs the private key".into()))
+            }
+            other => {
+                return Err(bad(format!(
+                    "holds a `{other}`, not a private key (PKCS#8 `PRIVATE KEY`, SEC1 \
+                     `EC PRIVATE KEY` or cosign's `ENCRYPTED SIGSTORE PRIVATE KEY`)"
+                )))
+            }
+        };
+        Ok(PrivateKey {
+            key,
+            readable_by_others: others_can_read(path),
+        })
+    }
+
+    /// The ASN.1 DER ECDSA signature of `message` (SHA-256, RFC 6979 nonce: deterministic).
+    pub fn sign(&self, message: &[u8]) -> Vec<u8> {
+        let sig: Signature = self.key.sign(message);
+        sig.to_der().as_bytes().to_vec()
+    }
+
+    /// The matching public key.
+    pub fn public(&self) -> PublicKey {
+        PublicKey {
+            key: *self.key.verifying_key(),
+        }
+    }
+}
+
+/// A public key to verify with.
+#[derive(Clone, Debug)]
+pub struct PublicKey {
+    key: VerifyingKey,
+}
+
+impl PublicKey {
+    /// Reads an SPKI `PUBLIC KEY` PEM file (as `openssl pkey -pubout` and cosign write it).
+    pub fn load(path: &Path) -> Result<PublicKey, SignError> {
+        let text = read(path)?;
+        let bad = |problem: String| SignError::Key {
+            path: path.to_path_buf(),
+            problem,
+        };
+        let (label, der) = p256::pkcs8::der::pem::decode_vec(text.trim().as_bytes())
+            .map_err(|e| bad(format!("is not a PEM file ({e})")))?;
+        if label != "PUBLIC KEY" {
+            return Err(bad(format!(
+                "holds a `{label}`, not a `PUBLIC KEY` (SPKI PEM)"
+            )));
+        }
+        let key = VerifyingKey::from_public_key_der(&der).map_err(|_| {
+            bad(match spki_algorithm(&der) {
+                Some(oid) if oid == EC_PUBLIC_KEY => "is an EC key, but not on the P-256 curve \
+                    (ocibuild verifies ECDSA P-256 signatures)"
+                    .into(),
+                Some(oid) => format!(
+                    "is a key of algorithm {oid}, not ECDSA P-256 (the one sigstore \
+                     signatures use here)"
+                ),
+                None => "is not a valid public key".into(),
+            })
+        })?;
+        Ok(PublicKey { key })
+    }
+
+    /// Whether `signature` (ASN.1 DER, or the raw 64-byte r‖s) signs `message`.
+    pub fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        let sig = Signature::from_der(signature).or_else(|_| Signature::from_slice(signature));
+        sig.is_ok_and(|s| self.key.verify(message, &s).is_ok())
+    }
+}
+
+fn read(path: &Path) -> Result<String, SignError> {
+    fs_err::read_to_string(path).map_err(|source| SignError::Read {
+        path: path.to_path_buf(),
+        source,
+    })
+}
+
+/// The file's mode when group or others may read it.
+fn others_can_read(path: &Path) -> Option<u32> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = fs_err::metadata(path).ok()?.permissions().mode() & 0o777;
+    (mode & 0o044 != 0).then_some(mode)
+}
+
+fn from_pkcs8(der: &[u8]) -> Result<SigningKey, String> {
+    SigningKey::from_pkcs8_der(der).map_err(|_| {
+        match p256::pkcs8::PrivateKeyInfo::try_from(der).map(|i| i.algorithm.oid) {
+            Ok(oid) if oid == EC_PUBLIC_KEY => "is an EC key, but not on the P-256 curve \
+                (ocibuild signs with ECDSA P-256, as cosign and skopeo verify)"
+                .to_string(),
+            Ok(oid) => format!(
+                "is a key of algorithm {oid}, not ECDSA P-256 (`openssl genpkey -algorithm EC \
+                 -pkeyopt ec_paramgen_curve:P-256` makes one)"
+            ),
+            Err(_) => "is not a valid PKCS#8 private key".to_string(),
+        }
+    })
+}
+
+fn spki_algorithm(der: &[u8]) -> Option<ObjectIdentifier> {
+    p256::pkcs8::spki::SubjectPublicKeyInfoRef::try_from(der)
+        .ok()
+        .map(|s| s.algorithm.oid)
+}
+
+/// go-securesystemslib's `encrypted` envelope, as cosign writes it.
+#[derive(Deserialize)]
+struct Encrypted {
+    kdf: Kdf,
+    cipher: Cipher,
+    ciphertext: String,
+}
+
+#[derive(Deserialize)]
+struct Kdf {
+    name: String,
+    params: KdfParams,
+    salt: String,
+}
+
+#[derive(Deserialize)]
+#[allow(non_snake_case)] // the format's own names
+struct KdfParams {
+    N: u64,
+    r: u32,
+    p: u32,
+}
+
+#[derive(Deserialize)]
+struct Cipher {
+    name: String,
+    nonce: String,
+}
+
+/// The PKCS#8 DER inside a cosign key.
+fn decrypt_cosign(json: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, String> {
+    use crypto_secretbox::aead::{Aead, KeyInit};
+    let e: Encrypted =
+        serde_json::from_slice(json).map_err(|e| format!("is not a cosign encrypted key ({e})"))?;
+    if e.kdf.name != "scrypt" || e.cipher.name != "nacl/secretbox" {
+        return Err(format!(
+            "is encrypted with {} + {}; cosign keys use scrypt + nacl/secretbox",
+            e.kdf.name, e.cipher.name
+        ));
+    }
+    let b64 = |s: &str, what: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(s)
+            .map_err(|_| format!("has a {what} that is not base64"))
+    };
+    let salt = b64(&e.kdf.salt, "salt")?;
+    let nonce = b64(&e.cipher.nonce, "nonce")?;
+    let sealed = b64(&e.ciphertext, "ciphertext")?;
+    let p = &e.kdf.params;
+    if !p.N.is_power_of_two() || p.N < 2 || p.N > 1 << 22 || p.r == 0 || p.r > 64 || p.p > 16 {
+        return Err(format!(
+            "has scrypt parameters out of range (N={}, r={}, p={})",
+            p.N, p.r, p.p
+        ));
+    }
+    let params = scrypt::Params::new(p.N.trailing_zeros() as u8, p.r, p.p, 32)
+        .map_err(|e| format!("has bad scrypt parameters ({e})"))?;
+    let mut key = [0u8; 32];
+    scrypt::scrypt(passphrase, &salt, &params, &mut key)
+        .map_err(|e| format!("cannot derive its key ({e})"))?;
+    if nonce.len() != 24 {
+        return Err("has a nonce that is not 24 bytes".into());
+    }
+    let cipher = crypto_secretbox::XSalsa20Poly1305::new(&key.into());
+    let plain = cipher
+        .decrypt(
+            crypto_secretbox::Nonce::from_slice(&nonce),
+            sealed.as_slice(),
+        )
+        .map_err(|_| "does not open with this passphrase".to_string())?;
+    key.fill(0);
+    Ok(plain)
+}
+
+/// Where a cosign key's passphrase comes from: a file (its first line) or an environment
+/// variable; nothing when neither is given.
+pub fn passphrase(file: Option<&Path>, env_var: &str) -> Result<Option<Vec<u8>>, SignError> {
+    if let Some(f) = file {
+        let text = fs_err::read(f).map_err(|source| SignError::Read {
+            path: PathBuf::from(f),
+            source,
+        })?;
+        let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
+        return Ok(Some(line.strip_suffix(b"\r").unwrap_or(line).to_vec()));
+    }
+    Ok(std::env::var_os(env_var).map(|v| {
+        use std::os::unix::ffi::OsStrExt;
+        v.as_bytes().to_vec()
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn signatures_are_deterministic_and_verify() {
+        let key = PrivateKey {
+            key: SigningKey::from_slice(&[7u8; 32]).unwrap(),
+            readable_by_others: None,
+        };
+        let a = key.sign(b"payload");
+        assert_eq!(a, key.sign(b"payload"));
+        let public = key.public();
+        assert!(public.verifies(b"payload", &a));
+        assert!(!public.verifies(b"payloae", &a));
+        let mut bad = a.clone();
+        let last = bad.len() - 1;
+        bad[last] ^= 1;
+        assert!(!public.verifies(b"payload", &bad));
+    }
+}

@@ -1,0 +1,438 @@
+//! Signatures and signed attestations, checked by tools that are not ocibuild: skopeo's
+//! `sigstoreSigned` policy (containers/image, as podman and CRI-O use it) against a real
+//! docker-registry, and openssl over DSSE's pre-authentication encoding. Keys come from
+//! openssl; the faults (a changed signature, a signature moved to another image, a wrong key,
+//! an unsigned image under the signed tag, keys ocibuild does not take) are made by the test.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use base64::Engine as _;
+use fs_err as fs;
+
+use crate::common::registry::{auth_file, start_registry, PASS, USER};
+use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// An ECDSA P-256 key pair from openssl: (private PKCS#8 PEM, public SPKI PEM).
+fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+    let private = dir.join(format!("{name}.pem"));
+    let public = dir.join(format!("{name}.pub"));
+    run_ok(
+        Command::new("openssl")
+            .args(["genpkey", "-algorithm", "EC", "-pkeyopt"])
+            .args(["ec_paramgen_curve:P-256", "-out"])
+            .arg(&private),
+    );
+    run_ok(
+        Command::new("openssl")
+            .arg("pkey")
+            .arg("-in")
+            .arg(&private)
+            .arg("-pubout")
+            .arg("-out")
+            .arg(&public),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&private, std::fs::Permissions::from_mode(0o600)).unwrap();
+    (private, public)
+}
+
+/// A small app recipe; `text` makes images that differ.
+fn app(dir: &Path, text: &str) -> PathBuf {
+    fs::create_dir_all(dir.join("src")).unwrap();
+    fs::write(dir.join("src/hello.txt"), text).unwrap();
+    let r = dir.join("app.toml");
+    fs::write(
+        &r,
+        "[image]\nname = \"example.com/signed\"\n\n[[layer]]\nname = \"app\"\nsrc = \"src\"\ndest = \"/app\"\n",
+    )
+    .unwrap();
+    r
+}
+
+/// `skopeo copy` of `image` under a policy that wants it signed by `public` (with
+/// sigstore attachments on for `registry`): whether the policy let it through, and why not.
+fn skopeo_accepts(
+    dir: &Path,
+    registry: &str,
+    scope: &str,
+    public: &Path,
+    image: &str,
+) -> (bool, String) {
+    let policy = dir.join("policy.json");
+    fs::write(
+        &policy,
+        serde_json::to_vec(&serde_json::json!({
+            "default": [{"type": "reject"}],
+            "transports": {"docker": {scope: [{
+                "type": "sigstoreSigned",
+                "keyPath": public,
+                "signedIdentity": {"type": "matchRepository"},
+            }]}},
+        }))
+        .unwrap(),
+    )
+    .unwrap();
+    let rd = dir.join("registries.d");
+    fs::create_dir_all(&rd).unwrap();
+    fs::write(
+        rd.join("local.yaml"),
+        format!("docker:\n  {registry}:\n    use-sigstore-attachments: true\n"),
+    )
+    .unwrap();
+    let out = dir.join("copied");
+    let _ = fs::remove_dir_all(&out);
+    let o = run(Command::new("skopeo-sigstore")
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--registries.d")
+        .arg(&rd)
+        .args([
+            "copy",
+            "--remove-signatures",
+            "--src-tls-verify=false",
+            "--src-creds",
+        ])
+        .arg(format!("{USER}:{PASS}"))
+        .arg(format!("docker://{image}"))
+        .arg(format!("oci:{}:x", out.display())));
+    (o.status.success(), stderr(&o))
+}
+
+/// A manifest GET or PUT on the test registry (python3's urllib, Basic auth): the faults a
+/// test makes by hand.
+fn registry_manifest(addr: &str, repo: &str, reference: &str, put: Option<&[u8]>) -> Vec<u8> {
+    let script = r#"
+import base64, sys, urllib.request
+addr, repo, ref, user, pw, mode = sys.argv[1:7]
+url = f"http://{addr}/v2/{repo}/manifests/{ref}"
+auth = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()
+if mode == "put":
+    body = sys.stdin.buffer.read()
+    req = urllib.request.Request(url, data=body, method="PUT", headers={"Authorization": auth, "Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+else:
+    req = urllib.request.Request(url, headers={"Authorization": auth, "Accept": "application/vnd.oci.image.manifest.v1+json"})
+sys.stdout.buffer.write(urllib.request.urlopen(req).read())
+"#;
+    let mut cmd = Command::new("python3");
+    cmd.args(["-c", script, addr, repo, reference, USER, PASS])
+        .arg(if put.is_some() { "put" } else { "get" })
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped());
+    let mut child = cmd.spawn().unwrap();
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(put.unwrap_or_default()).unwrap();
+    }
+    let o = child.wait_with_output().unwrap();
+    assert!(
+        o.status.success(),
+        "{reference}: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o.stdout
+}
+
+#[test]
+fn signatures_verify_with_skopeo_and_openssl() {
+    if !crate::common::require_tools_all(&[
+        "docker-registry",
+        "skopeo-sigstore",
+        "cosign",
+        "openssl",
+        "python3",
+    ]) {
+        return;
+    }
+    let t = tempdir();
+    let (key, public) = keypair(t.path(), "release");
+    let (_, other_public) = keypair(t.path(), "other");
+    let reg = start_registry(None);
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let cache = t.path().join("cache");
+    let with_env = |c: &mut Command| {
+        c.env("OCIBUILD_CACHE", &cache)
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
+    };
+    let image = format!("{}/sig/app:1", reg.addr);
+    let layout = t.path().join("img");
+    let r = app(&t.path().join("a"), "signed\n");
+    let mut build = ocibuild();
+    with_env(&mut build);
+    build.args(["build", "--attach", "--sign-key"]).arg(&key);
+    build.args(["--push", &image, "-o"]).arg(&layout).arg(&r);
+    let o = run_ok(&mut build);
+    let out = stdout(&o);
+    assert!(out.contains(&format!("as {image} (")), "{out}");
+
+    // 1. skopeo's policy accepts it with the key, refuses it with another.
+    let scope = format!("{}/sig", reg.addr);
+    let (ok, why) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
+    assert!(ok, "refused with the signing key: {why}");
+    let (ok, why) = skopeo_accepts(t.path(), &reg.addr, &scope, &other_public, &image);
+    assert!(!ok, "accepted with another key");
+    assert!(why.contains("signature"), "{why}");
+
+    // cosign, the format's reference implementation, agrees (no transparency log: a key).
+    let docker_config = t.path().join("docker");
+    fs::create_dir_all(&docker_config).unwrap();
+    fs::copy(&auth, docker_config.join("config.json")).unwrap();
+    let cosign = |public: &Path| {
+        run(Command::new("cosign")
+            .env("DOCKER_CONFIG", &docker_config)
+            .args([
+                "verify",
+                "--insecure-ignore-tlog=true",
+                "--allow-http-registry=true",
+            ])
+            .arg("--key")
+            .arg(public)
+            .arg(&image))
+    };
+    let o = cosign(&public);
+    assert!(o.status.success(), "cosign: {}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains(&format!("\"docker-reference\":\"{image}\"")),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        !cosign(&other_public).status.success(),
+        "cosign accepted another key"
+    );
+
+    // ocibuild's own check: the signature and the three attestations.
+    let verify = |image: &str, public: &Path| {
+        let mut c = ocibuild();
+        with_env(&mut c);
+        c.args(["verify-signature", image, "--key"]).arg(public);
+        run(&mut c)
+    };
+    let o = verify(&image, &public);
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    for predicate in [
+        "https://spdx.dev/Document",
+        "https://cyclonedx.org/bom",
+        "https://slsa.dev/provenance/v1",
+    ] {
+        assert!(
+            out.contains(&format!("ok     {predicate}: ")),
+            "{predicate}: {out}"
+        );
+    }
+    let o = verify(&image, &other_public);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("does not verify with this key"),
+        "{}",
+        stdout(&o)
+    );
+
+    // Signing again gives the same bytes: the signature is there already.
+    let mut sign = ocibuild();
+    with_env(&mut sign);
+    sign.args(["sign", &image, "--key"]).arg(&key);
+    let o = run_ok(&mut sign);
+    assert!(stdout(&o).contains(", already there)"), "{}", stdout(&o));
+
+    // 2. The DSSE envelopes verify with openssl over the PAE; a changed payload byte fails.
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let blob = |d: &str| fs::read(layout.join("blobs/sha256").join(&d["sha256:".len()..])).unwrap();
+    let envelopes: Vec<serde_json::Value> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|m| m["artifactType"] == "application/vnd.dsse.envelope.v1+json")
+        .map(|m| {
+            let manifest: serde_json::Value =
+                serde_json::from_slice(&blob(m["digest"].as_str().unwrap())).unwrap();
+            serde_json::from_slice(&blob(manifest["layers"][0]["digest"].as_str().unwrap()))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(envelopes.len(), 3, "{index:#}");
+    let b64 = base64::engine::general_purpose::STANDARD;
+    for (i, e) in envelopes.iter().enumerate() {
+        let body = b64.decode(e["payload"].as_str().unwrap()).unwrap();
+        let kind = e["payloadType"].as_str().unwrap();
+        let sig = b64
+            .decode(e["signatures"][0]["sig"].as_str().unwrap())
+            .unwrap();
+        let sig_file = t.path().join(format!("sig{i}.der"));
+        fs::write(&sig_file, &sig).unwrap();
+        let openssl_verifies = |body: &[u8]| {
+            let pae = t.path().join(format!("pae{i}"));
+            let mut bytes = format!("DSSEv1 {} {kind} {} ", kind.len(), body.len()).into_bytes();
+            bytes.extend_from_slice(body);
+            fs::write(&pae, bytes).unwrap();
+            run(Command::new("openssl")
+                .args(["dgst", "-sha256", "-verify"])
+                .arg(&public)
+                .arg("-signature")
+                .arg(&sig_file)
+                .arg(&pae))
+            .status
+            .success()
+        };
+        assert!(
+            openssl_verifies(&body),
+            "envelope {i} does not verify with openssl"
+        );
+        let mut changed = body.clone();
+        changed[body.len() / 2] ^= 1;
+        assert!(
+            !openssl_verifies(&changed),
+            "a changed payload still verifies"
+        );
+    }
+
+    // 4. Faults. A signature whose bytes changed:
+    let digest = index["manifests"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let sig_tag = format!("sha256-{}.sig", &digest["sha256:".len()..]);
+    let original = registry_manifest(&reg.addr, "sig/app", &sig_tag, None);
+    let mut m: serde_json::Value = serde_json::from_slice(&original).unwrap();
+    let s = m["layers"][0]["annotations"]["dev.cosignproject.cosign/signature"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut raw = b64.decode(&s).unwrap();
+    let n = raw.len();
+    raw[n - 3] ^= 0x10;
+    m["layers"][0]["annotations"]["dev.cosignproject.cosign/signature"] = b64.encode(&raw).into();
+    registry_manifest(
+        &reg.addr,
+        "sig/app",
+        &sig_tag,
+        Some(&serde_json::to_vec(&m).unwrap()),
+    );
+    let o = verify(&image, &public);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("layer 0: does not verify with this key"),
+        "{}",
+        stdout(&o)
+    );
+    let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
+    assert!(!ok, "skopeo accepted a changed signature");
+    registry_manifest(&reg.addr, "sig/app", &sig_tag, Some(&original));
+
+    // An unsigned image pushed under the signed tag: refused by both.
+    let r2 = app(&t.path().join("b"), "not signed\n");
+    let mut push = ocibuild();
+    with_env(&mut push);
+    push.args(["build", "--push", &image, "-o"])
+        .arg(t.path().join("img2"))
+        .arg(&r2);
+    run_ok(&mut push);
+    let o = verify(&image, &public);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("signature: missing: no "),
+        "{}",
+        stdout(&o)
+    );
+    let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
+    assert!(!ok, "skopeo accepted an unsigned image");
+
+    // The first image's signature put under the second's tag: it signs another digest.
+    let index2: serde_json::Value =
+        serde_json::from_slice(&fs::read(t.path().join("img2/index.json")).unwrap()).unwrap();
+    let digest2 = index2["manifests"][0]["digest"].as_str().unwrap();
+    let tag2 = format!("sha256-{}.sig", &digest2["sha256:".len()..]);
+    registry_manifest(&reg.addr, "sig/app", &tag2, Some(&original));
+    let o = verify(&image, &public);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains(&format!("layer 0: signs {digest}, not this image")),
+        "{}",
+        stdout(&o)
+    );
+    let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
+    assert!(!ok, "skopeo accepted a signature of another image");
+}
+
+/// Keys ocibuild does not sign with are refused by name, before anything is built; a key
+/// file others can read is a warning.
+#[test]
+fn unsupported_keys_are_refused_and_open_keys_warned_about() {
+    if !crate::common::require_tool("openssl") {
+        return;
+    }
+    let t = tempdir();
+    let r = app(&t.path().join("a"), "x\n");
+    let try_key = |key: &Path| {
+        run(ocibuild()
+            .env("OCIBUILD_CACHE", t.path().join("cache"))
+            .args(["build", "--push", "127.0.0.1:1/x/y:1", "--sign-key"])
+            .arg(key)
+            .arg("-o")
+            .arg(t.path().join("img"))
+            .arg(&r))
+    };
+    let ed = t.path().join("ed25519.pem");
+    run_ok(
+        Command::new("openssl")
+            .args(["genpkey", "-algorithm", "ed25519", "-out"])
+            .arg(&ed),
+    );
+    let o = try_key(&ed);
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("is a key of algorithm 1.3.101.112, not ECDSA P-256"),
+        "{}",
+        stderr(&o)
+    );
+    let p384 = t.path().join("p384.pem");
+    run_ok(
+        Command::new("openssl")
+            .args([
+                "genpkey",
+                "-algorithm",
+                "EC",
+                "-pkeyopt",
+                "ec_paramgen_curve:P-384",
+                "-out",
+            ])
+            .arg(&p384),
+    );
+    let o = try_key(&p384);
+    assert!(
+        stderr(&o).contains("is an EC key, but not on the P-256 curve"),
+        "{}",
+        stderr(&o)
+    );
+    let (_, public) = keypair(t.path(), "k");
+    let o = try_key(&public);
+    assert!(
+        stderr(&o).contains("is a public key; signing needs the private key"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(
+        !t.path().join("img").exists(),
+        "built with a key it cannot use"
+    );
+
+    // A readable key: a warning (then the push fails: nothing listens on port 1).
+    let (open, _) = keypair(t.path(), "open");
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let o = try_key(&open);
+    assert!(
+        stderr(&o).contains("is readable by others (mode 644): `chmod 600` it"),
+        "{}",
+        stderr(&o)
+    );
+}
