@@ -35,6 +35,8 @@ pub enum MirrorError {
         digest: Digest,
         problem: String,
     },
+    #[error(transparent)]
+    Referrers(Box<crate::push::PushError>),
     #[error("{image}: the target stored the manifest as {found}, not {expected}")]
     DigestChanged {
         image: String,
@@ -61,6 +63,11 @@ pub struct Image {
     pub manifest: Digest,
     /// The image index the lock pins, copied too (by digest, and under the tag).
     pub index: Option<Digest>,
+    /// Its sigstore signature manifest (a layout's `sha256-<hex>.sig` entry), copied under
+    /// that tag, so that signature policies hold in the target too.
+    pub signature: Option<Digest>,
+    /// Its referrers (SBOMs, provenance, signed attestations), copied with the referrers tag.
+    pub referrers: Vec<crate::image::Descriptor>,
 }
 
 impl Image {
@@ -77,6 +84,8 @@ impl Image {
             tag: r.tag().map(str::to_string),
             manifest,
             index,
+            signature: None,
+            referrers: Vec::new(),
         })
     }
 }
@@ -104,6 +113,12 @@ pub struct MirrorReport {
     /// The index: `copied`, absent when none is pinned, or why it was not copied.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index: Option<String>,
+    /// `REPO:sha256-<hex>.sig@DIGEST` of the signature copied, if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    /// The referrers copied (artifact manifests), and the referrers tag.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub referrers: Option<crate::push::ReferrersReport>,
 }
 
 fn media_type_of(bytes: &[u8], fallback: &str) -> String {
@@ -142,6 +157,8 @@ pub fn mirror(
         copied_bytes: 0,
         skipped_bytes: 0,
         index: None,
+        signature: None,
+        referrers: None,
     };
     for d in std::iter::once(&head.config).chain(&head.layers) {
         let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, reporter)?;
@@ -200,6 +217,30 @@ pub fn mirror(
             image.manifest,
         )?;
     }
+    if let Some(sig) = image.signature {
+        // Byte for byte: the signature is over the image's digest, which did not change.
+        let sig_bytes = blobs.read_blob(&sig)?;
+        let sig_head: ManifestHead =
+            serde_json::from_slice(&sig_bytes).map_err(|e| MirrorError::BadManifest {
+                image: image.name.clone(),
+                digest: sig,
+                problem: e.to_string(),
+            })?;
+        for d in std::iter::once(&sig_head.config).chain(&sig_head.layers) {
+            client.push_blob(&dest, &d.digest, d.size, blobs, None, reporter)?;
+        }
+        let tag = crate::push::signature_tag(&image.manifest);
+        let found =
+            client.push_manifest(&dest, &tag, &sig_bytes, crate::image::MEDIA_TYPE_MANIFEST)?;
+        check(found, sig)?;
+        report.signature = Some(format!("{dest_name}:{tag}@{sig}"));
+    }
+    if !image.referrers.is_empty() {
+        report.referrers = Some(
+            crate::push::push_referrers(client, blobs, &image.manifest, &image.referrers, &dest)
+                .map_err(|e| MirrorError::Referrers(Box::new(e)))?,
+        );
+    }
     report.target = match &image.tag {
         Some(t) => format!("{dest_name}:{t}@{}", image.manifest),
         None => format!("{dest_name}@{}", image.manifest),
@@ -223,7 +264,10 @@ pub fn layout_images(
     let ix: crate::image::Index =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
     let mut out = Vec::new();
-    for d in &ix.manifests {
+    // Signatures and referrers go with their image, not as images of their own.
+    let (extras, images): (Vec<_>, Vec<_>) =
+        ix.manifests.iter().partition(|d| d.artifact_type.is_some());
+    for d in images {
         let ref_name = d
             .annotations
             .get(crate::image::annotations::REF_NAME)
@@ -253,6 +297,18 @@ pub fn layout_images(
             }
         })?;
         img.name = format!("{}@{}", name, d.digest);
+        let sig_tag = crate::push::signature_tag(&d.digest);
+        img.signature = extras
+            .iter()
+            .find(|e| e.annotations.get(crate::image::annotations::REF_NAME) == Some(&sig_tag))
+            .map(|e| e.digest);
+        img.referrers = extras
+            .iter()
+            .filter(|e| {
+                Some(e.digest) != img.signature && subject_of(dir, &e.digest) == Some(d.digest)
+            })
+            .map(|e| (*e).clone())
+            .collect();
         out.push(img);
     }
     if out.is_empty() {
@@ -262,4 +318,12 @@ pub fn layout_images(
         }));
     }
     Ok(out)
+}
+
+/// The `subject` of the manifest `digest` in the layout at `dir`, if it has one.
+fn subject_of(dir: &std::path::Path, digest: &Digest) -> Option<Digest> {
+    let path = dir.join("blobs").join("sha256").join(digest.hex());
+    let bytes = fs_err::read(path).ok()?;
+    let m: crate::image::Manifest = serde_json::from_slice(&bytes).ok()?;
+    m.subject.map(|s| s.digest)
 }

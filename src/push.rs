@@ -149,6 +149,12 @@ pub struct ReferrersReport {
     pub uploaded_bytes: u64,
 }
 
+/// The tag of an image's sigstore signatures (cosign's and containers/image's layout):
+/// `sha256-<hex>.sig`.
+pub fn signature_tag(subject: &Digest) -> String {
+    format!("sha256-{}.sig", subject.hex())
+}
+
 /// The referrers tag fallback of the OCI distribution spec 1.1 ("Referrers tag schema") for a
 /// subject: `sha256-<hex>`.
 pub fn referrers_tag(subject: &Digest) -> String {

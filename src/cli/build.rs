@@ -188,9 +188,19 @@ pub fn build_recipe(
     } else {
         Vec::new()
     };
+    // The layout carries the signature the push will carry (the same bytes: signing is
+    // deterministic), so that `mirror` takes it along to a registry that never saw the push.
+    let mut in_layout = referrers.clone();
+    if let (Some(k), Some(dest), Target::Layout(_)) = (key, &args.push, &target) {
+        let identity = super::sign::identity_of(&super::push::destination_ref(dest)?);
+        let digest = built.image.manifest.digest;
+        in_layout.push(crate::sign::layout_signature(
+            &store, &identity, &digest, k,
+        )?);
+    }
     match &target {
         _ if args.push_only => {}
-        Target::Layout(dir) => output::write_layout_with(dir, &store, &built.image, &referrers)?,
+        Target::Layout(dir) => output::write_layout_with(dir, &store, &built.image, &in_layout)?,
         _ => output::write(&target, &store, &built.image)?,
     }
     Ok((built, target, recipe, referrers))

@@ -124,6 +124,18 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
                     .map(|i| format!("; index {i}"))
                     .unwrap_or_default()
             );
+            if let Some(sig) = &r.signature {
+                println!("  signature {sig}");
+            }
+            if let Some(refs) = &r.referrers {
+                for p in &refs.pushed {
+                    println!("  attached {p}");
+                }
+                println!(
+                    "  referrers tag {} ({})",
+                    refs.fallback_tag, refs.fallback_digest
+                );
+            }
         }
         reports.push(r);
     }

@@ -59,6 +59,14 @@ pub fn load_key(cli: &Cli, path: &Path, pass: &PassphraseArgs) -> anyhow::Result
     Ok(key)
 }
 
+/// The identity an image pushed to `target` is signed as: `registry/repository[:tag]`.
+pub fn identity_of(target: &crate::registry::Reference) -> String {
+    match target.tag() {
+        Some(t) => format!("{}/{}:{t}", target.registry(), target.repository()),
+        None => format!("{}/{}", target.registry(), target.repository()),
+    }
+}
+
 /// Signs `digest` in `target`'s repository, as `target` names it (its tag kept, a digest
 /// left out: the identity is the name the image is pulled by).
 pub fn sign_pushed(
@@ -68,10 +76,7 @@ pub fn sign_pushed(
     digest: &crate::digest::Digest,
     key: &PrivateKey,
 ) -> anyhow::Result<sign::SignReport> {
-    let identity = match target.tag() {
-        Some(t) => format!("{}/{}:{t}", target.registry(), target.repository()),
-        None => format!("{}/{}", target.registry(), target.repository()),
-    };
+    let identity = identity_of(target);
     Ok(sign::sign_image(
         client,
         &cli.store()?,

@@ -178,6 +178,12 @@ fn write_into(
     });
     index.manifests.push(entry);
     for (r, _) in referrers {
+        // A tagged extra (an image's signature, `sha256-<hex>.sig`) replaces its tag's entry.
+        if let Some(name) = r.annotations.get(annotations::REF_NAME) {
+            index.manifests.retain(|d| {
+                d.digest == r.digest || d.annotations.get(annotations::REF_NAME) != Some(name)
+            });
+        }
         if !index.manifests.iter().any(|d| d.digest == r.digest) {
             index.manifests.push(r.clone());
         }

@@ -55,10 +55,7 @@ pub enum SignError {
     Bad { reference: String, problem: String },
 }
 
-/// The tag of an image's sigstore signatures: `sha256-<hex>.sig`.
-pub fn signature_tag(digest: &Digest) -> String {
-    format!("sha256-{}.sig", digest.hex())
-}
+pub use crate::push::signature_tag;
 
 /// The predicate type of each document ocibuild attaches, in a statement about the image.
 fn predicate_type(artifact_type: &str) -> Option<&'static str> {
@@ -130,24 +127,13 @@ fn signature_config(layers: &[Descriptor]) -> Vec<u8> {
     crate::json::to_canonical_vec("signature config", &doc).unwrap_or_default()
 }
 
-/// Signs the image `digest` in `target`'s repository as `identity` (`registry/repo[:tag]`):
-/// the signature joins those already under `sha256-<hex>.sig` (kept, in order; the same
-/// signature twice is one), and the manifest is pushed there. Blobs go through `store`.
-pub fn sign_image(
-    client: &Client,
+/// The signature layer of `digest` as `identity` (its payload put into `store`).
+pub fn signature_layer(
     store: &Store,
-    target: &Reference,
-    digest: &Digest,
     identity: &str,
+    digest: &Digest,
     key: &PrivateKey,
-) -> Result<SignReport, SignError> {
-    let repo = format!("{}/{}", target.registry(), target.repository());
-    let tag = signature_tag(digest);
-    let tag_ref = target.with_tag(&tag).map_err(RegistryError::from)?;
-    let bad = |problem: String| SignError::Bad {
-        reference: format!("{repo}:{tag}"),
-        problem,
-    };
+) -> Result<Descriptor, SignError> {
     let payload = payload::simple_signing(identity, digest);
     let signature = base64::engine::general_purpose::STANDARD.encode(key.sign(&payload));
     let mut layer = Descriptor::new(
@@ -158,23 +144,15 @@ pub fn sign_image(
     layer
         .annotations
         .insert(SIGNATURE_ANNOTATION.into(), signature);
+    Ok(layer)
+}
 
-    let mut layers = match client.get_manifest(&tag_ref) {
-        Ok(m) => {
-            let existing: Manifest = serde_json::from_slice(&m.bytes)
-                .map_err(|e| bad(format!("not a manifest: {e}")))?;
-            for l in &existing.layers {
-                client.pull_blob(&tag_ref, &l.digest, Some(l.size), store, &Silent)?;
-            }
-            existing.layers
-        }
-        Err(e) if crate::push::is_manifest_unknown(&e) => Vec::new(),
-        Err(e) => return Err(e.into()),
-    };
-    let added = !layers.contains(&layer);
-    if added {
-        layers.push(layer);
-    }
+/// The signature manifest holding `layers` (its config and itself put into `store`): its
+/// bytes and descriptor.
+pub fn signature_manifest(
+    store: &Store,
+    layers: Vec<Descriptor>,
+) -> Result<(Vec<u8>, Manifest), SignError> {
     let config_bytes = signature_config(&layers);
     let config = Descriptor::new(
         image::MEDIA_TYPE_CONFIG,
@@ -190,16 +168,101 @@ pub fn sign_image(
         subject: None,
         annotations: BTreeMap::new(),
     };
-    let bytes = crate::json::to_canonical_vec("signature manifest", &manifest)
-        .map_err(|e| bad(e.to_string()))?;
+    let bytes = crate::json::to_canonical_vec("signature manifest", &manifest).map_err(|e| {
+        SignError::Bad {
+            reference: "signature manifest".into(),
+            problem: e.to_string(),
+        }
+    })?;
+    store.put_bytes(&bytes)?;
+    Ok((bytes, manifest))
+}
+
+/// The signature of `digest` as `identity`, for an OCI layout: the manifest's index entry
+/// (tagged `sha256-<hex>.sig`, with the simple-signing artifact type so that it is not taken
+/// for an image) and the blobs it needs, all in `store`.
+pub fn layout_signature(
+    store: &Store,
+    identity: &str,
+    digest: &Digest,
+    key: &PrivateKey,
+) -> Result<(Descriptor, Vec<(Digest, u64)>), SignError> {
+    let layer = signature_layer(store, identity, digest, key)?;
+    let (bytes, manifest) = signature_manifest(store, vec![layer])?;
+    let mut entry = Descriptor::new(MEDIA_TYPE_MANIFEST, Digest::of(&bytes), bytes.len() as u64);
+    entry.artifact_type = Some(SIMPLE_SIGNING.into());
+    entry
+        .annotations
+        .insert(image::annotations::REF_NAME.into(), signature_tag(digest));
+    let mut blobs: Vec<(Digest, u64)> = std::iter::once(&manifest.config)
+        .chain(&manifest.layers)
+        .map(|d| (d.digest, d.size))
+        .collect();
+    blobs.push((entry.digest, entry.size));
+    Ok((entry, blobs))
+}
+
+/// Pushes the signature manifest `bytes` (blobs in `store`) under `sha256-<hex>.sig` of
+/// `digest` in `target`'s repository, joining the signatures already there: their layers kept,
+/// in order, ours added unless present (so signing twice changes nothing). Returns the
+/// manifest pushed and whether anything was added.
+pub fn push_signature(
+    client: &Client,
+    store: &Store,
+    target: &Reference,
+    digest: &Digest,
+    ours: &[Descriptor],
+) -> Result<(Digest, bool), SignError> {
+    let repo = format!("{}/{}", target.registry(), target.repository());
+    let tag = signature_tag(digest);
+    let tag_ref = target.with_tag(&tag).map_err(RegistryError::from)?;
+    let mut layers = match client.get_manifest(&tag_ref) {
+        Ok(m) => {
+            let existing: Manifest =
+                serde_json::from_slice(&m.bytes).map_err(|e| SignError::Bad {
+                    reference: format!("{repo}:{tag}"),
+                    problem: format!("not a manifest: {e}"),
+                })?;
+            for l in &existing.layers {
+                client.pull_blob(&tag_ref, &l.digest, Some(l.size), store, &Silent)?;
+            }
+            existing.layers
+        }
+        Err(e) if crate::push::is_manifest_unknown(&e) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    let mut added = false;
+    for l in ours {
+        if !layers.contains(l) {
+            layers.push(l.clone());
+            added = true;
+        }
+    }
+    let (bytes, manifest) = signature_manifest(store, layers)?;
     for d in std::iter::once(&manifest.config).chain(&manifest.layers) {
         client.push_blob(target, &d.digest, d.size, store, None, &Silent)?;
     }
-    let signature_manifest = client.push_manifest(target, &tag, &bytes, MEDIA_TYPE_MANIFEST)?;
+    let pushed = client.push_manifest(target, &tag, &bytes, MEDIA_TYPE_MANIFEST)?;
+    Ok((pushed, added))
+}
+
+/// Signs the image `digest` in `target`'s repository as `identity` (`registry/repo[:tag]`)
+/// and pushes the signature ([`push_signature`]). Blobs go through `store`.
+pub fn sign_image(
+    client: &Client,
+    store: &Store,
+    target: &Reference,
+    digest: &Digest,
+    identity: &str,
+    key: &PrivateKey,
+) -> Result<SignReport, SignError> {
+    let repo = format!("{}/{}", target.registry(), target.repository());
+    let layer = signature_layer(store, identity, digest, key)?;
+    let (signature_manifest, added) = push_signature(client, store, target, digest, &[layer])?;
     Ok(SignReport {
         image: format!("{repo}@{digest}"),
         identity: identity.to_string(),
-        signature_tag: format!("{repo}:{tag}"),
+        signature_tag: format!("{repo}:{}", signature_tag(digest)),
         signature_manifest,
         added,
     })

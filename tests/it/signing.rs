@@ -63,27 +63,46 @@ fn skopeo_accepts(
     public: &Path,
     image: &str,
 ) -> (bool, String) {
+    let rule = serde_json::json!({"type": "matchRepository"});
+    skopeo_policy_accepts(dir, &[registry], &[(scope, rule)], public, image)
+}
+
+/// [`skopeo_accepts`] with one policy for several scopes, each with its `signedIdentity`.
+fn skopeo_policy_accepts(
+    dir: &Path,
+    registries: &[&str],
+    scopes: &[(&str, serde_json::Value)],
+    public: &Path,
+    image: &str,
+) -> (bool, String) {
     let policy = dir.join("policy.json");
+    let docker: serde_json::Map<String, serde_json::Value> = scopes
+        .iter()
+        .map(|(scope, identity)| {
+            let rule = serde_json::json!([{
+                "type": "sigstoreSigned",
+                "keyPath": public,
+                "signedIdentity": identity,
+            }]);
+            (scope.to_string(), rule)
+        })
+        .collect();
     fs::write(
         &policy,
         serde_json::to_vec(&serde_json::json!({
             "default": [{"type": "reject"}],
-            "transports": {"docker": {scope: [{
-                "type": "sigstoreSigned",
-                "keyPath": public,
-                "signedIdentity": {"type": "matchRepository"},
-            }]}},
+            "transports": {"docker": docker},
         }))
         .unwrap(),
     )
     .unwrap();
     let rd = dir.join("registries.d");
     fs::create_dir_all(&rd).unwrap();
-    fs::write(
-        rd.join("local.yaml"),
-        format!("docker:\n  {registry}:\n    use-sigstore-attachments: true\n"),
-    )
-    .unwrap();
+    let mut yaml = String::from("docker:\n");
+    for r in registries {
+        yaml.push_str(&format!("  {r}:\n    use-sigstore-attachments: true\n"));
+    }
+    fs::write(rd.join("local.yaml"), yaml).unwrap();
     let out = dir.join("copied");
     let _ = fs::remove_dir_all(&out);
     let o = run(Command::new("skopeo-sigstore")
@@ -434,5 +453,147 @@ fn unsupported_keys_are_refused_and_open_keys_warned_about() {
         stderr(&o).contains("is readable by others (mode 644): `chmod 600` it"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// A key cosign made (its encrypted format, opened with the passphrase from a file) signs; the
+/// layout carries the signature and the attestations, and after `mirror` into a second
+/// registry the same policy file (the mirror's scope remapped to the signed name, as an
+/// air-gapped site writes it) accepts the image there, and `verify-signature` checks it all.
+#[test]
+fn a_cosign_key_signs_and_the_signature_survives_a_mirror() {
+    if !crate::common::require_tools_all(&["docker-registry", "skopeo-sigstore", "cosign"]) {
+        return;
+    }
+    let t = tempdir();
+    run_ok(
+        Command::new("cosign")
+            .current_dir(t.path())
+            .env("COSIGN_PASSWORD", "correct horse")
+            .args(["generate-key-pair", "--output-key-prefix", "team"]),
+    );
+    let (key, public) = (t.path().join("team.key"), t.path().join("team.pub"));
+    assert!(fs::read_to_string(&key)
+        .unwrap()
+        .contains("ENCRYPTED SIGSTORE PRIVATE KEY"));
+    let pass = t.path().join("pass.txt");
+    fs::write(&pass, "correct horse\n").unwrap();
+    let (a, b) = (start_registry(None), start_registry(None));
+    let creds = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASS}"));
+    let auth = t.path().join("auth.json");
+    fs::write(
+        &auth,
+        serde_json::to_vec(&serde_json::json!({"auths": {
+            &a.addr: {"auth": creds}, &b.addr: {"auth": creds},
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let cmd = || {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", t.path().join("cache"))
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env_remove("OCIBUILD_KEY_PASSPHRASE")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
+        c
+    };
+    let r = app(&t.path().join("a"), "mirrored\n");
+    let layout = t.path().join("img");
+    let image = format!("{}/team/app:1", a.addr);
+
+    // Without the passphrase, or with a wrong one: refused before anything is built.
+    let o = run(cmd()
+        .args(["build", "--push", &image, "--sign-key"])
+        .arg(&key)
+        .arg(&r));
+    assert!(
+        stderr(&o).contains("is a cosign key, encrypted: give its passphrase"),
+        "{}",
+        stderr(&o)
+    );
+    let o = run(cmd()
+        .env("OCIBUILD_KEY_PASSPHRASE", "wrong")
+        .args(["build", "--push", &image, "--sign-key"])
+        .arg(&key)
+        .arg(&r));
+    assert!(
+        stderr(&o).contains("does not open with this passphrase"),
+        "{}",
+        stderr(&o)
+    );
+
+    run_ok(
+        cmd()
+            .args(["build", "--attach", "--push", &image, "--sign-key"])
+            .arg(&key)
+            .arg("--passphrase-file")
+            .arg(&pass)
+            .arg("-o")
+            .arg(&layout)
+            .arg(&r),
+    );
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
+    let digest = index["manifests"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let tags: Vec<&str> = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["annotations"]["org.opencontainers.image.ref.name"].as_str())
+        .collect();
+    assert!(
+        tags.contains(&format!("sha256-{}.sig", &digest[7..]).as_str()),
+        "{index:#}"
+    );
+
+    // Into the second registry, which never saw the push.
+    let o = run_ok(
+        cmd()
+            .args(["mirror"])
+            .arg(&layout)
+            .args(["--to", &format!("{}/air", b.addr)]),
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("  signature ") && out.contains("  referrers tag sha256-"),
+        "{out}"
+    );
+    let mirrored = format!("{}/air/signed@{digest}", b.addr);
+    let policy = [
+        (
+            format!("{}/team", a.addr),
+            serde_json::json!({"type": "matchRepository"}),
+        ),
+        (
+            format!("{}/air", b.addr),
+            serde_json::json!({
+                "type": "remapIdentity",
+                "prefix": format!("{}/air/signed", b.addr),
+                "signedPrefix": format!("{}/team/app", a.addr),
+            }),
+        ),
+    ];
+    let scopes: Vec<(&str, serde_json::Value)> = policy
+        .iter()
+        .map(|(s, v)| (s.as_str(), v.clone()))
+        .collect();
+    let registries = [a.addr.as_str(), b.addr.as_str()];
+    for img in [image.as_str(), mirrored.as_str()] {
+        let (ok, why) = skopeo_policy_accepts(t.path(), &registries, &scopes, &public, img);
+        assert!(ok, "{img}: {why}");
+    }
+    let o = run(cmd()
+        .args(["verify-signature", &mirrored, "--key"])
+        .arg(&public));
+    let out = stdout(&o);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(
+        out.contains("ok     signature: signed as ")
+            && out.contains("ok     https://spdx.dev/Document"),
+        "{out}"
     );
 }
