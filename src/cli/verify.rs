@@ -41,6 +41,16 @@ pub struct VerifyArgs {
     /// Print the result as JSON (rebuilt and target digests, and the diff when they differ).
     #[arg(long)]
     pub json: bool,
+    /// After a bit-identical rebuild of a registry image (--against docker://REF), attach a
+    /// SLSA Verification Summary Attestation saying so, signed with --sign-key (a DSSE
+    /// envelope, as a referrer of the image).
+    #[arg(long, requires = "sign_key")]
+    pub attest: bool,
+    /// The auditor's private key for --attest (PKCS#8 or SEC1 PEM, or a cosign key).
+    #[arg(long, value_name = "FILE", requires = "attest")]
+    pub sign_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub passphrase: super::sign::PassphraseArgs,
 }
 
 pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -56,6 +66,15 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             tag: Some(recipe.image.tag.clone()),
         },
     };
+    let key = match &args.sign_key {
+        Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
+        None => None,
+    };
+    if args.attest && !matches!(target, Spec::Registry(_)) {
+        anyhow::bail!(
+            "--attest attaches to a registry image: give --against docker://REGISTRY/REPO[:TAG]"
+        );
+    }
     let tmp = tempfile::Builder::new()
         .prefix("ocibuild-verify-")
         .tempdir()?;
@@ -84,14 +103,62 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         reporter: &bars,
     };
     let report = audit::verify(&store, built.image.manifest.digest, &target, opts)?;
+    let attested = match (&key, &target, report.reproduced) {
+        (Some(k), Spec::Registry(r), true) => Some(attest_reproduced(
+            cli,
+            &store,
+            &args.recipe,
+            &recipe,
+            r,
+            &report.rebuilt,
+            k,
+        )?),
+        _ => None,
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        let mut doc = serde_json::to_value(&report)?;
+        doc["attestation"] = serde_json::to_value(&attested)?;
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print!("{}", render::verify_text(&report));
+        if let Some(a) = &attested {
+            for p in &a.pushed {
+                println!("attested {p} (SLSA verification summary, signed)");
+            }
+        }
     }
     Ok(if report.reproduced {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
     })
+}
+
+/// `--attest`: the signed VSA for the image `reference` (its manifest `digest`, just rebuilt
+/// bit-identically), attached as a referrer in its repository.
+fn attest_reproduced(
+    cli: &Cli,
+    store: &Store,
+    recipe_path: &std::path::Path,
+    recipe: &recipe::Recipe,
+    reference: &str,
+    digest: &crate::digest::Digest,
+    key: &crate::sign::PrivateKey,
+) -> anyhow::Result<crate::push::ReferrersReport> {
+    let target = super::push::destination_ref(reference)?;
+    let client = super::push::client(cli)?;
+    let fetched = client.get_manifest(&target.with_digest(*digest))?;
+    let name = format!("{}/{}", target.registry(), target.repository());
+    let lock = crate::audit::attest::lock_digest(recipe_path)?;
+    let statement = crate::sign::vsa_statement(&name, digest, &recipe.identity()?, lock.as_ref());
+    let envelope = crate::sign::payload::Envelope::sign(&statement, key);
+    let subject = crate::audit::attest::Subject::new(&name, "", &fetched.bytes)?;
+    let docs = [crate::audit::attest::Document {
+        artifact_type: crate::sign::payload::DSSE_MEDIA_TYPE,
+        bytes: envelope.to_bytes(),
+    }];
+    let referrers = crate::audit::attest::attach(store, &subject, &docs)?;
+    Ok(crate::push::push_referrers(
+        &client, store, digest, &referrers, &target,
+    )?)
 }

@@ -255,6 +255,35 @@ fn signatures_verify_with_skopeo_and_openssl() {
         stdout(&o)
     );
 
+    // The auditor's signature on the reproducibility: a bit-identical rebuild attaches a
+    // signed SLSA verification summary, which verify-signature then checks with the rest.
+    let mut audit = ocibuild();
+    with_env(&mut audit);
+    audit
+        .arg("verify")
+        .arg(&r)
+        .args([
+            "--against",
+            &format!("docker://{image}"),
+            "--attest",
+            "--sign-key",
+        ])
+        .arg(&key);
+    let o = run_ok(&mut audit);
+    assert!(
+        stdout(&o).contains("(SLSA verification summary, signed)"),
+        "{}",
+        stdout(&o)
+    );
+    let o = verify(&image, &public);
+    assert!(
+        o.status.success()
+            && stdout(&o).contains("ok     https://slsa.dev/verification_summary/v1: "),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
+    );
+
     // Signing again gives the same bytes: the signature is there already.
     let mut sign = ocibuild();
     with_env(&mut sign);
