@@ -53,6 +53,7 @@ Environment:
   OCIBUILD_JOBS         worker threads (default: all cores); never changes the output
   OCIBUILD_PODMAN_ARGS  extra `podman run` flags for the test stage (whitespace-separated)
   OCIBUILD_REGISTRIES   the registries file (plain HTTP, CA files, mirrors)
+  OCIBUILD_KEY_PASSPHRASE  a cosign signing key's passphrase (else --passphrase-file)
   REGISTRY_AUTH_FILE    registry credentials (else containers' auth.json, else ~/.docker/config.json)
 
 Docs: README.md and docs/recipe.md in the ocibuild repository.";
