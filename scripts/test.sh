@@ -83,42 +83,60 @@ fi
 # Debian 13's own libc through its loader. The archive is the one this machine's apt uses.
 install_sigstore_tools() {
     local dir=target/sigstore-tools
-    if [[ -x $dir/bin/skopeo-sigstore && -x $dir/bin/cosign ]]; then
+    if [[ -x $dir/bin/skopeo-sigstore && -x $dir/bin/cosign ]] \
+        && "$dir/bin/skopeo-sigstore" --version >/dev/null 2>&1 \
+        && "$dir/bin/cosign" version >/dev/null 2>&1; then
         log "sigstore tools: present in $dir"
         return
     fi
-    local uri
     # The first active Debian archive entry, one-line (`deb URI suite …`) or deb822 (`URIs:`).
+    local uri
     uri=$({
         grep -hE '^[[:space:]]*deb[[:space:]]' /etc/apt/sources.list /etc/apt/sources.list.d/*.list \
             2>/dev/null | sed -E 's/\[[^]]*\]//' | awk '{print $2}'
         grep -hE '^[[:space:]]*URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null \
             | sed -E 's/^[[:space:]]*URIs:[[:space:]]*//' | tr ' ' '\n'
     } | grep -E '^https?://[^ ]*/debian/?$' | head -1 || true)
-    uri=${uri:-http://deb.debian.org/debian}
-    log "sigstore tools: Debian 13 skopeo and cosign from $uri"
     rm -rf "$dir" && mkdir -p "$dir"/{lists/partial,cache/archives/partial,root,bin,debs}
     local abs
     abs=$(cd "$dir" && pwd)
-    echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $uri trixie main" >"$abs/sources.list"
     local apt_opts=(-o "Dir::Etc::sourcelist=$abs/sources.list" -o Dir::Etc::sourceparts=-
         -o "Dir::State::Lists=$abs/lists" -o "Dir::Cache=$abs/cache" -o APT::Sandbox::User=root)
-    apt-get "${apt_opts[@]}" update -q >&2
     local pkgs=(skopeo cosign libc6 libgpgme11t64 libassuan9 libgpg-error0 libsqlite3-0)
-    (cd "$abs/debs" && apt-get "${apt_opts[@]}" download "${pkgs[@]/%//trixie}" >&2)
+    local candidate fetched=
+    for candidate in ${uri:+"$uri"} http://deb.debian.org/debian; do
+        log "sigstore tools: Debian 13 skopeo and cosign from $candidate"
+        echo "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] $candidate trixie main" \
+            >"$abs/sources.list"
+        if apt-get "${apt_opts[@]}" update -q >&2 \
+            && (cd "$abs/debs" && apt-get "${apt_opts[@]}" download "${pkgs[@]/%//trixie}" >&2); then
+            fetched=1
+            break
+        fi
+    done
+    if [[ -z $fetched ]]; then
+        log "sigstore tools: could not download them; the signing tests will fail"
+        return
+    fi
     local deb
     for deb in "$abs"/debs/*.deb; do
         dpkg-deb -x "$deb" "$abs/root"
     done
-    local lib="$abs/root/usr/lib/x86_64-linux-gnu"
-    printf '#!/bin/sh\nexec "%s/ld-linux-x86-64.so.2" --library-path "%s" "%s/root/usr/bin/skopeo" "$@"\n' \
-        "$lib" "$lib" "$abs" >"$abs/bin/skopeo-sigstore"
-    chmod +x "$abs/bin/skopeo-sigstore"
-    ln -sf "$abs/root/usr/bin/cosign" "$abs/bin/cosign"
+    # Both run on Debian 13's libc, through its loader (ld-linux-x86-64.so.2, ld-linux-aarch64.so.1).
+    local lib loader tool
+    lib=$(dirname "$(find "$abs/root/usr/lib" -maxdepth 2 -name 'libc.so.6' | head -1)")
+    loader=$(find "$lib" -maxdepth 1 -name 'ld-linux*.so.*' | head -1)
+    for tool in skopeo cosign; do
+        printf '#!/bin/sh\nexec "%s" --library-path "%s" "%s/root/usr/bin/%s" "$@"\n' \
+            "$loader" "$lib" "$abs" "$tool" >"$abs/bin/$tool"
+        chmod +x "$abs/bin/$tool"
+    done
+    mv "$abs/bin/skopeo" "$abs/bin/skopeo-sigstore"
     "$abs/bin/skopeo-sigstore" --version >&2
+    "$abs/bin/cosign" version 2>&1 | grep -E '^GitVersion' >&2
 }
 
-if [[ ${OCIBUILD_NO_INSTALL:-0} != 1 && $(uname -m) == x86_64 ]] && command -v apt-get >/dev/null; then
+if [[ ${OCIBUILD_NO_INSTALL:-0} != 1 ]] && command -v apt-get >/dev/null; then
     install_sigstore_tools
 fi
 if [[ -d target/sigstore-tools/bin ]]; then

@@ -150,7 +150,7 @@ pub fn resolve(
     let (manifest_digest, change) = match (&locked, pin, r.digest()) {
         (Some(b), LockPolicy::Resolve | LockPolicy::Locked | LockPolicy::Frozen, _) => {
             reporter.detail(&format!(
-                "base {name}: the lock's {} for {platform_s}; the registry not asked",
+                "base {name}: the lock's {} for {platform_s}; its tag not resolved again",
                 b.manifest_digest
             ));
             (b.manifest_digest, LockChange::Unchanged)
@@ -221,8 +221,8 @@ pub fn resolve(
         blobs.extend(manifest.layers.iter().cloned());
     } else {
         reporter.detail(&format!(
-            "base {name}: its {} layers not downloaded (shallow: nothing reads them, and the \
-             push mounts them)",
+            "base {name}: its {} layers not downloaded (shallow: no step reads them, and the \
+             push to the base's registry mounts them)",
             manifest.layers.len()
         ));
     }

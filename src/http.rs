@@ -389,19 +389,11 @@ impl<R> Drop for Reported<'_, R> {
     }
 }
 
-/// The name a download is shown by: its URL's last path segment, percent-decoded, without
-/// query or credentials.
+/// The name a download is reported by: its URL without credentials, query or fragment
+/// (unique among concurrent downloads, where the last segment, `Packages.xz`, is not).
 fn file_name_of(url: &str) -> String {
     let clean = redact(url);
-    let path = clean.split(['?', '#']).next().unwrap_or(&clean);
-    let last = path
-        .trim_end_matches('/')
-        .rsplit('/')
-        .next()
-        .unwrap_or(path);
-    percent_encoding::percent_decode_str(last)
-        .decode_utf8_lossy()
-        .into_owned()
+    clean.split(['?', '#']).next().unwrap_or(&clean).to_string()
 }
 
 /// Reads a whole (small) file, at most `limit` bytes.

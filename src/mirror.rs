@@ -218,22 +218,32 @@ pub fn mirror(
         )?;
     }
     if let Some(sig) = image.signature {
-        // Byte for byte: the signature is over the image's digest, which did not change.
+        // Its layers join the signatures the target already has for this digest (the image's
+        // digest did not change, so each still verifies).
         let sig_bytes = blobs.read_blob(&sig)?;
-        let sig_head: ManifestHead =
+        let sig_manifest: crate::image::Manifest =
             serde_json::from_slice(&sig_bytes).map_err(|e| MirrorError::BadManifest {
                 image: image.name.clone(),
                 digest: sig,
                 problem: e.to_string(),
             })?;
-        for d in std::iter::once(&sig_head.config).chain(&sig_head.layers) {
-            client.push_blob(&dest, &d.digest, d.size, blobs, None, reporter)?;
-        }
+        let scratch_dir = tempfile::Builder::new()
+            .prefix("ocibuild-mirror-")
+            .tempdir()
+            .map_err(StoreError::from)?;
+        let scratch = Store::open(scratch_dir.path())?;
+        let referrers_err = |e| MirrorError::Referrers(Box::new(e));
+        let (pushed, _) = crate::push::push_signature(
+            client,
+            &dest,
+            &image.manifest,
+            &sig_manifest.layers,
+            blobs,
+            &scratch,
+        )
+        .map_err(referrers_err)?;
         let tag = crate::push::signature_tag(&image.manifest);
-        let found =
-            client.push_manifest(&dest, &tag, &sig_bytes, crate::image::MEDIA_TYPE_MANIFEST)?;
-        check(found, sig)?;
-        report.signature = Some(format!("{dest_name}:{tag}@{sig}"));
+        report.signature = Some(format!("{dest_name}:{tag}@{pushed}"));
     }
     if !image.referrers.is_empty() {
         report.referrers = Some(
@@ -264,9 +274,23 @@ pub fn layout_images(
     let ix: crate::image::Index =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
     let mut out = Vec::new();
-    // Signatures and referrers go with their image, not as images of their own.
-    let (extras, images): (Vec<_>, Vec<_>) =
-        ix.manifests.iter().partition(|d| d.artifact_type.is_some());
+    // Signatures and referrers go with their image, not as images of their own; an artifact
+    // of no image in the index (one `oras` put there) is copied like an image.
+    let image_digests: Vec<Digest> = ix
+        .manifests
+        .iter()
+        .filter(|d| d.artifact_type.is_none())
+        .map(|d| d.digest)
+        .collect();
+    let belongs = |e: &crate::image::Descriptor| {
+        e.artifact_type.is_some()
+            && image_digests.iter().any(|i| {
+                e.annotations.get(crate::image::annotations::REF_NAME)
+                    == Some(&crate::push::signature_tag(i))
+                    || subject_of(dir, &e.digest) == Some(*i)
+            })
+    };
+    let (extras, images): (Vec<_>, Vec<_>) = ix.manifests.iter().partition(|d| belongs(d));
     for d in images {
         let ref_name = d
             .annotations

@@ -23,7 +23,7 @@ pub trait Reporter: Sync {
     /// Something failed and is tried again after `delay`.
     fn retrying(&self, _what: &str, _attempt: u32, _delay: Duration, _reason: &str) {}
     /// A file download starts (an index, a .deb, a wheel, an interpreter archive), by its
-    /// name (the URL's last segment); `size` when the server said it.
+    /// URL (without credentials or query); `size` when the server said it.
     fn file_started(&self, _name: &str, _size: Option<u64>) {}
     /// `bytes` more of file `name` arrived.
     fn file_progress(&self, _name: &str, _bytes: u64) {}

@@ -23,6 +23,8 @@ pub struct Bars {
     verbose: bool,
     multi: MultiProgress,
     bars: Mutex<HashMap<String, (ProgressBar, Instant)>>,
+    /// With `verbose`: each transfer's start and bytes so far, bar or no bar (a pipe).
+    transfers: Mutex<HashMap<String, (Instant, u64)>>,
 }
 
 impl Bars {
@@ -41,6 +43,7 @@ impl Bars {
             verbose,
             multi: MultiProgress::with_draw_target(target),
             bars: Mutex::new(HashMap::new()),
+            transfers: Mutex::new(HashMap::new()),
         }
     }
 
@@ -96,26 +99,44 @@ impl Bars {
 
     /// Ends bar `key`; returns how long it ran.
     fn end(&self, key: &str) -> Option<Duration> {
-        self.end_counted(key).map(|(t, _)| t)
-    }
-
-    /// Ends bar `key`; returns how long it ran and the bytes it counted.
-    fn end_counted(&self, key: &str) -> Option<(Duration, u64)> {
         let (bar, started) = self.bars.lock().ok()?.remove(key)?;
-        let elapsed = started.elapsed();
-        let counted = bar.position();
         bar.finish_and_clear();
         self.multi.remove(&bar);
-        Some((elapsed, counted))
+        Some(started.elapsed())
     }
 
-    /// `-v`: what a finished transfer moved, and how fast.
-    fn transferred(&self, what: &str, key: &str) {
-        if let Some((t, n)) = self.end_counted(key) {
+    /// A transfer (re)starts: its bar, and with `-v` its count.
+    fn transfer_started(&self, key: String, label: &str, size: Option<u64>, bar: bool) {
+        if self.verbose {
+            if let Ok(mut t) = self.transfers.lock() {
+                t.insert(key.clone(), (Instant::now(), 0));
+            }
+        }
+        if bar {
+            self.start(key, label, size);
+        }
+    }
+
+    fn transfer_progress(&self, key: &str, bytes: u64) {
+        if self.verbose {
+            if let Ok(mut t) = self.transfers.lock() {
+                if let Some((_, n)) = t.get_mut(key) {
+                    *n += bytes;
+                }
+            }
+        }
+        self.advance(key, bytes);
+    }
+
+    /// A transfer is done: its bar ends; `-v` says what it moved, and how fast.
+    fn transfer_finished(&self, what: &str, key: &str) {
+        self.end(key);
+        let done = self.transfers.lock().ok().and_then(|mut t| t.remove(key));
+        if let Some((started, n)) = done {
             self.detail(&format!(
                 "{what}: {} in {:.1} s",
                 HumanBytes(n),
-                t.as_secs_f64()
+                started.elapsed().as_secs_f64()
             ));
         }
     }
@@ -157,15 +178,15 @@ impl Reporter for Bars {
     fn blob_started(&self, digest: &Digest, size: Option<u64>) {
         // One bar per blob, by its digest's first hex digits; restarted from zero when a
         // transfer starts over.
-        self.start(format!("blob {digest}"), &blob_name(digest), size);
+        self.transfer_started(format!("blob {digest}"), &blob_name(digest), size, true);
     }
 
     fn blob_progress(&self, digest: &Digest, bytes: u64) {
-        self.advance(&format!("blob {digest}"), bytes);
+        self.transfer_progress(&format!("blob {digest}"), bytes);
     }
 
     fn blob_finished(&self, digest: &Digest) {
-        self.transferred(&blob_name(digest), &format!("blob {digest}"));
+        self.transfer_finished(&blob_name(digest), &format!("blob {digest}"));
     }
 
     fn retrying(&self, what: &str, attempt: u32, delay: Duration, reason: &str) {
@@ -175,27 +196,33 @@ impl Reporter for Bars {
         ));
     }
 
-    fn file_started(&self, name: &str, size: Option<u64>) {
-        if size.is_none_or(|s| s >= FILE_BAR_MIN) {
-            self.start(format!("file {name}"), name, size);
-        }
+    /// `url` is the download's key; its bar shows the file name.
+    fn file_started(&self, url: &str, size: Option<u64>) {
+        let bar = size.is_none_or(|s| s >= FILE_BAR_MIN);
+        self.transfer_started(format!("file {url}"), &file_label(url), size, bar);
     }
 
-    fn file_progress(&self, name: &str, bytes: u64) {
-        self.advance(&format!("file {name}"), bytes);
+    fn file_progress(&self, url: &str, bytes: u64) {
+        self.transfer_progress(&format!("file {url}"), bytes);
     }
 
-    fn file_finished(&self, name: &str) {
-        self.transferred(&format!("downloaded {name}"), &format!("file {name}"));
+    fn file_finished(&self, url: &str) {
+        self.transfer_finished(&format!("downloaded {url}"), &format!("file {url}"));
     }
 
     fn task_started(&self, what: &str) {
-        self.start(format!("task {what}"), what, Some(0));
+        self.transfer_started(format!("task {what}"), what, Some(0), true);
     }
 
     fn task_finished(&self, what: &str) {
-        if let Some(t) = self.end(&format!("task {what}")) {
-            self.detail(&format!("{what}: {:.1} s", t.as_secs_f64()));
+        self.end(&format!("task {what}"));
+        let done = self
+            .transfers
+            .lock()
+            .ok()
+            .and_then(|mut t| t.remove(&format!("task {what}")));
+        if let Some((started, _)) = done {
+            self.detail(&format!("{what}: {:.1} s", started.elapsed().as_secs_f64()));
         }
     }
 
@@ -204,6 +231,14 @@ impl Reporter for Bars {
             self.line(msg);
         }
     }
+}
+
+/// A download's bar label: its URL's last path segment, percent-decoded.
+fn file_label(url: &str) -> String {
+    let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or(url);
+    percent_encoding::percent_decode_str(last)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 /// The bar name of a blob: `sha256:` and its first 12 hex digits.

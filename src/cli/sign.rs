@@ -38,9 +38,15 @@ pub struct SignArgs {
 pub struct VerifySignatureArgs {
     /// The image: `[docker://]registry/repository[:tag|@sha256:…]`.
     pub reference: String,
-    /// The public key (SPKI `PUBLIC KEY` PEM, as `openssl pkey -pubout` or cosign writes it).
-    #[arg(long, value_name = "FILE")]
-    pub key: PathBuf,
+    /// A public key (SPKI `PUBLIC KEY` PEM, as `openssl pkey -pubout` or cosign writes it);
+    /// repeat for several signers (a release key and an auditor's): each signature and
+    /// attestation must verify with one of them.
+    #[arg(long, value_name = "FILE", required = true)]
+    pub key: Vec<PathBuf>,
+    /// The repository the signature must name, when it is not the one verified (a mirror's
+    /// images are signed as `registry/repository` they were first pushed to).
+    #[arg(long, value_name = "REGISTRY/REPO")]
+    pub signed_identity: Option<String>,
     /// Print the result as JSON.
     #[arg(long)]
     pub json: bool,
@@ -115,10 +121,20 @@ pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
 }
 
 pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitCode> {
-    let key = PublicKey::load(&args.key)?;
+    let keys = args
+        .key
+        .iter()
+        .map(|k| PublicKey::load(k))
+        .collect::<Result<Vec<_>, _>>()?;
     let reference = super::push::destination_ref(&args.reference)?;
     let client = super::push::client(cli)?;
-    let report = sign::verify_image(&client, &cli.store()?, &reference, &key)?;
+    let report = sign::verify_image(
+        &client,
+        &cli.store()?,
+        &reference,
+        &keys,
+        args.signed_identity.as_deref(),
+    )?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

@@ -150,12 +150,12 @@ fn attest_reproduced(
     let fetched = client.get_manifest(&target.with_digest(*digest))?;
     let name = format!("{}/{}", target.registry(), target.repository());
     let lock = crate::audit::attest::lock_digest(recipe_path)?;
-    let statement = crate::sign::vsa_statement(&name, digest, &recipe.identity()?, lock.as_ref());
+    let statement = crate::sign::vsa_statement(&name, digest, &recipe.identity()?, lock.as_ref())?;
     let envelope = crate::sign::payload::Envelope::sign(&statement, key);
     let subject = crate::audit::attest::Subject::new(&name, "", &fetched.bytes)?;
     let docs = [crate::audit::attest::Document {
         artifact_type: crate::sign::payload::DSSE_MEDIA_TYPE,
-        bytes: envelope.to_bytes(),
+        bytes: envelope.to_bytes()?,
     }];
     let referrers = crate::audit::attest::attach(store, &subject, &docs)?;
     Ok(crate::push::push_referrers(

@@ -195,8 +195,17 @@ fn write_into(
         .filter(|d| d.artifact_type.is_none())
         .map(|d| d.digest)
         .collect();
+    // So do their signatures (tagged `sha256-<hex>.sig`, with no subject).
+    let signs_an_image = |d: &Descriptor| {
+        let hex = d
+            .annotations
+            .get(annotations::REF_NAME)
+            .and_then(|t| t.strip_prefix("sha256-")?.strip_suffix(".sig"));
+        hex.is_none_or(|h| images.iter().any(|i| i.hex() == h))
+    };
     index.manifests.retain(|d| {
-        d.artifact_type.is_none() || subject_of(dir, &d.digest).is_none_or(|s| images.contains(&s))
+        d.artifact_type.is_none()
+            || (signs_an_image(d) && subject_of(dir, &d.digest).is_none_or(|s| images.contains(&s)))
     });
     index.manifests.sort_by(|a, b| {
         let key = |d: &Descriptor| {

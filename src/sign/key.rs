@@ -4,13 +4,14 @@
 //! go-securesystemslib `encrypted` JSON, scrypt + NaCl secretbox around a PKCS#8 key); public
 //! keys as SPKI `PUBLIC KEY` PEM. Nothing here keeps, prints or returns key material.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use base64::Engine;
 use p256::ecdsa::signature::{Signer, Verifier};
 use p256::ecdsa::{Signature, SigningKey, VerifyingKey};
 use p256::pkcs8::{DecodePrivateKey, DecodePublicKey, ObjectIdentifier};
 use serde::Deserialize;
+use zeroize::Zeroizing;
 
 use super::SignError;
 
@@ -31,17 +32,17 @@ impl std::fmt::Debug for PrivateKey {
 }
 
 impl PrivateKey {
-    /// Reads the private key at `path`; `passphrase` opens a cosign key (and is refused as
-    /// needless for a plain one only when given explicitly: openssl keys have none).
+    /// Reads the private key at `path`; `passphrase` opens a cosign key (a plain key has
+    /// none, and one given is not used).
     pub fn load(path: &Path, passphrase: Option<&[u8]>) -> Result<PrivateKey, SignError> {
-        let text = read(path)?;
+        let text = Zeroizing::new(read(path)?);
         let bad = |problem: String| SignError::Key {
             path: path.to_path_buf(),
             problem,
         };
-        let (label, der) = p256::pkcs8::der::pem::decode_vec(text.trim().as_bytes())
-            .map_err(|e| bad(format!("is not a PEM file ({e})")))?;
-        let key = match label {
+        let (label, der) = decode_pem(&text).map_err(bad)?;
+        let der = Zeroizing::new(der);
+        let key = match label.as_str() {
             "PRIVATE KEY" => from_pkcs8(&der).map_err(bad)?,
             "EC PRIVATE KEY" => p256::SecretKey::from_sec1_der(&der)
                 .map(SigningKey::from)
@@ -58,7 +59,7 @@ impl PrivateKey {
                          --passphrase-file FILE or in $OCIBUILD_KEY_PASSPHRASE"
                         .into()));
                 };
-                let plain = decrypt_cosign(&der, pass).map_err(bad)?;
+                let plain = Zeroizing::new(decrypt_cosign(&der, pass).map_err(bad)?);
                 from_pkcs8(&plain).map_err(bad)?
             }
             "ENCRYPTED PRIVATE KEY" => {
@@ -113,8 +114,7 @@ impl PublicKey {
             path: path.to_path_buf(),
             problem,
         };
-        let (label, der) = p256::pkcs8::der::pem::decode_vec(text.trim().as_bytes())
-            .map_err(|e| bad(format!("is not a PEM file ({e})")))?;
+        let (label, der) = decode_pem(&text).map_err(bad)?;
         if label != "PUBLIC KEY" {
             return Err(bad(format!(
                 "holds a `{label}`, not a `PUBLIC KEY` (SPKI PEM)"
@@ -143,10 +143,29 @@ impl PublicKey {
 }
 
 fn read(path: &Path) -> Result<String, SignError> {
-    fs_err::read_to_string(path).map_err(|source| SignError::Read {
-        path: path.to_path_buf(),
-        source,
-    })
+    Ok(fs_err::read_to_string(path)?)
+}
+
+/// The first PEM block of `text` (its label and DER), past an `EC PARAMETERS` block such as
+/// `openssl ecparam -genkey` writes before the key.
+fn decode_pem(text: &str) -> Result<(String, Vec<u8>), String> {
+    let mut rest = text;
+    while let Some(start) = rest.find("-----BEGIN ") {
+        let block = &rest[start..];
+        if block.starts_with("-----BEGIN EC PARAMETERS-----") {
+            rest = &block["-----BEGIN ".len()..];
+            continue;
+        }
+        // Up to the end of the block's END line.
+        let end = block
+            .find("-----END ")
+            .map(|i| block[i..].find('\n').map_or(block.len(), |j| i + j))
+            .unwrap_or(block.len());
+        let (label, der) = p256::pkcs8::der::pem::decode_vec(block[..end].trim().as_bytes())
+            .map_err(|e| format!("is not a PEM file ({e})"))?;
+        return Ok((label.to_string(), der));
+    }
+    Err("is not a PEM file (no -----BEGIN line)".into())
 }
 
 /// The file's mode when group or others may read it.
@@ -226,7 +245,10 @@ fn decrypt_cosign(json: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, String> {
     let nonce = b64(&e.cipher.nonce, "nonce")?;
     let sealed = b64(&e.ciphertext, "ciphertext")?;
     let p = &e.kdf.params;
-    if !p.N.is_power_of_two() || p.N < 2 || p.N > 1 << 22 || p.r == 0 || p.r > 64 || p.p > 16 {
+    // scrypt takes 128·r·N bytes: a key file that asks for more than 1 GiB is not cosign's
+    // (which uses N = 65536, r = 8: 64 MiB).
+    let memory = 128u64.saturating_mul(u64::from(p.r)).saturating_mul(p.N);
+    if !p.N.is_power_of_two() || p.N < 2 || p.r == 0 || p.p == 0 || p.p > 16 || memory > 1 << 30 {
         return Err(format!(
             "has scrypt parameters out of range (N={}, r={}, p={})",
             p.N, p.r, p.p
@@ -234,31 +256,26 @@ fn decrypt_cosign(json: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, String> {
     }
     let params = scrypt::Params::new(p.N.trailing_zeros() as u8, p.r, p.p, 32)
         .map_err(|e| format!("has bad scrypt parameters ({e})"))?;
-    let mut key = [0u8; 32];
-    scrypt::scrypt(passphrase, &salt, &params, &mut key)
+    let mut key = Zeroizing::new([0u8; 32]);
+    scrypt::scrypt(passphrase, &salt, &params, key.as_mut())
         .map_err(|e| format!("cannot derive its key ({e})"))?;
     if nonce.len() != 24 {
         return Err("has a nonce that is not 24 bytes".into());
     }
-    let cipher = crypto_secretbox::XSalsa20Poly1305::new(&key.into());
-    let plain = cipher
+    let cipher = crypto_secretbox::XSalsa20Poly1305::new((&*key).into());
+    cipher
         .decrypt(
             crypto_secretbox::Nonce::from_slice(&nonce),
             sealed.as_slice(),
         )
-        .map_err(|_| "does not open with this passphrase".to_string())?;
-    key.fill(0);
-    Ok(plain)
+        .map_err(|_| "does not open with this passphrase".to_string())
 }
 
 /// Where a cosign key's passphrase comes from: a file (its first line) or an environment
 /// variable; nothing when neither is given.
 pub fn passphrase(file: Option<&Path>, env_var: &str) -> Result<Option<Vec<u8>>, SignError> {
     if let Some(f) = file {
-        let text = fs_err::read(f).map_err(|source| SignError::Read {
-            path: PathBuf::from(f),
-            source,
-        })?;
+        let text = Zeroizing::new(fs_err::read(f)?);
         let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
         return Ok(Some(line.strip_suffix(b"\r").unwrap_or(line).to_vec()));
     }

@@ -7,9 +7,9 @@ use serde_json::json;
 
 use super::key::{PrivateKey, PublicKey};
 use crate::digest::Digest;
+use crate::json::JsonError;
 
-/// The media type of a sigstore signature's layer.
-pub const SIMPLE_SIGNING: &str = "application/vnd.dev.cosign.simplesigning.v1+json";
+pub use crate::push::SIMPLE_SIGNING;
 /// The annotation holding the base64 signature of that layer's bytes.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// A DSSE envelope (also the artifact type of the referrers that carry one).
@@ -17,20 +17,23 @@ pub const DSSE_MEDIA_TYPE: &str = "application/vnd.dsse.envelope.v1+json";
 /// The payload type of an envelope around an in-toto statement.
 pub const IN_TOTO_PAYLOAD: &str = "application/vnd.in-toto+json";
 pub const STATEMENT_V1: &str = "https://in-toto.io/Statement/v1";
+/// The statement version cosign's `attest` still writes; read, never written.
+pub const STATEMENT_V01: &str = "https://in-toto.io/Statement/v0.1";
+/// The `type` of a simple-signing payload for an image.
+pub const SIMPLE_SIGNING_TYPE: &str = "cosign container image signature";
 
 /// The simple-signing payload for `digest` as `reference` (`registry/repository[:tag]`):
 /// canonical JSON, so the same image and name sign to the same bytes.
-pub fn simple_signing(reference: &str, digest: &Digest) -> Vec<u8> {
+pub fn simple_signing(reference: &str, digest: &Digest) -> Result<Vec<u8>, JsonError> {
     let doc = json!({
         "critical": {
             "identity": {"docker-reference": reference},
             "image": {"docker-manifest-digest": digest.to_string()},
-            "type": "cosign container image signature",
+            "type": SIMPLE_SIGNING_TYPE,
         },
         "optional": null,
     });
-    // serde_json's maps are sorted: canonical already.
-    serde_json::to_vec(&doc).unwrap_or_default()
+    crate::json::to_canonical_vec("simple-signing payload", &doc)
 }
 
 /// What a simple-signing payload says.
@@ -106,8 +109,13 @@ impl Envelope {
         }
     }
 
-    /// The statement's bytes when one of the signatures verifies with `key`.
+    /// The statement's bytes when the envelope carries an in-toto statement and one of its
+    /// signatures verifies with `key`. (The payload type is signed too, but an envelope of
+    /// another type is not an attestation, whoever signed it.)
     pub fn verified(&self, key: &PublicKey) -> Option<Vec<u8>> {
+        if self.payload_type != IN_TOTO_PAYLOAD {
+            return None;
+        }
         let body = b64().decode(&self.payload).ok()?;
         let message = pae(&self.payload_type, &body);
         self.signatures
@@ -118,8 +126,8 @@ impl Envelope {
     }
 
     /// Canonical JSON bytes.
-    pub fn to_bytes(&self) -> Vec<u8> {
-        crate::json::to_canonical_vec("DSSE envelope", self).unwrap_or_default()
+    pub fn to_bytes(&self) -> Result<Vec<u8>, JsonError> {
+        crate::json::to_canonical_vec("DSSE envelope", self)
     }
 }
 
@@ -129,20 +137,20 @@ pub fn statement(
     digest: &Digest,
     predicate_type: &str,
     predicate: serde_json::Value,
-) -> Vec<u8> {
+) -> Result<Vec<u8>, JsonError> {
     let doc = json!({
         "_type": STATEMENT_V1,
         "subject": [{"name": name, "digest": {"sha256": digest.hex()}}],
         "predicateType": predicate_type,
         "predicate": predicate,
     });
-    crate::json::to_canonical_vec("in-toto statement", &doc).unwrap_or_default()
+    crate::json::to_canonical_vec("in-toto statement", &doc)
 }
 
 /// The subject digests (`sha256` hex) and predicate type of a statement.
 pub fn statement_claims(bytes: &[u8]) -> Option<(Vec<String>, String)> {
     let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;
-    if v["_type"] != STATEMENT_V1 {
+    if v["_type"] != STATEMENT_V1 && v["_type"] != STATEMENT_V01 {
         return None;
     }
     let subjects = v["subject"]
@@ -169,7 +177,7 @@ mod tests {
     #[test]
     fn the_payload_is_cosigns() {
         let d = Digest::of(b"x");
-        let p = String::from_utf8(simple_signing("r.io/a/b", &d)).unwrap();
+        let p = String::from_utf8(simple_signing("r.io/a/b", &d).unwrap()).unwrap();
         assert_eq!(
             p,
             format!(

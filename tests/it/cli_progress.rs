@@ -79,7 +79,7 @@ fn progress_on_a_terminal_and_decisions_with_verbose() {
     assert!(shown.contains("big_1.0_amd64.deb ["), "no bar: {shown}");
     assert!(shown.contains("/1.82 MiB"), "no byte total: {shown}");
     assert!(
-        shown.contains("downloaded big_1.0_amd64.deb: 1.82 MiB in "),
+        shown.contains("/big_1.0_amd64.deb: 1.82 MiB in "),
         "not counted: {shown}"
     );
     assert!(shown.contains("built apt in "), "{shown}");
@@ -103,6 +103,17 @@ fn progress_on_a_terminal_and_decisions_with_verbose() {
     ));
     assert!(
         stderr(&o).contains("layer apt: building (--no-cache)"),
+        "{}",
+        stderr(&o)
+    );
+    // `-v` in a pipe also says what each download moved (no bar to count it there).
+    let o = run_ok(&mut cmd(
+        &t.path().join("cold-cache"),
+        &["-v", "build", "-o", &out],
+        &r,
+    ));
+    assert!(
+        stderr(&o).contains("/big_1.0_amd64.deb: 1.82 MiB in "),
         "{}",
         stderr(&o)
     );

@@ -122,6 +122,28 @@ fn skopeo_policy_accepts(
     (o.status.success(), stderr(&o))
 }
 
+/// [`registry_manifest`]'s PUT with another content type (an index).
+fn registry_manifest_typed(addr: &str, repo: &str, reference: &str, body: &[u8], media_type: &str) {
+    let script = r#"
+import base64, sys, urllib.request
+addr, repo, ref, user, pw, mt = sys.argv[1:7]
+url = f"http://{addr}/v2/{repo}/manifests/{ref}"
+auth = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()
+req = urllib.request.Request(url, data=sys.stdin.buffer.read(), method="PUT", headers={"Authorization": auth, "Content-Type": mt})
+urllib.request.urlopen(req).read()
+"#;
+    let mut child = Command::new("python3")
+        .args(["-c", script, addr, repo, reference, USER, PASS, media_type])
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    {
+        use std::io::Write;
+        child.stdin.take().unwrap().write_all(body).unwrap();
+    }
+    assert!(child.wait().unwrap().success(), "PUT {reference}");
+}
+
 /// A manifest GET or PUT on the test registry (python3's urllib, Basic auth): the faults a
 /// test makes by hand.
 fn registry_manifest(addr: &str, repo: &str, reference: &str, put: Option<&[u8]>) -> Vec<u8> {
@@ -134,7 +156,7 @@ if mode == "put":
     body = sys.stdin.buffer.read()
     req = urllib.request.Request(url, data=body, method="PUT", headers={"Authorization": auth, "Content-Type": "application/vnd.oci.image.manifest.v1+json"})
 else:
-    req = urllib.request.Request(url, headers={"Authorization": auth, "Accept": "application/vnd.oci.image.manifest.v1+json"})
+    req = urllib.request.Request(url, headers={"Authorization": auth, "Accept": "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json"})
 sys.stdout.buffer.write(urllib.request.urlopen(req).read())
 "#;
     let mut cmd = Command::new("python3");
@@ -250,13 +272,17 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let o = verify(&image, &other_public);
     assert!(!o.status.success());
     assert!(
-        stdout(&o).contains("does not verify with this key"),
+        stdout(&o).contains("FAILED signature: layer 0: does not verify with this key")
+            && stdout(&o).contains("the envelope's signature does not verify with this key"),
         "{}",
         stdout(&o)
     );
 
     // The auditor's signature on the reproducibility: a bit-identical rebuild attaches a
     // signed SLSA verification summary, which verify-signature then checks with the rest.
+    // The auditor has a key of their own; verifying with the release key alone names the
+    // summary as not verifying, with both keys everything verifies.
+    let (auditor, auditor_public) = keypair(t.path(), "auditor");
     let mut audit = ocibuild();
     with_env(&mut audit);
     audit
@@ -268,7 +294,7 @@ fn signatures_verify_with_skopeo_and_openssl() {
             "--attest",
             "--sign-key",
         ])
-        .arg(&key);
+        .arg(&auditor);
     let o = run_ok(&mut audit);
     assert!(
         stdout(&o).contains("(SLSA verification summary, signed)"),
@@ -276,6 +302,20 @@ fn signatures_verify_with_skopeo_and_openssl() {
         stdout(&o)
     );
     let o = verify(&image, &public);
+    assert!(
+        !o.status.success()
+            && stdout(&o).contains("FAILED attestation: ")
+            && stdout(&o).contains("the envelope's signature does not verify"),
+        "{}",
+        stdout(&o)
+    );
+    let mut both = ocibuild();
+    with_env(&mut both);
+    both.args(["verify-signature", &image, "--key"])
+        .arg(&public)
+        .arg("--key")
+        .arg(&auditor_public);
+    let o = run(&mut both);
     assert!(
         o.status.success()
             && stdout(&o).contains("ok     https://slsa.dev/verification_summary/v1: "),
@@ -409,6 +449,32 @@ fn signatures_verify_with_skopeo_and_openssl() {
     );
     let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
     assert!(!ok, "skopeo accepted a signature of another image");
+
+    // The second image signed, but with the first one's attestations (their referrers index
+    // copied under its referrers tag): statements about another image.
+    let mut sign = ocibuild();
+    with_env(&mut sign);
+    sign.args(["sign", &format!("{}/sig/app@{digest2}", reg.addr), "--key"])
+        .arg(&key);
+    run_ok(&mut sign);
+    let first_referrers = format!("sha256-{}", &digest["sha256:".len()..]);
+    let index_bytes = registry_manifest(&reg.addr, "sig/app", &first_referrers, None);
+    let second_referrers = format!("sha256-{}", &digest2["sha256:".len()..]);
+    registry_manifest_typed(
+        &reg.addr,
+        "sig/app",
+        &second_referrers,
+        &index_bytes,
+        "application/vnd.oci.image.index.v1+json",
+    );
+    let o = verify(&format!("{}/sig/app@{digest2}", reg.addr), &public);
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains("ok     signature: signed as ")
+            && stdout(&o).contains(": a statement about another image"),
+        "{}",
+        stdout(&o)
+    );
 }
 
 /// Keys ocibuild does not sign with are refused by name, before anything is built; a key
@@ -473,9 +539,22 @@ fn unsupported_keys_are_refused_and_open_keys_warned_about() {
         "built with a key it cannot use"
     );
 
+    // `openssl ecparam -genkey` writes EC PARAMETERS before the SEC1 key: taken (the build
+    // then fails at the push: nothing listens on port 1).
+    let sec1 = t.path().join("sec1.pem");
+    run_ok(
+        Command::new("openssl")
+            .args(["ecparam", "-name", "prime256v1", "-genkey", "-out"])
+            .arg(&sec1),
+    );
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&sec1, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let o = try_key(&sec1);
+    assert!(!stderr(&o).contains("key file"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("127.0.0.1:1"), "{}", stderr(&o));
+
     // A readable key: a warning (then the push fails: nothing listens on port 1).
     let (open, _) = keypair(t.path(), "open");
-    use std::os::unix::fs::PermissionsExt;
     fs::set_permissions(&open, std::fs::Permissions::from_mode(0o644)).unwrap();
     let o = try_key(&open);
     assert!(
@@ -618,6 +697,17 @@ fn a_cosign_key_signs_and_the_signature_survives_a_mirror() {
     let o = run(cmd()
         .args(["verify-signature", &mirrored, "--key"])
         .arg(&public));
+    // Signed as the first registry's repository: named, unless that is what is expected.
+    assert!(!o.status.success());
+    assert!(
+        stdout(&o).contains(&format!("signed as {image}, not as {}/air/signed", b.addr)),
+        "{}",
+        stdout(&o)
+    );
+    let o = run(cmd()
+        .args(["verify-signature", &mirrored, "--key"])
+        .arg(&public)
+        .args(["--signed-identity", &format!("{}/team/app", a.addr)]));
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(

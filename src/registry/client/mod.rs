@@ -496,8 +496,9 @@ impl Client {
                 Ok(v) => return Ok(v),
                 Err(e) => {
                     if mirror {
+                        // Its error is in the final one (AfterMirrors) when all fail.
                         progress.message(&format!(
-                            "{}/{} failed ({e}); trying the next location",
+                            "{}/{} failed; trying the next location",
                             ep.registry, ep.repository
                         ));
                     }

@@ -170,8 +170,9 @@ impl Client {
             let sent = Arc::new(AtomicU64::new(0));
             let make_body = || -> Result<Body, RegistryError> {
                 let f = fs::File::open(on_disk).map_err(io_err)?;
-                // A new body (a retry) starts the count over.
-                sent.store(0, Ordering::Relaxed);
+                // A new body (a retry) starts the count over, as a new attempt.
+                let attempt = (sent.load(Ordering::Relaxed) >> COUNT_BITS) + 1;
+                sent.store(attempt << COUNT_BITS, Ordering::Relaxed);
                 progress.blob_started(digest, Some(size));
                 Ok(Body::sized(Counted(f, Arc::clone(&sent)), size))
             };
@@ -424,6 +425,10 @@ impl Client {
     }
 }
 
+/// The bytes a [`Counted`] body sent are the low 48 bits of its counter; the attempt (each new
+/// body of a retried request) is the bits above, so a count read once is one attempt's.
+const COUNT_BITS: u32 = 48;
+
 /// A body counting the bytes read from it (by the HTTP client) into a shared counter.
 struct Counted<R>(R, Arc<AtomicU64>);
 
@@ -432,6 +437,17 @@ impl<R: Read> Read for Counted<R> {
         let n = self.0.read(buf)?;
         self.1.fetch_add(n as u64, Ordering::Relaxed);
         Ok(n)
+    }
+}
+
+/// Sets `done` and wakes the ticker when dropped: also when `send` panics, so the scope's
+/// join does not wait for a ticker that never stops.
+struct StopTicker<'a>(&'a AtomicBool, std::thread::Thread);
+
+impl Drop for StopTicker<'_> {
+    fn drop(&mut self) {
+        self.0.store(true, Ordering::Release);
+        self.1.unpark();
     }
 }
 
@@ -446,12 +462,14 @@ fn report_sent<T>(
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
         let ticker = s.spawn(|| {
-            let mut reported = 0u64;
+            let (mut attempt, mut reported) = (0u64, 0u64);
             loop {
                 let finished = done.load(Ordering::Acquire);
-                let now = sent.load(Ordering::Relaxed);
-                if now < reported {
-                    reported = 0;
+                let v = sent.load(Ordering::Relaxed);
+                let (a, now) = (v >> COUNT_BITS, v & ((1 << COUNT_BITS) - 1));
+                if a != attempt {
+                    // blob_started restarted the bar for this attempt.
+                    (attempt, reported) = (a, 0);
                 }
                 if now > reported {
                     progress.blob_progress(digest, now - reported);
@@ -463,9 +481,7 @@ fn report_sent<T>(
                 std::thread::park_timeout(Duration::from_millis(100));
             }
         });
-        let out = send();
-        done.store(true, Ordering::Release);
-        ticker.thread().unpark();
-        out
+        let _stop = StopTicker(&done, ticker.thread().clone());
+        send()
     })
 }

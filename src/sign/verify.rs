@@ -1,0 +1,301 @@
+//! `verify-signature`: an image's sigstore signature and every attestation attached to it,
+//! checked against public keys. Nothing found wrong aborts the check: each problem is a
+//! finding that names what is missing or wrong, and the report fails when any does.
+
+use base64::Engine;
+use serde::Serialize;
+
+use super::payload::{self, Envelope, DSSE_MEDIA_TYPE, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
+use super::{signature_tag, PublicKey, SignError};
+use crate::digest::Digest;
+use crate::image::{Descriptor, Index, Manifest, MEDIA_TYPE_INDEX};
+use crate::progress::Silent;
+use crate::registry::{Client, Reference, RegistryError};
+use crate::store::Store;
+
+/// A signature payload or an envelope is a small document; a layer claiming more is refused
+/// before it is downloaded.
+const MAX_DOCUMENT: u64 = 16 << 20;
+
+/// One finding of [`verify_image`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Finding {
+    /// `signature`, the attestation's predicate type (`attestation` when it cannot be read),
+    /// an unsigned document's artifact type, or `attestations`.
+    pub what: String,
+    pub ok: bool,
+    pub detail: String,
+}
+
+/// What [`verify_image`] found.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyReport {
+    pub image: String,
+    pub digest: Digest,
+    pub findings: Vec<Finding>,
+}
+
+impl VerifyReport {
+    /// A signature verified, and nothing is wrong.
+    pub fn ok(&self) -> bool {
+        self.findings.iter().any(|f| f.what == "signature" && f.ok)
+            && self.findings.iter().all(|f| f.ok)
+    }
+}
+
+fn finding(what: &str, ok: bool, detail: String) -> Finding {
+    Finding {
+        what: what.to_string(),
+        ok,
+        detail,
+    }
+}
+
+/// `registry/repository` of a reference as written in a signature or on the command line.
+fn repository_of(reference: &str) -> Option<(String, Option<String>)> {
+    let r: Reference = reference.parse().ok()?;
+    Some((
+        format!("{}/{}", r.registry(), r.repository()),
+        r.tag().map(str::to_string),
+    ))
+}
+
+/// Checks the image `reference` names: its sigstore signature (a layer of `sha256-<hex>.sig`
+/// must verify with one of `keys`, be an image signature of this digest, and name the image's
+/// repository, or `signed_identity` when given: a mirror's images are signed under the name
+/// they were pushed by; with a tag in `reference`, a signed tag must be that one), and every
+/// attestation attached as a referrer (a DSSE envelope of an in-toto statement, verifying with
+/// one of `keys`, about this digest); unsigned documents attached are named as such.
+pub fn verify_image(
+    client: &Client,
+    store: &Store,
+    reference: &Reference,
+    keys: &[PublicKey],
+    signed_identity: Option<&str>,
+) -> Result<VerifyReport, SignError> {
+    let fetched = client.get_manifest(reference)?;
+    let digest = fetched.digest;
+    let repo = format!("{}/{}", reference.registry(), reference.repository());
+    let expected = match signed_identity {
+        Some(s) => repository_of(s)
+            .map(|(r, _)| r)
+            .ok_or_else(|| SignError::Bad {
+                reference: s.to_string(),
+                problem: "is not a registry/repository reference".into(),
+            })?,
+        None => repo.clone(),
+    };
+    let wanted_tag = reference.tag().filter(|_| signed_identity.is_none());
+    let mut findings = Vec::new();
+    let sig_ref = reference
+        .with_tag(&signature_tag(&digest))
+        .map_err(RegistryError::from)?;
+    match client.get_manifest(&sig_ref) {
+        Err(e) if crate::push::is_manifest_unknown(&e) => findings.push(finding(
+            "signature",
+            false,
+            format!("missing: no {repo}:{}", signature_tag(&digest)),
+        )),
+        Err(e) => return Err(e.into()),
+        Ok(m) => {
+            let want = Wanted {
+                digest: &digest,
+                repository: &expected,
+                tag: wanted_tag,
+                keys,
+            };
+            findings.push(check_signatures(client, store, &sig_ref, &m.bytes, &want));
+        }
+    }
+    let ix_tag = crate::push::referrers_tag(&digest);
+    let ix_ref = reference.with_tag(&ix_tag).map_err(RegistryError::from)?;
+    let referrers = match client.get_manifest(&ix_ref) {
+        Ok(m) => match serde_json::from_slice::<Index>(&m.bytes) {
+            Ok(i) if m.media_type == MEDIA_TYPE_INDEX => i.manifests,
+            _ => {
+                findings.push(finding(
+                    "attestations",
+                    false,
+                    format!(
+                        "{repo}:{ix_tag} (the referrers tag) is not an image index ({})",
+                        m.media_type
+                    ),
+                ));
+                Vec::new()
+            }
+        },
+        Err(e) if crate::push::is_manifest_unknown(&e) => Vec::new(),
+        Err(e) => return Err(e.into()),
+    };
+    for r in &referrers {
+        match r.artifact_type.as_deref() {
+            Some(DSSE_MEDIA_TYPE) => {
+                findings.push(check_attestation(client, store, &ix_ref, r, &digest, keys))
+            }
+            other => findings.push(finding(
+                other.unwrap_or("referrer"),
+                true,
+                format!("{} attached unsigned (not checked)", r.digest),
+            )),
+        }
+    }
+    if !referrers
+        .iter()
+        .any(|r| r.artifact_type.as_deref() == Some(DSSE_MEDIA_TYPE))
+    {
+        findings.push(finding("attestations", true, "none attached".into()));
+    }
+    Ok(VerifyReport {
+        image: format!("{repo}@{digest}"),
+        digest,
+        findings,
+    })
+}
+
+/// What a signature must say.
+struct Wanted<'a> {
+    digest: &'a Digest,
+    repository: &'a str,
+    tag: Option<&'a str>,
+    keys: &'a [PublicKey],
+}
+
+/// A small blob of `at`'s repository, through `store` (verified by digest on the way).
+fn fetch_document(
+    client: &Client,
+    store: &Store,
+    at: &Reference,
+    d: &Descriptor,
+) -> Result<Vec<u8>, String> {
+    if d.size > MAX_DOCUMENT {
+        return Err(format!("{} claims {} bytes", d.digest, d.size));
+    }
+    client
+        .pull_blob(at, &d.digest, Some(d.size), store, &Silent)
+        .map_err(|e| e.to_string())?;
+    store.read_blob(&d.digest).map_err(|e| e.to_string())
+}
+
+fn check_signatures(
+    client: &Client,
+    store: &Store,
+    sig_ref: &Reference,
+    bytes: &[u8],
+    want: &Wanted<'_>,
+) -> Finding {
+    let Ok(m) = serde_json::from_slice::<Manifest>(bytes) else {
+        return finding("signature", false, format!("{sig_ref} is not a manifest"));
+    };
+    let mut problems = Vec::new();
+    for (i, l) in m.layers.iter().enumerate() {
+        if l.media_type != SIMPLE_SIGNING {
+            continue;
+        }
+        let Some(sig) = l
+            .annotations
+            .get(SIGNATURE_ANNOTATION)
+            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok())
+        else {
+            problems.push(format!("layer {i}: no signature annotation"));
+            continue;
+        };
+        let payload = match fetch_document(client, store, sig_ref, l) {
+            Ok(p) => p,
+            Err(e) => {
+                problems.push(format!("layer {i}: {e}"));
+                continue;
+            }
+        };
+        if !want.keys.iter().any(|k| k.verifies(&payload, &sig)) {
+            problems.push(format!("layer {i}: does not verify with this key"));
+            continue;
+        }
+        let Ok(claims) = serde_json::from_slice::<payload::SimpleSigning>(&payload) else {
+            problems.push(format!("layer {i}: not a simple-signing payload"));
+            continue;
+        };
+        let c = &claims.critical;
+        let signed_as = &c.identity.docker_reference;
+        if c.kind != payload::SIMPLE_SIGNING_TYPE {
+            problems.push(format!("layer {i}: a `{}`, not an image signature", c.kind));
+        } else if c.image.docker_manifest_digest != want.digest.to_string() {
+            problems.push(format!(
+                "layer {i}: signs {}, not this image",
+                c.image.docker_manifest_digest
+            ));
+        } else {
+            match repository_of(signed_as) {
+                Some((r, _)) if r != want.repository => problems.push(format!(
+                    "layer {i}: signed as {signed_as}, not as {} (a mirror: --signed-identity)",
+                    want.repository
+                )),
+                Some((_, Some(t))) if want.tag.is_some_and(|w| w != t) => problems.push(format!(
+                    "layer {i}: signed as {signed_as}, not with the tag {}",
+                    want.tag.unwrap_or_default()
+                )),
+                Some(_) => return finding("signature", true, format!("signed as {signed_as}")),
+                None => problems.push(format!(
+                    "layer {i}: signed as `{signed_as}`, which is not an image reference"
+                )),
+            }
+        }
+    }
+    if problems.is_empty() {
+        problems.push("no signature layers".into());
+    }
+    finding("signature", false, problems.join("; "))
+}
+
+fn check_attestation(
+    client: &Client,
+    store: &Store,
+    at: &Reference,
+    r: &Descriptor,
+    digest: &Digest,
+    keys: &[PublicKey],
+) -> Finding {
+    let bad = |detail: String| finding("attestation", false, format!("{}: {detail}", r.digest));
+    // A manifest, by digest: through the manifests endpoint (verified against the digest).
+    let bytes = match client.get_manifest(&at.with_digest(r.digest)) {
+        Ok(m) => m.bytes,
+        Err(e) if crate::push::is_manifest_unknown(&e) => {
+            return bad("listed in the referrers tag, but not in the registry".into())
+        }
+        Err(e) => return bad(e.to_string()),
+    };
+    let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
+        return bad("not a manifest".into());
+    };
+    let Some(layer) = m.layers.first() else {
+        return bad("has no layer".into());
+    };
+    let env_bytes = match fetch_document(client, store, at, layer) {
+        Ok(b) => b,
+        Err(e) => return bad(e),
+    };
+    let Ok(envelope) = serde_json::from_slice::<Envelope>(&env_bytes) else {
+        return bad("not a DSSE envelope".into());
+    };
+    if envelope.payload_type != payload::IN_TOTO_PAYLOAD {
+        return bad(format!(
+            "payload type `{}`, not an in-toto statement",
+            envelope.payload_type
+        ));
+    }
+    let Some(statement) = keys.iter().find_map(|k| envelope.verified(k)) else {
+        return bad("the envelope's signature does not verify with this key".into());
+    };
+    let Some((subjects, predicate)) = payload::statement_claims(&statement) else {
+        return bad("not an in-toto statement".into());
+    };
+    if !subjects.iter().any(|s| *s == digest.hex()) {
+        return finding(
+            &predicate,
+            false,
+            format!("{}: a statement about another image", r.digest),
+        );
+    }
+    finding(&predicate, true, format!("{} verified", r.digest))
+}
