@@ -5,6 +5,7 @@
 //! Later inputs (apt packages, wheels, interpreter archives) get sections of their own; a lock
 //! with an unknown `version` is refused rather than half-understood.
 
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -176,10 +177,38 @@ pub struct Lock {
     pub python_packages: Option<LockedPythonPackages>,
     #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
     pub wheels: Vec<LockedWheel>,
+    /// A multi-platform recipe's inputs, one section per platform (`[platform."linux/arm64"…]`),
+    /// each what the lock of a one-platform recipe for it would hold ([`Lock::view`]).
+    #[serde(
+        default,
+        rename = "platform",
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub platforms: BTreeMap<String, PlatformLock>,
     /// The file read had URLs with a login (`user:password@`, by hand or from an older
     /// ocibuild), left out here: the file should be written again without them.
     #[serde(skip)]
     pub had_logins: bool,
+}
+
+/// One platform's section of a multi-platform lock: the inputs a one-platform lock holds.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PlatformLock {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base: Option<LockedBase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apt: Option<LockedApt>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub python: Option<LockedPython>,
+    #[serde(
+        default,
+        rename = "python-packages",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub python_packages: Option<LockedPythonPackages>,
+    #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
+    pub wheels: Vec<LockedWheel>,
 }
 
 impl Lock {
@@ -191,7 +220,73 @@ impl Lock {
             python: None,
             python_packages: None,
             wheels: Vec::new(),
+            platforms: BTreeMap::new(),
             had_logins: false,
+        }
+    }
+
+    /// Platform `platform`'s section as a one-platform lock (empty when it has none).
+    pub fn view(&self, platform: &str) -> Lock {
+        let p = self.platforms.get(platform).cloned().unwrap_or_default();
+        Lock {
+            version: self.version,
+            base: p.base,
+            apt: p.apt,
+            python: p.python,
+            python_packages: p.python_packages,
+            wheels: p.wheels,
+            platforms: BTreeMap::new(),
+            had_logins: self.had_logins,
+        }
+    }
+
+    /// Puts the one-platform lock `view` in as platform `platform`'s section.
+    pub fn set_view(&mut self, platform: &str, view: Lock) {
+        self.platforms.insert(
+            platform.to_string(),
+            PlatformLock {
+                base: view.base,
+                apt: view.apt,
+                python: view.python,
+                python_packages: view.python_packages,
+                wheels: view.wheels,
+            },
+        );
+    }
+
+    /// The lock a build reads at `path`: the file's, or with `view` (a multi-platform recipe's
+    /// platform being built) that platform's section.
+    pub fn load_view(path: &Path, view: Option<&str>) -> Result<Option<Lock>, LockError> {
+        let lock = Lock::load(path)?;
+        Ok(match view {
+            Some(p) => lock.map(|l| l.view(p)),
+            None => lock,
+        })
+    }
+
+    /// Writes `self` as the lock at `path`, or with `view` as that platform's section of the
+    /// lock there (the other platforms' kept).
+    pub fn save_view(&self, path: &Path, view: Option<&str>) -> Result<(), LockError> {
+        let Some(p) = view else {
+            return self.save(path);
+        };
+        let mut whole = Lock::load(path)?.unwrap_or_else(Lock::new);
+        whole.set_view(p, self.clone());
+        whole.save(path)
+    }
+
+    /// The lock digest an image records (`dev.ocibuild.lock.digest`): the sha256 of the lock
+    /// file's bytes, or with `view` of that platform's section written as a one-platform lock
+    /// (so a platform of a multi-platform build records what a build of that platform alone
+    /// would). `None` without a lock file.
+    pub fn digest_view(path: &Path, view: Option<&str>) -> Result<Option<Digest>, LockError> {
+        match view {
+            None => match fs_err::read(path) {
+                Ok(b) => Ok(Some(Digest::of(&b))),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e.into()),
+            },
+            Some(p) => Ok(Lock::load(path)?.map(|l| Digest::of(l.view(p).to_toml().as_bytes()))),
         }
     }
 
@@ -261,6 +356,19 @@ impl Lock {
         for w in &mut self.wheels {
             w.url = redact(&w.url);
         }
+        let platforms = std::mem::take(&mut self.platforms);
+        for (name, p) in platforms {
+            let view = Lock {
+                base: p.base,
+                apt: p.apt,
+                python: p.python,
+                python_packages: p.python_packages,
+                wheels: p.wheels,
+                ..Lock::new()
+            }
+            .without_userinfo();
+            self.set_view(&name, view);
+        }
         self
     }
 
@@ -320,6 +428,20 @@ impl Lock {
             out.push_str(
                 &toml::to_string(&Wrap {
                     wheel: &self.wheels,
+                })
+                .unwrap_or_default(),
+            );
+        }
+        if !self.platforms.is_empty() {
+            // `[platform."linux/amd64".base]`, … one platform after the other, sorted.
+            #[derive(Serialize)]
+            struct Wrap<'a> {
+                platform: &'a BTreeMap<String, PlatformLock>,
+            }
+            out.push('\n');
+            out.push_str(
+                &toml::to_string(&Wrap {
+                    platform: &self.platforms,
                 })
                 .unwrap_or_default(),
             );
@@ -384,6 +506,7 @@ mod tests {
             python: None,
             python_packages: None,
             wheels: Vec::new(),
+            platforms: BTreeMap::new(),
             had_logins: false,
         }
     }
@@ -470,5 +593,23 @@ mod tests {
     #[test]
     fn quoting_escapes() {
         assert_eq!(quote("a\"b\\c\n"), "\"a\\\"b\\\\c\\u000A\"");
+    }
+
+    #[test]
+    fn a_platform_view_round_trips_and_hashes_as_a_one_platform_lock() {
+        let one = sample();
+        let mut whole = Lock::new();
+        whole.set_view("linux/arm64/v8", one.clone());
+        whole.set_view("linux/amd64", Lock::new());
+        let text = whole.to_toml();
+        assert!(
+            text.contains("[platform.\"linux/arm64/v8\".base]"),
+            "{text}"
+        );
+        let back = Lock::parse(&text, Path::new("x.lock")).unwrap();
+        assert_eq!(back, whole);
+        // The view is what a one-platform lock with the same inputs would be, byte for byte.
+        assert_eq!(back.view("linux/arm64/v8").to_toml(), one.to_toml());
+        assert_eq!(back.view("linux/s390x"), Lock::new());
     }
 }

@@ -63,6 +63,9 @@ pub struct Image {
     pub manifest: Digest,
     /// The image index the lock pins, copied too (by digest, and under the tag).
     pub index: Option<Digest>,
+    /// The index's other manifests, copied too (a multi-platform image from a layout: every
+    /// platform; a lock pins only the one it builds).
+    pub others: Vec<Digest>,
     /// Its sigstore signature manifest (a layout's `sha256-<hex>.sig` entry), copied under
     /// that tag, so that signature policies hold in the target too.
     pub signature: Option<Digest>,
@@ -84,6 +87,7 @@ impl Image {
             tag: r.tag().map(str::to_string),
             manifest,
             index,
+            others: Vec::new(),
             signature: None,
             referrers: Vec::new(),
         })
@@ -142,13 +146,6 @@ pub fn mirror(
         target: dest_name.clone(),
         source,
     })?;
-    let bytes = blobs.read_blob(&image.manifest)?;
-    let head: ManifestHead =
-        serde_json::from_slice(&bytes).map_err(|e| MirrorError::BadManifest {
-            image: image.name.clone(),
-            digest: image.manifest,
-            problem: e.to_string(),
-        })?;
     let mut report = MirrorReport {
         source: image.name.clone(),
         target: String::new(),
@@ -160,24 +157,6 @@ pub fn mirror(
         signature: None,
         referrers: None,
     };
-    for d in std::iter::once(&head.config).chain(&head.layers) {
-        let r = client.push_blob(&dest, &d.digest, d.size, blobs, None, reporter)?;
-        let result = if matches!(r, BlobPush::Existed) {
-            report.skipped_bytes += d.size;
-            "skipped"
-        } else {
-            report.copied_bytes += d.size;
-            "copied"
-        };
-        report.blobs.push(MirroredBlob {
-            digest: d.digest,
-            size: d.size,
-            result,
-        });
-    }
-    let media_type = head
-        .media_type
-        .unwrap_or_else(|| crate::image::MEDIA_TYPE_MANIFEST.to_string());
     let check = |found: Digest, expected: Digest| {
         if found == expected {
             Ok(())
@@ -189,8 +168,16 @@ pub fn mirror(
             })
         }
     };
-    let pushed = client.push_manifest(&dest, &image.manifest.to_string(), &bytes, &media_type)?;
-    check(pushed, image.manifest)?;
+    for m in image.others.iter().chain(std::iter::once(&image.manifest)) {
+        let (bytes, media_type) =
+            copy_blobs(client, blobs, &dest, image, m, &mut report, reporter)?;
+        check(
+            client.push_manifest(&dest, &m.to_string(), &bytes, &media_type)?,
+            *m,
+        )?;
+    }
+    let bytes = blobs.read_blob(&image.manifest)?;
+    let media_type = media_type_of(&bytes, crate::image::MEDIA_TYPE_MANIFEST);
     // The tag goes to the index when one is pinned (as upstream), else to the manifest.
     let mut tag_done = false;
     if let Some(ix) = image.index {
@@ -307,12 +294,19 @@ pub fn layout_images(
                 Some(t) => format!("{fallback}:{t}"),
                 None => fallback.to_string(),
             });
-        let (manifest, index) = if d.media_type == crate::image::MEDIA_TYPE_INDEX {
-            return Err(bad(format!(
-                "{name}: nested image indexes are not supported; mirror the platform manifest"
-            )));
+        // A multi-platform image: its index, with every platform's manifest.
+        let (manifest, index, others) = if d.media_type == crate::image::MEDIA_TYPE_INDEX {
+            let path = dir.join("blobs").join("sha256").join(d.digest.hex());
+            let ix_bytes = fs_err::read(&path).map_err(StoreError::from)?;
+            let nested: crate::image::Index = serde_json::from_slice(&ix_bytes)
+                .map_err(|e| bad(format!("{name}: its index: {e}")))?;
+            let mut digests = nested.manifests.iter().map(|m| m.digest);
+            let first = digests
+                .next()
+                .ok_or_else(|| bad(format!("{name}: its index lists no manifest")))?;
+            (first, Some(d.digest), digests.collect())
         } else {
-            (d.digest, None)
+            (d.digest, None, Vec::new())
         };
         let mut img = Image::from_reference(&name, manifest, index).map_err(|source| {
             MirrorError::Target {
@@ -321,6 +315,7 @@ pub fn layout_images(
             }
         })?;
         img.name = format!("{}@{}", name, d.digest);
+        img.others = others;
         let sig_tag = crate::push::signature_tag(&d.digest);
         img.signature = extras
             .iter()
@@ -350,4 +345,43 @@ fn subject_of(dir: &std::path::Path, digest: &Digest) -> Option<Digest> {
     let bytes = fs_err::read(path).ok()?;
     let m: crate::image::Manifest = serde_json::from_slice(&bytes).ok()?;
     m.subject.map(|s| s.digest)
+}
+
+/// Copies the config and layers of the manifest `digest` (from `blobs`) to `dest`, recording
+/// each in `report`; returns the manifest's bytes and media type.
+fn copy_blobs(
+    client: &Client,
+    blobs: &Store,
+    dest: &Reference,
+    image: &Image,
+    digest: &Digest,
+    report: &mut MirrorReport,
+    reporter: &dyn Reporter,
+) -> Result<(Vec<u8>, String), MirrorError> {
+    let bytes = blobs.read_blob(digest)?;
+    let head: ManifestHead =
+        serde_json::from_slice(&bytes).map_err(|e| MirrorError::BadManifest {
+            image: image.name.clone(),
+            digest: *digest,
+            problem: e.to_string(),
+        })?;
+    for d in std::iter::once(&head.config).chain(&head.layers) {
+        let r = client.push_blob(dest, &d.digest, d.size, blobs, None, reporter)?;
+        let result = if matches!(r, BlobPush::Existed) {
+            report.skipped_bytes += d.size;
+            "skipped"
+        } else {
+            report.copied_bytes += d.size;
+            "copied"
+        };
+        report.blobs.push(MirroredBlob {
+            digest: d.digest,
+            size: d.size,
+            result,
+        });
+    }
+    let media_type = head
+        .media_type
+        .unwrap_or_else(|| crate::image::MEDIA_TYPE_MANIFEST.to_string());
+    Ok((bytes, media_type))
 }

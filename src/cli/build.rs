@@ -28,7 +28,8 @@ pub struct BuildArgs {
     /// The image's tag instead of the recipe's `[image] tag`.
     #[arg(long, value_name = "TAG")]
     pub tag: Option<String>,
-    /// The platform to build for instead of the recipe's `[image] platform` (`linux/arm64`).
+    /// The platform to build for instead of the recipe's `[image] platform` (`linux/arm64`);
+    /// for a recipe with `[image] platforms`, the ones to build (`P[,P…]`, a subset).
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
     /// Fail when NAME.lock is missing or does not match the recipe (base reference or platform,
@@ -106,7 +107,7 @@ impl InputOptions {
         }
     }
 
-    fn from_args(args: &BuildArgs) -> Self {
+    pub(super) fn from_args(args: &BuildArgs) -> Self {
         InputOptions {
             locked: args.locked,
             frozen: args.frozen,
@@ -209,6 +210,11 @@ pub fn build_recipe(
 pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if args.test && args.json {
         anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
+    }
+    let whole = recipe::load(&args.recipe)?
+        .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
+    if whole.is_multi_platform() {
+        return super::multi::run(cli, args, &whole);
     }
     // The key first: a wrong passphrase or key type fails before anything is built.
     let key = match &args.sign_key {

@@ -39,11 +39,29 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         },
         ..cli.session(&store, &bars)
     };
+    // A multi-platform recipe: each platform's section in turn.
+    let multi = recipe.is_multi_platform();
+    let mut lock_path = None;
+    for p in recipe.platforms() {
+        let rp = recipe.for_platform(&p)?;
+        if multi {
+            println!("platform {p}");
+        }
+        lock_path = Some(report(&rp, session.lock(&rp, &args.recipe)?));
+    }
+    if let Some(path) = lock_path {
+        println!("lock {}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints what was pinned; returns the lock's path.
+fn report(recipe: &recipe::Recipe, locked: Locked) -> PathBuf {
     let Locked {
         base,
         system,
         lock_path,
-    } = session.lock(&recipe, &args.recipe)?;
+    } = locked;
     if let Some(sys) = &system {
         let state = |resolved: Option<usize>| {
             if resolved.is_some() {
@@ -84,6 +102,5 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         }
         None => println!("base scratch (nothing to pin)"),
     }
-    println!("lock {}", lock_path.display());
-    Ok(ExitCode::SUCCESS)
+    lock_path
 }

@@ -6,6 +6,7 @@ mod cache;
 mod diff;
 mod lock;
 mod mirror;
+mod multi;
 mod progress;
 mod push;
 mod shell;

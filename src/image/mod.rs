@@ -238,6 +238,69 @@ impl ImageRecord {
     }
 }
 
+/// A multi-platform image: the index of its platforms' manifests (`index`, each entry with its
+/// platform) and each platform's image.
+#[derive(Clone, Debug)]
+pub struct IndexRecord {
+    pub name: String,
+    pub tag: String,
+    /// The image index's descriptor (its bytes in the store).
+    pub index: Descriptor,
+    pub images: Vec<ImageRecord>,
+}
+
+impl IndexRecord {
+    /// `name:tag`.
+    pub fn full_name(&self) -> String {
+        format!("{}:{}", self.name, self.tag)
+    }
+
+    /// The index descriptor as an `index.json` entry (tagged as [`ImageRecord::index_entry`]).
+    pub fn index_entry(&self) -> Descriptor {
+        let mut entry = self.index.clone();
+        entry
+            .annotations
+            .insert(annotations::REF_NAME.into(), self.tag.clone());
+        entry
+            .annotations
+            .insert(annotations::CONTAINERD_NAME.into(), self.full_name());
+        entry
+    }
+
+    /// Every blob of every platform's image, then the index.
+    pub fn blobs(&self) -> Vec<(Digest, u64)> {
+        let mut v: Vec<(Digest, u64)> = self.images.iter().flat_map(|i| i.blobs()).collect();
+        v.sort();
+        v.dedup();
+        v.push((self.index.digest, self.index.size));
+        v
+    }
+
+    /// The index of `images` (each manifest descriptor carries its platform), put into `store`
+    /// as canonical JSON.
+    pub fn new(
+        store: &crate::store::Store,
+        images: Vec<ImageRecord>,
+    ) -> Result<IndexRecord, crate::store::StoreError> {
+        let index = Index {
+            schema_version: 2,
+            media_type: Some(MEDIA_TYPE_INDEX.into()),
+            manifests: images.iter().map(|i| i.manifest.clone()).collect(),
+            annotations: BTreeMap::new(),
+        };
+        let bytes = crate::json::to_canonical_vec("image index", &index)
+            .map_err(|e| crate::store::StoreError::Io(std::io::Error::other(e.to_string())))?;
+        let digest = store.put_bytes(&bytes)?;
+        let first = images.first();
+        Ok(IndexRecord {
+            name: first.map(|i| i.name.clone()).unwrap_or_default(),
+            tag: first.map(|i| i.tag.clone()).unwrap_or_default(),
+            index: Descriptor::new(MEDIA_TYPE_INDEX, digest, bytes.len() as u64),
+            images,
+        })
+    }
+}
+
 /// Format seconds since the Unix epoch as RFC 3339 UTC (`1970-01-01T00:00:00Z`).
 /// Pure arithmetic: never reads the clock or the time zone.
 pub fn rfc3339(epoch: u64) -> String {

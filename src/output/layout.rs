@@ -41,6 +41,46 @@ pub fn read_index(dir: &Path) -> Result<Index, OutputError> {
     serde_json::from_slice(&data).map_err(|source| OutputError::BadIndex { path, source })
 }
 
+/// What a layout lists under a tag: an image, or a multi-platform image's index.
+pub trait Tagged {
+    /// Its `index.json` entry (tagged).
+    fn entry(&self) -> Descriptor;
+    /// Every blob it needs, with its size.
+    fn blobs(&self) -> Vec<(Digest, u64)>;
+    fn tag(&self) -> &str;
+    fn full_name(&self) -> String;
+}
+
+impl Tagged for ImageRecord {
+    fn entry(&self) -> Descriptor {
+        self.index_entry()
+    }
+    fn blobs(&self) -> Vec<(Digest, u64)> {
+        ImageRecord::blobs(self)
+    }
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+    fn full_name(&self) -> String {
+        ImageRecord::full_name(self)
+    }
+}
+
+impl Tagged for crate::image::IndexRecord {
+    fn entry(&self) -> Descriptor {
+        self.index_entry()
+    }
+    fn blobs(&self) -> Vec<(Digest, u64)> {
+        crate::image::IndexRecord::blobs(self)
+    }
+    fn tag(&self) -> &str {
+        &self.tag
+    }
+    fn full_name(&self) -> String {
+        crate::image::IndexRecord::full_name(self)
+    }
+}
+
 /// Write `image` into the layout at `dir` (created if missing), tagging it `image.tag`. An existing
 /// layout keeps its other images; an entry with the same tag is replaced.
 pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<(), OutputError> {
@@ -54,7 +94,7 @@ pub fn write_layout(dir: &Path, store: &Store, image: &ImageRecord) -> Result<()
 pub fn write_layout_with(
     dir: &Path,
     store: &Store,
-    image: &ImageRecord,
+    image: &dyn Tagged,
     referrers: &[(Descriptor, Vec<(Digest, u64)>)],
 ) -> Result<(), OutputError> {
     if super::dest::check_layout(dir)? {
@@ -132,7 +172,7 @@ fn remove_unreferenced(dir: &Path, added: &[Digest]) {
 fn write_into(
     dir: &Path,
     store: &Store,
-    image: &ImageRecord,
+    image: &dyn Tagged,
     referrers: &[(Descriptor, Vec<(Digest, u64)>)],
     added: &mut Vec<Digest>,
 ) -> Result<(), OutputError> {
@@ -152,7 +192,7 @@ fn write_into(
     // The blobs' names are durable before index.json names them.
     fs::File::open(dir.join("blobs").join("sha256"))?.sync_all()?;
 
-    let entry = image.index_entry();
+    let entry = image.entry();
 
     // Held from reading index.json to the rename of the new one.
     let _lock = lock_dir(dir)?;
@@ -173,7 +213,7 @@ fn write_into(
     };
     let mut index = existing.unwrap_or_else(|| Index::new(Vec::new()));
     index.manifests.retain(|d| {
-        d.annotations.get(annotations::REF_NAME) != Some(&image.tag)
+        d.annotations.get(annotations::REF_NAME).map(String::as_str) != Some(image.tag())
             && d.annotations.get(annotations::CONTAINERD_NAME) != Some(&image.full_name())
     });
     index.manifests.push(entry);

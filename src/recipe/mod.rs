@@ -76,6 +76,26 @@ impl Recipe {
             grammar::check_tag(t).map_err(|m| bad("--tag", t, m))?;
             self.image.tag = t.to_string();
         }
+        if let (Some(list), true) = (platform, self.is_multi_platform()) {
+            // A subset of `platforms`, in the recipe's order.
+            let mut wanted = Vec::new();
+            for p in list.split(',').map(str::trim) {
+                let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;
+                if !self.image.platforms.contains(&parsed) {
+                    let known: Vec<String> =
+                        self.image.platforms.iter().map(|x| x.to_string()).collect();
+                    return Err(bad(
+                        "--platform",
+                        p,
+                        format!("not one of the recipe's platforms ({})", known.join(", ")),
+                    ));
+                }
+                wanted.push(parsed);
+            }
+            self.image.platforms.retain(|p| wanted.contains(p));
+            self.image.platform = self.image.platforms[0].clone();
+            return Ok(self);
+        }
         if let Some(p) = platform {
             let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;
             if let Some(apt) = &mut self.apt {
@@ -92,6 +112,47 @@ impl Recipe {
             self.image.platform = parsed;
         }
         Ok(self)
+    }
+
+    /// Whether this recipe builds several platforms (`[image] platforms`): an image index,
+    /// and a lock with a section per platform.
+    pub fn is_multi_platform(&self) -> bool {
+        !self.image.platforms.is_empty()
+    }
+
+    /// The section of the lock this recipe reads and writes: its platform's, for a
+    /// multi-platform recipe (`None`: the whole lock).
+    pub fn lock_view(&self) -> Option<String> {
+        self.is_multi_platform()
+            .then(|| self.image.platform.to_string())
+    }
+
+    /// The platforms to build: `platforms`, or the one `platform`.
+    pub fn platforms(&self) -> Vec<Platform> {
+        if self.image.platforms.is_empty() {
+            vec![self.image.platform.clone()]
+        } else {
+            self.image.platforms.clone()
+        }
+    }
+
+    /// The recipe for one of its platforms: `platform` set to it (the `[apt]` architecture
+    /// following), as a one-platform recipe naming it would be; `platforms` is kept, so the
+    /// lock is still read and written per platform. Its identity is that one-platform recipe's.
+    pub fn for_platform(&self, platform: &Platform) -> Result<Recipe, RecipeError> {
+        let mut r = self.clone();
+        if let Some(apt) = &mut r.apt {
+            apt.architecture = debian_arch(platform)
+                .ok_or_else(|| RecipeError::Override {
+                    path: self.path.clone(),
+                    flag: "--platform",
+                    value: platform.to_string(),
+                    message: "Debian has no architecture for it, and the recipe has [apt]".into(),
+                })?
+                .to_string();
+        }
+        r.image.platform = platform.clone();
+        Ok(r)
     }
 
     /// Whether the image gets the `rootfs` layer step: a system (`[apt]`, `[python]`),
@@ -285,7 +346,12 @@ pub struct Image {
     pub compression: Compression,
     /// From the recipe only; `SOURCE_DATE_EPOCH` in the environment wins (decided by `build`).
     pub source_date_epoch: Option<u64>,
+    /// The platform built: `[image] platform`, or the one of `platforms` being built.
     pub platform: Platform,
+    /// `[image] platforms`: every platform of a multi-platform recipe, in order (empty for a
+    /// recipe with one `platform`). Its image is an index of one manifest per platform, each
+    /// built as [`Recipe::for_platform`] says; its lock has a section per platform.
+    pub platforms: Vec<Platform>,
 }
 
 impl Image {

@@ -107,6 +107,7 @@ pub(super) struct RawImage {
     pub compression_level: Option<Spanned<i64>>,
     pub source_date_epoch: Option<Spanned<i64>>,
     pub platform: Option<Spanned<String>>,
+    pub platforms: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -32,7 +32,21 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         None => Config::default(),
     };
     let apt = match raw.apt {
-        Some(a) => Some(super::packages::apt(ctx, a, &image.platform, dir)?),
+        Some(a) => {
+            let span = a.span();
+            // Every platform needs a Debian architecture; the first one's is the recipe's.
+            if let Some(p) = image
+                .platforms
+                .iter()
+                .find(|p| super::packages::debian_arch(p).is_none())
+            {
+                return Err(ctx.err(
+                    span,
+                    format!("[apt]: the platform {p} has no Debian architecture"),
+                ));
+            }
+            Some(super::packages::apt(ctx, a, &image.platform, dir)?)
+        }
         None => None,
     };
     let python = match raw.python {
@@ -176,10 +190,33 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
             Some(v)
         }
     };
-    let platform = match raw.platform {
-        None => Platform::host(),
-        Some(p) => Platform::parse(p.get_ref())
-            .map_err(|m| ctx.err(p.span(), format!("invalid platform `{}`: {m}", p.get_ref())))?,
+    let parse = |p: &Spanned<String>| {
+        Platform::parse(p.get_ref())
+            .map_err(|m| ctx.err(p.span(), format!("invalid platform `{}`: {m}", p.get_ref())))
+    };
+    let mut platforms = Vec::new();
+    if let Some(list) = &raw.platforms {
+        if let Some(p) = &raw.platform {
+            return Err(ctx.err(
+                p.span(),
+                "[image] has both `platform` and `platforms`: keep `platforms`",
+            ));
+        }
+        if list.get_ref().is_empty() {
+            return Err(ctx.err(list.span(), "`platforms` is empty: name at least one"));
+        }
+        for p in list.get_ref() {
+            let parsed = parse(p)?;
+            if platforms.contains(&parsed) {
+                return Err(ctx.err(p.span(), format!("platform `{parsed}` is listed twice")));
+            }
+            platforms.push(parsed);
+        }
+    }
+    let platform = match (&raw.platform, platforms.first()) {
+        (_, Some(first)) => first.clone(),
+        (None, None) => Platform::host(),
+        (Some(p), None) => parse(p)?,
     };
     Ok(Image {
         name: name.into_inner(),
@@ -187,6 +224,7 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
         compression,
         source_date_epoch,
         platform,
+        platforms,
     })
 }
 

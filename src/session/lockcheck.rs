@@ -96,7 +96,7 @@ pub fn load_checked_lock(
     mode: &'static str,
 ) -> Result<Lock, LockError> {
     let path = Lock::path_for(recipe_path);
-    let Some(lock) = Lock::load(&path)? else {
+    let Some(lock) = Lock::load_view(&path, recipe.lock_view().as_deref())? else {
         // No lock is fine for a recipe with nothing to pin (scratch base, no [apt]/[python]).
         if lock_changes(&Lock::new(), recipe).is_empty() {
             return Ok(Lock::new());

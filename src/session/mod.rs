@@ -193,7 +193,7 @@ impl<'a> Session<'a> {
         match self.policy {
             LockPolicy::Frozen => {
                 let path = Lock::path_for(recipe_path);
-                match Lock::load(&path)? {
+                match Lock::load_view(&path, recipe.lock_view().as_deref())? {
                     Some(l) => Ok(Some(l)),
                     None if lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
                     None => Err(LockError::Missing {
@@ -243,7 +243,8 @@ impl<'a> Session<'a> {
             return Ok(None);
         };
         let lock_path = Lock::path_for(recipe_path);
-        let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
+        let mut lock =
+            Lock::load_view(&lock_path, recipe.lock_view().as_deref())?.unwrap_or_else(Lock::new);
         let client = self.registry_client()?;
         let (image, change) = base::resolve(
             reference,
@@ -256,7 +257,7 @@ impl<'a> Session<'a> {
             self.reporter,
         )?;
         if (change != LockChange::Unchanged || lock.had_logins) && self.writes_lock() {
-            lock.save(&lock_path)?;
+            lock.save_view(&lock_path, recipe.lock_view().as_deref())?;
             self.note_logins_removed(&lock, &lock_path);
             let path = lock_path.display();
             match &change {
@@ -295,7 +296,8 @@ impl<'a> Session<'a> {
             build_layers,
         };
         let lock_path = Lock::path_for(recipe_path);
-        let mut lock = Lock::load(&lock_path)?.unwrap_or_else(Lock::new);
+        let mut lock =
+            Lock::load_view(&lock_path, recipe.lock_view().as_deref())?.unwrap_or_else(Lock::new);
         let sys = system::prepare(
             recipe,
             base,
@@ -306,7 +308,7 @@ impl<'a> Session<'a> {
             self.reporter,
         )?;
         if (sys.lock_changed || lock.had_logins) && self.writes_lock() {
-            lock.save(&lock_path)?;
+            lock.save_view(&lock_path, recipe.lock_view().as_deref())?;
             self.note_logins_removed(&lock, &lock_path);
         }
         if let (Some(n), true) = (sys.apt_resolved, build_layers) {
@@ -340,13 +342,19 @@ impl<'a> Session<'a> {
 
     /// Copies the lock's inputs the store lacks from the vendor directory (verified); offline,
     /// an input in neither is an error. Nothing to do without `--vendor` or `--offline`.
-    fn stage_vendored(&self, lock: Option<Lock>, recipe_path: &Path) -> Result<(), SessionError> {
+    fn stage_vendored(
+        &self,
+        lock: Option<Lock>,
+        recipe_path: &Path,
+        recipe: &Recipe,
+    ) -> Result<(), SessionError> {
         if self.vendor.is_none() && !self.offline {
             return Ok(());
         }
         let lock = match lock {
             Some(l) => l,
-            None => Lock::load(&Lock::path_for(recipe_path))?.unwrap_or_else(Lock::new),
+            None => Lock::load_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?
+                .unwrap_or_else(Lock::new),
         };
         let dir = self
             .vendor
@@ -386,11 +394,7 @@ impl<'a> Session<'a> {
         own.push(exclude::absolute(self.store.root()));
         let recipe = &exclude::without_own_files(recipe, &own);
         let lock = self.checked_lock(recipe_path, recipe)?;
-        self.stage_vendored(lock, recipe_path)?;
-        let read = |source, path: &Path| SessionError::Read {
-            path: path.to_path_buf(),
-            source,
-        };
+        self.stage_vendored(lock, recipe_path, recipe)?;
         let mut opts = BuildOptions {
             threads: self.threads,
             epoch_override: self.epoch_override,
@@ -424,8 +428,8 @@ impl<'a> Session<'a> {
             other => other?,
         };
         // After resolving: the lock as this build leaves it (written by the first build).
-        opts.lock_digest = crate::audit::attest::lock_digest(recipe_path)
-            .map_err(|e| read(e, &Lock::path_for(recipe_path)))?;
+        opts.lock_digest =
+            Lock::digest_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?;
         let mut built = build::build(recipe, base, &sys.layers, &opts, self.store, self.reporter)?;
         built.interpreter = sys.interpreter;
         built.wheels = sys.wheel_report;

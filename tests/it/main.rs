@@ -25,6 +25,7 @@ mod hardening;
 mod layer_contract;
 mod online_debian;
 mod online_wheels;
+mod platforms;
 mod readers;
 mod registry_fake;
 mod registry_real;

@@ -81,6 +81,10 @@ fn image_errors() {
             "[image]\nname = \"hello\"\nsource-date-epoch = 253402300800\n",
             "[image]\nname = \"hello\"\nplatform = \"linux\"\n",
             "[image]\nname = \"hello\"\nplatform = \"darwin/arm64\"\n",
+            "[image]\nname = \"hello\"\nplatform = \"linux/amd64\"\nplatforms = [\"linux/arm64\"]\n",
+            "[image]\nname = \"hello\"\nplatforms = []\n",
+            "[image]\nname = \"hello\"\nplatforms = [\"linux/arm64\", \"linux/aarch64\"]\n",
+            "[image]\nname = \"hello\"\nplatforms = [\"linux/amd64\", \"darwin/arm64\"]\n",
             &with_img("[base]\nimage = \"\"\n"),
             &with_img("[base]\nimage = \"debian bookworm\"\n"),
         ],
@@ -282,9 +286,14 @@ fn docs_examples_parse() {
         .collect();
     assert_eq!(
         blocks.len(),
-        3,
-        "a complete and a minimal example, and [accounts]"
+        4,
+        "a complete and a minimal example, [accounts], and several platforms"
     );
+    let d0 = fixture();
+    let multi = parse_in(&d0, blocks[3]).unwrap();
+    let names: Vec<String> = multi.platforms().iter().map(|p| p.to_string()).collect();
+    assert_eq!(names, ["linux/amd64", "linux/arm64/v8"]);
+    assert_eq!(multi.lock_view().as_deref(), Some("linux/amd64"));
     let d = fixture();
     fs::create_dir(d.path().join("deploy")).unwrap();
     fs::write(d.path().join("deploy/app.conf"), "x\n").unwrap();

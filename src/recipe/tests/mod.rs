@@ -132,6 +132,7 @@ fn full_recipe() {
                 architecture: "arm64".into(),
                 variant: Some("v8".into()),
             },
+            platforms: vec![],
         }
     );
     assert_eq!(r.image.reference(), "example.com:5000/team/hello:1.0");

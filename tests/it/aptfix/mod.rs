@@ -321,19 +321,31 @@ pub fn gz(data: &[u8]) -> Vec<u8> {
 pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool) -> Repo {
     let pool = root.join("pool/main");
     fs_err::create_dir_all(&pool).unwrap();
+    // amd64's index (with `all`), and arm64's when a .deb is built for it.
     let mut packages = String::new();
+    let mut arm64 = String::new();
     for d in debs {
         let bytes = build_deb(d, reversed);
         let file = format!("pool/main/{}_{}_{}.deb", d.name, d.version, d.arch);
         fs_err::write(root.join(&file), &bytes).unwrap();
-        packages.push_str(&d.control());
-        packages.push_str(&format!(
-            "Filename: {file}\nSize: {}\nSHA256: {}\n\n",
+        let entry = format!(
+            "{}Filename: {file}\nSize: {}\nSHA256: {}\n\n",
+            d.control(),
             bytes.len(),
             Digest::of(&bytes).hex()
-        ));
+        );
+        if d.arch != "arm64" {
+            packages.push_str(&entry);
+        }
+        if d.arch == "arm64" || d.arch == "all" {
+            arm64.push_str(&entry);
+        }
     }
-    write_dists(root, &packages, signing);
+    if debs.iter().any(|d| d.arch == "arm64") {
+        write_dists_arches(root, &[("amd64", &packages), ("arm64", &arm64)], signing);
+    } else {
+        write_dists(root, &packages, signing);
+    }
     Repo {
         root: root.to_path_buf(),
         url: serve(root.to_path_buf()),
@@ -352,24 +364,42 @@ pub fn make_index_repo(root: &Path, packages: &str, signing: Signing<'_>) -> Rep
 
 /// Writes `dists/stable`: the Packages index in three compressions, and the Release over them.
 pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
+    write_dists_arches(root, &[("amd64", packages)], signing)
+}
+
+/// [`write_dists`] with one Packages index per architecture.
+pub fn write_dists_arches(root: &Path, arches: &[(&str, &str)], signing: Signing<'_>) {
     let dists = root.join("dists/stable");
-    fs_err::create_dir_all(dists.join("main/binary-amd64")).unwrap();
     let mut sums = String::new();
-    for (name, bytes) in [
-        ("main/binary-amd64/Packages", packages.as_bytes().to_vec()),
-        ("main/binary-amd64/Packages.gz", gz(packages.as_bytes())),
-        ("main/binary-amd64/Packages.xz", xz(packages.as_bytes())),
-    ] {
-        fs_err::write(dists.join(name), &bytes).unwrap();
-        sums.push_str(&format!(
-            " {} {} {name}\n",
-            Digest::of(&bytes).hex(),
-            bytes.len()
-        ));
+    for (arch, packages) in arches {
+        fs_err::create_dir_all(dists.join(format!("main/binary-{arch}"))).unwrap();
+        for (name, bytes) in [
+            (
+                format!("main/binary-{arch}/Packages"),
+                packages.as_bytes().to_vec(),
+            ),
+            (
+                format!("main/binary-{arch}/Packages.gz"),
+                gz(packages.as_bytes()),
+            ),
+            (
+                format!("main/binary-{arch}/Packages.xz"),
+                xz(packages.as_bytes()),
+            ),
+        ] {
+            fs_err::write(dists.join(&name), &bytes).unwrap();
+            sums.push_str(&format!(
+                " {} {} {name}\n",
+                Digest::of(&bytes).hex(),
+                bytes.len()
+            ));
+        }
     }
+    let names: Vec<&str> = arches.iter().map(|(a, _)| *a).collect();
     let release = format!(
-        "Origin: Test\nLabel: Test\nSuite: stable\nCodename: testy\nArchitectures: amd64\n\
-         Components: main\nDate: Thu, 01 Jan 1970 00:00:00 UTC\nSHA256:\n{sums}"
+        "Origin: Test\nLabel: Test\nSuite: stable\nCodename: testy\nArchitectures: {}\n\
+         Components: main\nDate: Thu, 01 Jan 1970 00:00:00 UTC\nSHA256:\n{sums}",
+        names.join(" ")
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     match signing {

@@ -560,6 +560,16 @@ pub fn layer_named(out: &Path, v: &serde_json::Value, name: &str) -> (String, Pa
     (d, p)
 }
 
+/// sha256 of bytes, as `sha256:<hex>`, computed here (the sha2 crate), not by ocibuild.
+pub fn sha256_bytes(bytes: &[u8]) -> String {
+    use sha2::Digest as _;
+    let h = sha2::Sha256::digest(bytes);
+    format!(
+        "sha256:{}",
+        h.iter().map(|b| format!("{b:02x}")).collect::<String>()
+    )
+}
+
 /// sha256 of a file, as `sha256:<hex>`, computed here (the sha2 crate), not by ocibuild.
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest as _;

@@ -1,0 +1,118 @@
+//! `build` of a multi-platform recipe (`[image] platforms`): each platform built as the recipe
+//! for it alone ([`Recipe::for_platform`], its own section of the lock), natively (nothing
+//! runs at build time, so nothing is emulated), then one OCI image index of their manifests,
+//! written to the layout under the tag and pushed as an index.
+
+use std::process::ExitCode;
+
+use super::build::{build_in_store, BuildArgs, InputOptions};
+use super::Cli;
+use crate::image::{IndexRecord, Platform, MEDIA_TYPE_INDEX};
+use crate::output::{self, Target};
+use crate::recipe::Recipe;
+
+pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitCode> {
+    if args.attach || args.sign_key.is_some() || args.json {
+        anyhow::bail!(
+            "--attach, --sign-key and --json are not yet supported for a multi-platform recipe \
+             ([image] platforms): build one platform with --platform, or leave them out"
+        );
+    }
+    let target: Target = match &args.output {
+        Some(o) => o.parse()?,
+        None => Target::Layout(super::default_output(&args.recipe)),
+    };
+    if !args.push_only && !matches!(target, Target::Layout(_)) {
+        anyhow::bail!(
+            "a multi-platform image is an index: write it to an OCI layout (DIR or oci:DIR) or \
+             push it, not to {target}"
+        );
+    }
+    let store = cli.store()?;
+    let mut images = Vec::new();
+    for p in recipe.platforms() {
+        let rp = recipe.for_platform(&p)?;
+        let built = build_in_store(
+            cli,
+            &args.recipe,
+            &rp,
+            &store,
+            args.no_cache,
+            &InputOptions {
+                outputs: vec![target.path().to_path_buf()],
+                ..InputOptions::from_args(args)
+            },
+        )
+        .map_err(|e| e.context(format!("platform {p}")))?;
+        images.push(built.image);
+    }
+    let index = IndexRecord::new(&store, images)?;
+    if let (Target::Layout(dir), false) = (&target, args.push_only) {
+        output::write_layout_with(dir, &store, &index, &[])?;
+    }
+    if cli.quiet {
+        if args.push.is_none() {
+            println!("{}@{}", index.full_name(), index.index.digest);
+        }
+    } else {
+        if args.push_only {
+            println!("{} (no local output: --push-only)", index.full_name());
+        } else {
+            println!("{} -> {}", index.full_name(), target.absolute());
+        }
+        println!("index {}", index.index.digest);
+        for i in &index.images {
+            let platform = i.manifest.platform.as_ref().map(|p| p.to_string());
+            println!(
+                "  {}: manifest {}",
+                platform.unwrap_or_default(),
+                i.manifest.digest
+            );
+        }
+    }
+    if let (true, Target::Layout(dir)) = (args.test, &target) {
+        let host = Platform::host();
+        for p in recipe.platforms() {
+            if p != host {
+                println!("skipped: {p} is not this host's platform ({host}); nothing is emulated");
+            }
+        }
+        if recipe.platforms().contains(&host) {
+            let code = super::test::run_stage(
+                &recipe.for_platform(&host)?,
+                dir,
+                &args.test_opts,
+                false,
+                cli.quiet,
+            )?;
+            if code != ExitCode::SUCCESS {
+                return Ok(code);
+            }
+        }
+    }
+    if let Some(dest) = &args.push {
+        let reference = super::push::destination_ref(dest)?;
+        let client = super::push::client(cli)?;
+        let bars = cli.bars(false);
+        let mut uploaded = 0;
+        for i in &index.images {
+            let by_digest = reference.with_digest(i.manifest.digest);
+            let r = crate::push::push(&client, &store, &i.manifest, &by_digest, &bars)?;
+            uploaded += r.uploaded_bytes;
+        }
+        let bytes = store.read_blob(&index.index.digest)?;
+        let tag = reference.tag().unwrap_or("latest").to_string();
+        let pushed = client.push_manifest(&reference, &tag, &bytes, MEDIA_TYPE_INDEX)?;
+        let name = format!(
+            "{}/{}:{tag}@{pushed}",
+            reference.registry(),
+            reference.repository()
+        );
+        if cli.quiet {
+            println!("{name}");
+        } else {
+            println!("pushed {name} ({uploaded} bytes uploaded)");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

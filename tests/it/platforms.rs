@@ -1,0 +1,281 @@
+//! Several platforms from one recipe and one lock (`[image] platforms`), with nothing run:
+//! a Debian archive made by the test with amd64, arm64 and `all` packages; each platform's
+//! section of the lock, its manifest in one OCI image index, and the same manifest as a build
+//! of that platform alone; the index the same for two cold builds; a package the arm64 archive
+//! lacks named with its platform.
+
+use std::path::Path;
+
+use fs_err as fs;
+
+use crate::aptfix::{self, deb, fixture, Data};
+use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
+
+fn stderr(o: &std::process::Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
+}
+
+/// The layout's tagged entry, and the index it names (manifests with their platforms).
+fn index_of(layout: &Path) -> (serde_json::Value, serde_json::Value) {
+    let top = json(&layout.join("index.json"));
+    let entry = top["manifests"][0].clone();
+    let digest = entry["digest"].as_str().unwrap();
+    let index = json(&layout.join("blobs/sha256").join(&digest["sha256:".len()..]));
+    (entry, index)
+}
+
+/// A file's text in a gzip layer blob (read with the tar and flate2 crates).
+fn file_in_layer(blob: &Path, path: &str) -> String {
+    use std::io::Read;
+    let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
+    let mut archive = tar::Archive::new(gz);
+    for e in archive.entries().unwrap() {
+        let mut e = e.unwrap();
+        if e.path().unwrap().to_string_lossy().trim_start_matches("./") == path {
+            let mut s = String::new();
+            e.read_to_string(&mut s).unwrap();
+            return s;
+        }
+    }
+    panic!("no {path} in {}", blob.display())
+}
+
+fn manifest_for(index: &serde_json::Value, arch: &str) -> String {
+    index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["platform"]["architecture"] == arch)
+        .unwrap_or_else(|| panic!("no {arch} manifest in {index:#}"))["digest"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn two_platforms_from_one_recipe_and_one_lock() {
+    let debs = [
+        deb("hello", "1.0").data(Data::File(
+            "./usr/bin/hello",
+            "#!/bin/sh\necho amd64\n",
+            0o755,
+        )),
+        deb("hello", "1.0").arch("arm64").data(Data::File(
+            "./usr/bin/hello",
+            "#!/bin/sh\necho arm64\n",
+            0o755,
+        )),
+        deb("common", "2").arch("all").data(Data::File(
+            "./usr/share/common.txt",
+            "shared\n",
+            0o644,
+        )),
+        deb("onlyamd", "1").data(Data::File("./usr/bin/onlyamd", "x\n", 0o755)),
+    ];
+    let f = fixture(&debs, false);
+    let t = tempdir();
+    let dir = t.path().join("p");
+    fs::create_dir_all(dir.join("app")).unwrap();
+    fs::write(dir.join("app/main.py"), "print('hi')\n").unwrap();
+    let r = aptfix::apt_recipe(
+        &dir,
+        &f,
+        &f.key,
+        &["hello", "common"],
+        "\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n",
+    );
+    let text = fs::read_to_string(&r).unwrap().replace(
+        "platform = \"linux/amd64\"",
+        "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+    );
+    fs::write(&r, &text).unwrap();
+    let cache = t.path().join("cache");
+    let cmd = |cache: &Path| {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", cache);
+        c
+    };
+
+    // One lock, a section per platform, each with its own architecture's packages.
+    let o = run_ok(cmd(&cache).arg("lock").arg(&r));
+    assert!(
+        stdout(&o).contains("platform linux/amd64\n")
+            && stdout(&o).contains("platform linux/arm64/v8\n"),
+        "{}",
+        stdout(&o)
+    );
+    let lock = fs::read_to_string(dir.join("app.lock")).unwrap();
+    for want in [
+        "[platform.\"linux/amd64\".apt]",
+        // arm64 is written as containerd normalizes it.
+        "[platform.\"linux/arm64/v8\".apt]",
+        "hello_1.0_arm64.deb",
+        "hello_1.0_amd64.deb",
+    ] {
+        assert!(lock.contains(want), "{want}: {lock}");
+    }
+
+    // The build: one index, a manifest per platform.
+    let layout = t.path().join("img");
+    run_ok(cmd(&cache).args(["build", "-o"]).arg(&layout).arg(&r));
+    let (entry, index) = index_of(&layout);
+    assert_eq!(
+        entry["mediaType"], "application/vnd.oci.image.index.v1+json",
+        "{entry:#}"
+    );
+    assert_eq!(index["manifests"].as_array().unwrap().len(), 2, "{index:#}");
+    let arm64 = manifest_for(&index, "arm64");
+    let amd64 = manifest_for(&index, "amd64");
+    assert_ne!(arm64, amd64);
+    // The arm64 manifest's apt layer holds the arm64 package's file.
+    let m = json(&layout.join("blobs/sha256").join(&arm64["sha256:".len()..]));
+    let apt = m["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["annotations"]["dev.ocibuild.layer"] == "apt")
+        .unwrap_or_else(|| panic!("no apt layer: {m:#}"))["digest"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let hello = file_in_layer(
+        &layout.join("blobs/sha256").join(&apt["sha256:".len()..]),
+        "usr/bin/hello",
+    );
+    assert!(hello.contains("echo arm64"), "{hello}");
+
+    // A platform alone (--platform) gives the same manifest, from the same lock.
+    let single = t.path().join("arm64-only");
+    run_ok(
+        cmd(&cache)
+            .args(["build", "--locked", "--platform", "linux/arm64", "-o"])
+            .arg(&single)
+            .arg(&r),
+    );
+    let (_, one) = index_of(&single);
+    assert_eq!(manifest_for(&one, "arm64"), arm64, "{one:#}");
+
+    // Two cold builds (empty stores) give one index digest.
+    let again = t.path().join("again");
+    run_ok(
+        cmd(&t.path().join("cold"))
+            .args(["build", "--locked", "-o"])
+            .arg(&again)
+            .arg(&r),
+    );
+    assert_eq!(index_of(&again).0["digest"], entry["digest"]);
+
+    // A package the arm64 archive does not have: named, with the platform.
+    fs::create_dir_all(t.path().join("q")).unwrap();
+    let r2 = aptfix::apt_recipe(&t.path().join("q"), &f, &f.key, &["onlyamd"], "");
+    let text = fs::read_to_string(&r2).unwrap().replace(
+        "platform = \"linux/amd64\"",
+        "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+    );
+    fs::write(&r2, &text).unwrap();
+    let o = run(cmd(&cache)
+        .args(["build", "-o"])
+        .arg(t.path().join("q.oci"))
+        .arg(&r2));
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("platform linux/arm64/v8") && err.contains("onlyamd"),
+        "{err}"
+    );
+
+    // Pushed as an index, mirrored into a second registry: the same index digest on both
+    // (skopeo reads it raw); skopeo's --override-arch takes the arm64 manifest.
+    if crate::common::require_tools_all(&["docker-registry", "skopeo"]) {
+        use crate::common::registry::{start_registry, PASS, USER};
+        let (a, b) = (start_registry(None), start_registry(None));
+        let creds = {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASS}"))
+        };
+        let auth = t.path().join("auth.json");
+        fs::write(
+            &auth,
+            serde_json::to_vec(&serde_json::json!({"auths": {
+                &a.addr: {"auth": creds}, &b.addr: {"auth": creds},
+            }}))
+            .unwrap(),
+        )
+        .unwrap();
+        let with_auth = |c: &mut std::process::Command| {
+            c.env("REGISTRY_AUTH_FILE", &auth)
+                .env_remove("OCIBUILD_REGISTRIES")
+                .env("XDG_CONFIG_HOME", t.path().join("no-config"));
+        };
+        let pushed = t.path().join("pushed");
+        let mut c = cmd(&cache);
+        with_auth(&mut c);
+        c.args([
+            "build",
+            "--locked",
+            "--push",
+            &format!("{}/plat/app:1", a.addr),
+            "-o",
+        ])
+        .arg(&pushed)
+        .arg(&r);
+        let o = run_ok(&mut c);
+        assert!(
+            stdout(&o).contains(&format!("pushed {}/plat/app:1@", a.addr)),
+            "{}",
+            stdout(&o)
+        );
+        let mut c = cmd(&cache);
+        with_auth(&mut c);
+        c.arg("mirror")
+            .arg(&pushed)
+            .args(["--to", &format!("{}/copy", b.addr)]);
+        run_ok(&mut c);
+        let raw = |image: &str| {
+            let o = run_ok(
+                std::process::Command::new("skopeo")
+                    .args(["inspect", "--raw", "--tls-verify=false", "--creds"])
+                    .arg(format!("{USER}:{PASS}"))
+                    .arg(format!("docker://{image}")),
+            );
+            crate::common::sha256_bytes(&o.stdout)
+        };
+        let first = raw(&format!("{}/plat/app:1", a.addr));
+        assert_eq!(first, entry["digest"].as_str().unwrap());
+        assert_eq!(raw(&format!("{}/copy/apt:latest", b.addr)), first);
+        let arm = t.path().join("arm-copy");
+        run_ok(
+            std::process::Command::new("skopeo")
+                .args([
+                    "--override-arch",
+                    "arm64",
+                    "copy",
+                    "--src-tls-verify=false",
+                    "--src-creds",
+                ])
+                .arg(format!("{USER}:{PASS}"))
+                .arg(format!("docker://{}/plat/app:1", a.addr))
+                .arg(format!("oci:{}:x", arm.display())),
+        );
+        let copied = json(&arm.join("index.json"));
+        assert_eq!(
+            copied["manifests"][0]["digest"],
+            arm64.as_str(),
+            "{copied:#}"
+        );
+    }
+
+    // --platform outside the recipe's platforms is refused, naming them.
+    let o = run(cmd(&cache)
+        .args(["build", "--platform", "linux/s390x"])
+        .arg(&r));
+    assert!(
+        stderr(&o).contains("not one of the recipe's platforms (linux/amd64, linux/arm64/v8)"),
+        "{}",
+        stderr(&o)
+    );
+}
