@@ -26,6 +26,7 @@ PACKAGES=(
     oci-image-tool  # oci-image-tool validate
     busybox-static  # a static /bin/busybox for hand-made test images; its httpd (Basic auth)
     docker-registry # CNCF Distribution 2.8: a local registry on 127.0.0.1
+    qemu-user-static # qemu-aarch64-static: the arm64 image's python3 run in user mode (no binfmt)
     pigz            # parallel gzip, compared against our compressor
     zstd            # zstd command line tool
     gzip

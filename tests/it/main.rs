@@ -24,6 +24,7 @@ mod features;
 mod hardening;
 mod layer_contract;
 mod online_debian;
+mod online_platforms;
 mod online_wheels;
 mod platforms;
 mod readers;

@@ -13,7 +13,7 @@ use std::process::Command;
 use common::{ocibuild, podman_run, require_tool, run_ok, stdout, tempdir};
 
 /// A venv with uv in it (from PyPI): the peer and the pylock.toml generator.
-fn uv(dir: &Path) -> PathBuf {
+pub(crate) fn uv(dir: &Path) -> PathBuf {
     run_ok(
         Command::new("python3")
             .args(["-m", "venv"])
@@ -205,7 +205,7 @@ fn same_as_uv_target(
 }
 
 /// The bookworm python recipe, copied with its key into `dir`, installing `pylock.toml`.
-fn bookworm_recipe(dir: &Path) -> PathBuf {
+pub(crate) fn bookworm_recipe(dir: &Path) -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
     fs::create_dir(dir.join("keys")).unwrap();
     fs::copy(
