@@ -47,7 +47,13 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         if multi {
             println!("platform {p}");
         }
-        lock_path = Some(report(&rp, session.lock(&rp, &args.recipe)?));
+        let locked = session.lock(&rp, &args.recipe).map_err(anyhow::Error::from);
+        let locked = if multi {
+            locked.map_err(|e| e.context(format!("platform {p}")))?
+        } else {
+            locked?
+        };
+        lock_path = Some(report(&rp, locked));
     }
     if let Some(path) = lock_path {
         println!("lock {}", path.display());

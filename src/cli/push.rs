@@ -91,6 +91,15 @@ pub fn push_and_report(
 pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
     let (dir, tag) = split_source(&args.source);
     let manifest = find_manifest(&dir, tag.as_deref())?;
+    if manifest.media_type == crate::image::MEDIA_TYPE_INDEX {
+        return push_index(
+            cli,
+            &Store::view(&dir),
+            &manifest,
+            &args.destination,
+            args.json,
+        );
+    }
     push_and_report(
         cli,
         &Store::view(&dir),
@@ -121,4 +130,58 @@ mod tests {
             (PathBuf::from("./x:y/dir"), None)
         );
     }
+}
+
+/// A multi-platform image: each platform's manifest (with its blobs) by digest, then the index
+/// under the destination's tag.
+pub fn push_index(
+    cli: &Cli,
+    blobs: &Store,
+    index: &Descriptor,
+    destination: &str,
+    json: bool,
+) -> anyhow::Result<ExitCode> {
+    let target = destination_ref(destination)?;
+    let bytes = blobs.read_blob(&index.digest)?;
+    let ix: crate::image::Index = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("image index {}: {e}", index.digest))?;
+    let client = client(cli)?;
+    let bars = cli.bars(json);
+    let mut reports = Vec::new();
+    for m in &ix.manifests {
+        reports.push(push::push(
+            &client,
+            blobs,
+            m,
+            &target.with_digest(m.digest),
+            &bars,
+        )?);
+    }
+    let tag = target.tag().unwrap_or("latest").to_string();
+    let pushed = client.push_manifest(&target, &tag, &bytes, crate::image::MEDIA_TYPE_INDEX)?;
+    let name = format!(
+        "{}/{}:{tag}@{pushed}",
+        target.registry(),
+        target.repository()
+    );
+    let uploaded: u64 = reports.iter().map(|r| r.uploaded_bytes).sum();
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({
+                "pushed": name,
+                "digest": pushed,
+                "manifests": reports,
+                "uploadedBytes": uploaded,
+            }))?
+        );
+    } else if cli.quiet {
+        println!("{name}");
+    } else {
+        for r in &reports {
+            println!("  manifest {}", r.pushed);
+        }
+        println!("pushed {name} ({uploaded} bytes uploaded)");
+    }
+    Ok(ExitCode::SUCCESS)
 }

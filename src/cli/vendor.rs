@@ -47,17 +47,21 @@ fn vendor_recipe(
         fetcher: &fetcher,
         reporter: bars,
     };
-    let lock = crate::session::load_checked_lock(&recipe, recipe_path, "vendor")?;
-    let archive_url = match recipe.python.as_ref().map(|p| &p.source) {
-        Some(PythonSource::Archive(a))
-            if lock.python.as_ref().map(|p| &p.url) == Some(&a.written) =>
-        {
-            Some(a.url.as_str())
-        }
-        _ => None,
-    };
-    let inputs = vendor::inputs(&lock, archive_url);
-    vendor::vendor(dir, &inputs, &cli.store()?, &online, stats)?;
+    // Each platform's section of the lock, checked against the recipe for that platform.
+    for p in recipe.platforms() {
+        let rp = recipe.for_platform(&p)?;
+        let lock = crate::session::load_checked_lock(&rp, recipe_path, "vendor")?;
+        let archive_url = match rp.python.as_ref().map(|p| &p.source) {
+            Some(PythonSource::Archive(a))
+                if lock.python.as_ref().map(|p| &p.url) == Some(&a.written) =>
+            {
+                Some(a.url.as_str())
+            }
+            _ => None,
+        };
+        let inputs = vendor::inputs(&lock, archive_url);
+        vendor::vendor(dir, &inputs, &cli.store()?, &online, stats)?;
+    }
     Ok(())
 }
 

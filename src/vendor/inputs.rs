@@ -63,6 +63,10 @@ pub fn inputs(lock: &Lock, archive_fetch_url: Option<&str>) -> Vec<Input> {
         });
     }
     v.extend(lock.wheels.iter().cloned().map(Input::Wheel));
+    // A multi-platform lock: every platform's inputs, each as its section locks them.
+    for name in lock.platforms.keys() {
+        v.extend(inputs(&lock.view(name), archive_fetch_url));
+    }
     v
 }
 

@@ -246,6 +246,14 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         };
         let first = raw(&format!("{}/plat/app:1", a.addr));
         assert_eq!(first, entry["digest"].as_str().unwrap());
+        // `push` of the layout: the index again, with its manifests.
+        let mut c = cmd(&cache);
+        with_auth(&mut c);
+        c.arg("push")
+            .arg(&pushed)
+            .arg(format!("{}/plat/again:2", a.addr));
+        run_ok(&mut c);
+        assert_eq!(raw(&format!("{}/plat/again:2", a.addr)), first);
         assert_eq!(raw(&format!("{}/copy/apt:latest", b.addr)), first);
         let arm = t.path().join("arm-copy");
         run_ok(
@@ -277,5 +285,59 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         stderr(&o).contains("not one of the recipe's platforms (linux/amd64, linux/arm64/v8)"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// A universal pylock with a wheel for x86_64 only: the arm64 platform is refused, naming the
+/// package and the platform.
+#[test]
+fn a_wheel_missing_for_one_platform_is_named_with_it() {
+    let mut debs = aptfix::python_universe();
+    let arm: Vec<_> = debs
+        .iter()
+        .filter(|d| d.arch == "amd64")
+        .map(|d| d.clone().arch("arm64"))
+        .collect();
+    debs.extend(arm);
+    let f = fixture(&debs, false);
+    let t = tempdir();
+    let hex = "0".repeat(64);
+    fs::write(
+        t.path().join("pylock.toml"),
+        format!(
+            "lock-version = \"1.0\"\ncreated-by = \"uv\"\nrequires-python = \">=3.12\"\n\n\
+             [[packages]]\nname = \"fastpkg\"\nversion = \"1.0\"\nwheels = [{{ url = \
+             \"https://example.invalid/fastpkg-1.0-cp312-cp312-manylinux_2_17_x86_64.whl\", \
+             size = 10, hashes = {{ sha256 = \"{hex}\" }} }}]\n"
+        ),
+    )
+    .unwrap();
+    let r = aptfix::apt_recipe(
+        t.path(),
+        &f,
+        &f.key,
+        &["python3"],
+        "\n[python]\nlock = \"pylock.toml\"\n",
+    );
+    let text = fs::read_to_string(&r).unwrap().replace(
+        "platform = \"linux/amd64\"",
+        "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+    );
+    fs::write(&r, &text).unwrap();
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", t.path().join("cache"))
+        .arg("lock")
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        stdout(&o).contains("platform linux/amd64\napt ")
+            && stdout(&o).contains("wheels 1 (resolved)"),
+        "{}",
+        stdout(&o)
+    );
+    assert!(
+        err.contains("platform linux/arm64/v8") && err.contains("fastpkg"),
+        "{err}"
     );
 }
