@@ -110,28 +110,6 @@ pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sources() {
-        assert_eq!(split_source("out"), (PathBuf::from("out"), None));
-        assert_eq!(
-            split_source("oci:out:v1"),
-            (PathBuf::from("out"), Some("v1".into()))
-        );
-        assert_eq!(
-            split_source("/a/b.oci:latest"),
-            (PathBuf::from("/a/b.oci"), Some("latest".into()))
-        );
-        assert_eq!(
-            split_source("./x:y/dir"),
-            (PathBuf::from("./x:y/dir"), None)
-        );
-    }
-}
-
 /// A multi-platform image: each platform's manifest (with its blobs) by digest, then the index
 /// under the destination's tag.
 pub fn push_index(
@@ -184,4 +162,26 @@ pub fn push_index(
         println!("pushed {name} ({uploaded} bytes uploaded)");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sources() {
+        assert_eq!(split_source("out"), (PathBuf::from("out"), None));
+        assert_eq!(
+            split_source("oci:out:v1"),
+            (PathBuf::from("out"), Some("v1".into()))
+        );
+        assert_eq!(
+            split_source("/a/b.oci:latest"),
+            (PathBuf::from("/a/b.oci"), Some("latest".into()))
+        );
+        assert_eq!(
+            split_source("./x:y/dir"),
+            (PathBuf::from("./x:y/dir"), None)
+        );
+    }
 }
