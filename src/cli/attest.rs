@@ -78,6 +78,12 @@ pub struct ProvenanceArgs {
 /// The built image for `args` (a layout), checked against the recipe and lock on disk.
 fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
     let recipe = recipe::load(&args.recipe)?;
+    if recipe.is_multi_platform() {
+        anyhow::bail!(
+            "the SBOM and provenance of a multi-platform recipe ([image] platforms) are not \
+             supported yet (one document per platform is to come)"
+        );
+    }
     let (dir, tag) = match &args.image {
         None => (
             super::default_output(&args.recipe),

@@ -60,16 +60,20 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
             reporter: &bars,
         };
         for r in &args.recipe {
-            let recipe = recipe::load(r)?;
-            let lock = crate::session::load_checked_lock(&recipe, r, "mirror")?;
-            let Some(b) = lock.base else {
-                anyhow::bail!("{}: the recipe has no base image to mirror", r.display());
-            };
-            vendor::fetch_input(&Input::Base(b.clone()), &store, &online)?;
-            work.push((
-                store.clone(),
-                Image::from_reference(&b.reference, b.manifest_digest, b.index_digest)?,
-            ));
+            let whole = recipe::load(r)?;
+            // Each platform's base, as its section of the lock pins it.
+            for p in whole.platforms() {
+                let recipe = whole.for_platform(&p)?;
+                let lock = crate::session::load_checked_lock(&recipe, r, "mirror")?;
+                let Some(b) = lock.base else {
+                    anyhow::bail!("{}: the recipe has no base image to mirror", r.display());
+                };
+                vendor::fetch_input(&Input::Base(b.clone()), &store, &online)?;
+                work.push((
+                    store.clone(),
+                    Image::from_reference(&b.reference, b.manifest_digest, b.index_digest)?,
+                ));
+            }
         }
     }
     for s in &args.sources {

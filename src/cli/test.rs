@@ -176,6 +176,26 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
             layout.display()
         );
     }
+    // A multi-platform image: the host's platform runs (podman picks it from the index);
+    // nothing is emulated.
+    let recipe = if recipe.is_multi_platform() {
+        let host = crate::image::Platform::host();
+        for p in recipe.platforms().iter().filter(|p| **p != host) {
+            let line =
+                format!("skipped: {p} is not this host's platform ({host}); nothing is emulated");
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+        }
+        if !recipe.platforms().contains(&host) {
+            anyhow::bail!("none of the recipe's platforms is this host's ({host})");
+        }
+        recipe.for_platform(&host)?
+    } else {
+        recipe
+    };
     check_fresh(&recipe, &args.recipe, &layout)?;
     run_stage(&recipe, &layout, &args.opts, args.json, cli.quiet)
 }
@@ -188,7 +208,22 @@ fn check_fresh(
     layout: &std::path::Path,
 ) -> anyhow::Result<()> {
     let l = crate::output::Layout::open(layout)?;
-    let bytes = l.read_blob(&l.entry(&recipe.image.tag)?.digest)?;
+    let entry = l.entry(&recipe.image.tag)?;
+    let mut bytes = l.read_blob(&entry.digest)?;
+    if entry.media_type == crate::image::MEDIA_TYPE_INDEX {
+        // A multi-platform image: the manifest of the platform that runs.
+        let ix: crate::image::Index = serde_json::from_slice(&bytes)?;
+        let Some(m) = ix.manifests.iter().find(|m| {
+            m.platform.as_ref().map(|p| p.to_string()) == Some(recipe.image.platform.to_string())
+        }) else {
+            anyhow::bail!(
+                "the image at {} has no manifest for {}: build it again",
+                layout.display(),
+                recipe.image.platform
+            );
+        };
+        bytes = l.read_blob(&m.digest.to_string())?;
+    }
     let subject =
         crate::audit::attest::Subject::new(&recipe.image.name, &recipe.image.tag, &bytes)?;
     let recorded = subject.annotation(crate::image::annotations::RECIPE_DIGEST);

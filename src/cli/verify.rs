@@ -59,6 +59,13 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
+    if recipe.is_multi_platform() {
+        anyhow::bail!(
+            "verify of a multi-platform recipe ([image] platforms) is not supported yet: \
+             `ocibuild build --locked --platform P` rebuilds one platform, and its manifest \
+             digest is the one in the index"
+        );
+    }
     let target = match &args.against {
         Some(s) => Spec::parse(s, true)?,
         None => Spec::Layout {

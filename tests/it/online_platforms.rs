@@ -124,6 +124,21 @@ fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o).trim(), "x86_64 2.2.6 506");
 
+    // The test stage: the host's platform runs, the other is said to be skipped.
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", &cache)
+            .args(["test", "-o"])
+            .arg(&img)
+            .arg(&recipe),
+    );
+    let out = stdout(&o);
+    assert!(
+        out.contains("skipped: linux/arm64/v8 is not this host's platform (linux/amd64)")
+            && out.contains("test stdlib ... passed"),
+        "{out}"
+    );
+
     // linux/arm64 alone, from the same lock: the same manifest. A cold build: the same index.
     let single = t.path().join("single");
     run_ok(
