@@ -225,6 +225,14 @@ impl Lock {
         }
     }
 
+    /// Leaves out the sections of platforms not in `platforms` (removed from the recipe);
+    /// whether any went.
+    pub fn retain_platforms(&mut self, platforms: &[String]) -> bool {
+        let before = self.platforms.len();
+        self.platforms.retain(|k, _| platforms.contains(k));
+        self.platforms.len() != before
+    }
+
     /// Platform `platform`'s section as a one-platform lock (empty when it has none).
     pub fn view(&self, platform: &str) -> Lock {
         let p = self.platforms.get(platform).cloned().unwrap_or_default();
@@ -268,10 +276,19 @@ impl Lock {
     /// lock there (the other platforms' kept).
     pub fn save_view(&self, path: &Path, view: Option<&str>) -> Result<(), LockError> {
         let Some(p) = view else {
-            return self.save(path);
+            // A one-platform lock: no platform sections stay.
+            let mut one = self.clone();
+            one.platforms.clear();
+            return one.save(path);
         };
         let mut whole = Lock::load(path)?.unwrap_or_else(Lock::new);
         whole.set_view(p, self.clone());
+        // A multi-platform lock: no one-platform sections stay.
+        whole.base = None;
+        whole.apt = None;
+        whole.python = None;
+        whole.python_packages = None;
+        whole.wheels.clear();
         whole.save(path)
     }
 

@@ -66,6 +66,9 @@ pub struct Image {
     /// The index's other manifests, copied too (a multi-platform image from a layout: every
     /// platform; a lock pins only the one it builds).
     pub others: Vec<Digest>,
+    /// What its signature and referrers are about: the index of a layout's multi-platform
+    /// image (which must then be copied whole), else the manifest.
+    pub subject: Option<Digest>,
     /// Its sigstore signature manifest (a layout's `sha256-<hex>.sig` entry), copied under
     /// that tag, so that signature policies hold in the target too.
     pub signature: Option<Digest>,
@@ -88,6 +91,7 @@ impl Image {
             manifest,
             index,
             others: Vec::new(),
+            subject: None,
             signature: None,
             referrers: Vec::new(),
         })
@@ -193,6 +197,8 @@ pub fn mirror(
                 }
                 report.index = Some("copied".into());
             }
+            // A layout's multi-platform image is its index: every manifest was copied.
+            Err(e) if image.subject.is_some() => return Err(e.into()),
             // A registry that checks an index's manifests refuses one whose other platforms
             // were not copied; builds need only the platform manifest, which is there.
             Err(e) => report.index = Some(format!("not copied: {e}")),
@@ -204,6 +210,7 @@ pub fn mirror(
             image.manifest,
         )?;
     }
+    let subject = image.subject.unwrap_or(image.manifest);
     if let Some(sig) = image.signature {
         // Its layers join the signatures the target already has for this digest (the image's
         // digest did not change, so each still verifies).
@@ -223,24 +230,24 @@ pub fn mirror(
         let (pushed, _) = crate::push::push_signature(
             client,
             &dest,
-            &image.manifest,
+            &subject,
             &sig_manifest.layers,
             blobs,
             &scratch,
         )
         .map_err(referrers_err)?;
-        let tag = crate::push::signature_tag(&image.manifest);
+        let tag = crate::push::signature_tag(&subject);
         report.signature = Some(format!("{dest_name}:{tag}@{pushed}"));
     }
     if !image.referrers.is_empty() {
         report.referrers = Some(
-            crate::push::push_referrers(client, blobs, &image.manifest, &image.referrers, &dest)
+            crate::push::push_referrers(client, blobs, &subject, &image.referrers, &dest)
                 .map_err(|e| MirrorError::Referrers(Box::new(e)))?,
         );
     }
     report.target = match &image.tag {
-        Some(t) => format!("{dest_name}:{t}@{}", image.manifest),
-        None => format!("{dest_name}@{}", image.manifest),
+        Some(t) => format!("{dest_name}:{t}@{subject}"),
+        None => format!("{dest_name}@{subject}"),
     };
     Ok(report)
 }
@@ -316,6 +323,7 @@ pub fn layout_images(
         })?;
         img.name = format!("{}@{}", name, d.digest);
         img.others = others;
+        img.subject = index;
         let sig_tag = crate::push::signature_tag(&d.digest);
         img.signature = extras
             .iter()

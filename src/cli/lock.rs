@@ -56,6 +56,16 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         lock_path = Some(report(&rp, locked));
     }
     if let Some(path) = lock_path {
+        // Sections of platforms the recipe no longer builds go.
+        if multi {
+            let names: Vec<String> = recipe.platforms().iter().map(|p| p.to_string()).collect();
+            if let Some(mut whole) = crate::lock::Lock::load(&path)? {
+                if whole.retain_platforms(&names) {
+                    whole.save(&path)?;
+                    println!("removed the sections of platforms the recipe no longer builds");
+                }
+            }
+        }
         println!("lock {}", path.display());
     }
     Ok(ExitCode::SUCCESS)

@@ -68,11 +68,21 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
                 let Some(b) = lock.base else {
                     anyhow::bail!("{}: the recipe has no base image to mirror", r.display());
                 };
-                vendor::fetch_input(&Input::Base(b.clone()), &store, &online)?;
-                work.push((
-                    store.clone(),
-                    Image::from_reference(&b.reference, b.manifest_digest, b.index_digest)?,
-                ));
+                vendor::fetch_input(&Input::Base(b.clone()), &store, &online)
+                    .map_err(|e| anyhow::Error::from(e).context(format!("platform {p}")))?;
+                let img = Image::from_reference(&b.reference, b.manifest_digest, b.index_digest)?;
+                // Platforms of one base index go as one image: the index and its manifests.
+                let same = work
+                    .iter_mut()
+                    .find(|(_, i)| i.index.is_some() && i.index == img.index && i.name == img.name);
+                match same {
+                    Some((_, i)) => {
+                        if i.manifest != img.manifest && !i.others.contains(&img.manifest) {
+                            i.others.push(img.manifest);
+                        }
+                    }
+                    None => work.push((store.clone(), img)),
+                }
             }
         }
     }

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use super::build::{build_in_store, BuildArgs, InputOptions};
 use super::Cli;
-use crate::image::{IndexRecord, Platform, MEDIA_TYPE_INDEX};
+use crate::image::{IndexRecord, Platform};
 use crate::output::{self, Target};
 use crate::recipe::Recipe;
 
@@ -71,23 +71,16 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         }
     }
     if let (true, Target::Layout(dir)) = (args.test, &target) {
-        let host = Platform::host();
-        for p in recipe.platforms() {
-            if p != host {
-                println!("skipped: {p} is not this host's platform ({host}); nothing is emulated");
-            }
-        }
-        if recipe.platforms().contains(&host) {
-            let code = super::test::run_stage(
-                &recipe.for_platform(&host)?,
-                dir,
-                &args.test_opts,
-                false,
-                cli.quiet,
-            )?;
-            if code != ExitCode::SUCCESS {
-                return Ok(code);
-            }
+        let host = host_platform(recipe, cli.quiet)?;
+        let code = super::test::run_stage(
+            &recipe.for_platform(&host)?,
+            dir,
+            &args.test_opts,
+            false,
+            cli.quiet,
+        )?;
+        if code != ExitCode::SUCCESS {
+            return Ok(code);
         }
     }
     if let Some(dest) = &args.push {
@@ -95,19 +88,10 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         let client = super::push::client(cli)?;
         let bars = cli.bars(false);
         let mut uploaded = 0;
-        for i in &index.images {
-            let by_digest = reference.with_digest(i.manifest.digest);
-            let r = crate::push::push(&client, &store, &i.manifest, &by_digest, &bars)?;
-            uploaded += r.uploaded_bytes;
-        }
-        let bytes = store.read_blob(&index.index.digest)?;
-        let tag = reference.tag().unwrap_or("latest").to_string();
-        let pushed = client.push_manifest(&reference, &tag, &bytes, MEDIA_TYPE_INDEX)?;
-        let name = format!(
-            "{}/{}:{tag}@{pushed}",
-            reference.registry(),
-            reference.repository()
-        );
+        let (_, name) =
+            super::push::push_index_to(&client, &store, &index.index, &reference, &bars, |r| {
+                uploaded += r.uploaded_bytes
+            })?;
         if cli.quiet {
             println!("{name}");
         } else {
@@ -115,4 +99,25 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The host's platform, which a test stage runs, when the recipe builds it; the others are
+/// said to be skipped (on stderr with `-q`). An error when the host's is not among them.
+pub fn host_platform(recipe: &Recipe, quiet: bool) -> anyhow::Result<Platform> {
+    let host = Platform::host();
+    for p in recipe.platforms().iter().filter(|p| **p != host) {
+        let line =
+            format!("skipped: {p} is not this host's platform ({host}); nothing is emulated");
+        if quiet {
+            eprintln!("{line}");
+        } else {
+            println!("{line}");
+        }
+    }
+    if !recipe.platforms().contains(&host) {
+        anyhow::bail!(
+            "none of the recipe's platforms is this host's ({host}): nothing to test without emulation"
+        );
+    }
+    Ok(host)
 }

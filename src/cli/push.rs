@@ -111,7 +111,53 @@ pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// A multi-platform image: each platform's manifest (with its blobs) by digest, then the index
-/// under the destination's tag.
+/// under the destination's tag (`latest` when it names none), or by digest when it names one
+/// (which must be the index's). Each manifest's report goes to `each`. Returns the index's
+/// digest and `registry/repository[:tag]@digest`.
+pub fn push_index_to(
+    client: &Client,
+    blobs: &Store,
+    index: &Descriptor,
+    target: &Reference,
+    bars: &dyn crate::progress::Reporter,
+    mut each: impl FnMut(&PushReport),
+) -> anyhow::Result<(crate::digest::Digest, String)> {
+    if let Some(named) = target.digest().filter(|d| *d != index.digest) {
+        return Err(push::PushError::DigestMismatch {
+            target: target.to_string(),
+            named,
+            manifest: index.digest,
+        }
+        .into());
+    }
+    let bytes = blobs.read_blob(&index.digest)?;
+    let ix: crate::image::Index = serde_json::from_slice(&bytes)
+        .map_err(|e| anyhow::anyhow!("image index {}: {e}", index.digest))?;
+    for m in &ix.manifests {
+        // By digest alone: the tag names only the index, never one platform's manifest.
+        let r = push::push(client, blobs, m, &target.by_digest(m.digest), bars)?;
+        each(&r);
+    }
+    let (reference, shown) = match (target.tag(), target.digest()) {
+        (_, Some(d)) => (d.to_string(), format!("@{d}")),
+        (Some(t), None) => (t.to_string(), format!(":{t}")),
+        (None, None) => ("latest".to_string(), ":latest".to_string()),
+    };
+    let pushed =
+        client.push_manifest(target, &reference, &bytes, crate::image::MEDIA_TYPE_INDEX)?;
+    let name = if target.digest().is_some() {
+        format!("{}/{}{shown}", target.registry(), target.repository())
+    } else {
+        format!(
+            "{}/{}{shown}@{pushed}",
+            target.registry(),
+            target.repository()
+        )
+    };
+    Ok((pushed, name))
+}
+
+/// `push` of a layout's multi-platform image, printed.
 pub fn push_index(
     cli: &Cli,
     blobs: &Store,
@@ -120,28 +166,12 @@ pub fn push_index(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let target = destination_ref(destination)?;
-    let bytes = blobs.read_blob(&index.digest)?;
-    let ix: crate::image::Index = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("image index {}: {e}", index.digest))?;
     let client = client(cli)?;
     let bars = cli.bars(json);
     let mut reports = Vec::new();
-    for m in &ix.manifests {
-        reports.push(push::push(
-            &client,
-            blobs,
-            m,
-            &target.with_digest(m.digest),
-            &bars,
-        )?);
-    }
-    let tag = target.tag().unwrap_or("latest").to_string();
-    let pushed = client.push_manifest(&target, &tag, &bytes, crate::image::MEDIA_TYPE_INDEX)?;
-    let name = format!(
-        "{}/{}:{tag}@{pushed}",
-        target.registry(),
-        target.repository()
-    );
+    let (pushed, name) = push_index_to(&client, blobs, index, &target, &bars, |r| {
+        reports.push(r.clone())
+    })?;
     let uploaded: u64 = reports.iter().map(|r| r.uploaded_bytes).sum();
     if json {
         println!(

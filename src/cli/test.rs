@@ -179,19 +179,7 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     // A multi-platform image: the host's platform runs (podman picks it from the index);
     // nothing is emulated.
     let recipe = if recipe.is_multi_platform() {
-        let host = crate::image::Platform::host();
-        for p in recipe.platforms().iter().filter(|p| **p != host) {
-            let line =
-                format!("skipped: {p} is not this host's platform ({host}); nothing is emulated");
-            if args.json {
-                eprintln!("{line}");
-            } else {
-                println!("{line}");
-            }
-        }
-        if !recipe.platforms().contains(&host) {
-            anyhow::bail!("none of the recipe's platforms is this host's ({host})");
-        }
+        let host = super::multi::host_platform(&recipe, cli.quiet || args.json)?;
         recipe.for_platform(&host)?
     } else {
         recipe

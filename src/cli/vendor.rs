@@ -50,7 +50,14 @@ fn vendor_recipe(
     // Each platform's section of the lock, checked against the recipe for that platform.
     for p in recipe.platforms() {
         let rp = recipe.for_platform(&p)?;
-        let lock = crate::session::load_checked_lock(&rp, recipe_path, "vendor")?;
+        let lock = crate::session::load_checked_lock(&rp, recipe_path, "vendor").map_err(|e| {
+            let e = anyhow::Error::from(e);
+            if recipe.is_multi_platform() {
+                e.context(format!("platform {p}"))
+            } else {
+                e
+            }
+        })?;
         let archive_url = match rp.python.as_ref().map(|p| &p.source) {
             Some(PythonSource::Archive(a))
                 if lock.python.as_ref().map(|p| &p.url) == Some(&a.written) =>

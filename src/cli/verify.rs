@@ -62,8 +62,8 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     if recipe.is_multi_platform() {
         anyhow::bail!(
             "verify of a multi-platform recipe ([image] platforms) is not supported yet: \
-             `ocibuild build --locked --platform P` rebuilds one platform, and its manifest \
-             digest is the one in the index"
+             `ocibuild build --locked --platform P -o DIR` rebuilds one platform into DIR, and \
+             its manifest digest is the one in the index"
         );
     }
     let target = match &args.against {

@@ -238,6 +238,15 @@ impl ImageRecord {
     }
 }
 
+/// Why an [`IndexRecord`] could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Json(#[from] crate::json::JsonError),
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+}
+
 /// A multi-platform image: the index of its platforms' manifests (`index`, each entry with its
 /// platform) and each platform's image.
 #[derive(Clone, Debug)]
@@ -281,15 +290,14 @@ impl IndexRecord {
     pub fn new(
         store: &crate::store::Store,
         images: Vec<ImageRecord>,
-    ) -> Result<IndexRecord, crate::store::StoreError> {
+    ) -> Result<IndexRecord, IndexError> {
         let index = Index {
             schema_version: 2,
             media_type: Some(MEDIA_TYPE_INDEX.into()),
             manifests: images.iter().map(|i| i.manifest.clone()).collect(),
             annotations: BTreeMap::new(),
         };
-        let bytes = crate::json::to_canonical_vec("image index", &index)
-            .map_err(|e| crate::store::StoreError::Io(std::io::Error::other(e.to_string())))?;
+        let bytes = crate::json::to_canonical_vec("image index", &index)?;
         let digest = store.put_bytes(&bytes)?;
         let first = images.first();
         Ok(IndexRecord {

@@ -93,8 +93,8 @@ impl Recipe {
                 wanted.push(parsed);
             }
             self.image.platforms.retain(|p| wanted.contains(p));
-            self.image.platform = self.image.platforms[0].clone();
-            return Ok(self);
+            let first = self.image.platforms[0].clone();
+            return self.for_platform(&first);
         }
         if let Some(p) = platform {
             let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;

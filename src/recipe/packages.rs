@@ -33,10 +33,12 @@ pub fn debian_arch(p: &Platform) -> Option<&'static str> {
     })
 }
 
+/// `several`: the recipe has several `platforms` (a source's `architecture` would pin one).
 pub(super) fn apt(
     ctx: &Ctx<'_>,
     raw: Spanned<RawApt>,
     platform: &Platform,
+    several: bool,
     dir: &Path,
 ) -> Result<Apt> {
     let span = raw.span();
@@ -56,7 +58,7 @@ pub(super) fn apt(
     }
     let mut sources = Vec::with_capacity(raw.source.len());
     for (i, s) in raw.source.into_iter().enumerate() {
-        sources.push(source(ctx, s, i, architecture, dir)?);
+        sources.push(source(ctx, s, i, architecture, several, dir)?);
     }
     let Some(list) = raw.packages else {
         return Err(ctx.err(
@@ -89,6 +91,7 @@ fn source(
     raw: Spanned<RawAptSource>,
     i: usize,
     arch: &str,
+    several: bool,
     dir: &Path,
 ) -> Result<AptSource> {
     let span = raw.span();
@@ -128,6 +131,15 @@ fn source(
         comps.push(c.into_inner());
     }
     if let Some(a) = &raw.architecture {
+        if several {
+            return Err(ctx.err(
+                a.span(),
+                format!(
+                    "{what}: `architecture` pins one architecture; with several `platforms` \
+                     leave it out (each platform reads its own)"
+                ),
+            ));
+        }
         if a.get_ref() != arch {
             return Err(ctx.err(
                 a.span(),

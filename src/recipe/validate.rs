@@ -45,12 +45,25 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
                     format!("[apt]: the platform {p} has no Debian architecture"),
                 ));
             }
-            Some(super::packages::apt(ctx, a, &image.platform, dir)?)
+            let several = image.platforms.len() > 1;
+            Some(super::packages::apt(ctx, a, &image.platform, several, dir)?)
         }
         None => None,
     };
     let python = match raw.python {
-        Some(p) => Some(super::packages::python(ctx, p, dir)?),
+        Some(p) => {
+            let span = p.span();
+            let python = super::packages::python(ctx, p, dir)?;
+            if image.platforms.len() > 1 && matches!(python.source, super::PythonSource::Archive(_))
+            {
+                return Err(ctx.err(
+                    span,
+                    "[python] archive is one interpreter for one platform; with several \
+                     `platforms`, take the interpreter from [apt] or the base",
+                ));
+            }
+            Some(python)
+        }
         None => None,
     };
     let podman = Podman {

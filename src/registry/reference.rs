@@ -196,6 +196,16 @@ impl Reference {
         }
     }
 
+    /// The same repository by `digest` alone (no tag): what a manifest pushed or fetched
+    /// by digest is named as.
+    pub fn by_digest(&self, digest: Digest) -> Reference {
+        Reference {
+            tag: None,
+            digest: Some(digest),
+            ..self.clone()
+        }
+    }
+
     /// The same repository with `tag` and no digest.
     pub fn with_tag(&self, tag: &str) -> Result<Reference, ReferenceError> {
         check_tag(tag).map_err(|problem| ReferenceError::Invalid {

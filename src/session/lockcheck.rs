@@ -13,6 +13,14 @@ use crate::lock::{Lock, LockError};
 pub fn lock_changes(lock: &Lock, recipe: &crate::recipe::Recipe) -> Vec<String> {
     use crate::recipe::{Base, PythonSource};
     let mut out = Vec::new();
+    // A one-platform recipe's lock holds no platform sections (a view never has any).
+    if !recipe.is_multi_platform() && !lock.platforms.is_empty() {
+        let names: Vec<&str> = lock.platforms.keys().map(String::as_str).collect();
+        out.push(format!(
+            "the lock has sections for several platforms ({}); the recipe builds one",
+            names.join(", ")
+        ));
+    }
     match (&recipe.base, &lock.base) {
         (Base::Scratch, None) => {}
         (Base::Scratch, Some(b)) => out.push(format!(

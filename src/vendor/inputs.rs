@@ -63,7 +63,8 @@ pub fn inputs(lock: &Lock, archive_fetch_url: Option<&str>) -> Vec<Input> {
         });
     }
     v.extend(lock.wheels.iter().cloned().map(Input::Wheel));
-    // A multi-platform lock: every platform's inputs, each as its section locks them.
+    // A multi-platform lock's whole file: every platform's inputs (callers that check the
+    // lock pass each platform's view instead).
     for name in lock.platforms.keys() {
         v.extend(inputs(&lock.view(name), archive_fetch_url));
     }

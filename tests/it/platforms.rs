@@ -159,6 +159,50 @@ fn two_platforms_from_one_recipe_and_one_lock() {
     let (_, one) = index_of(&single);
     assert_eq!(manifest_for(&one, "arm64"), arm64, "{one:#}");
 
+    // A recipe of that one platform (`platform = "linux/arm64"`), with the arm64 section as
+    // its lock: the very same manifest.
+    let solo = t.path().join("solo");
+    fs::create_dir_all(solo.join("app")).unwrap();
+    fs::copy(dir.join("app/main.py"), solo.join("app/main.py")).unwrap();
+    let whole = ocibuild::lock::Lock::load(&dir.join("app.lock"))
+        .unwrap()
+        .unwrap();
+    fs::write(
+        solo.join("app.lock"),
+        whole.view("linux/arm64/v8").to_toml(),
+    )
+    .unwrap();
+    fs::write(
+        solo.join("app.toml"),
+        text.replace(
+            "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+            "platform = \"linux/arm64\"",
+        ),
+    )
+    .unwrap();
+    let o = run_ok(
+        cmd(&cache)
+            .args(["build", "--locked", "-q", "-o"])
+            .arg(t.path().join("solo.oci"))
+            .arg(solo.join("app.toml")),
+    );
+    assert!(
+        stdout(&o).trim().ends_with(&format!("@{arm64}")),
+        "{}",
+        stdout(&o)
+    );
+    // The whole two-platform lock is stale for it.
+    fs::copy(dir.join("app.lock"), solo.join("app.lock")).unwrap();
+    let o = run(cmd(&cache)
+        .args(["build", "--locked", "-o"])
+        .arg(t.path().join("solo.oci"))
+        .arg(solo.join("app.toml")));
+    assert!(
+        stderr(&o).contains("the lock has sections for several platforms"),
+        "{}",
+        stderr(&o)
+    );
+
     // Two cold builds (empty stores) give one index digest.
     let again = t.path().join("again");
     run_ok(
@@ -254,6 +298,19 @@ fn two_platforms_from_one_recipe_and_one_lock() {
             .arg(format!("{}/plat/again:2", a.addr));
         run_ok(&mut c);
         assert_eq!(raw(&format!("{}/plat/again:2", a.addr)), first);
+        // A destination digest that is not the index's is refused.
+        let other = format!("sha256:{}", "0".repeat(64));
+        let mut c = cmd(&cache);
+        with_auth(&mut c);
+        c.arg("push")
+            .arg(&pushed)
+            .arg(format!("{}/plat/again@{other}", a.addr));
+        let o = run(&mut c);
+        assert!(
+            stderr(&o).contains(&format!("names digest {other}")),
+            "{}",
+            stderr(&o)
+        );
         assert_eq!(raw(&format!("{}/copy/apt:latest", b.addr)), first);
         let arm = t.path().join("arm-copy");
         run_ok(
@@ -339,5 +396,41 @@ fn a_wheel_missing_for_one_platform_is_named_with_it() {
     assert!(
         err.contains("platform linux/arm64/v8") && err.contains("fastpkg"),
         "{err}"
+    );
+}
+
+/// `--test` of a multi-platform recipe none of whose platforms is the host's: refused, saying
+/// why (nothing is emulated), before anything runs.
+#[test]
+fn a_test_stage_with_no_host_platform_is_refused() {
+    let t = tempdir();
+    fs::create_dir_all(t.path().join("app")).unwrap();
+    fs::write(t.path().join("app/x"), "x\n").unwrap();
+    let host = if std::env::consts::ARCH == "s390x" {
+        "linux/arm64"
+    } else {
+        "linux/s390x"
+    };
+    let r = t.path().join("r.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/x\"\nplatforms = [\"{host}\", \"linux/riscv64\"]\n\n\
+             [[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n"
+        ),
+    )
+    .unwrap();
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", t.path().join("cache"))
+        .args(["build", "--test", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("none of the recipe's platforms is this host's")
+            && stdout(&o).contains(&format!("skipped: {host} is not this host's platform")),
+        "{}{}",
+        stdout(&o),
+        stderr(&o)
     );
 }
