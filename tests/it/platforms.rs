@@ -203,6 +203,17 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         stderr(&o)
     );
 
+    // verify rebuilds each platform in an empty store and compares it with the index's.
+    let o = run(cmd(&cache)
+        .args(["verify", "--json", "--against"])
+        .arg(format!("oci:{}", layout.display()))
+        .arg(&r));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("{}{}", stdout(&o), stderr(&o)));
+    assert_eq!(v["reproduced"], true, "{v:#}");
+    assert_eq!(v["platforms"][1]["platform"], "linux/arm64/v8", "{v:#}");
+    assert_eq!(v["platforms"][1]["rebuilt"], arm64.as_str(), "{v:#}");
+
     // Two cold builds (empty stores) give one index digest.
     let again = t.path().join("again");
     run_ok(
