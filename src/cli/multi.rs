@@ -12,11 +12,14 @@ use crate::output::{self, Target};
 use crate::recipe::Recipe;
 
 pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitCode> {
-    if args.attach || args.sign_key.is_some() || args.json {
+    if args.attach || args.sign_key.is_some() {
         anyhow::bail!(
-            "--attach, --sign-key and --json are not yet supported for a multi-platform recipe \
+            "--attach and --sign-key are not yet supported for a multi-platform recipe \
              ([image] platforms): build one platform with --platform, or leave them out"
         );
+    }
+    if args.test && args.json {
+        anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
     }
     let target: Target = match &args.output {
         Some(o) => o.parse()?,
@@ -50,7 +53,9 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
     if let (Target::Layout(dir), false) = (&target, args.push_only) {
         output::write_layout_with(dir, &store, &index, &[])?;
     }
-    if cli.quiet {
+    if args.json {
+        // Printed once pushed (below).
+    } else if cli.quiet {
         if args.push.is_none() {
             println!("{}@{}", index.full_name(), index.index.digest);
         }
@@ -83,20 +88,53 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
             return Ok(code);
         }
     }
+    let mut pushed = None;
     if let Some(dest) = &args.push {
         let reference = super::push::destination_ref(dest)?;
         let client = super::push::client(cli)?;
-        let bars = cli.bars(false);
+        let bars = cli.bars(args.json);
         let mut uploaded = 0;
         let (_, name) =
             super::push::push_index_to(&client, &store, &index.index, &reference, &bars, |r| {
                 uploaded += r.uploaded_bytes
             })?;
-        if cli.quiet {
+        if args.json {
+            pushed = Some(serde_json::json!({"pushed": name, "uploadedBytes": uploaded}));
+        } else if cli.quiet {
             println!("{name}");
         } else {
             println!("pushed {name} ({uploaded} bytes uploaded)");
         }
+    }
+    if args.json {
+        let manifests: Vec<serde_json::Value> = index
+            .images
+            .iter()
+            .map(|i| {
+                serde_json::json!({
+                    "platform": i.manifest.platform.as_ref().map(|p| p.to_string()),
+                    "manifest": i.manifest.digest,
+                    "manifestSize": i.manifest.size,
+                    "config": i.config.digest,
+                    "layers": i.layers.iter().map(|l| serde_json::json!({
+                        "name": l.descriptor.annotations.get(crate::image::annotations::LAYER_NAME),
+                        "mediaType": l.descriptor.media_type,
+                        "digest": l.descriptor.digest,
+                        "size": l.descriptor.size,
+                        "diffId": l.diff_id,
+                    })).collect::<Vec<_>>(),
+                })
+            })
+            .collect();
+        let doc = serde_json::json!({
+            "image": index.full_name(),
+            "output": (!args.push_only).then(|| target.absolute().to_string()),
+            "index": index.index.digest,
+            "indexSize": index.index.size,
+            "manifests": manifests,
+            "push": pushed,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -203,6 +203,19 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         stderr(&o)
     );
 
+    // build --json: the index and each platform's manifest and layers.
+    let o = run_ok(
+        cmd(&cache)
+            .args(["build", "--json", "-o"])
+            .arg(t.path().join("json.oci"))
+            .arg(&r),
+    );
+    let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(doc["index"], entry["digest"], "{doc:#}");
+    assert_eq!(doc["manifests"][1]["platform"], "linux/arm64/v8", "{doc:#}");
+    assert_eq!(doc["manifests"][1]["manifest"], arm64.as_str(), "{doc:#}");
+    assert_eq!(doc["manifests"][1]["layers"][0]["name"], "apt", "{doc:#}");
+
     // verify rebuilds each platform in an empty store and compares it with the index's.
     let o = run(cmd(&cache)
         .args(["verify", "--json", "--against"])
