@@ -373,17 +373,9 @@ impl Lock {
         for w in &mut self.wheels {
             w.url = redact(&w.url);
         }
-        let platforms = std::mem::take(&mut self.platforms);
-        for (name, p) in platforms {
-            let view = Lock {
-                base: p.base,
-                apt: p.apt,
-                python: p.python,
-                python_packages: p.python_packages,
-                wheels: p.wheels,
-                ..Lock::new()
-            }
-            .without_userinfo();
+        let names: Vec<String> = self.platforms.keys().cloned().collect();
+        for name in names {
+            let view = self.view(&name).without_userinfo();
             self.set_view(&name, view);
         }
         self

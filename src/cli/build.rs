@@ -321,11 +321,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             println!("{}@{}", img.full_name(), img.manifest.digest);
         }
     } else {
-        if args.push_only {
-            println!("{} (no local output: --push-only)", img.full_name());
-        } else {
-            println!("{} -> {}", img.full_name(), target.absolute());
-        }
+        print_destination(&img.full_name(), args, &target);
         println!("manifest {}", img.manifest.digest);
         if let Some(i) = &built.interpreter {
             println!(
@@ -458,6 +454,15 @@ fn report_wheels(r: &crate::system::wheelset::WheelReport) {
             "note: {} shared libraries of the base are shipped again by wheels: {wasted} bytes",
             dups.len()
         );
+    }
+}
+
+/// The build's first line: where `name` went (the output in full, or that there is none).
+pub(super) fn print_destination(name: &str, args: &BuildArgs, target: &Target) {
+    if args.push_only {
+        println!("{name} (no local output: --push-only)");
+    } else {
+        println!("{name} -> {}", target.absolute());
     }
 }
 

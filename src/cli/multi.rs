@@ -60,11 +60,7 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
             println!("{}@{}", index.full_name(), index.index.digest);
         }
     } else {
-        if args.push_only {
-            println!("{} (no local output: --push-only)", index.full_name());
-        } else {
-            println!("{} -> {}", index.full_name(), target.absolute());
-        }
+        super::build::print_destination(&index.full_name(), args, &target);
         println!("index {}", index.index.digest);
         for i in &index.images {
             let platform = i.manifest.platform.as_ref().map(|p| p.to_string());

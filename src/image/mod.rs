@@ -215,14 +215,7 @@ impl ImageRecord {
     /// The manifest descriptor as an `index.json` entry: tagged with both the OCI ref name
     /// (the tag) and containerd's image name (`name:tag`).
     pub fn index_entry(&self) -> Descriptor {
-        let mut entry = self.manifest.clone();
-        entry
-            .annotations
-            .insert(annotations::REF_NAME.into(), self.tag.clone());
-        entry
-            .annotations
-            .insert(annotations::CONTAINERD_NAME.into(), self.full_name());
-        entry
+        tagged(&self.manifest, &self.tag, self.full_name())
     }
 
     /// Every blob of the image (layers, config, manifest) with its size.
@@ -236,6 +229,18 @@ impl ImageRecord {
         v.push((self.manifest.digest, self.manifest.size));
         v
     }
+}
+
+/// `d` as an `index.json` entry: the OCI ref name (`tag`) and containerd's image name.
+fn tagged(d: &Descriptor, tag: &str, full_name: String) -> Descriptor {
+    let mut entry = d.clone();
+    entry
+        .annotations
+        .insert(annotations::REF_NAME.into(), tag.to_string());
+    entry
+        .annotations
+        .insert(annotations::CONTAINERD_NAME.into(), full_name);
+    entry
 }
 
 /// Why an [`IndexRecord`] could not be made.
@@ -266,14 +271,7 @@ impl IndexRecord {
 
     /// The index descriptor as an `index.json` entry (tagged as [`ImageRecord::index_entry`]).
     pub fn index_entry(&self) -> Descriptor {
-        let mut entry = self.index.clone();
-        entry
-            .annotations
-            .insert(annotations::REF_NAME.into(), self.tag.clone());
-        entry
-            .annotations
-            .insert(annotations::CONTAINERD_NAME.into(), self.full_name());
-        entry
+        tagged(&self.index, &self.tag, self.full_name())
     }
 
     /// Every blob of every platform's image, then the index.

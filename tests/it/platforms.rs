@@ -259,21 +259,9 @@ fn two_platforms_from_one_recipe_and_one_lock() {
     // Pushed as an index, mirrored into a second registry: the same index digest on both
     // (skopeo reads it raw); skopeo's --override-arch takes the arm64 manifest.
     if crate::common::require_tools_all(&["docker-registry", "skopeo"]) {
-        use crate::common::registry::{start_registry, PASS, USER};
+        use crate::common::registry::{auth_file_for, start_registry, PASS, USER};
         let (a, b) = (start_registry(None), start_registry(None));
-        let creds = {
-            use base64::Engine as _;
-            base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASS}"))
-        };
-        let auth = t.path().join("auth.json");
-        fs::write(
-            &auth,
-            serde_json::to_vec(&serde_json::json!({"auths": {
-                &a.addr: {"auth": creds}, &b.addr: {"auth": creds},
-            }}))
-            .unwrap(),
-        )
-        .unwrap();
+        let auth = auth_file_for(t.path(), &[&a.addr, &b.addr], PASS);
         let with_auth = |c: &mut std::process::Command| {
             c.env("REGISTRY_AUTH_FILE", &auth)
                 .env_remove("OCIBUILD_REGISTRIES")

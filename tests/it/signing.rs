@@ -122,53 +122,39 @@ fn skopeo_policy_accepts(
     (o.status.success(), stderr(&o))
 }
 
-/// [`registry_manifest`]'s PUT with another content type (an index).
-fn registry_manifest_typed(addr: &str, repo: &str, reference: &str, body: &[u8], media_type: &str) {
-    let script = r#"
-import base64, sys, urllib.request
-addr, repo, ref, user, pw, mt = sys.argv[1:7]
-url = f"http://{addr}/v2/{repo}/manifests/{ref}"
-auth = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()
-req = urllib.request.Request(url, data=sys.stdin.buffer.read(), method="PUT", headers={"Authorization": auth, "Content-Type": mt})
-urllib.request.urlopen(req).read()
-"#;
-    let mut child = Command::new("python3")
-        .args(["-c", script, addr, repo, reference, USER, PASS, media_type])
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    {
-        use std::io::Write;
-        child.stdin.take().unwrap().write_all(body).unwrap();
-    }
-    assert!(child.wait().unwrap().success(), "PUT {reference}");
-}
+const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
-/// A manifest GET or PUT on the test registry (python3's urllib, Basic auth): the faults a
-/// test makes by hand.
-fn registry_manifest(addr: &str, repo: &str, reference: &str, put: Option<&[u8]>) -> Vec<u8> {
+/// A manifest GET (`put` None) or PUT of `(bytes, media type)` on the test registry (python3's
+/// urllib, Basic auth): the faults a test makes by hand. Returns what a GET read.
+fn registry_manifest(
+    addr: &str,
+    repo: &str,
+    reference: &str,
+    put: Option<(&[u8], &str)>,
+) -> Vec<u8> {
     let script = r#"
 import base64, sys, urllib.request
 addr, repo, ref, user, pw, mode = sys.argv[1:7]
 url = f"http://{addr}/v2/{repo}/manifests/{ref}"
 auth = "Basic " + base64.b64encode(f"{user}:{pw}".encode()).decode()
-if mode == "put":
-    body = sys.stdin.buffer.read()
-    req = urllib.request.Request(url, data=body, method="PUT", headers={"Authorization": auth, "Content-Type": "application/vnd.oci.image.manifest.v1+json"})
+if mode != "get":
+    req = urllib.request.Request(url, data=sys.stdin.buffer.read(), method="PUT", headers={"Authorization": auth, "Content-Type": mode})
 else:
     req = urllib.request.Request(url, headers={"Authorization": auth, "Accept": "application/vnd.oci.image.manifest.v1+json, application/vnd.oci.image.index.v1+json"})
 sys.stdout.buffer.write(urllib.request.urlopen(req).read())
 "#;
-    let mut cmd = Command::new("python3");
-    cmd.args(["-c", script, addr, repo, reference, USER, PASS])
-        .arg(if put.is_some() { "put" } else { "get" })
+    let mut child = Command::new("python3")
+        .args(["-c", script, addr, repo, reference, USER, PASS])
+        .arg(put.map_or("get", |(_, media_type)| media_type))
         .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped());
-    let mut child = cmd.spawn().unwrap();
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     {
         use std::io::Write;
         let mut stdin = child.stdin.take().unwrap();
-        stdin.write_all(put.unwrap_or_default()).unwrap();
+        stdin.write_all(put.map_or(&[][..], |(b, _)| b)).unwrap();
     }
     let o = child.wait_with_output().unwrap();
     assert!(
@@ -399,7 +385,7 @@ fn signatures_verify_with_skopeo_and_openssl() {
         &reg.addr,
         "sig/app",
         &sig_tag,
-        Some(&serde_json::to_vec(&m).unwrap()),
+        Some((&serde_json::to_vec(&m).unwrap(), IMAGE_MANIFEST)),
     );
     let o = verify(&image, &public);
     assert!(!o.status.success());
@@ -410,7 +396,12 @@ fn signatures_verify_with_skopeo_and_openssl() {
     );
     let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
     assert!(!ok, "skopeo accepted a changed signature");
-    registry_manifest(&reg.addr, "sig/app", &sig_tag, Some(&original));
+    registry_manifest(
+        &reg.addr,
+        "sig/app",
+        &sig_tag,
+        Some((&original, IMAGE_MANIFEST)),
+    );
 
     // An unsigned image pushed under the signed tag: refused by both.
     let r2 = app(&t.path().join("b"), "not signed\n");
@@ -435,7 +426,12 @@ fn signatures_verify_with_skopeo_and_openssl() {
         serde_json::from_slice(&fs::read(t.path().join("img2/index.json")).unwrap()).unwrap();
     let digest2 = index2["manifests"][0]["digest"].as_str().unwrap();
     let tag2 = format!("sha256-{}.sig", &digest2["sha256:".len()..]);
-    registry_manifest(&reg.addr, "sig/app", &tag2, Some(&original));
+    registry_manifest(
+        &reg.addr,
+        "sig/app",
+        &tag2,
+        Some((&original, IMAGE_MANIFEST)),
+    );
     let o = verify(&image, &public);
     assert!(!o.status.success());
     assert!(
@@ -456,12 +452,11 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let first_referrers = format!("sha256-{}", &digest["sha256:".len()..]);
     let index_bytes = registry_manifest(&reg.addr, "sig/app", &first_referrers, None);
     let second_referrers = format!("sha256-{}", &digest2["sha256:".len()..]);
-    registry_manifest_typed(
+    registry_manifest(
         &reg.addr,
         "sig/app",
         &second_referrers,
-        &index_bytes,
-        "application/vnd.oci.image.index.v1+json",
+        Some((&index_bytes, IMAGE_INDEX)),
     );
     let o = verify(&format!("{}/sig/app@{digest2}", reg.addr), &public);
     assert!(!o.status.success());
@@ -585,16 +580,7 @@ fn a_cosign_key_signs_and_the_signature_survives_a_mirror() {
     let pass = t.path().join("pass.txt");
     fs::write(&pass, "correct horse\n").unwrap();
     let (a, b) = (start_registry(None), start_registry(None));
-    let creds = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASS}"));
-    let auth = t.path().join("auth.json");
-    fs::write(
-        &auth,
-        serde_json::to_vec(&serde_json::json!({"auths": {
-            &a.addr: {"auth": creds}, &b.addr: {"auth": creds},
-        }}))
-        .unwrap(),
-    )
-    .unwrap();
+    let auth = crate::common::registry::auth_file_for(t.path(), &[&a.addr, &b.addr], PASS);
     let cmd = || {
         let mut c = ocibuild();
         c.env("OCIBUILD_CACHE", t.path().join("cache"))

@@ -124,11 +124,20 @@ pub fn push_layout(layout: &Path, tag: &str, addr: &str, dest: &str) {
 }
 
 pub fn auth_file(dir: &Path, registry: &str, pass: &str) -> PathBuf {
+    auth_file_for(dir, &[registry], pass)
+}
+
+/// [`auth_file`] with the same login for each of `registries`.
+pub fn auth_file_for(dir: &Path, registries: &[&str], pass: &str) -> PathBuf {
     let f = dir.join("auth.json");
     let auth = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{pass}"));
+    let auths: serde_json::Map<String, serde_json::Value> = registries
+        .iter()
+        .map(|r| (r.to_string(), serde_json::json!({ "auth": auth })))
+        .collect();
     fs_err::write(
         &f,
-        serde_json::to_vec(&serde_json::json!({"auths": {registry: {"auth": auth}}})).unwrap(),
+        serde_json::to_vec(&serde_json::json!({ "auths": auths })).unwrap(),
     )
     .unwrap();
     f
