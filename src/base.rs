@@ -103,6 +103,8 @@ struct RootFsHead {
 /// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
 /// With `layers` false the layer blobs are not fetched (a shallow base: the build only names
 /// them, and a push to the base's registry mounts them); the manifest and config always are.
+/// With `index`, a tag the lock does not pin is resolved through that image index (the one
+/// another platform of the build pinned) instead of asking the registry for the tag again.
 /// Downloads and retries go to `reporter`.
 #[allow(clippy::too_many_arguments)] // the resolution's context, passed through as is
 pub fn resolve(
@@ -112,7 +114,7 @@ pub fn resolve(
     pin: LockPolicy,
     client: &Client,
     store: &Store,
-    layers: bool,
+    (layers, index): (bool, Option<Digest>),
     reporter: &dyn Reporter,
 ) -> Result<(BaseImage, LockChange), BaseError> {
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
@@ -162,7 +164,17 @@ pub fn resolve(
             })
         }
         _ => {
-            let (manifest, index) = client.get_image_manifest(&r, platform, reporter)?;
+            // Through the index another platform pinned (unless the reference names a digest).
+            let through = match (index, r.digest()) {
+                (Some(ix), None) => {
+                    reporter.detail(&format!(
+                        "base {name}: through the index {ix} another platform pinned"
+                    ));
+                    r.with_digest(ix)
+                }
+                _ => r.clone(),
+            };
+            let (manifest, index) = client.get_image_manifest(&through, platform, reporter)?;
             store.put_bytes(&manifest.bytes)?;
             if let Some(ix) = &index {
                 store.put_bytes(&ix.bytes)?;

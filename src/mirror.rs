@@ -74,6 +74,27 @@ pub struct Image {
     pub signature: Option<Digest>,
     /// Its referrers (SBOMs, provenance, signed attestations), copied with the referrers tag.
     pub referrers: Vec<crate::image::Descriptor>,
+    /// A multi-platform image's platform manifests' own signatures and referrers.
+    pub attached: Vec<Attached>,
+}
+
+/// The signature and referrers of one manifest of an image index, copied with it.
+#[derive(Clone, Debug)]
+pub struct Attached {
+    pub manifest: Digest,
+    pub signature: Option<Digest>,
+    pub referrers: Vec<crate::image::Descriptor>,
+}
+
+/// What was copied for one [`Attached`].
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct AttachedReport {
+    pub manifest: Digest,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub signature: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub referrers: Option<crate::push::ReferrersReport>,
 }
 
 impl Image {
@@ -94,6 +115,7 @@ impl Image {
             subject: None,
             signature: None,
             referrers: Vec::new(),
+            attached: Vec::new(),
         })
     }
 }
@@ -127,6 +149,9 @@ pub struct MirrorReport {
     /// The referrers copied (artifact manifests), and the referrers tag.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub referrers: Option<crate::push::ReferrersReport>,
+    /// A multi-platform image: what each platform manifest's signature and referrers became.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub attached: Vec<AttachedReport>,
 }
 
 fn media_type_of(bytes: &[u8], fallback: &str) -> String {
@@ -160,6 +185,7 @@ pub fn mirror(
         index: None,
         signature: None,
         referrers: None,
+        attached: Vec::new(),
     };
     let check = |found: Digest, expected: Digest| {
         if found == expected {
@@ -211,13 +237,51 @@ pub fn mirror(
         )?;
     }
     let subject = image.subject.unwrap_or(image.manifest);
-    if let Some(sig) = image.signature {
-        // Its layers join the signatures the target already has for this digest (the image's
-        // digest did not change, so each still verifies).
+    let top = Attached {
+        manifest: subject,
+        signature: image.signature,
+        referrers: image.referrers.clone(),
+    };
+    let copied = copy_attached(client, blobs, &dest, &dest_name, &image.name, &top)?;
+    (report.signature, report.referrers) = (copied.signature, copied.referrers);
+    for a in &image.attached {
+        report.attached.push(copy_attached(
+            client,
+            blobs,
+            &dest,
+            &dest_name,
+            &image.name,
+            a,
+        )?);
+    }
+    report.target = match &image.tag {
+        Some(t) => format!("{dest_name}:{t}@{subject}"),
+        None => format!("{dest_name}@{subject}"),
+    };
+    Ok(report)
+}
+
+/// Copy `a`'s signature (its layers joining the signatures the target already has for this
+/// digest: the digest did not change, so each still verifies) and its referrers.
+fn copy_attached(
+    client: &Client,
+    blobs: &Store,
+    dest: &Reference,
+    dest_name: &str,
+    image_name: &str,
+    a: &Attached,
+) -> Result<AttachedReport, MirrorError> {
+    let mut report = AttachedReport {
+        manifest: a.manifest,
+        signature: None,
+        referrers: None,
+    };
+    let referrers_err = |e| MirrorError::Referrers(Box::new(e));
+    if let Some(sig) = a.signature {
         let sig_bytes = blobs.read_blob(&sig)?;
         let sig_manifest: crate::image::Manifest =
             serde_json::from_slice(&sig_bytes).map_err(|e| MirrorError::BadManifest {
-                image: image.name.clone(),
+                image: image_name.to_string(),
                 digest: sig,
                 problem: e.to_string(),
             })?;
@@ -226,29 +290,24 @@ pub fn mirror(
             .tempdir()
             .map_err(StoreError::from)?;
         let scratch = Store::open(scratch_dir.path())?;
-        let referrers_err = |e| MirrorError::Referrers(Box::new(e));
         let (pushed, _) = crate::push::push_signature(
             client,
-            &dest,
-            &subject,
+            dest,
+            &a.manifest,
             &sig_manifest.layers,
             blobs,
             &scratch,
         )
         .map_err(referrers_err)?;
-        let tag = crate::push::signature_tag(&subject);
+        let tag = crate::push::signature_tag(&a.manifest);
         report.signature = Some(format!("{dest_name}:{tag}@{pushed}"));
     }
-    if !image.referrers.is_empty() {
+    if !a.referrers.is_empty() {
         report.referrers = Some(
-            crate::push::push_referrers(client, blobs, &subject, &image.referrers, &dest)
-                .map_err(|e| MirrorError::Referrers(Box::new(e)))?,
+            crate::push::push_referrers(client, blobs, &a.manifest, &a.referrers, dest)
+                .map_err(referrers_err)?,
         );
     }
-    report.target = match &image.tag {
-        Some(t) => format!("{dest_name}:{t}@{subject}"),
-        None => format!("{dest_name}@{subject}"),
-    };
     Ok(report)
 }
 
@@ -270,12 +329,18 @@ pub fn layout_images(
     let mut out = Vec::new();
     // Signatures and referrers go with their image, not as images of their own; an artifact
     // of no image in the index (one `oras` put there) is copied like an image.
-    let image_digests: Vec<Digest> = ix
-        .manifests
-        .iter()
-        .filter(|d| d.artifact_type.is_none())
-        .map(|d| d.digest)
-        .collect();
+    // An image index's platform manifests count: their signatures and referrers go too.
+    let mut image_digests: Vec<Digest> = Vec::new();
+    for d in ix.manifests.iter().filter(|d| d.artifact_type.is_none()) {
+        image_digests.push(d.digest);
+        if d.media_type == crate::image::MEDIA_TYPE_INDEX {
+            if let Ok(b) = fs_err::read(dir.join("blobs").join("sha256").join(d.digest.hex())) {
+                if let Ok(nested) = serde_json::from_slice::<crate::image::Index>(&b) {
+                    image_digests.extend(nested.manifests.iter().map(|m| m.digest));
+                }
+            }
+        }
+    }
     let belongs = |e: &crate::image::Descriptor| {
         e.artifact_type.is_some()
             && image_digests.iter().any(|i| {
@@ -324,18 +389,32 @@ pub fn layout_images(
         img.name = format!("{}@{}", name, d.digest);
         img.others = others;
         img.subject = index;
-        let sig_tag = crate::push::signature_tag(&d.digest);
-        img.signature = extras
-            .iter()
-            .find(|e| e.annotations.get(crate::image::annotations::REF_NAME) == Some(&sig_tag))
-            .map(|e| e.digest);
-        img.referrers = extras
-            .iter()
-            .filter(|e| {
-                Some(e.digest) != img.signature && subject_of(dir, &e.digest) == Some(d.digest)
-            })
-            .map(|e| (*e).clone())
-            .collect();
+        let attached_to = |m: Digest| {
+            let sig_tag = crate::push::signature_tag(&m);
+            let signature = extras
+                .iter()
+                .find(|e| e.annotations.get(crate::image::annotations::REF_NAME) == Some(&sig_tag))
+                .map(|e| e.digest);
+            let referrers = extras
+                .iter()
+                .filter(|e| Some(e.digest) != signature && subject_of(dir, &e.digest) == Some(m))
+                .map(|e| (*e).clone())
+                .collect();
+            Attached {
+                manifest: m,
+                signature,
+                referrers,
+            }
+        };
+        let top = attached_to(d.digest);
+        (img.signature, img.referrers) = (top.signature, top.referrers);
+        if index.is_some() {
+            img.attached = std::iter::once(img.manifest)
+                .chain(img.others.iter().copied())
+                .map(attached_to)
+                .filter(|a| a.signature.is_some() || !a.referrers.is_empty())
+                .collect();
+        }
         out.push(img);
     }
     if out.is_empty() {

@@ -53,15 +53,6 @@ pub fn recipe_digest(recipe: &Path) -> std::io::Result<Digest> {
     Ok(Digest::of(&fs_err::read(recipe)?))
 }
 
-/// sha256 of the recipe's lock file's bytes (`NAME.lock`), `None` when there is no lock.
-pub fn lock_digest(recipe: &Path) -> std::io::Result<Option<Digest>> {
-    match fs_err::read(Lock::path_for(recipe)) {
-        Ok(b) => Ok(Some(Digest::of(&b))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(e),
-    }
-}
-
 /// The image a document describes.
 #[derive(Clone, Debug)]
 pub struct Subject {
@@ -168,7 +159,11 @@ pub struct Inputs<'a> {
     pub recipe_layers: usize,
     pub lock: Option<&'a Lock>,
     pub lock_file: String,
+    /// The sha256 of the lock file's bytes; for a platform of a multi-platform recipe, of its
+    /// section written as a one-platform lock ([`Lock::view`]).
     pub lock_digest: Option<Digest>,
+    /// The platform whose section of a multi-platform lock `lock` is.
+    pub lock_platform: Option<String>,
 }
 
 impl Inputs<'_> {
@@ -223,6 +218,7 @@ pub struct LoadedInputs {
     pub lock: Option<Lock>,
     pub lock_file: String,
     pub lock_digest: Option<Digest>,
+    pub lock_platform: Option<String>,
 }
 
 impl LoadedInputs {
@@ -237,13 +233,21 @@ impl LoadedInputs {
                 .unwrap_or_default()
         };
         let lock_path = Lock::path_for(recipe);
+        let platform = parsed.lock_view();
         let (lock, lock_digest) = match fs_err::read(&lock_path) {
             Ok(bytes) => {
                 let text = String::from_utf8_lossy(&bytes);
-                (
-                    Some(Lock::parse(&text, &lock_path)?),
-                    Some(Digest::of(&bytes)),
-                )
+                let lock = Lock::parse(&text, &lock_path)?;
+                match &platform {
+                    // A platform of a multi-platform recipe: its section, as a one-platform
+                    // lock, and that section's digest (what its manifest records).
+                    Some(p) => {
+                        let view = lock.view(p);
+                        let digest = Digest::of(view.to_toml().as_bytes());
+                        (Some(view), Some(digest))
+                    }
+                    None => (Some(lock), Some(Digest::of(&bytes))),
+                }
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
             Err(e) => return Err(e.into()),
@@ -256,6 +260,7 @@ impl LoadedInputs {
             lock,
             lock_file: file_name(&lock_path),
             lock_digest,
+            lock_platform: platform,
         })
     }
 
@@ -268,6 +273,7 @@ impl LoadedInputs {
             lock: self.lock.as_ref(),
             lock_file: self.lock_file.clone(),
             lock_digest: self.lock_digest,
+            lock_platform: self.lock_platform.clone(),
         }
     }
 }

@@ -81,6 +81,10 @@ pub fn statement(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
     });
     if let (Some(_), Some(d)) = (inputs.lock, inputs.lock_digest) {
         external["lock"] = json!({"path": inputs.lock_file, "digest": sha(&d)});
+        if let Some(p) = &inputs.lock_platform {
+            // The digest is of this platform's section, written as a one-platform lock.
+            external["lock"]["platform"] = json!(p);
+        }
     }
     let note = |k: &str| subject.annotation(k).map(str::to_string);
     let doc = json!({

@@ -272,6 +272,57 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
     }
 }
 
+/// The platforms of the image index `spec` names, in its order (normalized, as
+/// [`Platform::parse`] returns them); `None` when it names one
+/// image (a manifest, or a docker archive). A registry source costs one manifest request.
+pub fn index_platforms(
+    spec: &Spec,
+    opts: OpenOptions<'_>,
+) -> Result<Option<Vec<Platform>>, AuditError> {
+    let name = spec.to_string();
+    let bytes = match spec {
+        Spec::Digest(_) | Spec::DockerArchive(_) => return Ok(None),
+        Spec::Layout { dir, tag } => {
+            if !dir.join("index.json").is_file() {
+                return Ok(None); // `open` says what is wrong
+            }
+            let layout = Layout::open(dir)?;
+            let entry = select_entry(&name, layout.index(), tag.as_deref())?;
+            let blobs = Blobs::Dir(Store::view(dir.clone()));
+            read_blob(&name, &blobs, &entry_digest(&name, &entry)?)?
+        }
+        Spec::OciArchive(path) => {
+            let members = index_archive(path)?;
+            let blobs = Blobs::Archive {
+                path: path.clone(),
+                members,
+            };
+            let index: ReadIndex =
+                parse_json(&name, "index.json", &read_member(&blobs, "index.json")?)?;
+            let entry = select_entry(&name, &index, None)?;
+            read_blob(&name, &blobs, &entry_digest(&name, &entry)?)?
+        }
+        Spec::Registry(r) => {
+            let Some(client) = opts.client else {
+                return Ok(None);
+            };
+            let reference: Reference = r.parse().map_err(|source| AuditError::Reference {
+                reference: r.clone(),
+                source,
+            })?;
+            client.get_manifest_with(&reference, opts.reporter)?.bytes
+        }
+    };
+    let manifest: AnyManifest = parse_json(&name, "manifest", &bytes)?;
+    Ok(manifest.manifests.map(|list| {
+        list.into_iter()
+            .filter_map(|d| d.platform)
+            // Normalized where possible: `linux/arm64` and `linux/arm64/v8` are one.
+            .map(|p| Platform::parse(&p.to_string()).unwrap_or(p))
+            .collect()
+    }))
+}
+
 /// Open the image whose manifest `digest` names, from a store (or any directory with
 /// `blobs/sha256/`): the rebuild that `verify` made.
 pub fn open_store(name: &str, store: &Store, digest: Digest) -> Result<Image<'static>, AuditError> {

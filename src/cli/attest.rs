@@ -26,7 +26,8 @@ dev.ocibuild.recipe.digest / dev.ocibuild.lock.digest annotations are checked).
 Examples:
   ocibuild sbom app.toml > app.spdx.json
   ocibuild sbom app.toml --format cyclonedx -o app.cdx.json
-  ocibuild sbom app.toml --image oci:release.oci:1.0";
+  ocibuild sbom app.toml --image oci:release.oci:1.0
+  ocibuild sbom multi.toml --platform linux/arm64   (one platform of [image] platforms)";
 
 pub const PROVENANCE_AFTER_HELP: &str = "\
 An in-toto Statement v1 with a SLSA Provenance v1 predicate: the image (name, manifest sha256)
@@ -36,7 +37,8 @@ the builder. No timestamp: the same image and lock always give the same bytes.
 
 Examples:
   ocibuild provenance app.toml -o app.intoto.json
-  ocibuild provenance app.toml --image oci:release.oci:1.0";
+  ocibuild provenance app.toml --image oci:release.oci:1.0
+  ocibuild provenance multi.toml --platform linux/arm64";
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum SbomFormat {
@@ -56,6 +58,10 @@ pub struct DocArgs {
     /// Write the document to FILE instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// For a multi-platform recipe ([image] platforms): the platform whose image the document
+    /// describes (its manifest in the image index, its section of the lock). Required there.
+    #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
+    pub platform: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -77,13 +83,31 @@ pub struct ProvenanceArgs {
 
 /// The built image for `args` (a layout), checked against the recipe and lock on disk.
 fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
-    let recipe = recipe::load(&args.recipe)?;
-    if recipe.is_multi_platform() {
-        anyhow::bail!(
-            "the SBOM and provenance of a multi-platform recipe ([image] platforms) are not \
-             supported yet (one document per platform is to come)"
-        );
-    }
+    let whole = recipe::load(&args.recipe)?;
+    let recipe = match (&args.platform, whole.is_multi_platform()) {
+        (Some(p), true) => {
+            let p = super::diff::platform(Some(p))?;
+            if !whole.platforms().contains(&p) {
+                anyhow::bail!(
+                    "--platform {p}: the recipe does not build it (its platforms: {})",
+                    platform_list(&whole)
+                );
+            }
+            whole.for_platform(&p)?
+        }
+        (None, true) => anyhow::bail!(
+            "{} builds several platforms ({}): name the one to describe with --platform",
+            args.recipe.display(),
+            platform_list(&whole)
+        ),
+        (Some(p), false) if super::diff::platform(Some(p))? != whole.image.platform => {
+            anyhow::bail!(
+                "--platform {p}: the recipe builds {} only",
+                whole.image.platform
+            )
+        }
+        _ => whole,
+    };
     let (dir, tag) = match &args.image {
         None => (
             super::default_output(&args.recipe),
@@ -104,11 +128,21 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
             args.recipe.display()
         )
     })?;
-    let bytes = layout.read_blob(&layout.entry(&tag)?.digest)?;
+    let bytes = if recipe.is_multi_platform() {
+        let (entry, _) = layout.manifest(&tag, &recipe.image.platform)?;
+        layout.read_blob(&entry.digest)?
+    } else {
+        layout.read_blob(&layout.entry(&tag)?.digest)?
+    };
     let subject = Subject::new(&recipe.image.name, &tag, &bytes)?;
     let inputs = LoadedInputs::load(&args.recipe, &recipe)?;
     inputs.inputs().check(&label, &subject)?;
     Ok((subject, inputs))
+}
+
+fn platform_list(recipe: &recipe::Recipe) -> String {
+    let names: Vec<String> = recipe.platforms().iter().map(|p| p.to_string()).collect();
+    names.join(", ")
 }
 
 fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {

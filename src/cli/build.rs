@@ -92,6 +92,8 @@ pub struct InputOptions {
     pub push_only_to: Option<String>,
     /// Where the output goes (left out of every layer).
     pub outputs: Vec<PathBuf>,
+    /// A multi-platform build: the base index the first platform pinned ([`Session::base_index`]).
+    pub base_index: Option<crate::digest::Digest>,
 }
 
 impl InputOptions {
@@ -120,6 +122,7 @@ impl InputOptions {
                 .and_then(|p| super::push::destination_ref(p).ok())
                 .map(|r| r.registry().to_string()),
             outputs: Vec::new(),
+            base_index: None,
         }
     }
 }
@@ -148,6 +151,7 @@ pub fn build_in_store(
         push_only_to: inputs.push_only_to.clone(),
         no_cache,
         outputs: inputs.outputs.clone(),
+        base_index: inputs.base_index,
         ..cli.session(store, &bars)
     };
     Ok(session.build(recipe_path, recipe)?)
@@ -467,7 +471,7 @@ pub(super) fn print_destination(name: &str, args: &BuildArgs, target: &Target) {
 }
 
 /// With --attach: push the SBOM and provenance artifacts after the image, and the referrers tag.
-fn push_referrers(
+pub(super) fn push_referrers(
     cli: &Cli,
     client: &crate::registry::Client,
     manifest: &crate::image::Descriptor,

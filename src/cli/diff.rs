@@ -19,6 +19,7 @@ Examples:
   ocibuild diff app.oci oci:/srv/released.oci:1.0
   ocibuild diff --semantic oci-archive:ci.tar docker-archive:local.tar
   ocibuild diff --json app.oci docker://registry.example/team/app:1.0 | jq '.layers[].files'
+  ocibuild diff multi.oci docker://registry.example/team/app:1.0   (two indexes: per platform)
 
 Output (one line per difference):
   config Env[GREETING]: hello → hi
@@ -40,7 +41,8 @@ pub struct DiffArgs {
     /// Print the report as JSON (schema `ocibuild-diff/1`, see README.md).
     #[arg(long)]
     pub json: bool,
-    /// The platform to pick from an image index: os/arch[/variant] (default: this host's).
+    /// The platform to pick from an image index: os/arch[/variant]. Default: when both images
+    /// are indexes, every platform of either (one report each); otherwise this host's.
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
 }
@@ -83,30 +85,116 @@ pub fn run(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
 fn diff(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let a = Spec::parse(&args.a, false)?;
     let b = Spec::parse(&args.b, false)?;
-    let platform = platform(args.platform.as_deref())?;
     let client = client_for(cli, &[&a, &b])?;
     let bars = cli.bars(args.json);
     let opts = OpenOptions {
         client: client.as_ref(),
-        platform: Some(&platform),
+        platform: None,
         reporter: &bars,
     };
-    let ia = audit::open(&a, opts)?;
-    let ib = audit::open(&b, opts)?;
-    let report = audit::diff(
-        &ia,
-        &ib,
-        DiffOptions {
-            semantic: args.semantic,
-        },
-    )?;
+    // Two image indexes and no --platform: every platform of either, compared in turn.
+    if args.platform.is_none() {
+        if let (Some(pa), Some(pb)) = (
+            audit::source::index_platforms(&a, opts)?,
+            audit::source::index_platforms(&b, opts)?,
+        ) {
+            return diff_indexes(args, (&a, pa), (&b, pb), opts);
+        }
+    }
+    let platform = platform(args.platform.as_deref())?;
+    let report = diff_one(args, &a, &b, &platform, opts)?;
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!("{}", render::diff_text(&report));
     }
-    Ok(match report.result {
+    Ok(exit_code(report.result))
+}
+
+fn exit_code(result: Outcome) -> ExitCode {
+    match result {
         Outcome::Identical | Outcome::Equivalent => ExitCode::SUCCESS,
         Outcome::Different => ExitCode::from(1),
-    })
+    }
+}
+
+fn diff_one(
+    args: &DiffArgs,
+    a: &Spec,
+    b: &Spec,
+    platform: &Platform,
+    opts: OpenOptions<'_>,
+) -> anyhow::Result<audit::DiffReport> {
+    let opts = OpenOptions {
+        platform: Some(platform),
+        ..opts
+    };
+    let ia = audit::open(a, opts)?;
+    let ib = audit::open(b, opts)?;
+    Ok(audit::diff(
+        &ia,
+        &ib,
+        DiffOptions {
+            semantic: args.semantic,
+        },
+    )?)
+}
+
+/// Two image indexes: each platform either has compared (a platform only one has makes them
+/// different), one report per platform.
+fn diff_indexes(
+    args: &DiffArgs,
+    (a, pa): (&Spec, Vec<Platform>),
+    (b, pb): (&Spec, Vec<Platform>),
+    opts: OpenOptions<'_>,
+) -> anyhow::Result<ExitCode> {
+    let mut all: Vec<Platform> = pa.clone();
+    all.extend(pb.iter().filter(|p| !pa.contains(p)).cloned());
+    let mut result = Outcome::Identical;
+    let mut entries = Vec::new();
+    let mut text = String::new();
+    for p in &all {
+        let only = match (pa.contains(p), pb.contains(p)) {
+            (true, false) => Some("a"),
+            (false, true) => Some("b"),
+            _ => None,
+        };
+        if let Some(side) = only {
+            result = Outcome::Different;
+            text.push_str(&format!("platform {p}: only in {side}\n"));
+            entries.push(serde_json::json!({"platform": p.to_string(), "onlyIn": side}));
+            continue;
+        }
+        let report = diff_one(args, a, b, p, opts)?;
+        result = match (result, report.result) {
+            (Outcome::Different, _) | (_, Outcome::Different) => Outcome::Different,
+            (Outcome::Equivalent, _) | (_, Outcome::Equivalent) => Outcome::Equivalent,
+            _ => Outcome::Identical,
+        };
+        text.push_str(&format!("platform {p}:\n"));
+        for line in render::diff_text(&report).lines() {
+            text.push_str(&format!("  {line}\n"));
+        }
+        entries.push(serde_json::json!({"platform": p.to_string(), "report": report}));
+    }
+    if args.json {
+        let doc = serde_json::json!({
+            "schema": "ocibuild-diff-index/1",
+            "semantic": args.semantic,
+            "result": result,
+            "a": a.to_string(),
+            "b": b.to_string(),
+            "platforms": entries,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        print!("{text}");
+        let word = match result {
+            Outcome::Identical => "identical",
+            Outcome::Equivalent => "equivalent",
+            Outcome::Different => "different",
+        };
+        println!("result: {word} ({} platforms)", all.len());
+    }
+    Ok(exit_code(result))
 }

@@ -24,7 +24,7 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
     let store = cli.store()?;
     let bars = cli.bars(false);
-    let session = Session {
+    let mut session = Session {
         policy: if args.update {
             LockPolicy::Update
         } else {
@@ -54,6 +54,10 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
             locked?
         };
         lock_path = Some(report(&rp, locked));
+        // The other platforms' base tag through the index this one pinned.
+        if multi && session.base_index.is_none() {
+            session.base_index = Session::base_index_of(&rp, &args.recipe)?;
+        }
     }
     if let Some(path) = lock_path {
         // Sections of platforms the recipe no longer builds go.

@@ -138,17 +138,21 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
                     .map(|i| format!("; index {i}"))
                     .unwrap_or_default()
             );
-            if let Some(sig) = &r.signature {
-                println!("  signature {sig}");
-            }
-            if let Some(refs) = &r.referrers {
-                for p in &refs.pushed {
-                    println!("  attached {p}");
+            let attached = std::iter::once((&r.signature, &r.referrers))
+                .chain(r.attached.iter().map(|a| (&a.signature, &a.referrers)));
+            for (signature, referrers) in attached {
+                if let Some(sig) = signature {
+                    println!("  signature {sig}");
                 }
-                println!(
-                    "  referrers tag {} ({})",
-                    refs.fallback_tag, refs.fallback_digest
-                );
+                if let Some(refs) = referrers {
+                    for p in &refs.pushed {
+                        println!("  attached {p}");
+                    }
+                    println!(
+                        "  referrers tag {} ({})",
+                        refs.fallback_tag, refs.fallback_digest
+                    );
+                }
             }
         }
         reports.push(r);

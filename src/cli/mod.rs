@@ -286,6 +286,7 @@ impl Cli {
             no_cache: false,
             epoch_override: None,
             outputs: Vec::new(),
+            base_index: None,
             reporter,
         }
     }

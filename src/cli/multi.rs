@@ -7,17 +7,12 @@ use std::process::ExitCode;
 
 use super::build::{build_in_store, BuildArgs, InputOptions};
 use super::Cli;
+use crate::digest::Digest;
 use crate::image::{IndexRecord, Platform};
 use crate::output::{self, Target};
 use crate::recipe::Recipe;
 
 pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitCode> {
-    if args.attach || args.sign_key.is_some() {
-        anyhow::bail!(
-            "--attach and --sign-key are not yet supported for a multi-platform recipe \
-             ([image] platforms): build one platform with --platform, or leave them out"
-        );
-    }
     if args.test && args.json {
         anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
     }
@@ -31,8 +26,21 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
              push it, not to {target}"
         );
     }
+    if args.attach && args.push.is_none() && !matches!(target, Target::Layout(_)) {
+        anyhow::bail!(
+            "--attach needs an OCI layout output (DIR or oci:DIR) or --push, not {target}"
+        );
+    }
+    // The key first: a wrong passphrase or key type fails before anything is built.
+    let key = match &args.sign_key {
+        Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
+        None => None,
+    };
     let store = cli.store()?;
     let mut images = Vec::new();
+    // Each platform's SBOMs and provenance (signed with the key), about its own manifest.
+    let mut referrers = Vec::new();
+    let mut base_index = None;
     for p in recipe.platforms() {
         let rp = recipe.for_platform(&p)?;
         let built = build_in_store(
@@ -43,15 +51,41 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
             args.no_cache,
             &InputOptions {
                 outputs: vec![target.path().to_path_buf()],
+                base_index,
                 ..InputOptions::from_args(args)
             },
         )
         .map_err(|e| e.context(format!("platform {p}")))?;
+        // The other platforms' base tag through the index this one pinned.
+        if base_index.is_none() {
+            base_index = crate::session::Session::base_index_of(&rp, &args.recipe)?;
+        }
+        if args.attach {
+            let attached =
+                super::attest::attach_built(&store, &args.recipe, &rp, &built.image, key.as_ref())
+                    .map_err(|e| e.context(format!("platform {p}")))?;
+            referrers.push(attached);
+        } else {
+            referrers.push(Vec::new());
+        }
         images.push(built.image);
     }
     let index = IndexRecord::new(&store, images)?;
+    // The signed digests: the index (what a pull by tag checks) and each platform's manifest
+    // (what a pull by that digest checks), as `cosign sign --recursive` does.
+    let signed: Vec<Digest> = std::iter::once(index.index.digest)
+        .chain(index.images.iter().map(|i| i.manifest.digest))
+        .collect();
     if let (Target::Layout(dir), false) = (&target, args.push_only) {
-        output::write_layout_with(dir, &store, &index, &[])?;
+        let mut in_layout: Vec<_> = referrers.iter().flatten().cloned().collect();
+        // The signatures the push will carry (the same bytes), for `mirror` to take along.
+        if let (Some(k), Some(dest)) = (&key, &args.push) {
+            let identity = super::sign::identity_of(&super::push::destination_ref(dest)?);
+            for d in &signed {
+                in_layout.push(crate::sign::layout_signature(&store, &identity, d, k)?);
+            }
+        }
+        output::write_layout_with(dir, &store, &index, &in_layout)?;
     }
     if args.json {
         // Printed once pushed (below).
@@ -85,6 +119,7 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         }
     }
     let mut pushed = None;
+    let (mut attached, mut signatures) = (Vec::new(), Vec::new());
     if let Some(dest) = &args.push {
         let reference = super::push::destination_ref(dest)?;
         let client = super::push::client(cli)?;
@@ -101,12 +136,38 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         } else {
             println!("pushed {name} ({uploaded} bytes uploaded)");
         }
+        for (image, refs) in index.images.iter().zip(&referrers) {
+            let Some(r) =
+                super::build::push_referrers(cli, &client, &image.manifest, refs, &reference)?
+            else {
+                continue;
+            };
+            if args.json {
+                attached.push(serde_json::to_value(&r)?);
+            } else if !cli.quiet {
+                for p in &r.pushed {
+                    println!("attached {p}");
+                }
+                println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
+            }
+        }
+        if let Some(k) = &key {
+            for d in &signed {
+                let report = super::sign::sign_pushed(cli, &client, &reference, d, k)?;
+                if args.json {
+                    signatures.push(serde_json::to_value(&report)?);
+                } else {
+                    super::sign::print_signed(cli, &report);
+                }
+            }
+        }
     }
     if args.json {
         let manifests: Vec<serde_json::Value> = index
             .images
             .iter()
-            .map(|i| {
+            .zip(&referrers)
+            .map(|(i, refs)| {
                 serde_json::json!({
                     "platform": i.manifest.platform.as_ref().map(|p| p.to_string()),
                     "manifest": i.manifest.digest,
@@ -119,6 +180,11 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
                         "size": l.descriptor.size,
                         "diffId": l.diff_id,
                     })).collect::<Vec<_>>(),
+                    "referrers": refs.iter().map(|(d, _)| serde_json::json!({
+                        "artifactType": d.artifact_type,
+                        "digest": d.digest,
+                        "size": d.size,
+                    })).collect::<Vec<_>>(),
                 })
             })
             .collect();
@@ -129,6 +195,8 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
             "indexSize": index.index.size,
             "manifests": manifests,
             "push": pushed,
+            "referrersPush": attached,
+            "signatures": signatures,
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     }

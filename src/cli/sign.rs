@@ -139,8 +139,13 @@ pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitC
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         for f in &report.findings {
+            let platform = f
+                .platform
+                .as_ref()
+                .map(|p| format!("{p} "))
+                .unwrap_or_default();
             println!(
-                "{} {}: {}",
+                "{} {platform}{}: {}",
                 if f.ok { "ok    " } else { "FAILED" },
                 f.what,
                 f.detail

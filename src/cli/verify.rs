@@ -59,9 +59,6 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
-    if recipe.is_multi_platform() && args.attest {
-        anyhow::bail!("--attest of a multi-platform image is not supported yet");
-    }
     let target = match &args.against {
         Some(s) => Spec::parse(s, true)?,
         None => Spec::Layout {
@@ -114,11 +111,22 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
             reports.push((p, report));
         }
         let reproduced = reports.iter().all(|(_, r)| r.reproduced);
+        // --attest: a signed VSA on each platform's manifest, once all of them reproduced.
+        let mut attested = Vec::new();
+        for (p, r) in &reports {
+            let (Some(k), Spec::Registry(at), true) = (&key, &target, reproduced) else {
+                break;
+            };
+            let rp = recipe.for_platform(p)?;
+            let a = attest_reproduced(cli, &store, &args.recipe, &rp, at, &r.rebuilt, k)?;
+            attested.push(a);
+        }
         if args.json {
             let mut platforms = Vec::new();
-            for (p, r) in &reports {
+            for (i, (p, r)) in reports.iter().enumerate() {
                 let mut v = serde_json::to_value(r)?;
                 v["platform"] = serde_json::json!(p.to_string());
+                v["attestation"] = serde_json::to_value(attested.get(i))?;
                 platforms.push(v);
             }
             println!(
@@ -129,9 +137,12 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 }))?
             );
         } else {
-            for (p, r) in &reports {
+            for (i, (p, r)) in reports.iter().enumerate() {
                 println!("platform {p}:");
                 print!("{}", render::verify_text(r));
+                for pushed in attested.get(i).map(|a| &a.pushed[..]).unwrap_or_default() {
+                    println!("attested {pushed} (SLSA verification summary, signed)");
+                }
             }
         }
         return Ok(if reproduced {
@@ -194,7 +205,11 @@ fn attest_reproduced(
     let client = super::push::client(cli)?;
     let fetched = client.get_manifest(&target.with_digest(*digest))?;
     let name = format!("{}/{}", target.registry(), target.repository());
-    let lock = crate::audit::attest::lock_digest(recipe_path)?;
+    // The lock as the manifest records it (a multi-platform lock: this platform's section).
+    let lock = crate::lock::Lock::digest_view(
+        &crate::lock::Lock::path_for(recipe_path),
+        recipe.lock_view().as_deref(),
+    )?;
     let statement = crate::sign::vsa_statement(&name, digest, &recipe.identity()?, lock.as_ref())?;
     let envelope = crate::sign::payload::Envelope::sign(&statement, key);
     let subject = crate::audit::attest::Subject::new(&name, "", &fetched.bytes)?;

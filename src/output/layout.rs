@@ -228,13 +228,15 @@ fn write_into(
             index.manifests.push(r.clone());
         }
     }
-    // Referrers of images no longer in the index go with them.
-    let images: Vec<Digest> = index
-        .manifests
-        .iter()
-        .filter(|d| d.artifact_type.is_none())
-        .map(|d| d.digest)
-        .collect();
+    // Referrers of images no longer in the index go with them. An image index's own
+    // manifests (each platform's) count as images: their referrers and signatures stay.
+    let mut images: Vec<Digest> = Vec::new();
+    for d in index.manifests.iter().filter(|d| d.artifact_type.is_none()) {
+        images.push(d.digest);
+        if d.media_type == crate::image::MEDIA_TYPE_INDEX {
+            images.extend(index_manifests(dir, &d.digest));
+        }
+    }
     // So do their signatures (tagged `sha256-<hex>.sig`, with no subject).
     let signs_an_image = |d: &Descriptor| {
         let hex = d
@@ -259,6 +261,15 @@ fn write_into(
     });
     let bytes = to_canonical_vec("index.json", &index)?;
     write_atomic(dir, &dir.join("index.json"), &bytes)
+}
+
+/// The manifests an image index blob `digest` in the layout lists (none if unreadable).
+fn index_manifests(dir: &Path, digest: &Digest) -> Vec<Digest> {
+    fs::read(dir.join("blobs").join("sha256").join(digest.hex()))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Index>(&b).ok())
+        .map(|i| i.manifests.into_iter().map(|m| m.digest).collect())
+        .unwrap_or_default()
 }
 
 /// The `subject` digest of the manifest blob `digest` in the layout, if it has one.

@@ -98,18 +98,8 @@ impl Recipe {
         }
         if let Some(p) = platform {
             let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;
-            if let Some(apt) = &mut self.apt {
-                apt.architecture = debian_arch(&parsed)
-                    .ok_or_else(|| {
-                        bad(
-                            "--platform",
-                            p,
-                            "Debian has no architecture for it, and the recipe has [apt]".into(),
-                        )
-                    })?
-                    .to_string();
-            }
-            self.image.platform = parsed;
+            // The `[apt]` architecture and a `[python.archives]` interpreter follow it.
+            return self.for_platform(&parsed);
         }
         Ok(self)
     }
@@ -150,6 +140,20 @@ impl Recipe {
                     message: "Debian has no architecture for it, and the recipe has [apt]".into(),
                 })?
                 .to_string();
+        }
+        if let Some(py) = &mut r.python {
+            if !py.archives.is_empty() {
+                let a = py
+                    .archives
+                    .get(platform)
+                    .ok_or_else(|| RecipeError::Override {
+                        path: self.path.clone(),
+                        flag: "--platform",
+                        value: platform.to_string(),
+                        message: "[python.archives] has no interpreter archive for it".into(),
+                    })?;
+                py.source = PythonSource::Archive(a.clone());
+            }
         }
         r.image.platform = platform.clone();
         Ok(r)
@@ -252,7 +256,12 @@ pub struct User {
 /// `[python]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Python {
+    /// Where the interpreter of the platform built comes from (with `archives`, that
+    /// platform's archive).
     pub source: PythonSource,
+    /// `[python.archives]`: the interpreter archive of each platform (normalized platform →
+    /// archive); empty otherwise. [`Recipe::for_platform`] picks the platform's into `source`.
+    pub archives: BTreeMap<Platform, PythonArchive>,
     /// An expected `major.minor`: the build fails when the interpreter found is another.
     pub version: Option<String>,
     /// The packages to install as wheels, when any.

@@ -1,6 +1,6 @@
 //! `[apt]` and `[python]`: system packages and the interpreter.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use toml::Spanned;
@@ -224,9 +224,41 @@ fn existing(
     Ok(p)
 }
 
-pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Result<Python> {
+pub(super) fn python(
+    ctx: &Ctx<'_>,
+    raw: Spanned<RawPython>,
+    dir: &Path,
+    image: &super::Image,
+) -> Result<Python> {
     let span = raw.span();
     let raw = raw.into_inner();
+    let several = image.platforms.len() > 1;
+    if let (Some(a), true) = (&raw.archive, several) {
+        return Err(ctx.err(
+            a.span(),
+            "[python] archive is one interpreter for one platform; with several `platforms`, \
+             give one per platform in [python.archives.\"PLATFORM\"], or take the interpreter \
+             from [apt] or the base",
+        ));
+    }
+    let archives = match raw.archives {
+        Some(a) => {
+            if let Some(other) = raw
+                .archive
+                .as_ref()
+                .map(|x| x.span())
+                .or(raw.path.as_ref().map(|x| x.span()))
+            {
+                return Err(ctx.err(
+                    other,
+                    "[python]: `archives` excludes `archive` and `path`: the interpreter comes \
+                     from one place",
+                ));
+            }
+            python_archives(ctx, a, dir, image)?
+        }
+        None => BTreeMap::new(),
+    };
     let version = match raw.version {
         None => None,
         Some(v) => {
@@ -255,7 +287,11 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
                 )
             })?),
             (None, Some(a)) => PythonSource::Archive(archive(ctx, a, dir)?),
-            (None, None) => PythonSource::Auto,
+            // The platform built's archive; `Recipe::for_platform` picks another's.
+            (None, None) => match archives.get(&image.platform) {
+                Some(a) => PythonSource::Archive(a.clone()),
+                None => PythonSource::Auto,
+            },
         };
     let packages = match (raw.lock, raw.requirements) {
         (Some(_), Some(r)) => {
@@ -332,6 +368,7 @@ pub(super) fn python(ctx: &Ctx<'_>, raw: Spanned<RawPython>, dir: &Path) -> Resu
     };
     Ok(Python {
         source,
+        archives,
         version,
         packages,
         overlap,
@@ -370,6 +407,56 @@ fn byte_size(v: &toml::Value) -> std::result::Result<u64, String> {
         return Err(format!("{n} bytes is below the minimum of 1 MB"));
     }
     Ok(n)
+}
+
+/// `[python.archives."PLATFORM"]`: exactly one archive for each platform the recipe builds.
+fn python_archives(
+    ctx: &Ctx<'_>,
+    raw: Spanned<BTreeMap<Spanned<String>, Spanned<RawPythonArchive>>>,
+    dir: &Path,
+    image: &super::Image,
+) -> Result<BTreeMap<Platform, PythonArchive>> {
+    let span = raw.span();
+    let built = if image.platforms.is_empty() {
+        vec![image.platform.clone()]
+    } else {
+        image.platforms.clone()
+    };
+    let mut out = BTreeMap::new();
+    for (key, value) in raw.into_inner() {
+        let p = Platform::parse(key.get_ref()).map_err(|m| {
+            ctx.err(
+                key.span(),
+                format!("[python.archives]: `{}`: {m}", key.get_ref()),
+            )
+        })?;
+        if !built.contains(&p) {
+            return Err(ctx.err(
+                key.span(),
+                format!(
+                    "[python.archives]: `{}` is not a platform the recipe builds ([image] \
+                     platform or platforms)",
+                    key.get_ref()
+                ),
+            ));
+        }
+        if out.insert(p, archive(ctx, value, dir)?).is_some() {
+            return Err(ctx.err(
+                key.span(),
+                format!(
+                    "[python.archives]: `{}` names a platform twice",
+                    key.get_ref()
+                ),
+            ));
+        }
+    }
+    if let Some(missing) = built.iter().find(|p| !out.contains_key(*p)) {
+        return Err(ctx.err(
+            span,
+            format!("[python.archives]: no interpreter archive for {missing}"),
+        ));
+    }
+    Ok(out)
 }
 
 fn archive(ctx: &Ctx<'_>, raw: Spanned<RawPythonArchive>, dir: &Path) -> Result<PythonArchive> {

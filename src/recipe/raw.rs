@@ -81,6 +81,8 @@ pub(super) struct RawAptSource {
 pub(super) struct RawPython {
     pub path: Option<Spanned<String>>,
     pub archive: Option<Spanned<RawPythonArchive>>,
+    /// `[python.archives."linux/arm64"]`: one interpreter archive per platform.
+    pub archives: Option<Spanned<BTreeMap<Spanned<String>, Spanned<RawPythonArchive>>>>,
     pub version: Option<Spanned<String>>,
     pub lock: Option<Spanned<String>>,
     pub requirements: Option<Spanned<String>>,

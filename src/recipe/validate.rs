@@ -51,19 +51,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         None => None,
     };
     let python = match raw.python {
-        Some(p) => {
-            let span = p.span();
-            let python = super::packages::python(ctx, p, dir)?;
-            if image.platforms.len() > 1 && matches!(python.source, super::PythonSource::Archive(_))
-            {
-                return Err(ctx.err(
-                    span,
-                    "[python] archive is one interpreter for one platform; with several \
-                     `platforms`, take the interpreter from [apt] or the base",
-                ));
-            }
-            Some(python)
-        }
+        Some(p) => Some(super::packages::python(ctx, p, dir, &image)?),
         None => None,
     };
     let podman = Podman {
@@ -119,7 +107,11 @@ fn take_credentials(r: &mut Recipe) {
         }
     }
     if let Some(py) = &mut r.python {
-        if let super::PythonSource::Archive(a) = &mut py.source {
+        let archives = py.archives.values_mut();
+        for a in archives.chain(match &mut py.source {
+            super::PythonSource::Archive(a) => Some(a),
+            _ => None,
+        }) {
             a.url = c.take(&a.url);
             a.written = c.take(&a.written);
         }

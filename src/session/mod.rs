@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use crate::apt::AptError;
 use crate::base::{self, BaseError, BaseImage, LockChange};
 use crate::build::{self, BuildError, BuildOptions, Built};
+use crate::digest::Digest;
 use crate::http::{HttpError, HttpFetcher};
 use crate::lock::{Lock, LockError, LockPolicy};
 use crate::progress::Reporter;
@@ -139,6 +140,10 @@ pub struct Session<'a> {
     /// Where the build's output goes (and other paths no layer may take in besides the lock,
     /// the default output and the store, which are always left out).
     pub outputs: Vec<PathBuf>,
+    /// A multi-platform build's base index, as the first platform pinned it: a base tag the
+    /// lock does not pin yet is resolved through it, so that every platform takes its manifest
+    /// from one index even if the tag moves meanwhile ([`Session::base_index_of`]).
+    pub base_index: Option<Digest>,
     pub reporter: &'a dyn Reporter,
 }
 
@@ -232,6 +237,19 @@ impl<'a> Session<'a> {
         same_registry && !reads_base
     }
 
+    /// The base index the lock at `recipe_path` pins for `recipe`'s platform (a multi-platform
+    /// recipe's section), to resolve the other platforms through ([`Session::base_index`]).
+    pub fn base_index_of(
+        recipe: &Recipe,
+        recipe_path: &Path,
+    ) -> Result<Option<Digest>, SessionError> {
+        if !recipe.is_multi_platform() {
+            return Ok(None);
+        }
+        let lock = Lock::load_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?;
+        Ok(lock.and_then(|l| l.base).and_then(|b| b.index_digest))
+    }
+
     /// Resolves the recipe's base through its lock (writing the lock when it changed and the
     /// policy allows) and fetches what the store lacks. `None` for a scratch base.
     pub fn resolve_base(
@@ -253,7 +271,7 @@ impl<'a> Session<'a> {
             self.policy,
             &client,
             self.store,
-            !self.shallow_base(recipe),
+            (!self.shallow_base(recipe), self.base_index),
             self.reporter,
         )?;
         if (change != LockChange::Unchanged || lock.had_logins) && self.writes_lock() {

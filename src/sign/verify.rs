@@ -24,6 +24,9 @@ pub struct Finding {
     /// `signature`, the attestation's predicate type (`attestation` when it cannot be read),
     /// an unsigned document's artifact type, or `attestations`.
     pub what: String,
+    /// For an image index: the platform of the manifest this finding is about (`null`: the
+    /// image named, the index itself).
+    pub platform: Option<String>,
     pub ok: bool,
     pub detail: String,
 }
@@ -40,7 +43,9 @@ pub struct VerifyReport {
 impl VerifyReport {
     /// A signature verified, and nothing is wrong.
     pub fn ok(&self) -> bool {
-        self.findings.iter().any(|f| f.what == "signature" && f.ok)
+        self.findings
+            .iter()
+            .any(|f| f.what == "signature" && f.platform.is_none() && f.ok)
             && self.findings.iter().all(|f| f.ok)
     }
 }
@@ -48,6 +53,7 @@ impl VerifyReport {
 fn finding(what: &str, ok: bool, detail: String) -> Finding {
     Finding {
         what: what.to_string(),
+        platform: None,
         ok,
         detail,
     }
@@ -88,6 +94,54 @@ pub fn verify_image(
         None => repo.clone(),
     };
     let wanted_tag = reference.tag().filter(|_| signed_identity.is_none());
+    let want = Wanted {
+        digest: &digest,
+        repository: &expected,
+        tag: wanted_tag,
+        keys,
+    };
+    let mut findings = check_digest(client, store, reference, &want)?;
+    // An image index (several platforms): each platform's manifest too, as signed by
+    // `build --sign-key` (and `cosign sign --recursive`), with its own attestations.
+    if fetched.media_type == MEDIA_TYPE_INDEX {
+        let index: Index = serde_json::from_slice(&fetched.bytes).map_err(|e| SignError::Bad {
+            reference: reference.to_string(),
+            problem: format!("is not an image index: {e}"),
+        })?;
+        for m in index.manifests.iter().filter(|m| m.artifact_type.is_none()) {
+            let platform = m
+                .platform
+                .as_ref()
+                .map(|p| p.to_string())
+                .unwrap_or_else(|| m.digest.to_string());
+            let want = Wanted {
+                digest: &m.digest,
+                ..want
+            };
+            let at = reference.with_digest(m.digest);
+            for mut f in check_digest(client, store, &at, &want)? {
+                f.platform = Some(platform.clone());
+                findings.push(f);
+            }
+        }
+    }
+    Ok(VerifyReport {
+        image: format!("{repo}@{digest}"),
+        digest,
+        findings,
+    })
+}
+
+/// The signature and attestations of the manifest `want.digest` in `reference`'s repository.
+fn check_digest(
+    client: &Client,
+    store: &Store,
+    reference: &Reference,
+    want: &Wanted<'_>,
+) -> Result<Vec<Finding>, SignError> {
+    let digest = *want.digest;
+    let repo = format!("{}/{}", reference.registry(), reference.repository());
+    let keys = want.keys;
     let mut findings = Vec::new();
     let sig_ref = reference
         .with_tag(&signature_tag(&digest))
@@ -99,15 +153,7 @@ pub fn verify_image(
             format!("missing: no {repo}:{}", signature_tag(&digest)),
         )),
         Err(e) => return Err(e.into()),
-        Ok(m) => {
-            let want = Wanted {
-                digest: &digest,
-                repository: &expected,
-                tag: wanted_tag,
-                keys,
-            };
-            findings.push(check_signatures(client, store, &sig_ref, &m.bytes, &want));
-        }
+        Ok(m) => findings.push(check_signatures(client, store, &sig_ref, &m.bytes, want)),
     }
     let ix_tag = crate::push::referrers_tag(&digest);
     let ix_ref = reference.with_tag(&ix_tag).map_err(RegistryError::from)?;
@@ -147,14 +193,11 @@ pub fn verify_image(
     {
         findings.push(finding("attestations", true, "none attached".into()));
     }
-    Ok(VerifyReport {
-        image: format!("{repo}@{digest}"),
-        digest,
-        findings,
-    })
+    Ok(findings)
 }
 
 /// What a signature must say.
+#[derive(Clone, Copy)]
 struct Wanted<'a> {
     digest: &'a Digest,
     repository: &'a str,

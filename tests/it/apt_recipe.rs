@@ -204,6 +204,11 @@ fn apt_bad_input_is_a_clear_error_and_writes_nothing() {
 /// A python-build-standalone style `install_only` archive: `python/bin/python3.13`, a
 /// `python3` symlink, a hardlink, a library directory.
 fn pbs_archive(path: &Path, evil: bool) -> String {
+    pbs_archive_with(path, b"# os\n", evil)
+}
+
+/// [`pbs_archive`] with `os_py` as the text of `lib/python3.13/os.py`.
+pub(crate) fn pbs_archive_with(path: &Path, os_py: &[u8], evil: bool) -> String {
     let mut b = tar::Builder::new(flate2::write::GzEncoder::new(
         Vec::new(),
         flate2::Compression::default(),
@@ -250,7 +255,7 @@ fn pbs_archive(path: &Path, evil: bool) -> String {
         "python/lib/python3.13/os.py",
         tar::EntryType::Regular,
         0o644,
-        b"# os\n",
+        os_py,
         None,
     );
     add(

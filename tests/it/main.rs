@@ -27,6 +27,7 @@ mod online_debian;
 mod online_platforms;
 mod online_wheels;
 mod platforms;
+mod platforms_audit;
 mod readers;
 mod registry_fake;
 mod registry_real;

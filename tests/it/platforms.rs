@@ -15,12 +15,12 @@ fn stderr(o: &std::process::Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
-fn json(path: &Path) -> serde_json::Value {
+pub(crate) fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
 
 /// The layout's tagged entry, and the index it names (manifests with their platforms).
-fn index_of(layout: &Path) -> (serde_json::Value, serde_json::Value) {
+pub(crate) fn index_of(layout: &Path) -> (serde_json::Value, serde_json::Value) {
     let top = json(&layout.join("index.json"));
     let entry = top["manifests"][0].clone();
     let digest = entry["digest"].as_str().unwrap();
@@ -29,7 +29,7 @@ fn index_of(layout: &Path) -> (serde_json::Value, serde_json::Value) {
 }
 
 /// A file's text in a gzip layer blob (read with the tar and flate2 crates).
-fn file_in_layer(blob: &Path, path: &str) -> String {
+pub(crate) fn file_in_layer(blob: &Path, path: &str) -> String {
     use std::io::Read;
     let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
     let mut archive = tar::Archive::new(gz);
@@ -44,7 +44,7 @@ fn file_in_layer(blob: &Path, path: &str) -> String {
     panic!("no {path} in {}", blob.display())
 }
 
-fn manifest_for(index: &serde_json::Value, arch: &str) -> String {
+pub(crate) fn manifest_for(index: &serde_json::Value, arch: &str) -> String {
     index["manifests"]
         .as_array()
         .unwrap()

@@ -18,7 +18,7 @@ fn stderr(o: &std::process::Output) -> String {
 }
 
 /// An ECDSA P-256 key pair from openssl: (private PKCS#8 PEM, public SPKI PEM).
-fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
     let private = dir.join(format!("{name}.pem"));
     let public = dir.join(format!("{name}.pub"));
     run_ok(
@@ -56,7 +56,7 @@ fn app(dir: &Path, text: &str) -> PathBuf {
 
 /// `skopeo copy` of `image` under a policy that wants it signed by `public` (with
 /// sigstore attachments on for `registry`): whether the policy let it through, and why not.
-fn skopeo_accepts(
+pub(crate) fn skopeo_accepts(
     dir: &Path,
     registry: &str,
     scope: &str,

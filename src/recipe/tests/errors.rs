@@ -286,14 +286,27 @@ fn docs_examples_parse() {
         .collect();
     assert_eq!(
         blocks.len(),
-        4,
-        "a complete and a minimal example, [accounts], and several platforms"
+        5,
+        "a complete and a minimal example, [accounts], several platforms, an archive each"
     );
     let d0 = fixture();
     let multi = parse_in(&d0, blocks[3]).unwrap();
     let names: Vec<String> = multi.platforms().iter().map(|p| p.to_string()).collect();
     assert_eq!(names, ["linux/amd64", "linux/arm64/v8"]);
     assert_eq!(multi.lock_view().as_deref(), Some("linux/amd64"));
+    // Each platform's interpreter archive, picked for it.
+    let archives = parse_in(&d0, &format!("{}\n{}", blocks[3], blocks[4])).unwrap();
+    let arm = archives
+        .for_platform(&crate::image::Platform::parse("linux/arm64").unwrap())
+        .unwrap();
+    match &arm.python.as_ref().unwrap().source {
+        crate::recipe::PythonSource::Archive(a) => assert!(a.url.contains("aarch64"), "{a:?}"),
+        other => panic!("{other:?}"),
+    }
+    match &archives.python.as_ref().unwrap().source {
+        crate::recipe::PythonSource::Archive(a) => assert!(a.url.contains("x86_64"), "{a:?}"),
+        other => panic!("{other:?}"),
+    }
     let d = fixture();
     fs::create_dir(d.path().join("deploy")).unwrap();
     fs::write(d.path().join("deploy/app.conf"), "x\n").unwrap();
