@@ -51,6 +51,13 @@ pub enum BaseError {
         found: String,
         wanted: String,
     },
+    #[error("base image {reference} for {platform}, through the index {index} that another platform of this build pinned: {source} (`ocibuild lock --update` resolves the tag again for every platform)")]
+    ThroughIndex {
+        reference: String,
+        platform: String,
+        index: Digest,
+        source: Box<RegistryError>,
+    },
 }
 
 impl From<RegistryError> for BaseError {
@@ -165,16 +172,27 @@ pub fn resolve(
         }
         _ => {
             // Through the index another platform pinned (unless the reference names a digest).
-            let through = match (index, r.digest()) {
-                (Some(ix), None) => {
+            let pinned_index = index.filter(|_| r.digest().is_none());
+            let through = match pinned_index {
+                Some(ix) => {
                     reporter.detail(&format!(
                         "base {name}: through the index {ix} another platform pinned"
                     ));
                     r.with_digest(ix)
                 }
-                _ => r.clone(),
+                None => r.clone(),
             };
-            let (manifest, index) = client.get_image_manifest(&through, platform, reporter)?;
+            let (manifest, index) = client
+                .get_image_manifest(&through, platform, reporter)
+                .map_err(|source| match pinned_index {
+                    Some(ix) => BaseError::ThroughIndex {
+                        reference: name.clone(),
+                        platform: platform_s.clone(),
+                        index: ix,
+                        source: Box::new(source),
+                    },
+                    None => source.into(),
+                })?;
             store.put_bytes(&manifest.bytes)?;
             if let Some(ix) = &index {
                 store.put_bytes(&ix.bytes)?;

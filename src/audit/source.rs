@@ -315,11 +315,16 @@ pub fn index_platforms(
     };
     let manifest: AnyManifest = parse_json(&name, "manifest", &bytes)?;
     Ok(manifest.manifests.map(|list| {
-        list.into_iter()
-            .filter_map(|d| d.platform)
-            // Normalized where possible: `linux/arm64` and `linux/arm64/v8` are one.
-            .map(|p| Platform::parse(&p.to_string()).unwrap_or(p))
-            .collect()
+        let mut out: Vec<Platform> = Vec::new();
+        // Normalized where possible (`linux/arm64` and `linux/arm64/v8` are one), without
+        // buildkit's attestation entries, each platform once.
+        for p in list.into_iter().filter_map(|d| d.platform) {
+            let p = Platform::parse(&p.to_string()).unwrap_or(p);
+            if !p.is_unknown() && !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
     }))
 }
 
@@ -397,12 +402,24 @@ fn from_manifest<'c>(
         let Some(list) = &manifest.manifests else {
             break;
         };
-        let pick = list
+        // The platform with its variant; else the only entry of its os and architecture;
+        // else an index's only entry.
+        let same_arch: Vec<_> = list
             .iter()
-            .find(|d| {
+            .filter(|d| {
                 d.platform
                     .as_ref()
                     .is_some_and(|p| p.os == platform.os && p.architecture == platform.architecture)
+            })
+            .collect();
+        let pick = same_arch
+            .iter()
+            .find(|d| d.platform.as_ref().is_some_and(|p| p.matches(platform)))
+            .copied()
+            .or(if same_arch.len() == 1 {
+                same_arch.first().copied()
+            } else {
+                None
             })
             .or(if list.len() == 1 { list.first() } else { None })
             .ok_or_else(|| AuditError::Bad {

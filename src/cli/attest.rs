@@ -100,13 +100,9 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
             args.recipe.display(),
             platform_list(&whole)
         ),
-        (Some(p), false) if super::diff::platform(Some(p))? != whole.image.platform => {
-            anyhow::bail!(
-                "--platform {p}: the recipe builds {} only",
-                whole.image.platform
-            )
-        }
-        _ => whole,
+        // A one-platform recipe built with `build --platform`.
+        (Some(p), false) => whole.for_platform(&super::diff::platform(Some(p))?)?,
+        (None, false) => whole,
     };
     let (dir, tag) = match &args.image {
         None => (

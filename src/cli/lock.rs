@@ -41,6 +41,11 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     };
     // A multi-platform recipe: each platform's section in turn.
     let multi = recipe.is_multi_platform();
+    // The base index a platform's section already pins (unless the tag is to be resolved
+    // again): a platform not pinned yet takes its manifest from the same index.
+    if multi && !args.update {
+        session.base_index = Session::base_index_of(&recipe, &args.recipe, &recipe.platforms())?;
+    }
     let mut lock_path = None;
     for p in recipe.platforms() {
         let rp = recipe.for_platform(&p)?;
@@ -56,7 +61,8 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         lock_path = Some(report(&rp, locked));
         // The other platforms' base tag through the index this one pinned.
         if multi && session.base_index.is_none() {
-            session.base_index = Session::base_index_of(&rp, &args.recipe)?;
+            session.base_index =
+                Session::base_index_of(&recipe, &args.recipe, std::slice::from_ref(&p))?;
         }
     }
     if let Some(path) = lock_path {

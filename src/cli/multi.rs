@@ -26,11 +26,6 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
              push it, not to {target}"
         );
     }
-    if args.attach && args.push.is_none() && !matches!(target, Target::Layout(_)) {
-        anyhow::bail!(
-            "--attach needs an OCI layout output (DIR or oci:DIR) or --push, not {target}"
-        );
-    }
     // The key first: a wrong passphrase or key type fails before anything is built.
     let key = match &args.sign_key {
         Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
@@ -40,7 +35,10 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
     let mut images = Vec::new();
     // Each platform's SBOMs and provenance (signed with the key), about its own manifest.
     let mut referrers = Vec::new();
-    let mut base_index = None;
+    // The base index a platform's section already pins: a platform not pinned yet takes its
+    // manifest from the same index.
+    let mut base_index =
+        crate::session::Session::base_index_of(recipe, &args.recipe, &recipe.platforms())?;
     for p in recipe.platforms() {
         let rp = recipe.for_platform(&p)?;
         let built = build_in_store(
@@ -58,7 +56,11 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         .map_err(|e| e.context(format!("platform {p}")))?;
         // The other platforms' base tag through the index this one pinned.
         if base_index.is_none() {
-            base_index = crate::session::Session::base_index_of(&rp, &args.recipe)?;
+            base_index = crate::session::Session::base_index_of(
+                recipe,
+                &args.recipe,
+                std::slice::from_ref(&p),
+            )?;
         }
         if args.attach {
             let attached =

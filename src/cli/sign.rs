@@ -110,12 +110,41 @@ pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
     let key = load_key(cli, &args.key, &args.passphrase)?;
     let target = super::push::destination_ref(&args.reference)?;
     let client = super::push::client(cli)?;
-    let digest = client.get_manifest(&target)?.digest;
-    let report = sign_pushed(cli, &client, &target, &digest, &key)?;
+    let fetched = client.get_manifest(&target)?;
+    // An image index: the index and each platform's manifest (as `cosign sign --recursive`),
+    // so that a pull by a platform's digest verifies too.
+    let mut digests = vec![fetched.digest];
+    if fetched.media_type == crate::image::MEDIA_TYPE_INDEX
+        || fetched.media_type == crate::image::DOCKER_LIST
+    {
+        let index: crate::image::Index = serde_json::from_slice(&fetched.bytes)
+            .map_err(|e| anyhow::anyhow!("{target}: not a valid image index: {e}"))?;
+        digests.extend(
+            index
+                .manifests
+                .iter()
+                .filter(|m| {
+                    m.artifact_type.is_none()
+                        && !m.platform.as_ref().is_some_and(|p| p.is_unknown())
+                })
+                .map(|m| m.digest),
+        );
+    }
+    let mut reports = Vec::new();
+    for d in &digests {
+        let report = sign_pushed(cli, &client, &target, d, &key)?;
+        if !args.json {
+            print_signed(cli, &report);
+        }
+        reports.push(report);
+    }
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
-    } else {
-        print_signed(cli, &report);
+        // One image: its report, as before; an index: the index's first, then each manifest's.
+        let doc = match reports.as_slice() {
+            [one] => serde_json::to_value(one)?,
+            all => serde_json::to_value(all)?,
+        };
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -15,6 +15,8 @@ pub use self::read::{AnyManifest, ManifestHead};
 
 pub const MEDIA_TYPE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
 pub const MEDIA_TYPE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+/// Docker's image index (a manifest list), read like an OCI index.
+pub const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 pub const MEDIA_TYPE_CONFIG: &str = "application/vnd.oci.image.config.v1+json";
 /// The empty descriptor's media type (OCI 1.1): the config of an artifact manifest.
 pub const MEDIA_TYPE_EMPTY: &str = "application/vnd.oci.empty.v1+json";

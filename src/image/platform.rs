@@ -126,6 +126,32 @@ impl Platform {
     }
 }
 
+impl Platform {
+    /// Whether `self` (as an index wrote it) is the platform `wanted`: the same os and
+    /// architecture, and the same variant once defaults are filled in (`arm64` is `v8`, `arm`
+    /// is `v7`, `amd64/v1` is `amd64`), so a lenient index entry still matches.
+    pub fn matches(&self, wanted: &Platform) -> bool {
+        self.os == wanted.os
+            && self.architecture == wanted.architecture
+            && default_variant(self) == default_variant(wanted)
+    }
+
+    /// An index entry that is not an image of a platform: buildkit's attestation manifests
+    /// (`unknown/unknown`).
+    pub fn is_unknown(&self) -> bool {
+        self.os == "unknown" && self.architecture == "unknown"
+    }
+}
+
+/// The variant with the defaults filled in, for [`Platform::matches`].
+fn default_variant(p: &Platform) -> Option<&str> {
+    match (p.architecture.as_str(), p.variant.as_deref()) {
+        ("arm64", Some("v8") | None) | ("amd64", Some("v1")) => None,
+        ("arm", None) => Some("v7"),
+        (_, v) => v,
+    }
+}
+
 /// `v8`, `8`, `v8.2` → `v8`, `v8`, `v8.2`; `aliases` map to `canonical`.
 fn version_variant(
     v: &str,
@@ -166,6 +192,25 @@ impl fmt::Display for Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn index_entries_match_with_default_variants() {
+        let entry = |os: &str, arch: &str, v: Option<&str>| Platform {
+            os: os.into(),
+            architecture: arch.into(),
+            variant: v.map(str::to_string),
+        };
+        let arm64 = Platform::parse("linux/arm64").unwrap();
+        assert!(entry("linux", "arm64", None).matches(&arm64));
+        assert!(entry("linux", "arm64", Some("v8")).matches(&arm64));
+        let v7 = Platform::parse("linux/arm/v7").unwrap();
+        assert!(entry("linux", "arm", None).matches(&v7));
+        assert!(!entry("linux", "arm", Some("v6")).matches(&v7));
+        let amd64 = Platform::parse("linux/amd64").unwrap();
+        assert!(entry("linux", "amd64", Some("v1")).matches(&amd64));
+        assert!(!entry("linux", "amd64", Some("v3")).matches(&amd64));
+        assert!(entry("unknown", "unknown", None).is_unknown());
+    }
 
     fn p(s: &str) -> String {
         match Platform::parse(s) {

@@ -12,15 +12,13 @@ use serde::de::DeserializeOwned;
 
 use crate::digest::Digest;
 use crate::image::read::{ReadDescriptor as Entry, ReadIndex as Index, ReadManifest as Manifest};
-use crate::image::{Descriptor, Platform, MEDIA_TYPE_INDEX};
+use crate::image::{Descriptor, Platform, DOCKER_LIST, MEDIA_TYPE_INDEX};
 
 /// Largest JSON document (index, manifest, config) read from a layout.
 const MAX_DOCUMENT: u64 = 16 << 20;
 
 /// Indexes within indexes followed before giving up.
 const MAX_DEPTH: usize = 4;
-
-const DOCKER_LIST: &str = "application/vnd.docker.distribution.manifest.list.v2+json";
 
 /// Why a layout could not be read.
 #[derive(Debug, thiserror::Error)]
@@ -156,14 +154,26 @@ impl Layout {
                 return Err(self.bad("image indexes nested too deep".into()));
             }
             let nested: Index = self.read_json(&desc.digest)?;
-            desc = nested
+            // The platform with its variant; else the only entry of its os and architecture.
+            let same_arch: Vec<&Entry> = nested
                 .manifests
-                .into_iter()
-                .find(|m| {
+                .iter()
+                .filter(|m| {
                     m.platform.as_ref().is_some_and(|p| {
                         p.os == platform.os && p.architecture == platform.architecture
                     })
                 })
+                .collect();
+            let exact = same_arch
+                .iter()
+                .find(|m| m.platform.as_ref().is_some_and(|p| p.matches(platform)));
+            desc = exact
+                .or(if same_arch.len() == 1 {
+                    same_arch.first()
+                } else {
+                    None
+                })
+                .map(|m| (*m).clone())
                 .ok_or_else(|| {
                     self.bad(format!(
                         "image `{tag}` has no {}/{} manifest",

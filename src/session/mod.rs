@@ -237,17 +237,27 @@ impl<'a> Session<'a> {
         same_registry && !reads_base
     }
 
-    /// The base index the lock at `recipe_path` pins for `recipe`'s platform (a multi-platform
-    /// recipe's section), to resolve the other platforms through ([`Session::base_index`]).
+    /// The base index that the lock at `recipe_path` pins for the recipe's base in the first of
+    /// `platforms`' sections that pins one (a multi-platform recipe), to resolve the other
+    /// platforms through ([`Session::base_index`]).
     pub fn base_index_of(
         recipe: &Recipe,
         recipe_path: &Path,
+        platforms: &[crate::image::Platform],
     ) -> Result<Option<Digest>, SessionError> {
-        if !recipe.is_multi_platform() {
+        let recipe::Base::Image { reference } = &recipe.base else {
             return Ok(None);
-        }
-        let lock = Lock::load_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?;
-        Ok(lock.and_then(|l| l.base).and_then(|b| b.index_digest))
+        };
+        let (true, Ok(name)) = (recipe.is_multi_platform(), reference.parse::<Reference>()) else {
+            return Ok(None);
+        };
+        let Some(lock) = Lock::load(&Lock::path_for(recipe_path))? else {
+            return Ok(None);
+        };
+        Ok(platforms.iter().find_map(|p| {
+            let b = lock.view(&p.to_string()).base?;
+            (b.reference == name.to_string()).then_some(b.index_digest)?
+        }))
     }
 
     /// Resolves the recipe's base through its lock (writing the lock when it changed and the

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::payload::{self, Envelope, DSSE_MEDIA_TYPE, SIGNATURE_ANNOTATION, SIMPLE_SIGNING};
 use super::{signature_tag, PublicKey, SignError};
 use crate::digest::Digest;
-use crate::image::{Descriptor, Index, Manifest, MEDIA_TYPE_INDEX};
+use crate::image::{Descriptor, Index, Manifest, DOCKER_LIST, MEDIA_TYPE_INDEX};
 use crate::progress::Silent;
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::Store;
@@ -100,15 +100,20 @@ pub fn verify_image(
         tag: wanted_tag,
         keys,
     };
-    let mut findings = check_digest(client, store, reference, &want)?;
+    let mut findings = check_digest(client, store, reference, &want, false)?;
     // An image index (several platforms): each platform's manifest too, as signed by
-    // `build --sign-key` (and `cosign sign --recursive`), with its own attestations.
-    if fetched.media_type == MEDIA_TYPE_INDEX {
+    // `build --sign-key` (and `cosign sign --recursive`), with its own attestations. A
+    // platform manifest without a signature of its own is not a failure (the index's covers
+    // a pull by tag; `cosign sign` without --recursive signs the index alone); a bad one is.
+    if fetched.media_type == MEDIA_TYPE_INDEX || fetched.media_type == DOCKER_LIST {
         let index: Index = serde_json::from_slice(&fetched.bytes).map_err(|e| SignError::Bad {
             reference: reference.to_string(),
             problem: format!("is not an image index: {e}"),
         })?;
-        for m in index.manifests.iter().filter(|m| m.artifact_type.is_none()) {
+        let images = index.manifests.iter().filter(|m| {
+            m.artifact_type.is_none() && !m.platform.as_ref().is_some_and(|p| p.is_unknown())
+        });
+        for m in images {
             let platform = m
                 .platform
                 .as_ref()
@@ -119,7 +124,7 @@ pub fn verify_image(
                 ..want
             };
             let at = reference.with_digest(m.digest);
-            for mut f in check_digest(client, store, &at, &want)? {
+            for mut f in check_digest(client, store, &at, &want, true)? {
                 f.platform = Some(platform.clone());
                 findings.push(f);
             }
@@ -132,12 +137,14 @@ pub fn verify_image(
     })
 }
 
-/// The signature and attestations of the manifest `want.digest` in `reference`'s repository.
+/// The signature and attestations of the manifest `want.digest` in `reference`'s repository;
+/// with `in_index`, a missing signature is a note (the index's signature is checked).
 fn check_digest(
     client: &Client,
     store: &Store,
     reference: &Reference,
     want: &Wanted<'_>,
+    in_index: bool,
 ) -> Result<Vec<Finding>, SignError> {
     let digest = *want.digest;
     let repo = format!("{}/{}", reference.registry(), reference.repository());
@@ -147,6 +154,15 @@ fn check_digest(
         .with_tag(&signature_tag(&digest))
         .map_err(RegistryError::from)?;
     match client.get_manifest(&sig_ref) {
+        Err(e) if crate::push::is_manifest_unknown(&e) && in_index => findings.push(finding(
+            "signature",
+            true,
+            format!(
+                "none of its own (no {repo}:{}): the index's signature covers a pull by the \
+                 index, not a pull by this digest",
+                signature_tag(&digest)
+            ),
+        )),
         Err(e) if crate::push::is_manifest_unknown(&e) => findings.push(finding(
             "signature",
             false,

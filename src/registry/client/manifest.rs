@@ -13,8 +13,7 @@ use crate::registry::auth::Scopes;
 use crate::registry::reference::Reference;
 
 pub const MEDIA_TYPE_DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
-pub const MEDIA_TYPE_DOCKER_LIST: &str =
-    "application/vnd.docker.distribution.manifest.list.v2+json";
+pub const MEDIA_TYPE_DOCKER_LIST: &str = crate::image::DOCKER_LIST;
 /// The manifest media types ocibuild reads, all sent in `Accept`.
 pub const MANIFEST_MEDIA_TYPES: [&str; 4] = [
     MEDIA_TYPE_INDEX,
@@ -178,14 +177,6 @@ impl Client {
 // ---------------------------------------------------------------------------------------------
 // Platform selection
 
-fn normalize_variant(arch: &str, variant: Option<&str>) -> Option<String> {
-    match (arch, variant) {
-        ("arm64", Some("v8")) | ("arm64", None) => None,
-        ("arm", None) => Some("v7".into()),
-        (_, v) => v.map(String::from),
-    }
-}
-
 fn platform_string(p: &Platform) -> String {
     match &p.variant {
         Some(v) => format!("{}/{}/{v}", p.os, p.architecture),
@@ -217,11 +208,10 @@ pub fn select_platform(
     let manifests = parsed
         .manifests
         .ok_or_else(|| bad("is not an image index (no `manifests`)".into()))?;
-    let wanted_variant = normalize_variant(&platform.architecture, platform.variant.as_deref());
     let mut available = Vec::new();
     for d in manifests {
         let Some(p) = &d.platform else { continue };
-        let attestation = (p.os == "unknown" && p.architecture == "unknown")
+        let attestation = p.is_unknown()
             || d.annotations
                 .get("vnd.docker.reference.type")
                 .map(String::as_str)
@@ -229,10 +219,7 @@ pub fn select_platform(
         if attestation {
             continue;
         }
-        if p.os == platform.os
-            && p.architecture == platform.architecture
-            && normalize_variant(&p.architecture, p.variant.as_deref()) == wanted_variant
-        {
+        if p.matches(platform) {
             return Ok(d);
         }
         available.push(platform_string(p));
