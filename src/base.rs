@@ -107,6 +107,34 @@ struct RootFsHead {
     diff_ids: Vec<Digest>,
 }
 
+/// Downloads the layers of `image` (resolved without them: a shallow base) that the store
+/// lacks, verified.
+pub fn fetch_layers(
+    client: &Client,
+    image: &BaseImage,
+    store: &Store,
+    reporter: &dyn Reporter,
+) -> Result<(), BaseError> {
+    let r: Reference = image
+        .reference
+        .parse()
+        .map_err(|source| BaseError::Reference {
+            reference: image.reference.clone(),
+            source,
+        })?;
+    let layers: Vec<_> = image.layers.iter().map(|l| l.descriptor.clone()).collect();
+    if client.config().offline {
+        if let Some(d) = layers.iter().find(|d| !store.has_blob(&d.digest)) {
+            return Err(BaseError::Offline {
+                reference: format!("{}@{}", image.reference, image.manifest_digest),
+                what: format!("blob {}", d.digest),
+            });
+        }
+    }
+    client.pull_blobs(&r, &layers, store, reporter)?;
+    Ok(())
+}
+
 /// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
 /// With `layers` false the layer blobs are not fetched (a shallow base: the build only names
 /// them, and a push to the base's registry mounts them); the manifest and config always are.

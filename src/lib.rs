@@ -23,6 +23,7 @@
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`vendor`]: vendor directories (every locked input, content-addressed).
 //! - [`push`]: pushing a built image to a registry.
+//! - [`cache_repo`]: the registry as a shared layer cache (entries as small OCI artifacts).
 //! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
 //! - [`sign`]: sigstore signatures and DSSE attestations (ECDSA P-256), signing and checking.
@@ -35,6 +36,7 @@ pub mod apt;
 pub mod audit;
 pub mod base;
 pub mod build;
+pub mod cache_repo;
 pub mod cli;
 pub mod defaults;
 pub mod digest;

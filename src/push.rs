@@ -93,17 +93,19 @@ pub fn push(
         .get(annotations::BASE_NAME)
         .and_then(|n| n.parse::<Reference>().ok())
         .filter(|b| b.registry() == target.registry() && b.repository() != target.repository());
+    // A layer the store does not have came from a shared cache (a lazy hit): mounted from
+    // there (or, on another registry, downloaded from it and uploaded).
+    let cache_from: Option<Reference> = blobs
+        .remote_mount_source()
+        .and_then(|s| s.parse::<Reference>().ok());
     let mut report = Vec::new();
     let mut uploaded_bytes = 0;
     for d in head.layers.iter().chain(std::iter::once(&head.config)) {
-        let r = client.push_blob(
-            target,
-            &d.digest,
-            d.size,
-            blobs,
-            mount_from.as_ref(),
-            reporter,
-        )?;
+        let from = match &cache_from {
+            Some(c) if !blobs.has_blob(&d.digest) && blobs.is_remote_blob(&d.digest) => Some(c),
+            _ => mount_from.as_ref(),
+        };
+        let r = client.push_blob(target, &d.digest, d.size, blobs, from, reporter)?;
         let result = match r {
             BlobPush::Existed => "existed",
             BlobPush::Mounted => "mounted",

@@ -80,6 +80,53 @@ fn libc_file(path: &str) -> Option<(u32, u32)> {
 pub fn scan_base<'a>(
     layers: impl IntoIterator<Item = (String, Box<dyn Read + 'a>)>,
 ) -> Result<Base, AptError> {
+    scan_facts(layers)?.base()
+}
+
+/// What [`scan_base`] reads from the base's layers, before it is parsed: small, and the same
+/// for the same layers on any machine, so it is cached (also in a shared cache, so that a
+/// build that pushes to the base's registry needs none of the base's layers).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct BaseFacts {
+    /// The dpkg status files (`var/lib/dpkg/status`, `status.d/*`) → their text.
+    pub status: BTreeMap<String, String>,
+    /// The top-level merged-/usr symlinks → their targets.
+    pub links: BTreeMap<String, String>,
+    pub pythons: BTreeMap<String, Option<String>>,
+    pub libc_file_version: Option<(u32, u32)>,
+    pub accounts: BTreeMap<String, String>,
+    pub alternatives: std::collections::BTreeSet<String>,
+    pub libraries: BTreeMap<String, (String, u64)>,
+}
+
+impl BaseFacts {
+    /// The base these facts describe (its status files parsed).
+    pub fn base(&self) -> Result<Base, AptError> {
+        let mut installed = Installed::new();
+        for (path, text) in &self.status {
+            if path.ends_with(".md5sums") {
+                continue;
+            }
+            installed.add_status(text, &format!("base /{path}"))?;
+        }
+        Ok(Base {
+            installed,
+            usr_merge: UsrMerge::from_symlinks(
+                self.links.iter().map(|(p, t)| (p.as_str(), t.as_str())),
+            ),
+            pythons: self.pythons.clone(),
+            libc_file_version: self.libc_file_version,
+            accounts: self.accounts.clone(),
+            alternatives: self.alternatives.clone(),
+            libraries: self.libraries.clone(),
+        })
+    }
+}
+
+/// [`BaseFacts`] of the base's layers (uncompressed tar streams, lowest first).
+pub fn scan_facts<'a>(
+    layers: impl IntoIterator<Item = (String, Box<dyn Read + 'a>)>,
+) -> Result<BaseFacts, AptError> {
     // Path → content for the files we care about; top-level symlinks.
     let mut files: BTreeMap<String, String> = BTreeMap::new();
     let mut links: BTreeMap<String, String> = BTreeMap::new();
@@ -213,14 +260,6 @@ pub fn scan_base<'a>(
         .iter()
         .filter_map(|p| files.remove(*p).map(|t| (p.to_string(), t)))
         .collect();
-    let mut installed = Installed::new();
-    for (path, text) in &files {
-        if path.ends_with(".md5sums") {
-            continue;
-        }
-        installed.add_status(text, &format!("base /{path}"))?;
-    }
-    let usr_merge = UsrMerge::from_symlinks(links.iter().map(|(p, t)| (p.as_str(), t.as_str())));
     let mut libraries: BTreeMap<String, (String, u64)> = BTreeMap::new();
     // Regular files first (in path order), then links for sonames no file has, each with its
     // target's path and size when the target is a regular file (`libcuda.so.1 ->
@@ -240,9 +279,9 @@ pub fn scan_base<'a>(
             };
         }
     }
-    Ok(Base {
-        installed,
-        usr_merge,
+    Ok(BaseFacts {
+        status: files,
+        links,
         pythons,
         libc_file_version,
         accounts,

@@ -74,6 +74,8 @@ pub struct BuildArgs {
     #[command(flatten)]
     pub passphrase: super::sign::PassphraseArgs,
     #[command(flatten)]
+    pub cache: super::cache_repo::CacheRepoArgs,
+    #[command(flatten)]
     pub test_opts: super::test::TestOptions,
 }
 
@@ -157,18 +159,30 @@ pub fn build_in_store(
     Ok(session.build(recipe_path, recipe)?)
 }
 
+/// What [`build_recipe`] built, and where.
+pub struct Outcome {
+    pub built: Built,
+    pub target: Target,
+    pub recipe: recipe::Recipe,
+    pub referrers: super::attest::Referrers,
+    /// The store built into (with the cache repository behind it, if any): what a push reads.
+    pub store: Store,
+    pub cache: Option<std::sync::Arc<crate::cache_repo::RepoCache>>,
+}
+
 pub fn build_recipe(
     cli: &Cli,
     args: &BuildArgs,
     key: Option<&crate::sign::PrivateKey>,
-) -> anyhow::Result<(Built, Target, recipe::Recipe, super::attest::Referrers)> {
+) -> anyhow::Result<Outcome> {
     let target: Target = match &args.output {
         Some(o) => o.parse()?,
         None => Target::Layout(super::default_output(&args.recipe)),
     };
     let recipe = recipe::load(&args.recipe)?
         .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
-    let store = cli.store()?;
+    let push_only = InputOptions::from_args(args).push_only_to;
+    let (store, cache) = super::cache_repo::store(cli, &args.cache, push_only.as_deref())?;
     let built = build_in_store(
         cli,
         &args.recipe,
@@ -208,7 +222,14 @@ pub fn build_recipe(
         Target::Layout(dir) => output::write_layout_with(dir, &store, &built.image, &in_layout)?,
         _ => output::write(&target, &store, &built.image)?,
     }
-    Ok((built, target, recipe, referrers))
+    Ok(Outcome {
+        built,
+        target,
+        recipe,
+        referrers,
+        store,
+        cache,
+    })
 }
 
 pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
@@ -225,7 +246,14 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
         None => None,
     };
-    let (built, target, recipe, referrers) = build_recipe(cli, args, key.as_ref())?;
+    let Outcome {
+        built,
+        target,
+        recipe,
+        referrers,
+        store,
+        cache,
+    } = build_recipe(cli, args, key.as_ref())?;
     let img = &built.image;
     // With --json, push first (no test stage then) so one document reports both.
     let mut pushed = None;
@@ -236,7 +264,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         let client = super::push::client(cli)?;
         let report = crate::push::push(
             &client,
-            &cli.store()?,
+            &store,
             &img.manifest,
             &target,
             &crate::progress::Silent,
@@ -297,6 +325,8 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             })).collect::<Vec<_>>(),
             "referrersPush": attached,
             "signature": signature,
+            // What the cache repository did (null: none configured).
+            "cacheRepo": cache.as_ref().map(|c| c.stats()),
             // What maintainer scripts would have done and was emulated (null: no such step).
             "rootfs": built.rootfs,
             "wheels": {
@@ -364,7 +394,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         }
     }
     if let (Some(dest), false) = (&args.push, args.json) {
-        super::push::push_and_report(cli, &cli.store()?, &img.manifest, dest, false)?;
+        super::push::push_and_report(cli, &store, &img.manifest, dest, false)?;
         if let Some(r) = push_referrers(
             cli,
             &super::push::client(cli)?,
@@ -387,6 +417,9 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             )?;
             super::sign::print_signed(cli, &report);
         }
+    }
+    if let (Some(c), false) = (&cache, args.json) {
+        super::cache_repo::report(cli, &c.stats());
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -3,6 +3,7 @@
 mod attest;
 mod build;
 mod cache;
+mod cache_repo;
 mod diff;
 mod lock;
 mod mirror;

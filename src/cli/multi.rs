@@ -31,7 +31,8 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
         None => None,
     };
-    let store = cli.store()?;
+    let push_only = InputOptions::from_args(args).push_only_to;
+    let (store, cache) = super::cache_repo::store(cli, &args.cache, push_only.as_deref())?;
     let mut images = Vec::new();
     // Each platform's SBOMs and provenance (signed with the key), about its own manifest.
     let mut referrers = Vec::new();
@@ -199,8 +200,11 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
             "push": pushed,
             "referrersPush": attached,
             "signatures": signatures,
+            "cacheRepo": cache.as_ref().map(|c| c.stats()),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if let Some(c) = &cache {
+        super::cache_repo::report(cli, &c.stats());
     }
     Ok(ExitCode::SUCCESS)
 }

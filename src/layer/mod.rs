@@ -65,6 +65,13 @@ pub enum Compression {
     None,
 }
 
+/// The layer media types ocibuild writes ([`Compression::media_type`]).
+pub const LAYER_MEDIA_TYPES: [&str; 3] = [
+    "application/vnd.oci.image.layer.v1.tar+gzip",
+    "application/vnd.oci.image.layer.v1.tar+zstd",
+    "application/vnd.oci.image.layer.v1.tar",
+];
+
 impl Compression {
     /// The default: gzip at level 6, as gzip(1) and pigz.
     pub const GZIP: Compression = Compression::Gzip(compress::GZIP_DEFAULT_LEVEL);

@@ -38,6 +38,16 @@ struct File {
     registry: Vec<RegistryEntry>,
     #[serde(default)]
     mirror: Vec<MirrorEntry>,
+    cache: Option<CacheEntry>,
+}
+
+/// `[cache]`: the machine's shared layer cache (`build --cache-repo` wins).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CacheEntry {
+    repo: String,
+    #[serde(default)]
+    readonly: bool,
 }
 
 #[derive(Debug, Deserialize)]
@@ -104,6 +114,7 @@ pub fn load(path: Option<&Path>) -> Result<ClientConfig, SettingsError> {
             locations: m.locations,
         })
         .collect();
+    config.cache_repo = file.cache.map(|c| (c.repo, c.readonly));
     Ok(config)
 }
 
@@ -135,6 +146,14 @@ mod tests {
                 locations: vec!["m1:5000".into(), "m2/hub".into()]
             }]
         );
+        assert_eq!(c.cache_repo, None);
+        fs_err::write(
+            &f,
+            "[cache]\nrepo = \"127.0.0.1:5000/cache\"\nreadonly = true\n",
+        )
+        .unwrap();
+        let c = load(Some(&f)).unwrap();
+        assert_eq!(c.cache_repo, Some(("127.0.0.1:5000/cache".into(), true)));
         fs_err::write(&f, "[[registry]]\nname = \"x\"\ninsecure = true\n").unwrap();
         let e = load(Some(&f)).unwrap_err().to_string();
         assert!(e.contains("unknown field `insecure`"), "{e}");

@@ -214,9 +214,10 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// Whether the base's layers need not be downloaded at all: nothing is written locally
-    /// (`--push-only`), the push goes to the base's own registry (which mounts them), and no
-    /// step reads the base's files (`[apt]` and a `[python]` interpreter found in the base do).
+    /// Whether the base's layers may stay where they are: nothing is written locally
+    /// (`--push-only`) and the push goes to the base's own registry, which mounts them. They
+    /// are still downloaded when a step reads the base's files ([`Session::reads_base`]) and
+    /// its facts are not cached.
     fn shallow_base(&self, recipe: &Recipe) -> bool {
         let Some(registry) = self.push_only_to.as_deref() else {
             return false;
@@ -224,17 +225,20 @@ impl<'a> Session<'a> {
         let recipe::Base::Image { reference } = &recipe.base else {
             return false;
         };
-        let same_registry = reference
+        reference
             .parse::<Reference>()
-            .is_ok_and(|r| r.registry() == registry);
-        // The rootfs step reads the base's account files.
-        let reads_base = recipe.apt.is_some()
+            .is_ok_and(|r| r.registry() == registry)
+    }
+
+    /// Whether a step reads the base's files: `[apt]` (its dpkg status, merged /usr), a
+    /// `[python]` interpreter found in the base, the rootfs step (its account files).
+    fn reads_base(recipe: &Recipe) -> bool {
+        recipe.apt.is_some()
             || recipe.has_rootfs_step()
             || recipe
                 .python
                 .as_ref()
-                .is_some_and(|p| !matches!(p.source, recipe::PythonSource::Archive(_)));
-        same_registry && !reads_base
+                .is_some_and(|p| !matches!(p.source, recipe::PythonSource::Archive(_)))
     }
 
     /// The base index that the lock at `recipe_path` pins for the recipe's base in the first of
@@ -274,6 +278,7 @@ impl<'a> Session<'a> {
         let mut lock =
             Lock::load_view(&lock_path, recipe.lock_view().as_deref())?.unwrap_or_else(Lock::new);
         let client = self.registry_client()?;
+        let shallow = self.shallow_base(recipe);
         let (image, change) = base::resolve(
             reference,
             &recipe.image.platform,
@@ -281,9 +286,21 @@ impl<'a> Session<'a> {
             self.policy,
             &client,
             self.store,
-            (!self.shallow_base(recipe), self.base_index),
+            (!shallow, self.base_index),
             self.reporter,
         )?;
+        // A shallow base that a step reads: its cached facts do, else its layers are needed.
+        if shallow && Self::reads_base(recipe) {
+            if system::base_facts_known(self.store, &image)? {
+                self.reporter.detail(&format!(
+                    "base {}: its facts cached (dpkg status, merged /usr, accounts); its layers \
+                     not downloaded",
+                    image.reference
+                ));
+            } else {
+                base::fetch_layers(&client, &image, self.store, self.reporter)?;
+            }
+        }
         if (change != LockChange::Unchanged || lock.had_logins) && self.writes_lock() {
             lock.save_view(&lock_path, recipe.lock_view().as_deref())?;
             self.note_logins_removed(&lock, &lock_path);

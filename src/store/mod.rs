@@ -21,6 +21,7 @@
 //! blob; `ocibuild cache prune` removes what no build can use ([`maintain`]).
 
 mod maintain;
+pub mod remote;
 pub mod seal;
 
 pub use maintain::{prune, verify, PruneReport, VerifyReport};
@@ -94,6 +95,16 @@ pub struct Store {
     /// A shared lock on `locks/store.lock` while this store is open, so `cache prune` knows
     /// no build is using `tmp/`.
     _in_use: Option<std::sync::Arc<fs::File>>,
+    /// The shared cache behind this one ([`Store::with_remote`]).
+    remote: Option<std::sync::Arc<dyn remote::Remote>>,
+    /// Layers the remote has whose blobs were left there (a lazy remote): their digests.
+    remote_blobs: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<Digest>>>,
+}
+
+impl std::fmt::Debug for dyn remote::Remote {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Remote")
+    }
 }
 
 impl Store {
@@ -147,6 +158,8 @@ impl Store {
             sealed,
             repaired: Default::default(),
             _in_use: in_use,
+            remote: None,
+            remote_blobs: Default::default(),
         })
     }
 
@@ -158,7 +171,30 @@ impl Store {
             sealed: false,
             repaired: Default::default(),
             _in_use: None,
+            remote: None,
+            remote_blobs: Default::default(),
         }
+    }
+
+    /// This store with `remote` behind it: a layer or fact the store lacks is asked of it, and
+    /// what the store records is recorded there too.
+    pub fn with_remote(mut self, remote: std::sync::Arc<dyn remote::Remote>) -> Store {
+        self.remote = Some(remote);
+        self
+    }
+
+    /// Where a push may mount blobs from that the store lacks ([`remote::Remote::mount_source`]).
+    pub fn remote_mount_source(&self) -> Option<String> {
+        self.remote.as_ref().and_then(|r| r.mount_source())
+    }
+
+    /// Whether `digest` is the blob of a layer the remote has and the store does not (left
+    /// there by a lazy remote: only a push to the same registry, which mounts it, needs it).
+    pub fn is_remote_blob(&self, digest: &Digest) -> bool {
+        self.remote_blobs
+            .lock()
+            .map(|s| s.contains(digest))
+            .unwrap_or(false)
     }
 
     /// Blobs found changed since they were written (their seal broken and their bytes no longer
@@ -269,8 +305,8 @@ impl Store {
         Ok(LockGuard { _file: file })
     }
 
-    /// The cached layer for an input key, if it and its blob are present.
-    pub fn cached_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
+    /// The layer this store has for an input key, if it and its blob are present.
+    pub fn local_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
         let path = self.root.join("layers").join(format!("{}.json", key.hex()));
         let data = match fs::read(&path) {
             Ok(d) => d,
@@ -282,8 +318,41 @@ impl Store {
         Ok(self.has_blob(&layer.digest).then_some(layer))
     }
 
-    /// Record the layer built for an input key.
+    /// The cached layer for an input key: the store's ([`Store::local_layer`]), else the
+    /// remote's (its blob fetched and verified, or with a lazy remote left there).
+    pub fn cached_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
+        if let Some(l) = self.local_layer(key)? {
+            return Ok(Some(l));
+        }
+        let Some(remote) = &self.remote else {
+            return Ok(None);
+        };
+        let Some(layer) = remote.layer(key) else {
+            return Ok(None);
+        };
+        if self.has_blob(&layer.digest) || (!remote.lazy() && remote.fetch(&layer, self)) {
+            self.write_layer_entry(key, &layer)?;
+            return Ok(Some(layer));
+        }
+        if remote.lazy() {
+            if let Ok(mut s) = self.remote_blobs.lock() {
+                s.insert(layer.digest);
+            }
+            return Ok(Some(layer));
+        }
+        Ok(None)
+    }
+
+    /// Record the layer built for an input key (here, and in the remote).
     pub fn put_cached_layer(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
+        self.write_layer_entry(key, layer)?;
+        if let Some(r) = &self.remote {
+            r.put_layer(key, layer, self);
+        }
+        Ok(())
+    }
+
+    fn write_layer_entry(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
         let path = self.root.join("layers").join(format!("{}.json", key.hex()));
         let data = serde_json::to_vec(layer).map_err(|source| StoreError::CorruptEntry {
             path: path.clone(),
@@ -307,18 +376,32 @@ impl Store {
         self.write_small(&path, key.to_string().as_bytes())
     }
 
-    /// A fact cached under `key` ([`Store::put_meta`]), if present.
+    /// A fact cached under `key` ([`Store::put_meta`]), if present here or in the remote.
     pub fn meta(&self, key: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.root.join("meta").join(format!("{}.json", key.hex()));
         match fs::read(&path) {
-            Ok(d) => Ok(Some(d)),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(e.into()),
+            Ok(d) => return Ok(Some(d)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e.into()),
         }
+        let Some(data) = self.remote.as_ref().and_then(|r| r.meta(key)) else {
+            return Ok(None);
+        };
+        self.write_meta(key, &data)?;
+        Ok(Some(data))
     }
 
-    /// Caches a fact derived from inputs under the hash of those inputs.
+    /// Caches a fact derived from inputs under the hash of those inputs (here, and in the
+    /// remote).
     pub fn put_meta(&self, key: &Digest, data: &[u8]) -> Result<(), StoreError> {
+        self.write_meta(key, data)?;
+        if let Some(r) = &self.remote {
+            r.put_meta(key, data);
+        }
+        Ok(())
+    }
+
+    fn write_meta(&self, key: &Digest, data: &[u8]) -> Result<(), StoreError> {
         let path = self.root.join("meta").join(format!("{}.json", key.hex()));
         fs::create_dir_all(self.root.join("meta"))?;
         self.write_small(&path, data)

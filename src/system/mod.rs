@@ -306,13 +306,58 @@ pub fn base_streams<'a>(
     })
 }
 
-/// Reads what the base brings (installed packages, merged /usr, Python executables, glibc).
+/// Reads what the base brings (installed packages, merged /usr, Python executables, glibc),
+/// from its cached facts ([`base_facts`]).
 pub fn scan_base(store: &Store, base: Option<&BaseImage>) -> Result<crate::apt::Base, SystemError> {
     let Some(base) = base else {
         return Ok(crate::apt::Base::default());
     };
+    Ok(base_facts(store, base)?.base()?)
+}
+
+/// The key the base's facts are cached under: its layers' digests (the same layers under
+/// another manifest share them).
+fn base_facts_key(base: &BaseImage) -> Result<Digest, SystemError> {
+    let v = serde_json::json!({
+        "kind": "base-facts",
+        "version": 1,
+        "layers": base.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
+    });
+    Ok(Digest::of(&crate::json::to_canonical_vec(
+        "base facts key",
+        &v,
+    )?))
+}
+
+/// What the base's layers hold that `[apt]`, `[python]` and the rootfs step read, read once
+/// and cached (in the store, and in a shared cache behind it) under [`base_facts_key`]: a
+/// build whose facts are cached reads none of the base's layers.
+pub fn base_facts(
+    store: &Store,
+    base: &BaseImage,
+) -> Result<crate::apt::base::BaseFacts, SystemError> {
+    let key = base_facts_key(base)?;
+    if let Some(bytes) = store.meta(&key)? {
+        if let Ok(found) = serde_json::from_slice(&bytes) {
+            return Ok(found);
+        }
+    }
     let streams: Vec<_> = base_streams(store, base).collect::<Result<_, _>>()?;
-    Ok(crate::apt::scan_base(streams)?)
+    let facts = crate::apt::base::scan_facts(streams)?;
+    let bytes = serde_json::to_vec(&facts).map_err(|e| SystemError::Python {
+        problem: format!("caching the base's facts: {e}"),
+    })?;
+    store.put_meta(&key, &bytes)?;
+    Ok(facts)
+}
+
+/// Whether the base's facts are cached (in the store or the shared cache behind it), so that
+/// its layers need not be downloaded to read them.
+pub fn base_facts_known(store: &Store, base: &BaseImage) -> Result<bool, SystemError> {
+    let key = base_facts_key(base)?;
+    Ok(store
+        .meta(&key)?
+        .is_some_and(|b| serde_json::from_slice::<crate::apt::base::BaseFacts>(&b).is_ok()))
 }
 
 /// The base's shared libraries by soname (see [`crate::apt::Base::libraries`]), for a build
@@ -327,50 +372,17 @@ fn base_libraries(
     let Some(b) = base else {
         return Ok(Some(Default::default()));
     };
-    if !b
+    let downloaded = b
         .layers
         .iter()
-        .all(|l| store.has_blob(&l.descriptor.digest))
-    {
+        .all(|l| store.has_blob(&l.descriptor.digest));
+    if !downloaded && !base_facts_known(store, b)? {
         return Ok(None);
     }
-    Ok(Some(cached_base_part(
-        store,
-        b,
-        "base-libraries",
-        |scan| scan.libraries,
-    )?))
+    Ok(Some(base_facts(store, b)?.libraries))
 }
 
-/// One part of what the base brings (`kind` names it), read from its layers once and cached
-/// under their digests, so a build that needs nothing else of the base does not read it again.
-fn cached_base_part<T: serde::Serialize + serde::de::DeserializeOwned>(
-    store: &Store,
-    base: &BaseImage,
-    kind: &'static str,
-    part: impl FnOnce(crate::apt::Base) -> T,
-) -> Result<T, SystemError> {
-    let v = serde_json::json!({
-        "kind": kind,
-        "version": 1,
-        "layers": base.layers.iter().map(|l| l.descriptor.digest.to_string()).collect::<Vec<_>>(),
-    });
-    let key = Digest::of(&crate::json::to_canonical_vec("base scan key", &v)?);
-    if let Some(bytes) = store.meta(&key)? {
-        if let Ok(found) = serde_json::from_slice(&bytes) {
-            return Ok(found);
-        }
-    }
-    let found = part(scan_base(store, Some(base))?);
-    let bytes = serde_json::to_vec(&found).map_err(|e| SystemError::Python {
-        problem: format!("caching the base's {kind}: {e}"),
-    })?;
-    store.put_meta(&key, &bytes)?;
-    Ok(found)
-}
-
-/// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), cached
-/// ([`cached_base_part`]).
+/// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), from its cached facts.
 fn base_accounts(
     store: &Store,
     base: Option<&BaseImage>,
@@ -378,7 +390,7 @@ fn base_accounts(
     let Some(b) = base else {
         return Ok(Default::default());
     };
-    cached_base_part(store, b, "base-accounts", |scan| scan.accounts)
+    Ok(base_facts(store, b)?.accounts)
 }
 
 /// Whether the image gets the `rootfs` step ([`Recipe::has_rootfs_step`]).

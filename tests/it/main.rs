@@ -17,6 +17,7 @@ mod atomicity;
 mod audit;
 mod base_image;
 mod build_core;
+mod cache_repo;
 mod cli_progress;
 mod cli_ux;
 mod concurrency;

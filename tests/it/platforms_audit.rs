@@ -368,7 +368,11 @@ fn documents_signatures_and_diffs_per_platform() {
     // `sign` of an index signs it and each platform's manifest, as `build --sign-key` does.
     let o = run_ok(reg().args(["sign", &base_ref, "--key"]).arg(&key));
     assert_eq!(stdout(&o).matches("signed ").count(), 3, "{}", stdout(&o));
-    let o = run_ok(reg().args(["verify-signature", &base_ref, "--key"]).arg(&public));
+    let o = run_ok(
+        reg()
+            .args(["verify-signature", &base_ref, "--key"])
+            .arg(&public),
+    );
     assert!(
         stdout(&o).contains("ok     linux/arm64/v8 signature: signed as"),
         "{}",

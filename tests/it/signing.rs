@@ -127,7 +127,7 @@ const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// A manifest GET (`put` None) or PUT of `(bytes, media type)` on the test registry (python3's
 /// urllib, Basic auth): the faults a test makes by hand. Returns what a GET read.
-fn registry_manifest(
+pub(crate) fn registry_manifest(
     addr: &str,
     repo: &str,
     reference: &str,

@@ -98,7 +98,7 @@ fn fastlib_wheel(dir: &Path, tag: &str, body: &str) -> WheelInput {
     )
 }
 
-fn pylock(dir: &Path, w: &Wheels, only: &dyn Fn(&str) -> bool) -> PathBuf {
+pub(crate) fn pylock(dir: &Path, w: &Wheels, only: &dyn Fn(&str) -> bool) -> PathBuf {
     let mut text = String::from(
         "lock-version = \"1.0\"\ncreated-by = \"test\"\nrequires-python = \">=3.11\"\n",
     );
@@ -125,7 +125,7 @@ fn pylock(dir: &Path, w: &Wheels, only: &dyn Fn(&str) -> bool) -> PathBuf {
     p
 }
 
-fn recipe(dir: &Path, f: &Fixture, python: &str) -> PathBuf {
+pub(crate) fn recipe(dir: &Path, f: &Fixture, python: &str) -> PathBuf {
     let text = format!(
         r#"[image]
 name = "example.com/wheels"

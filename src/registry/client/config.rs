@@ -31,6 +31,8 @@ pub struct Mirror {
 pub struct ClientConfig {
     pub registries: BTreeMap<String, RegistrySettings>,
     pub mirrors: Vec<Mirror>,
+    /// `[cache] repo` (and `readonly`): the machine's shared layer cache, for `build`.
+    pub cache_repo: Option<(String, bool)>,
     /// Where credentials are looked up ([`AuthEnv::from_process`] by default).
     pub auth_env: AuthEnv,
     pub user_agent: String,
@@ -70,6 +72,7 @@ impl Default for ClientConfig {
         ClientConfig {
             registries: BTreeMap::new(),
             mirrors: Vec::new(),
+            cache_repo: None,
             auth_env: AuthEnv::from_process(),
             user_agent: format!("ocibuild/{}", env!("CARGO_PKG_VERSION")),
             max_manifest_bytes: 4 << 20,

@@ -111,6 +111,16 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
     reg
 }
 
+impl Registry {
+    /// What the registry logged so far (each request's method and URI, at `info`).
+    pub fn log_text(&self) -> String {
+        let err =
+            fs_err::read_to_string(self.log.with_file_name("registry.err")).unwrap_or_default();
+        let out = fs_err::read_to_string(&self.log).unwrap_or_default();
+        format!("{out}{err}")
+    }
+}
+
 /// A containers-auth.json holding `USER:pass` for `registry`; returns its path.
 /// `skopeo copy` of `oci:LAYOUT:TAG` to `docker://ADDR/DEST` (plain HTTP, the test login).
 pub fn push_layout(layout: &Path, tag: &str, addr: &str, dest: &str) {

@@ -1,0 +1,366 @@
+//! The registry as a shared layer cache (`build --cache-repo REG/REPO`): a layer's cache entry
+//! (its input key → the layer's descriptor, diff_id and size) and a cached fact (key → a small
+//! JSON document: the base's facts, a wheel set's plan, an interpreter's description) are
+//! small OCI artifacts in one repository, each under a tag made from its key, with the layer
+//! blobs beside them. Keys are pure functions of the inputs (the lock's digests, the files'
+//! hashes), so an entry is exact: a machine that never saw the recipe finds the layers of
+//! another machine's build, and a push to the same registry mounts them without downloading.
+//!
+//! Entries are as trusted as the registry they are in: a hit's blob is verified against the
+//! digest the entry names, but that the entry's layer is what its inputs build is not
+//! checked here; `verify` rebuilds without the cache and catches an entry that lies. No
+//! referrers API is needed (plain tags).
+//!
+//! A registry that fails is a miss (and a warning), never a failed build.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::digest::Digest;
+use crate::image::{self, Descriptor, Manifest};
+use crate::progress::Silent;
+use crate::registry::{Client, Reference, RegistryError};
+use crate::store::remote::Remote;
+use crate::store::{CachedLayer, Store};
+
+/// The artifact type of a layer's cache entry.
+pub const LAYER_ENTRY: &str = "application/vnd.dev.ocibuild.cache.layer.v1";
+/// The artifact type of a cached fact, and its one layer's media type.
+pub const FACT_ENTRY: &str = "application/vnd.dev.ocibuild.cache.fact.v1+json";
+/// A cached fact is a small document; an entry claiming more is refused before downloading.
+const MAX_FACT: u64 = 16 << 20;
+
+pub mod annotations {
+    /// The entry's input key.
+    pub const KEY: &str = "dev.ocibuild.cache.key";
+    pub const DIFF_ID: &str = "dev.ocibuild.cache.diff-id";
+    pub const UNCOMPRESSED_SIZE: &str = "dev.ocibuild.cache.uncompressed-size";
+}
+
+/// The tag of the layer entry for `key`.
+pub fn layer_tag(key: &Digest) -> String {
+    format!("ocibuild-layer-{}", key.hex())
+}
+
+/// The tag of the fact entry for `key`.
+pub fn fact_tag(key: &Digest) -> String {
+    format!("ocibuild-fact-{}", key.hex())
+}
+
+/// What the cache repository did during one build, for its report.
+#[derive(Clone, Debug, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CacheStats {
+    pub repo: String,
+    pub readonly: bool,
+    /// Layers found there (`layerHits`), with their blobs' bytes downloaded (`downloadedBytes`;
+    /// none when a push to the same registry mounts them).
+    pub layer_hits: u64,
+    pub downloaded_bytes: u64,
+    pub layer_misses: u64,
+    pub fact_hits: u64,
+    /// Entries written (layers with their blobs, facts) and the blob bytes uploaded.
+    pub layers_written: u64,
+    pub facts_written: u64,
+    pub uploaded_bytes: u64,
+    /// What failed (each a miss or a write left out, not a failed build).
+    pub warnings: Vec<String>,
+}
+
+/// A cache repository.
+pub struct RepoCache {
+    client: Client,
+    repo: Reference,
+    readonly: bool,
+    lazy: bool,
+    /// Set after a failure that is not a miss: the registry is not asked again in this build.
+    down: AtomicBool,
+    stats: Mutex<CacheStats>,
+}
+
+impl RepoCache {
+    /// The cache in `repo` (`REGISTRY/REPOSITORY`, no tag), through `client`. `readonly`: read,
+    /// never write (untrusted jobs). `lazy`: a hit's blob is left in the registry (a push to
+    /// the same registry mounts it).
+    pub fn new(client: Client, repo: Reference, readonly: bool, lazy: bool) -> RepoCache {
+        let stats = CacheStats {
+            repo: format!("{}/{}", repo.registry(), repo.repository()),
+            readonly,
+            ..CacheStats::default()
+        };
+        RepoCache {
+            client,
+            repo,
+            readonly,
+            lazy,
+            down: AtomicBool::new(false),
+            stats: Mutex::new(stats),
+        }
+    }
+
+    /// The repository (`REGISTRY/REPOSITORY`).
+    pub fn repo(&self) -> &Reference {
+        &self.repo
+    }
+
+    /// What it did so far.
+    pub fn stats(&self) -> CacheStats {
+        self.stats.lock().map(|s| s.clone()).unwrap_or_default()
+    }
+
+    fn count(&self, f: impl FnOnce(&mut CacheStats)) {
+        if let Ok(mut s) = self.stats.lock() {
+            f(&mut s);
+        }
+    }
+
+    /// A failure: reported, and the registry not asked again in this build.
+    fn failed(&self, what: &str, e: &dyn std::fmt::Display) {
+        self.down.store(true, Ordering::Relaxed);
+        let line = format!(
+            "cache repo {}/{}: {what}: {e}; going on without it",
+            self.repo.registry(),
+            self.repo.repository()
+        );
+        self.count(|s| s.warnings.push(line));
+    }
+
+    fn at(&self, tag: &str) -> Option<Reference> {
+        match self.repo.with_tag(tag) {
+            Ok(r) => Some(r),
+            Err(e) => {
+                self.failed("a tag", &e);
+                None
+            }
+        }
+    }
+
+    /// The entry manifest under `tag`, if there is one.
+    fn entry(&self, tag: &str) -> Option<Manifest> {
+        if self.down.load(Ordering::Relaxed) {
+            return None;
+        }
+        let at = self.at(tag)?;
+        match self.client.get_manifest(&at) {
+            Ok(m) => match serde_json::from_slice::<Manifest>(&m.bytes) {
+                Ok(parsed) => Some(parsed),
+                Err(e) => {
+                    self.count(|s| {
+                        s.warnings
+                            .push(format!("cache entry {at}: not a manifest ({e}); ignored"))
+                    });
+                    None
+                }
+            },
+            Err(e) if crate::push::is_manifest_unknown(&e) => None,
+            Err(e) => {
+                self.failed("reading an entry", &e);
+                None
+            }
+        }
+    }
+
+    /// Pushes an artifact manifest with the empty config and `layer` (its blob in `store`)
+    /// under `tag`; the bytes uploaded, or what failed.
+    fn put_entry(
+        &self,
+        tag: &str,
+        artifact_type: &str,
+        layer: Descriptor,
+        annotations: serde_json::Value,
+        store: &Store,
+    ) -> Result<u64, String> {
+        let e = |e: RegistryError| e.to_string();
+        let at = self.repo.with_tag(tag).map_err(|e| e.to_string())?;
+        let mut uploaded = 0;
+        let pushed = self
+            .client
+            .push_blob(&self.repo, &layer.digest, layer.size, store, None, &Silent)
+            .map_err(e)?;
+        if matches!(
+            pushed,
+            crate::registry::client::BlobPush::Uploaded
+                | crate::registry::client::BlobPush::UploadedChunked
+        ) {
+            uploaded += layer.size;
+        }
+        let empty = store
+            .put_bytes(image::EMPTY_JSON)
+            .map_err(|e| e.to_string())?;
+        let empty_size = image::EMPTY_JSON.len() as u64;
+        self.client
+            .push_blob(&self.repo, &empty, empty_size, store, None, &Silent)
+            .map_err(e)?;
+        let manifest = json!({
+            "schemaVersion": 2,
+            "mediaType": image::MEDIA_TYPE_MANIFEST,
+            "artifactType": artifact_type,
+            "config": {
+                "mediaType": image::MEDIA_TYPE_EMPTY,
+                "digest": empty,
+                "size": empty_size,
+                "data": "e30=",
+            },
+            "layers": [layer],
+            "annotations": annotations,
+        });
+        let bytes =
+            crate::json::to_canonical_vec("cache entry", &manifest).map_err(|e| e.to_string())?;
+        self.client
+            .push_manifest(&at, tag, &bytes, image::MEDIA_TYPE_MANIFEST)
+            .map_err(e)?;
+        Ok(uploaded)
+    }
+}
+
+/// The layer an entry for `key` describes, if it is a well-formed one.
+fn layer_of(m: &Manifest, key: &Digest) -> Option<CachedLayer> {
+    if m.artifact_type.as_deref() != Some(LAYER_ENTRY)
+        || m.annotations.get(annotations::KEY) != Some(&key.to_string())
+    {
+        return None;
+    }
+    let [l] = m.layers.as_slice() else {
+        return None;
+    };
+    if !crate::layer::LAYER_MEDIA_TYPES.contains(&l.media_type.as_str()) {
+        return None;
+    }
+    Some(CachedLayer {
+        media_type: l.media_type.clone(),
+        digest: l.digest,
+        size: l.size,
+        diff_id: m.annotations.get(annotations::DIFF_ID)?.parse().ok()?,
+        uncompressed_size: m
+            .annotations
+            .get(annotations::UNCOMPRESSED_SIZE)?
+            .parse()
+            .ok()?,
+    })
+}
+
+impl Remote for RepoCache {
+    fn layer(&self, key: &Digest) -> Option<CachedLayer> {
+        let found = self.entry(&layer_tag(key)).and_then(|m| layer_of(&m, key));
+        self.count(|s| match found {
+            Some(_) => s.layer_hits += 1,
+            None => s.layer_misses += 1,
+        });
+        found
+    }
+
+    fn fetch(&self, layer: &CachedLayer, store: &Store) -> bool {
+        if self.down.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self
+            .client
+            .pull_blob(&self.repo, &layer.digest, Some(layer.size), store, &Silent)
+        {
+            Ok(()) => {
+                self.count(|s| s.downloaded_bytes += layer.size);
+                true
+            }
+            Err(e) => {
+                self.failed(&format!("downloading {}", layer.digest), &e);
+                false
+            }
+        }
+    }
+
+    fn lazy(&self) -> bool {
+        self.lazy
+    }
+
+    fn mount_source(&self) -> Option<String> {
+        Some(format!(
+            "{}/{}",
+            self.repo.registry(),
+            self.repo.repository()
+        ))
+    }
+
+    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) {
+        if self.readonly || self.down.load(Ordering::Relaxed) {
+            return;
+        }
+        let descriptor = Descriptor::new(&layer.media_type, layer.digest, layer.size);
+        let notes = json!({
+            annotations::KEY: key.to_string(),
+            annotations::DIFF_ID: layer.diff_id.to_string(),
+            annotations::UNCOMPRESSED_SIZE: layer.uncompressed_size.to_string(),
+        });
+        match self.put_entry(&layer_tag(key), LAYER_ENTRY, descriptor, notes, store) {
+            Ok(n) => self.count(|s| {
+                s.layers_written += 1;
+                s.uploaded_bytes += n;
+            }),
+            Err(e) => self.failed(&format!("writing the entry of {}", layer.digest), &e),
+        }
+    }
+
+    fn meta(&self, key: &Digest) -> Option<Vec<u8>> {
+        let m = self.entry(&fact_tag(key))?;
+        if m.artifact_type.as_deref() != Some(FACT_ENTRY)
+            || m.annotations.get(annotations::KEY) != Some(&key.to_string())
+        {
+            return None;
+        }
+        let [l] = m.layers.as_slice() else {
+            return None;
+        };
+        if l.size > MAX_FACT {
+            return None;
+        }
+        let scratch = tempfile::Builder::new()
+            .prefix("ocibuild-cache-fact-")
+            .tempdir()
+            .ok()?;
+        let store = Store::open(scratch.path()).ok()?;
+        match self
+            .client
+            .pull_blob(&self.repo, &l.digest, Some(l.size), &store, &Silent)
+        {
+            Ok(()) => {
+                let bytes = store.read_blob(&l.digest).ok()?;
+                self.count(|s| s.fact_hits += 1);
+                Some(bytes)
+            }
+            Err(e) => {
+                self.failed(&format!("downloading the fact {}", l.digest), &e);
+                None
+            }
+        }
+    }
+
+    fn put_meta(&self, key: &Digest, data: &[u8]) {
+        if self.readonly || self.down.load(Ordering::Relaxed) {
+            return;
+        }
+        let scratch = match tempfile::Builder::new()
+            .prefix("ocibuild-cache-fact-")
+            .tempdir()
+        {
+            Ok(d) => d,
+            Err(e) => return self.failed("a temporary directory", &e),
+        };
+        let put = Store::open(scratch.path())
+            .map_err(|e| e.to_string())
+            .and_then(|store| {
+                let digest = store.put_bytes(data).map_err(|e| e.to_string())?;
+                let layer = Descriptor::new(FACT_ENTRY, digest, data.len() as u64);
+                let notes = json!({ annotations::KEY: key.to_string() });
+                self.put_entry(&fact_tag(key), FACT_ENTRY, layer, notes, &store)
+            });
+        match put {
+            Ok(n) => self.count(|s| {
+                s.facts_written += 1;
+                s.uploaded_bytes += n;
+            }),
+            Err(e) => self.failed("writing a fact", &e),
+        }
+    }
+}

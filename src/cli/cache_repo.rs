@@ -1,0 +1,82 @@
+//! `build --cache-repo REG/REPO` (and `[cache] repo` in the registries file): the registry as
+//! the layer cache shared by every machine that builds ([`crate::cache_repo`]).
+
+use std::sync::Arc;
+
+use clap::Args;
+
+use super::Cli;
+use crate::cache_repo::{CacheStats, RepoCache};
+use crate::registry::Reference;
+use crate::store::Store;
+
+#[derive(Args, Debug, Default)]
+pub struct CacheRepoArgs {
+    /// A repository to use as a layer cache shared between machines: a layer it has for the
+    /// same inputs is taken from it (with --push-only to the same registry, mounted, never
+    /// downloaded); a layer built is recorded there. Default: `[cache] repo` in the
+    /// registries file.
+    #[arg(long, value_name = "REG/REPO")]
+    pub cache_repo: Option<String>,
+    /// Read the cache repository, never write to it (an untrusted job).
+    #[arg(long)]
+    pub cache_repo_readonly: bool,
+}
+
+/// The user's store, with the cache repository behind it when one is configured. `push_only`:
+/// the registry of a `--push-only` destination (a hit's blob in that registry is mounted by
+/// the push, not downloaded).
+pub fn store(
+    cli: &Cli,
+    args: &CacheRepoArgs,
+    push_only: Option<&str>,
+) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
+    let store = cli.store()?;
+    let client = super::push::client(cli)?;
+    let configured = client.config().cache_repo.clone();
+    let (repo, readonly) = match (&args.cache_repo, configured) {
+        (Some(r), _) => (r.clone(), args.cache_repo_readonly),
+        (None, Some((r, ro))) => (r, ro || args.cache_repo_readonly),
+        (None, None) if args.cache_repo_readonly => {
+            anyhow::bail!(
+                "--cache-repo-readonly needs --cache-repo (or [cache] repo in the registries file)"
+            )
+        }
+        (None, None) => return Ok((store, None)),
+    };
+    let text = repo.strip_prefix("docker://").unwrap_or(&repo);
+    let last = text.rsplit('/').next().unwrap_or_default();
+    if !text.contains('/') || last.contains(':') || last.contains('@') {
+        anyhow::bail!(
+            "--cache-repo {text}: name a repository (REGISTRY/REPO), without a tag or digest"
+        );
+    }
+    let repo: Reference = text
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--cache-repo {text}: {e}"))?;
+    let lazy = push_only == Some(repo.registry());
+    let cache = Arc::new(RepoCache::new(client, repo, readonly, lazy));
+    Ok((store.with_remote(cache.clone()), Some(cache)))
+}
+
+/// One line on what the cache repository did (unless `-q`), its warnings on stderr.
+pub fn report(cli: &Cli, stats: &CacheStats) {
+    for w in &stats.warnings {
+        eprintln!("warning: {w}");
+    }
+    if cli.quiet {
+        return;
+    }
+    let written = if stats.readonly {
+        "read-only".to_string()
+    } else {
+        format!(
+            "{} layers and {} facts written ({} bytes uploaded)",
+            stats.layers_written, stats.facts_written, stats.uploaded_bytes
+        )
+    };
+    println!(
+        "cache repo {}: {} layers found ({} bytes downloaded), {} not there, {} facts found; {written}",
+        stats.repo, stats.layer_hits, stats.downloaded_bytes, stats.layer_misses, stats.fact_hits
+    );
+}
