@@ -29,6 +29,9 @@ pub enum LockPolicy {
     Resolve,
     /// Resolve everything again (`lock --update`).
     Update,
+    /// Resolve the base's tag again, the rest as [`LockPolicy::Resolve`] (`lock --update
+    /// base`): a rebase, after which every layer whose inputs did not change is reused.
+    UpdateBase,
     /// The lock must answer the recipe; resolving anything is an error (`--locked`, and
     /// `--offline` without `--frozen`).
     Locked,

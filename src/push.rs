@@ -87,24 +87,14 @@ pub fn push(
             digest: manifest.digest,
             source,
         })?;
-    // A base on the same registry can be mounted instead of uploaded.
-    let mount_from: Option<Reference> = head
-        .annotations
-        .get(annotations::BASE_NAME)
-        .and_then(|n| n.parse::<Reference>().ok())
-        .filter(|b| b.registry() == target.registry() && b.repository() != target.repository());
-    // A layer the store does not have came from a shared cache (a lazy hit): mounted from
-    // there (or, on another registry, downloaded from it and uploaded).
-    let cache_from: Option<Reference> = blobs
-        .remote_mount_source()
-        .and_then(|s| s.parse::<Reference>().ok());
+    // A base on the same registry can be mounted instead of uploaded; a layer the store does
+    // not have came from a shared cache (a lazy hit): mounted from there (or, on another
+    // registry, downloaded from it and uploaded).
+    let (mount_from, cache_from) = mount_sources(&head, blobs, target);
     let mut report = Vec::new();
     let mut uploaded_bytes = 0;
     for d in head.layers.iter().chain(std::iter::once(&head.config)) {
-        let from = match &cache_from {
-            Some(c) if !blobs.has_blob(&d.digest) && blobs.is_remote_blob(&d.digest) => Some(c),
-            _ => mount_from.as_ref(),
-        };
+        let from = blob_source(blobs, &d.digest, mount_from.as_ref(), cache_from.as_ref());
         let r = client.push_blob(target, &d.digest, d.size, blobs, from, reporter)?;
         let result = match r {
             BlobPush::Existed => "existed",
@@ -136,6 +126,120 @@ pub fn push(
         blobs: report,
         uploaded_bytes,
     })
+}
+
+/// What [`push`] would do with one blob of an image.
+#[derive(Clone, Debug, Serialize)]
+pub struct PlannedBlob {
+    pub digest: Digest,
+    pub size: u64,
+    /// existing (the target has it) | mount (another repository of that registry has it:
+    /// the base's, the cache repository's) | upload
+    pub action: &'static str,
+    /// For `mount`: the repository it is mounted from.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub from: Option<String>,
+}
+
+/// What [`push`] of an image to a target would upload.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushPlan {
+    pub target: String,
+    /// The layers, then the config.
+    pub blobs: Vec<PlannedBlob>,
+    /// The blob bytes the push will upload (what its report's `uploadedBytes` will say).
+    pub upload_bytes: u64,
+    /// Whether the target already has this manifest.
+    pub manifest_exists: bool,
+}
+
+/// What [`push`] of the image `manifest` (blobs in `blobs`) to `target` would do, asked of the
+/// registry (HEAD requests only): each blob existing there, mounted from the repository
+/// [`push`] mounts it from, or uploaded, with the bytes it will upload.
+pub fn plan(
+    client: &Client,
+    blobs: &Store,
+    manifest: &Descriptor,
+    target: &Reference,
+) -> Result<PushPlan, PushError> {
+    let bytes = blobs.read_blob(&manifest.digest)?;
+    let head: ManifestHead =
+        serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
+            digest: manifest.digest,
+            source,
+        })?;
+    let (mount_from, cache_from) = mount_sources(&head, blobs, target);
+    let mut planned = Vec::new();
+    let mut upload_bytes = 0;
+    for d in head.layers.iter().chain(std::iter::once(&head.config)) {
+        let from = blob_source(blobs, &d.digest, mount_from.as_ref(), cache_from.as_ref());
+        let (action, from) = if client.blob_exists(target, &d.digest)? {
+            ("existing", None)
+        } else {
+            match from.filter(|f| {
+                f.registry() == target.registry() && f.repository() != target.repository()
+            }) {
+                Some(f) if client.blob_exists(f, &d.digest)? => (
+                    "mount",
+                    Some(format!("{}/{}", f.registry(), f.repository())),
+                ),
+                _ => ("upload", None),
+            }
+        };
+        if action == "upload" {
+            upload_bytes += d.size;
+        }
+        planned.push(PlannedBlob {
+            digest: d.digest,
+            size: d.size,
+            action,
+            from,
+        });
+    }
+    let manifest_exists = match client.get_manifest(&target.by_digest(manifest.digest)) {
+        Ok(_) => true,
+        Err(e) if is_manifest_unknown(&e) => false,
+        Err(e) => return Err(e.into()),
+    };
+    Ok(PushPlan {
+        target: target.to_string(),
+        blobs: planned,
+        upload_bytes,
+        manifest_exists,
+    })
+}
+
+/// Where [`push`] may mount blobs from: a base on the same registry (its `base.name`
+/// annotation), and the shared cache a lazy hit's blob is in.
+fn mount_sources(
+    head: &ManifestHead,
+    blobs: &Store,
+    target: &Reference,
+) -> (Option<Reference>, Option<Reference>) {
+    let base = head
+        .annotations
+        .get(annotations::BASE_NAME)
+        .and_then(|n| n.parse::<Reference>().ok())
+        .filter(|b| b.registry() == target.registry() && b.repository() != target.repository());
+    let cache = blobs
+        .remote_mount_source()
+        .and_then(|s| s.parse::<Reference>().ok());
+    (base, cache)
+}
+
+/// The repository blob `digest` is mounted from, if any: the cache's for a layer the store
+/// has only there, else the base's.
+fn blob_source<'a>(
+    blobs: &Store,
+    digest: &Digest,
+    base: Option<&'a Reference>,
+    cache: Option<&'a Reference>,
+) -> Option<&'a Reference> {
+    match cache {
+        Some(c) if !blobs.has_blob(digest) && blobs.is_remote_blob(digest) => Some(c),
+        _ => base,
+    }
 }
 
 /// What pushing an image's referrers (SBOMs, provenance) did.

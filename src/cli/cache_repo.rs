@@ -31,6 +31,15 @@ pub fn store(
     args: &CacheRepoArgs,
     push_only: Option<&str>,
 ) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
+    open(cli, args, |repo| push_only == Some(repo.registry()))
+}
+
+/// [`store`], with `lazy` saying whether a hit's blob stays in the registry.
+pub fn open(
+    cli: &Cli,
+    args: &CacheRepoArgs,
+    lazy: impl FnOnce(&Reference) -> bool,
+) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
     let store = cli.store()?;
     let client = super::push::client(cli)?;
     let configured = client.config().cache_repo.clone();
@@ -54,7 +63,7 @@ pub fn store(
     let repo: Reference = text
         .parse()
         .map_err(|e| anyhow::anyhow!("--cache-repo {text}: {e}"))?;
-    let lazy = push_only == Some(repo.registry());
+    let lazy = lazy(&repo);
     let cache = Arc::new(RepoCache::new(client, repo, readonly, lazy));
     Ok((store.with_remote(cache.clone()), Some(cache)))
 }

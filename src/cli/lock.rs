@@ -15,9 +15,20 @@ use crate::session::{Locked, Session};
 pub struct LockArgs {
     /// The recipe whose inputs are pinned into NAME.lock beside it.
     pub recipe: PathBuf,
-    /// Resolve tags again even where the lock pins them, and report what moved.
-    #[arg(long)]
-    pub update: bool,
+    /// Resolve again even what the lock pins, and report what moved: everything (`--update`,
+    /// `--update all`), or only the base image's tag (`--update base`: a rebase; the next
+    /// build reuses every layer whose inputs did not change).
+    #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "all", value_name = "WHAT")]
+    pub update: Option<Update>,
+}
+
+/// What `lock --update` resolves again.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Update {
+    /// The base's tag, the `[apt]` packages and the wheels.
+    All,
+    /// The base's tag only.
+    Base,
 }
 
 pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
@@ -25,10 +36,10 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     let store = cli.store()?;
     let bars = cli.bars(false);
     let mut session = Session {
-        policy: if args.update {
-            LockPolicy::Update
-        } else {
-            LockPolicy::Resolve
+        policy: match args.update {
+            Some(Update::All) => LockPolicy::Update,
+            Some(Update::Base) => LockPolicy::UpdateBase,
+            None => LockPolicy::Resolve,
         },
         // Read only where a layer key needs it, as before: a lock of a bare base never fails
         // on a malformed SOURCE_DATE_EPOCH.
@@ -43,7 +54,7 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     let multi = recipe.is_multi_platform();
     // The base index a platform's section already pins (unless the tag is to be resolved
     // again): a platform not pinned yet takes its manifest from the same index.
-    if multi && !args.update {
+    if multi && args.update.is_none() {
         session.base_index = Session::base_index_of(&recipe, &args.recipe, &recipe.platforms())?;
     }
     let mut lock_path = None;

@@ -8,6 +8,7 @@ mod diff;
 mod lock;
 mod mirror;
 mod multi;
+mod plan;
 mod progress;
 mod push;
 mod shell;
@@ -109,6 +110,9 @@ enum Command {
     /// Copy base images (from locks), built images (OCI layouts) or vendored images into a
     /// registry, digests unchanged.
     Mirror(mirror::MirrorArgs),
+    /// Say what a build and a push would do, layer by layer: new, cached locally or in the
+    /// cache repository, already at the destination, and the bytes the push will upload.
+    Plan(plan::PlanArgs),
     /// Print the SBOM (SPDX 2.3 or CycloneDX 1.6 JSON) of the recipe's built image, from its lock.
     Sbom(attest::SbomArgs),
     /// Print the in-toto SLSA v1 provenance statement of the recipe's built image.
@@ -138,6 +142,7 @@ const SUBCOMMANDS: &[&str] = &[
     "verify",
     "vendor",
     "mirror",
+    "plan",
     "sbom",
     "provenance",
     "sign",
@@ -185,8 +190,30 @@ fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
     args
 }
 
+/// `--update base` (as written in the docs) for clap's `--update=base`: the value of
+/// `lock --update` is optional, so it must be attached to the flag.
+fn with_update_value(args: Vec<OsString>) -> Vec<OsString> {
+    let mut out = Vec::with_capacity(args.len());
+    let mut it = args.into_iter().peekable();
+    while let Some(a) = it.next() {
+        let value = it
+            .peek()
+            .and_then(|n| n.to_str())
+            .filter(|n| matches!(*n, "base" | "all"))
+            .map(str::to_string);
+        match (a.to_str(), value) {
+            (Some("--update"), Some(v)) => {
+                it.next();
+                out.push(OsString::from(format!("--update={v}")));
+            }
+            _ => out.push(a),
+        }
+    }
+    out
+}
+
 pub fn main() -> ExitCode {
-    let args = with_default_subcommand(std::env::args_os().collect());
+    let args = with_update_value(with_default_subcommand(std::env::args_os().collect()));
     let cli = Cli::parse_from(args);
     let result = match &cli.command {
         Command::Build(a) => build::run(&cli, a),
@@ -197,6 +224,7 @@ pub fn main() -> ExitCode {
         Command::Verify(a) => verify::run(&cli, a),
         Command::Vendor(a) => vendor::run(&cli, a),
         Command::Mirror(a) => mirror::run(&cli, a),
+        Command::Plan(a) => plan::run(&cli, a),
         Command::Sbom(a) => attest::run_sbom(&cli, a),
         Command::Provenance(a) => attest::run_provenance(&cli, a),
         Command::Sign(a) => sign::run_sign(&cli, a),
@@ -288,6 +316,7 @@ impl Cli {
             epoch_override: None,
             outputs: Vec::new(),
             base_index: None,
+            no_output: false,
             reporter,
         }
     }
@@ -307,6 +336,19 @@ impl Cli {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn update_takes_its_value_as_written_in_the_docs() {
+        let got = with_update_value(v(&["ocibuild", "lock", "--update", "base", "app.toml"]));
+        assert_eq!(got, v(&["ocibuild", "lock", "--update=base", "app.toml"]));
+        let got = with_update_value(v(&["ocibuild", "lock", "--update", "app.toml"]));
+        assert_eq!(got, v(&["ocibuild", "lock", "--update", "app.toml"]));
+        let cli = Cli::try_parse_from(v(&["ocibuild", "lock", "--update", "app.toml"])).unwrap();
+        let Command::Lock(a) = cli.command else {
+            panic!("not lock")
+        };
+        assert_eq!(a.update, Some(lock::Update::All));
+    }
 
     fn v(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()

@@ -144,6 +144,9 @@ pub struct Session<'a> {
     /// lock does not pin yet is resolved through it, so that every platform takes its manifest
     /// from one index even if the tag moves meanwhile ([`Session::base_index_of`]).
     pub base_index: Option<Digest>,
+    /// Nothing is written or pushed (`plan`): the base's layers stay in the registry unless a
+    /// step reads them and their facts are not cached.
+    pub no_output: bool,
     pub reporter: &'a dyn Reporter,
 }
 
@@ -158,7 +161,10 @@ pub struct Locked {
 impl<'a> Session<'a> {
     /// Whether the lock may be written.
     fn writes_lock(&self) -> bool {
-        matches!(self.policy, LockPolicy::Resolve | LockPolicy::Update) && !self.offline
+        matches!(
+            self.policy,
+            LockPolicy::Resolve | LockPolicy::Update | LockPolicy::UpdateBase
+        ) && !self.offline
     }
 
     /// The registry client of this session ([`registry_client`]).
@@ -210,7 +216,7 @@ impl<'a> Session<'a> {
                 }
             }
             LockPolicy::Locked => Ok(Some(load_checked_lock(recipe, recipe_path, mode)?)),
-            LockPolicy::Resolve | LockPolicy::Update => Ok(None),
+            LockPolicy::Resolve | LockPolicy::Update | LockPolicy::UpdateBase => Ok(None),
         }
     }
 
@@ -219,10 +225,13 @@ impl<'a> Session<'a> {
     /// are still downloaded when a step reads the base's files ([`Session::reads_base`]) and
     /// its facts are not cached.
     fn shallow_base(&self, recipe: &Recipe) -> bool {
-        let Some(registry) = self.push_only_to.as_deref() else {
+        let recipe::Base::Image { reference } = &recipe.base else {
             return false;
         };
-        let recipe::Base::Image { reference } = &recipe.base else {
+        if self.no_output {
+            return true;
+        }
+        let Some(registry) = self.push_only_to.as_deref() else {
             return false;
         };
         reference

@@ -188,8 +188,9 @@ impl Store {
         self.remote.as_ref().and_then(|r| r.mount_source())
     }
 
-    /// Whether `digest` is the blob of a layer the remote has and the store does not (left
-    /// there by a lazy remote: only a push to the same registry, which mounts it, needs it).
+    /// Whether `digest` is the blob of a layer this store took from the remote (fetched, or
+    /// left there by a lazy remote: only a push to the same registry, which mounts it, needs
+    /// it then).
     pub fn is_remote_blob(&self, digest: &Digest) -> bool {
         self.remote_blobs
             .lock()
@@ -330,11 +331,11 @@ impl Store {
         let Some(layer) = remote.layer(key) else {
             return Ok(None);
         };
-        if self.has_blob(&layer.digest) || (!remote.lazy() && remote.fetch(&layer, self)) {
+        let local = self.has_blob(&layer.digest) || (!remote.lazy() && remote.fetch(&layer, self));
+        if local {
             self.write_layer_entry(key, &layer)?;
-            return Ok(Some(layer));
         }
-        if remote.lazy() {
+        if local || remote.lazy() {
             if let Ok(mut s) = self.remote_blobs.lock() {
                 s.insert(layer.digest);
             }

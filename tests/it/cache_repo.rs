@@ -167,9 +167,34 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .unwrap()
         .to_string();
 
-    // Machine B: an empty store, the app changed, --push-only to the same registry.
+    // Machine B: an empty store, the app changed, --push-only to the same registry. First
+    // its plan: the app layer new, every other layer in the cache repository, and the bytes
+    // the push will upload (the push below uploads exactly those).
     fs::write(p.join("app/main.py"), "print('two')\n").unwrap();
     let mark = reg.log_text().len();
+    let app2 = format!("{}/team/app:2", reg.addr);
+    let o = run_ok(
+        machine("store-b")
+            .args([
+                "plan",
+                "--json",
+                "--cache-repo",
+                &cache_repo,
+                "--against",
+                &app2,
+            ])
+            .arg(&r),
+    );
+    let plan: Value = serde_json::from_slice(&o.stdout)
+        .unwrap_or_else(|_| panic!("{}{}", stdout(&o), stderr(&o)));
+    for l in plan["layers"].as_array().unwrap() {
+        let want = match l["name"].as_str().unwrap() {
+            "app" => "new",
+            n if n.starts_with("base#") => "base",
+            _ => "cached in the repo",
+        };
+        assert_eq!(l["status"], want, "{plan:#}");
+    }
     let o = run_ok(
         machine("store-b")
             .args(["build", "--locked", "--json", "--cache-repo", &cache_repo])
@@ -203,6 +228,11 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .collect();
     let want: BTreeSet<&str> = [app_b.as_str(), b["config"].as_str().unwrap()].into();
     assert_eq!(uploaded, want, "{:#}", b["push"]);
+    assert_eq!(
+        plan["push"]["uploadBytes"], b["push"]["uploadedBytes"],
+        "{plan:#}"
+    );
+    assert_eq!(plan["manifest"], b["manifest"]);
     // No .deb and no wheel reached B's store.
     let store_b = t.path().join("store-b/blobs/sha256");
     let lock = fs::read_to_string(p.join("app.lock")).unwrap();
@@ -307,4 +337,64 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .arg(&r));
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("NOT reproduced"), "{}", stdout(&o));
+    // The entry as it was.
+    crate::signing::registry_manifest(
+        &reg.addr,
+        "team/cache",
+        entry,
+        Some((&raw, "application/vnd.oci.image.manifest.v1+json")),
+    );
+
+    // A rebase: the base's tag moves; `lock --update base` re-pins only the base, and the
+    // plan against the pushed image says the base moved and no layer of ours changed; the
+    // push then uploads what the plan said (the config: the new base layer is mounted).
+    fs::write(p.join("app/main.py"), "print('two')\n").unwrap();
+    let lock_before = fs::read_to_string(p.join("app.lock")).unwrap();
+    push_base(&t.path().join("rebase"), &reg, &auth, &base, 1);
+    let o = run_ok(
+        machine("lock-store")
+            .args(["lock", "--update", "base"])
+            .arg(&r),
+    );
+    assert!(stdout(&o).contains("moved"), "{}", stdout(&o));
+    let lock_after = fs::read_to_string(p.join("app.lock")).unwrap();
+    let without_base = |l: &str| l.split("[apt]").nth(1).unwrap_or_default().to_string();
+    assert_ne!(lock_before, lock_after);
+    assert_eq!(without_base(&lock_before), without_base(&lock_after));
+    let o = run_ok(
+        machine("store-b")
+            .args([
+                "plan",
+                "--json",
+                "--cache-repo",
+                &cache_repo,
+                "--against",
+                &app2,
+            ])
+            .arg(&r),
+    );
+    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(plan["baseMoved"]["from"].is_string(), "{plan:#}");
+    for l in plan["layers"].as_array().unwrap() {
+        let name = l["name"].as_str().unwrap();
+        let changed = name.starts_with("base#");
+        assert_eq!(l["changedFromTarget"], changed, "{name}: {plan:#}");
+    }
+    let o = run_ok(
+        machine("store-b")
+            .args(["build", "--locked", "--json", "--cache-repo", &cache_repo])
+            .args(["--push-only", "--push", &app2])
+            .arg(&r),
+    );
+    let rebased: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(
+        plan["push"]["uploadBytes"], rebased["push"]["uploadedBytes"],
+        "{plan:#}"
+    );
+    assert_eq!(
+        rebased["push"]["uploadedBytes"],
+        rebased["push"]["blobs"].as_array().unwrap().last().unwrap()["size"],
+        "only the config: {:#}",
+        rebased["push"]
+    );
 }

@@ -1,0 +1,196 @@
+//! `ocibuild plan RECIPE [--against REF]`: what a build and a push would do, layer by layer,
+//! before the push: each layer new, cached locally or in the cache repository, and with
+//! `--against` whether the registry has it, with the bytes the push will upload.
+
+use std::process::ExitCode;
+
+use clap::Args;
+use serde_json::json;
+
+use super::Cli;
+use crate::image::annotations;
+use crate::lock::LockPolicy;
+use crate::recipe;
+use crate::session::Session;
+
+pub const AFTER_HELP: &str = "\
+The plan builds nothing a cache has: a layer the store or the cache repository has is taken as
+it is (its blob left in the repository), the base's layers stay in the registry when their
+facts are cached. A layer no cache has is built into the store (that is how its digest and size
+are known; the build that follows reuses it). Nothing is written to an output, nothing is
+pushed, the lock is read (--locked) and never written. With --against, the registry is asked
+(HEAD requests) which blobs it has, which it can mount from the base's or the cache's
+repository, and which the push will upload: the bytes a push then uploads are those printed.
+
+Examples:
+  ocibuild plan app.toml --cache-repo registry.example/team/cache
+  ocibuild plan app.toml --against registry.example/team/app:1.1 --json";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct PlanArgs {
+    /// The recipe; its lock must answer it (`ocibuild lock` first).
+    pub recipe: std::path::PathBuf,
+    /// The push destination to compare with (REGISTRY/REPO[:TAG]): what it has, what a push
+    /// would mount or upload, and which layers differ from the image under that tag.
+    #[arg(long, value_name = "REF")]
+    pub against: Option<String>,
+    /// The platform (one of a multi-platform recipe's).
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
+    /// Print the plan as JSON.
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub cache: super::cache_repo::CacheRepoArgs,
+}
+
+pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
+    let whole = recipe::load(&args.recipe)?.with_overrides(None, args.platform.as_deref())?;
+    if whole.platforms().len() > 1 {
+        anyhow::bail!(
+            "{} builds several platforms: plan one with --platform",
+            args.recipe.display()
+        );
+    }
+    let recipe = if whole.is_multi_platform() {
+        whole.for_platform(&whole.image.platform)?
+    } else {
+        whole
+    };
+    // Never downloads a layer a cache has: only the push (to the same registry) needs it.
+    let (store, cache) = super::cache_repo::open(cli, &args.cache, |_| true)?;
+    let bars = cli.bars(args.json);
+    let session = Session {
+        policy: LockPolicy::Locked,
+        locked_by: "plan",
+        epoch_override: super::env_epoch()?,
+        no_output: true,
+        ..cli.session(&store, &bars)
+    };
+    let built = session.build(&args.recipe, &recipe)?;
+    let img = &built.image;
+    let target = match &args.against {
+        Some(a) => Some(super::push::destination_ref(a)?),
+        None => None,
+    };
+    let client = super::push::client(cli)?;
+    let push_plan = match &target {
+        Some(t) => Some(crate::push::plan(&client, &store, &img.manifest, t)?),
+        None => None,
+    };
+    // The image under the destination's tag, to say which layers changed.
+    let previous = match &target {
+        Some(t) if t.tag().is_some() => match client.get_manifest(t) {
+            Ok(m) => serde_json::from_slice::<crate::image::Manifest>(&m.bytes).ok(),
+            Err(e) if crate::push::is_manifest_unknown(&e) => None,
+            Err(e) => return Err(e.into()),
+        },
+        _ => None,
+    };
+    // Our layers by name; the base's (`base#N`, no name of ours) by position.
+    let was = |name: &str| {
+        let m = previous.as_ref()?;
+        let named = |l: &&crate::image::Descriptor| {
+            l.annotations
+                .get(annotations::LAYER_NAME)
+                .map(String::as_str)
+                == Some(name)
+        };
+        if let Some(n) = name
+            .strip_prefix("base#")
+            .and_then(|n| n.parse::<usize>().ok())
+        {
+            return m.layers.get(n).map(|l| l.digest);
+        }
+        m.layers.iter().find(named).map(|l| l.digest)
+    };
+    let mut layers = Vec::new();
+    for (l, (name, cached)) in img.layers.iter().zip(&built.cached) {
+        let digest = l.descriptor.digest;
+        let status = if name.starts_with("base#") {
+            "base"
+        } else if !cached {
+            "new"
+        } else if store.is_remote_blob(&digest) {
+            "cached in the repo"
+        } else {
+            "cached locally"
+        };
+        let push = push_plan
+            .as_ref()
+            .and_then(|p| p.blobs.iter().find(|b| b.digest == digest));
+        let changed = was(name).map(|w| w != digest);
+        layers.push(json!({
+            "name": name,
+            "digest": digest,
+            "size": l.descriptor.size,
+            "status": status,
+            "push": push.map(|b| b.action),
+            "changedFromTarget": changed,
+        }));
+    }
+    let now: crate::image::Manifest =
+        serde_json::from_slice(&store.read_blob(&img.manifest.digest)?)?;
+    let base_moved = previous.as_ref().and_then(|m| {
+        let before = m.annotations.get(annotations::BASE_DIGEST)?;
+        let after = now.annotations.get(annotations::BASE_DIGEST)?;
+        (before != after).then(|| (before.clone(), after.clone()))
+    });
+    if args.json {
+        let doc = json!({
+            "image": img.full_name(),
+            "manifest": img.manifest.digest,
+            "config": img.config.digest,
+            "configSize": img.config.size,
+            "layers": layers,
+            "push": push_plan,
+            "baseMoved": base_moved.as_ref().map(|(a, b)| json!({"from": a, "to": b})),
+            "cacheRepo": cache.as_ref().map(|c| c.stats()),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} manifest {}", img.full_name(), img.manifest.digest);
+    if let Some((a, b)) = &base_moved {
+        println!("base: {a} at the target, {b} now (rebased)");
+    }
+    for l in &layers {
+        let changed = match l["changedFromTarget"].as_bool() {
+            Some(true) => ", changed from the target's",
+            Some(false) => ", as at the target",
+            None => "",
+        };
+        let push = l["push"]
+            .as_str()
+            .map(|p| format!("; push: {p}"))
+            .unwrap_or_default();
+        println!(
+            "  {}: {} ({} bytes, {}{changed}{push})",
+            l["name"].as_str().unwrap_or_default(),
+            l["digest"].as_str().unwrap_or_default(),
+            l["size"],
+            l["status"].as_str().unwrap_or_default(),
+        );
+    }
+    if let Some(p) = &push_plan {
+        let count = |a: &str| p.blobs.iter().filter(|b| b.action == a).count();
+        println!(
+            "push to {}: uploads {} bytes ({} blobs), mounts {}, {} already there{}",
+            p.target,
+            p.upload_bytes,
+            count("upload"),
+            count("mount"),
+            count("existing"),
+            if p.manifest_exists {
+                "; the manifest too (nothing new)"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(c) = &cache {
+        super::cache_repo::report(cli, &c.stats());
+    }
+    Ok(ExitCode::SUCCESS)
+}
