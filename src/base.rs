@@ -279,8 +279,8 @@ pub fn resolve(
         blobs.extend(manifest.layers.iter().cloned());
     } else {
         reporter.detail(&format!(
-            "base {name}: its {} layers not downloaded (shallow: no step reads them, and the \
-             push to the base's registry mounts them)",
+            "base {name}: its {} layers not downloaded (shallow: nothing is written locally, \
+             and the push to the base's registry mounts them)",
             manifest.layers.len()
         ));
     }

@@ -76,8 +76,10 @@ pub struct RepoCache {
     repo: Reference,
     readonly: bool,
     lazy: bool,
-    /// Set after a failure that is not a miss: the registry is not asked again in this build.
+    /// Set after a read that failed (not a miss): the registry is not read again in this
+    /// build. Writes have their own flag: a refused write leaves reads on.
     down: AtomicBool,
+    write_down: AtomicBool,
     stats: Mutex<CacheStats>,
 }
 
@@ -97,6 +99,7 @@ impl RepoCache {
             readonly,
             lazy,
             down: AtomicBool::new(false),
+            write_down: AtomicBool::new(false),
             stats: Mutex::new(stats),
         }
     }
@@ -117,9 +120,19 @@ impl RepoCache {
         }
     }
 
-    /// A failure: reported, and the registry not asked again in this build.
+    /// A failed read: reported, and the registry not read again in this build.
     fn failed(&self, what: &str, e: &dyn std::fmt::Display) {
         self.down.store(true, Ordering::Relaxed);
+        self.warn(what, e);
+    }
+
+    /// A failed write: reported, and nothing more written in this build.
+    fn failed_write(&self, what: &str, e: &dyn std::fmt::Display) {
+        self.write_down.store(true, Ordering::Relaxed);
+        self.warn(what, e);
+    }
+
+    fn warn(&self, what: &str, e: &dyn std::fmt::Display) {
         let line = format!(
             "cache repo {}/{}: {what}: {e}; going on without it",
             self.repo.registry(),
@@ -284,7 +297,7 @@ impl Remote for RepoCache {
     }
 
     fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) {
-        if self.readonly || self.down.load(Ordering::Relaxed) {
+        if self.readonly || self.write_down.load(Ordering::Relaxed) {
             return;
         }
         let descriptor = Descriptor::new(&layer.media_type, layer.digest, layer.size);
@@ -298,7 +311,7 @@ impl Remote for RepoCache {
                 s.layers_written += 1;
                 s.uploaded_bytes += n;
             }),
-            Err(e) => self.failed(&format!("writing the entry of {}", layer.digest), &e),
+            Err(e) => self.failed_write(&format!("writing the entry of {}", layer.digest), &e),
         }
     }
 
@@ -337,7 +350,7 @@ impl Remote for RepoCache {
     }
 
     fn put_meta(&self, key: &Digest, data: &[u8]) {
-        if self.readonly || self.down.load(Ordering::Relaxed) {
+        if self.readonly || self.write_down.load(Ordering::Relaxed) {
             return;
         }
         let scratch = match tempfile::Builder::new()
@@ -345,7 +358,7 @@ impl Remote for RepoCache {
             .tempdir()
         {
             Ok(d) => d,
-            Err(e) => return self.failed("a temporary directory", &e),
+            Err(e) => return self.failed_write("a temporary directory", &e),
         };
         let put = Store::open(scratch.path())
             .map_err(|e| e.to_string())
@@ -360,7 +373,7 @@ impl Remote for RepoCache {
                 s.facts_written += 1;
                 s.uploaded_bytes += n;
             }),
-            Err(e) => self.failed("writing a fact", &e),
+            Err(e) => self.failed_write("writing a fact", &e),
         }
     }
 }

@@ -88,6 +88,11 @@ pub struct LockedApt {
     /// The recipe's sources, in order.
     #[serde(default, rename = "source")]
     pub sources: Vec<LockedAptSource>,
+    /// The sha256 of what the base had installed when this was resolved ([`crate::apt::
+    /// Installed::digest`]): the packages it had were left out, so another base makes the
+    /// resolution stale. Absent in locks written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_installed: Option<Digest>,
     /// Every package installed, sorted by name.
     #[serde(default, rename = "package")]
     pub packages: Vec<LockedDeb>,
@@ -537,6 +542,7 @@ mod tests {
                 key: Some(Digest::of(b"key")),
                 unsigned: false,
             }],
+            base_installed: None,
             packages: vec![LockedDeb {
                 name: "python3".into(),
                 version: "3.11.2-1+b1".into(),

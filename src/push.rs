@@ -228,8 +228,9 @@ fn mount_sources(
     (base, cache)
 }
 
-/// The repository blob `digest` is mounted from, if any: the cache's for a layer the store
-/// has only there, else the base's.
+/// The repository blob `digest` is mounted from, if any: the cache repository's for a layer
+/// the build took from it (whether or not it was downloaded: a mount saves the upload; a
+/// refused mount uploads the local blob, or downloads it from there first), else the base's.
 fn blob_source<'a>(
     blobs: &Store,
     digest: &Digest,
@@ -237,7 +238,7 @@ fn blob_source<'a>(
     cache: Option<&'a Reference>,
 ) -> Option<&'a Reference> {
     match cache {
-        Some(c) if !blobs.has_blob(digest) && blobs.is_remote_blob(digest) => Some(c),
+        Some(c) if blobs.is_remote_blob(digest) => Some(c),
         _ => base,
     }
 }

@@ -92,6 +92,16 @@ impl Installed {
         Installed::default()
     }
 
+    /// The sha256 of the packages and versions installed (`name version` lines, by name): what
+    /// a resolution against this base depends on.
+    pub fn digest(&self) -> crate::digest::Digest {
+        let mut text = String::new();
+        for (name, p) in &self.pkgs {
+            text.push_str(&format!("{name} {}\n", p.version));
+        }
+        crate::digest::Digest::of(text.as_bytes())
+    }
+
     /// Adds the packages of a dpkg status file (`var/lib/dpkg/status`: only those whose
     /// `Status` ends in `installed`) or a `status.d/NAME` record (no `Status` field: installed).
     pub fn add_status(&mut self, text: &str, what: &str) -> Result<(), AptError> {

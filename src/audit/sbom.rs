@@ -545,6 +545,7 @@ pub(crate) mod tests {
             architecture: "amd64".into(),
             requests: vec!["libstdc++6".into()],
             sources: vec![],
+            base_installed: None,
             packages: vec![LockedDeb {
                 name: "libstdc++6".into(),
                 version: "12.2.0-14+deb12u1".into(),

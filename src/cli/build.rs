@@ -182,7 +182,8 @@ pub fn build_recipe(
     let recipe = recipe::load(&args.recipe)?
         .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
     let push_only = InputOptions::from_args(args).push_only_to;
-    let (store, cache) = super::cache_repo::store(cli, &args.cache, push_only.as_deref())?;
+    let (store, cache) =
+        super::cache_repo::store(cli, &args.cache, push_only.as_deref(), args.offline)?;
     let built = build_in_store(
         cli,
         &args.recipe,

@@ -30,20 +30,32 @@ pub fn store(
     cli: &Cli,
     args: &CacheRepoArgs,
     push_only: Option<&str>,
+    offline: bool,
 ) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
-    open(cli, args, |repo| push_only == Some(repo.registry()))
+    if offline {
+        // No network: the cache repository is not asked (the local cache still is).
+        if args.cache_repo.is_some() {
+            anyhow::bail!("--cache-repo and --offline exclude each other: the cache repository is on the network");
+        }
+        return Ok((cli.store()?, None));
+    }
+    open(cli, args, |repo| push_only == Some(repo.registry()), false)
 }
 
-/// [`store`], with `lazy` saying whether a hit's blob stays in the registry.
+/// [`store`], with `lazy` saying whether a hit's blob stays in the registry, and `readonly`
+/// forcing a read-only cache (`plan` writes nothing).
 pub fn open(
     cli: &Cli,
     args: &CacheRepoArgs,
     lazy: impl FnOnce(&Reference) -> bool,
+    force_readonly: bool,
 ) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
     let store = cli.store()?;
     let client = super::push::client(cli)?;
     let configured = client.config().cache_repo.clone();
     let (repo, readonly) = match (&args.cache_repo, configured) {
+        // The registries file's `readonly` holds for its repository named again.
+        (Some(r), Some((c, ro))) if *r == c => (r.clone(), ro || args.cache_repo_readonly),
         (Some(r), _) => (r.clone(), args.cache_repo_readonly),
         (None, Some((r, ro))) => (r, ro || args.cache_repo_readonly),
         (None, None) if args.cache_repo_readonly => {
@@ -64,7 +76,12 @@ pub fn open(
         .parse()
         .map_err(|e| anyhow::anyhow!("--cache-repo {text}: {e}"))?;
     let lazy = lazy(&repo);
-    let cache = Arc::new(RepoCache::new(client, repo, readonly, lazy));
+    let cache = Arc::new(RepoCache::new(
+        client,
+        repo,
+        readonly || force_readonly,
+        lazy,
+    ));
     Ok((store.with_remote(cache.clone()), Some(cache)))
 }
 

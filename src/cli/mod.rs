@@ -193,9 +193,17 @@ fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
 /// `--update base` (as written in the docs) for clap's `--update=base`: the value of
 /// `lock --update` is optional, so it must be attached to the flag.
 fn with_update_value(args: Vec<OsString>) -> Vec<OsString> {
+    if !args.iter().any(|a| a == "lock") {
+        return args;
+    }
     let mut out = Vec::with_capacity(args.len());
     let mut it = args.into_iter().peekable();
     while let Some(a) = it.next() {
+        if a == "--" {
+            out.push(a);
+            out.extend(it);
+            break;
+        }
         let value = it
             .peek()
             .and_then(|n| n.to_str())
@@ -343,6 +351,8 @@ mod tests {
         assert_eq!(got, v(&["ocibuild", "lock", "--update=base", "app.toml"]));
         let got = with_update_value(v(&["ocibuild", "lock", "--update", "app.toml"]));
         assert_eq!(got, v(&["ocibuild", "lock", "--update", "app.toml"]));
+        let got = with_update_value(v(&["ocibuild", "lock", "--update", "--", "base"]));
+        assert_eq!(got, v(&["ocibuild", "lock", "--update", "--", "base"]));
         let cli = Cli::try_parse_from(v(&["ocibuild", "lock", "--update", "app.toml"])).unwrap();
         let Command::Lock(a) = cli.command else {
             panic!("not lock")

@@ -32,7 +32,8 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         None => None,
     };
     let push_only = InputOptions::from_args(args).push_only_to;
-    let (store, cache) = super::cache_repo::store(cli, &args.cache, push_only.as_deref())?;
+    let (store, cache) =
+        super::cache_repo::store(cli, &args.cache, push_only.as_deref(), args.offline)?;
     let mut images = Vec::new();
     // Each platform's SBOMs and provenance (signed with the key), about its own manifest.
     let mut referrers = Vec::new();

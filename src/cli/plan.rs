@@ -58,8 +58,9 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     } else {
         whole
     };
-    // Never downloads a layer a cache has: only the push (to the same registry) needs it.
-    let (store, cache) = super::cache_repo::open(cli, &args.cache, |_| true)?;
+    // Never downloads a layer a cache has (only the push needs it), and writes nothing to the
+    // cache repository.
+    let (store, cache) = super::cache_repo::open(cli, &args.cache, |_| true, true)?;
     let bars = cli.bars(args.json);
     let session = Session {
         policy: LockPolicy::Locked,

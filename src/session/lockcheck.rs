@@ -50,7 +50,7 @@ pub fn lock_changes(lock: &Lock, recipe: &crate::recipe::Recipe) -> Vec<String> 
         (None, None) => {}
         (None, Some(_)) => out.push("[apt] removed".into()),
         (Some(apt), locked) => {
-            if let Some(what) = crate::system::apt::stale(apt, locked.as_ref()) {
+            if let Some(what) = crate::system::apt::stale(apt, locked.as_ref(), None) {
                 out.push(format!("[apt] {what}"));
             }
         }

@@ -97,8 +97,9 @@ pub struct Store {
     _in_use: Option<std::sync::Arc<fs::File>>,
     /// The shared cache behind this one ([`Store::with_remote`]).
     remote: Option<std::sync::Arc<dyn remote::Remote>>,
-    /// Layers the remote has whose blobs were left there (a lazy remote): their digests.
-    remote_blobs: std::sync::Arc<std::sync::Mutex<std::collections::BTreeSet<Digest>>>,
+    /// Layers this store took from the remote (their blobs fetched, or left there by a lazy
+    /// remote), by blob digest.
+    remote_blobs: std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<Digest, CachedLayer>>>,
 }
 
 impl std::fmt::Debug for dyn remote::Remote {
@@ -194,8 +195,27 @@ impl Store {
     pub fn is_remote_blob(&self, digest: &Digest) -> bool {
         self.remote_blobs
             .lock()
-            .map(|s| s.contains(digest))
+            .map(|s| s.contains_key(digest))
             .unwrap_or(false)
+    }
+
+    /// A lazy hit's blob, fetched (verified) from the remote the first time a reader needs it
+    /// here: a build that reads one (the rootfs step reading the apt layer whose facts are not
+    /// cached) gets it then, and a build that does not never downloads it.
+    fn materialize(&self, digest: &Digest) {
+        if self.has_blob(digest) {
+            return;
+        }
+        let (Some(remote), Some(layer)) = (
+            &self.remote,
+            self.remote_blobs
+                .lock()
+                .ok()
+                .and_then(|s| s.get(digest).cloned()),
+        ) else {
+            return;
+        };
+        remote.fetch(&layer, self);
     }
 
     /// Blobs found changed since they were written (their seal broken and their bytes no longer
@@ -229,6 +249,7 @@ impl Store {
 
     /// Open a stored blob for reading.
     pub fn open_blob(&self, digest: &Digest) -> Result<fs::File, StoreError> {
+        self.materialize(digest);
         let path = self.blob_path(digest);
         if !path.is_file() {
             return Err(StoreError::MissingBlob {
@@ -337,7 +358,7 @@ impl Store {
         }
         if local || remote.lazy() {
             if let Ok(mut s) = self.remote_blobs.lock() {
-                s.insert(layer.digest);
+                s.insert(layer.digest, layer.clone());
             }
             return Ok(Some(layer));
         }

@@ -27,3 +27,76 @@ pub trait Remote: Send + Sync {
     /// anywhere: a lazy hit's blob is only there.
     fn mount_source(&self) -> Option<String>;
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A lazy remote holding one layer (its bytes in memory), counting fetches and writes.
+    struct Fake {
+        key: Digest,
+        layer: CachedLayer,
+        bytes: Vec<u8>,
+        fetches: Mutex<u32>,
+        facts: Mutex<Vec<Digest>>,
+    }
+
+    impl Remote for Fake {
+        fn layer(&self, key: &Digest) -> Option<CachedLayer> {
+            (*key == self.key).then(|| self.layer.clone())
+        }
+        fn fetch(&self, layer: &CachedLayer, store: &Store) -> bool {
+            *self.fetches.lock().unwrap() += 1;
+            store.put_bytes(&self.bytes).ok() == Some(layer.digest)
+        }
+        fn lazy(&self) -> bool {
+            true
+        }
+        fn put_layer(&self, _: &Digest, _: &CachedLayer, _: &Store) {}
+        fn meta(&self, _: &Digest) -> Option<Vec<u8>> {
+            None
+        }
+        fn put_meta(&self, key: &Digest, _: &[u8]) {
+            self.facts.lock().unwrap().push(*key);
+        }
+        fn mount_source(&self) -> Option<String> {
+            Some("registry.example/cache".into())
+        }
+    }
+
+    #[test]
+    fn a_lazy_hit_is_fetched_only_when_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let bytes = b"layer bytes".to_vec();
+        let layer = CachedLayer {
+            media_type: "application/vnd.oci.image.layer.v1.tar".into(),
+            digest: Digest::of(&bytes),
+            size: bytes.len() as u64,
+            diff_id: Digest::of(&bytes),
+            uncompressed_size: bytes.len() as u64,
+        };
+        let key = Digest::of(b"key");
+        let fake = Arc::new(Fake {
+            key,
+            layer: layer.clone(),
+            bytes: bytes.clone(),
+            fetches: Mutex::new(0),
+            facts: Mutex::new(Vec::new()),
+        });
+        let store = Store::open(dir.path()).unwrap().with_remote(fake.clone());
+        // A hit: the layer, its blob left in the remote.
+        assert_eq!(store.cached_layer(&key).unwrap(), Some(layer.clone()));
+        assert!(!store.has_blob(&layer.digest) && store.is_remote_blob(&layer.digest));
+        assert_eq!(*fake.fetches.lock().unwrap(), 0);
+        // A reader needs it: fetched then, once.
+        assert_eq!(store.read_blob(&layer.digest).unwrap(), bytes);
+        assert_eq!(store.read_blob(&layer.digest).unwrap(), bytes);
+        assert_eq!(*fake.fetches.lock().unwrap(), 1);
+        // A miss stays a miss; a fact recorded here is recorded in the remote too.
+        assert_eq!(store.cached_layer(&Digest::of(b"other")).unwrap(), None);
+        store.put_meta(&key, b"{}").unwrap();
+        assert_eq!(*fake.facts.lock().unwrap(), vec![key]);
+    }
+}

@@ -40,12 +40,23 @@ fn request_of(apt: &Apt) -> (String, Vec<String>, Vec<LockedAptSource>) {
 }
 
 /// What differs between the recipe's request and the lock's, for messages; `None` when equal.
-pub fn stale(apt: &Apt, locked: Option<&LockedApt>) -> Option<String> {
+/// With `installed` (the base's packages, once read), a lock resolved against another base's
+/// is stale too.
+pub fn stale(
+    apt: &Apt,
+    locked: Option<&LockedApt>,
+    installed: Option<&apt::Installed>,
+) -> Option<String> {
     let Some(l) = locked else {
         return Some("the lock has no [apt] section".into());
     };
     let (arch, requests, sources) = request_of(apt);
     let mut what = Vec::new();
+    if let (Some(was), Some(now)) = (l.base_installed, installed.map(|i| i.digest())) {
+        if was != now {
+            what.push("the base's installed packages changed (another base)".to_string());
+        }
+    }
     if l.architecture != arch {
         what.push(format!("architecture {} → {arch}", l.architecture));
     }
@@ -144,7 +155,7 @@ pub fn resolve_locked(
             }),
         };
     }
-    let staleness = stale(apt, lock.apt.as_ref());
+    let staleness = stale(apt, lock.apt.as_ref(), Some(&base.installed));
     if pin != LockPolicy::Update && staleness.is_none() {
         if let Some(l) = &lock.apt {
             reporter.detail(&format!(
@@ -197,6 +208,7 @@ pub fn resolve_locked(
         architecture,
         requests,
         sources,
+        base_installed: Some(base.installed.digest()),
         packages: packages.clone(),
     });
     Ok((packages, true))
@@ -301,4 +313,46 @@ fn download_all(
         .into_iter()
         .map(|r| r.map_err(SystemError::from))
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lock_resolved_against_another_base_is_stale() {
+        let recipe = Apt {
+            sources: Vec::new(),
+            packages: vec!["python3".into()],
+            architecture: "amd64".into(),
+        };
+        let mut old_base = apt::Installed::new();
+        old_base
+            .add_status(
+                "Package: libc6\nStatus: install ok installed\nVersion: 2.36-9\nArchitecture: amd64\n",
+                "old base",
+            )
+            .unwrap();
+        let (architecture, requests, sources) = request_of(&recipe);
+        let locked = LockedApt {
+            architecture,
+            requests,
+            sources,
+            base_installed: Some(old_base.digest()),
+            packages: Vec::new(),
+        };
+        assert_eq!(stale(&recipe, Some(&locked), Some(&old_base)), None);
+        let new_base = apt::Installed::new();
+        assert_eq!(
+            stale(&recipe, Some(&locked), Some(&new_base)).as_deref(),
+            Some("the base's installed packages changed (another base)")
+        );
+        // Unknown base (the lock check before the base is read), or an older lock: not stale.
+        assert_eq!(stale(&recipe, Some(&locked), None), None);
+        let older = LockedApt {
+            base_installed: None,
+            ..locked
+        };
+        assert_eq!(stale(&recipe, Some(&older), Some(&new_base)), None);
+    }
 }

@@ -305,24 +305,28 @@ fn archive_layer(
             ("strip", json!(a.strip)),
         ],
     )?;
-    // The version found in the archive, kept beside the cached layer.
+    // The version found in the archive, a fact kept beside the cached layer (and shared with
+    // it through a cache repository); asked first, so a layer hit is only taken with it.
     let meta_key = Digest::of(format!("python-version/1 {key}").as_bytes());
     if !opts.no_cache {
-        if let (Some(hit), Some(meta)) = (store.cached_layer(&key)?, store.fingerprint(&meta_key)?)
-        {
-            let text = store.read_blob(&meta)?;
-            if let Some(v) = std::str::from_utf8(&text).ok().and_then(PyVersion::parse) {
-                reporter.layer_finished(&name, true);
-                return Ok((
-                    v,
-                    Extra {
-                        name,
-                        layer: hit,
-                        cached: true,
-                        created_by,
-                    },
-                ));
-            }
+        let version = store
+            .meta(&meta_key)?
+            .and_then(|t| std::str::from_utf8(&t).ok().and_then(PyVersion::parse));
+        let hit = match version {
+            Some(_) => store.cached_layer(&key)?,
+            None => None,
+        };
+        if let (Some(v), Some(hit)) = (version, hit) {
+            reporter.layer_finished(&name, true);
+            return Ok((
+                v,
+                Extra {
+                    name,
+                    layer: hit,
+                    cached: true,
+                    created_by,
+                },
+            ));
         }
     }
     let _guard = store.lock(&key.hex())?;
@@ -370,8 +374,7 @@ fn archive_layer(
     )?;
     w.commit(Some(stats.digest))?;
     let built = CachedLayer::written(opts.compression, &stats);
-    let meta = store.put_bytes(version.to_string().as_bytes())?;
-    store.put_fingerprint(&meta_key, &meta)?;
+    store.put_meta(&meta_key, version.to_string().as_bytes())?;
     let extra = Extra::built(store, &key, built, name, created_by, reporter)?;
     Ok((version, extra))
 }
