@@ -122,6 +122,8 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .and_then(|p| p.blobs.iter().find(|b| b.digest == digest));
         let changed = was(name).map(|w| w != digest);
+        // Why a layer differs from the target's: what its key is made of.
+        let reason = changed.filter(|c| *c).map(|_| why_changed(name));
         layers.push(json!({
             "name": name,
             "digest": digest,
@@ -129,6 +131,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             "status": status,
             "push": push.map(|b| b.action),
             "changedFromTarget": changed,
+            "reason": reason,
         }));
     }
     let now: crate::image::Manifest =
@@ -157,10 +160,11 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         println!("base: {a} at the target, {b} now (rebased)");
     }
     for l in &layers {
-        let changed = match l["changedFromTarget"].as_bool() {
-            Some(true) => ", changed from the target's",
-            Some(false) => ", as at the target",
-            None => "",
+        let changed = match (l["changedFromTarget"].as_bool(), l["reason"].as_str()) {
+            (Some(true), Some(why)) => format!(", changed from the target's: {why}"),
+            (Some(true), None) => ", changed from the target's".to_string(),
+            (Some(false), _) => ", as at the target".to_string(),
+            (None, _) => String::new(),
         };
         let push = l["push"]
             .as_str()
@@ -194,4 +198,18 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         super::cache_repo::report(cli, &c.stats());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What a layer's cache key is made of, by the kind its name says: why it can differ.
+fn why_changed(name: &str) -> &'static str {
+    match name {
+        n if n.starts_with("base#") => "the base moved (lock --update base)",
+        "apt" => "its .debs (the lock's [apt]) or the base's merged /usr changed",
+        "rootfs" => "the packages, [accounts] or the base's account files and alternatives changed",
+        "python" => "the interpreter archive changed",
+        n if n.starts_with("wheel") => {
+            "its wheels (the lock's [[wheel]]) or the interpreter changed"
+        }
+        _ => "its files or its [[layer]] settings changed",
+    }
 }

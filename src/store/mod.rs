@@ -203,9 +203,7 @@ impl Store {
     /// here: a build that reads one (the rootfs step reading the apt layer whose facts are not
     /// cached) gets it then, and a build that does not never downloads it.
     fn materialize(&self, digest: &Digest) {
-        if self.has_blob(digest) {
-            return;
-        }
+        // Only a remote's layer (any other read is untouched: no extra seal check).
         let (Some(remote), Some(layer)) = (
             &self.remote,
             self.remote_blobs
@@ -215,7 +213,9 @@ impl Store {
         ) else {
             return;
         };
-        remote.fetch(&layer, self);
+        if !self.blob_path(digest).is_file() {
+            remote.fetch(&layer, self);
+        }
     }
 
     /// Blobs found changed since they were written (their seal broken and their bytes no longer
