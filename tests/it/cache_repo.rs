@@ -47,7 +47,7 @@ fn tags(reg: &Registry, repo: &str) -> BTreeSet<String> {
 }
 
 /// A base of `mib` MiB of incompressible data and an /etc/passwd, pushed to `image`.
-fn push_base(dir: &Path, reg: &Registry, auth: &Path, image: &str, mib: u64) {
+fn push_base(dir: &Path, auth: &Path, image: &str, mib: u64) {
     let b = dir.join("base");
     fs::create_dir_all(b.join("root/etc")).unwrap();
     fs::create_dir_all(b.join("root/opt")).unwrap();
@@ -59,7 +59,6 @@ fn push_base(dir: &Path, reg: &Registry, auth: &Path, image: &str, mib: u64) {
          [[layer]]\nname = \"root\"\nsrc = \"root\"\ndest = \"/\"\n",
     )
     .unwrap();
-    let _ = reg;
     run_ok(
         ocibuild()
             .env("OCIBUILD_CACHE", dir.join("base-cache"))
@@ -78,7 +77,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     let t = tempdir();
     let auth = auth_file(t.path(), &reg.addr, PASS);
     let base = format!("{}/team/base:1", reg.addr);
-    push_base(t.path(), &reg, &auth, &base, 4);
+    push_base(t.path(), &auth, &base, 4);
 
     // The project: python3 from a Debian archive (the test's), two wheels from a pylock, the
     // app; on the base.
@@ -256,16 +255,24 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     fs::write(p.join("app/main.py"), "print('three')\n").unwrap();
     let before = tags(&reg, "team/cache");
     let c_out = t.path().join("c.oci");
+    // (the machine's cache repository from its registries file, read-only there)
+    let registries = t.path().join("registries.toml");
+    fs::write(
+        &registries,
+        format!("[cache]\nrepo = \"{cache_repo}\"\nreadonly = true\n"),
+    )
+    .unwrap();
     let o = run_ok(
         machine("store-c")
-            .args(["build", "--locked", "--json", "--cache-repo", &cache_repo])
-            .arg("--cache-repo-readonly")
-            .arg("-o")
+            .arg("--registries")
+            .arg(&registries)
+            .args(["build", "--locked", "--json", "-o"])
             .arg(&c_out)
             .arg(&r),
     );
     let c: Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(tags(&reg, "team/cache"), before, "a read-only job wrote");
+    assert_eq!(c["cacheRepo"]["readonly"], true, "{:#}", c["cacheRepo"]);
     assert_eq!(c["cacheRepo"]["layersWritten"], 0);
     assert!(
         c["cacheRepo"]["downloadedBytes"].as_u64().unwrap() > 0,
@@ -350,7 +357,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     // push then uploads what the plan said (the config: the new base layer is mounted).
     fs::write(p.join("app/main.py"), "print('two')\n").unwrap();
     let lock_before = fs::read_to_string(p.join("app.lock")).unwrap();
-    push_base(&t.path().join("rebase"), &reg, &auth, &base, 1);
+    push_base(&t.path().join("rebase"), &auth, &base, 1);
     let o = run_ok(
         machine("lock-store")
             .args(["lock", "--update", "base"])
