@@ -27,18 +27,9 @@ t() {
 }
 
 # --- the registry, with its access log (one line per request, with the bytes sent)
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
-addr=127.0.0.1:$port
-cat > "$W/config.yml" <<YML
-version: 0.1
-log: { level: error, accesslog: { disabled: false } }
-storage: { filesystem: { rootdirectory: $W/storage } }
-http: { addr: $addr, secret: bench }
-YML
-docker-registry serve "$W/config.yml" > "$W/registry.log" 2>&1 &
-reg=$!
-trap 'kill $reg 2>/dev/null || true' EXIT
-for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+# shellcheck source=bench/registry-lib.sh
+. "$ROOT/bench/registry-lib.sh"
+start_registry "$W" accesslog
 printf '[[registry]]\nname = "%s"\ninsecure-http = true\n' "$addr" > "$W/registries.toml"
 # Bytes of blob GETs the registry served from line $1 of its log on.
 served() {

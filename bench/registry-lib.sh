@@ -2,14 +2,17 @@
 # start_registry DIR starts Debian's docker-registry on 127.0.0.1 with an ephemeral port,
 # storage under DIR/storage, and waits until it accepts connections. It sets $addr
 # (127.0.0.1:PORT) and $reg (its pid), and stops it when the script exits.
+# With a second argument `accesslog`, the registry also logs every request (Apache's combined
+# format, with the bytes sent) to DIR/registry.log.
 start_registry() {
-  local dir=$1 port
+  local dir=$1 port access=true
+  [ "${2:-}" = accesslog ] && access=false
   mkdir -p "$dir/storage"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   addr=127.0.0.1:$port
   cat > "$dir/config.yml" <<YML
 version: 0.1
-log: { level: error, accesslog: { disabled: true } }
+log: { level: error, accesslog: { disabled: $access } }
 storage: { filesystem: { rootdirectory: $dir/storage } }
 http: { addr: $addr, secret: bench }
 YML

@@ -81,12 +81,7 @@ pub fn push(
             manifest: manifest.digest,
         });
     }
-    let bytes = blobs.read_blob(&manifest.digest)?;
-    let head: ManifestHead =
-        serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
-            digest: manifest.digest,
-            source,
-        })?;
+    let (bytes, head) = read_head(blobs, manifest)?;
     // A base on the same registry can be mounted instead of uploaded; a layer the store does
     // not have came from a shared cache (a lazy hit): mounted from there (or, on another
     // registry, downloaded from it and uploaded).
@@ -163,12 +158,7 @@ pub fn plan(
     manifest: &Descriptor,
     target: &Reference,
 ) -> Result<PushPlan, PushError> {
-    let bytes = blobs.read_blob(&manifest.digest)?;
-    let head: ManifestHead =
-        serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
-            digest: manifest.digest,
-            source,
-        })?;
+    let (_, head) = read_head(blobs, manifest)?;
     let (mount_from, cache_from) = mount_sources(&head, blobs, target);
     let mut planned = Vec::new();
     let mut upload_bytes = 0;
@@ -208,6 +198,16 @@ pub fn plan(
         upload_bytes,
         manifest_exists,
     })
+}
+
+/// The manifest's bytes in `blobs`, and what a push reads of it.
+fn read_head(blobs: &Store, manifest: &Descriptor) -> Result<(Vec<u8>, ManifestHead), PushError> {
+    let bytes = blobs.read_blob(&manifest.digest)?;
+    let head = serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
+        digest: manifest.digest,
+        source,
+    })?;
+    Ok((bytes, head))
 }
 
 /// Where [`push`] may mount blobs from: a base on the same registry (its `base.name`

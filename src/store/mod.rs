@@ -203,14 +203,16 @@ impl Store {
     /// here: a build that reads one (the rootfs step reading the apt layer whose facts are not
     /// cached) gets it then, and a build that does not never downloads it.
     fn materialize(&self, digest: &Digest) {
-        // Only a remote's layer (any other read is untouched: no extra seal check).
-        let (Some(remote), Some(layer)) = (
-            &self.remote,
-            self.remote_blobs
-                .lock()
-                .ok()
-                .and_then(|s| s.get(digest).cloned()),
-        ) else {
+        // Only a remote's layer (any other read is untouched: no lock, no extra seal check).
+        let Some(remote) = &self.remote else {
+            return;
+        };
+        let Some(layer) = self
+            .remote_blobs
+            .lock()
+            .ok()
+            .and_then(|s| s.get(digest).cloned())
+        else {
             return;
         };
         if !self.blob_path(digest).is_file() {

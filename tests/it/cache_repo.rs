@@ -46,6 +46,33 @@ fn tags(reg: &Registry, repo: &str) -> BTreeSet<String> {
         .unwrap_or_default()
 }
 
+/// The layer of a `build --json` document whose name is `name` (or starts with it, for
+/// `wheels`).
+fn layer<'a>(doc: &'a Value, name: &str) -> &'a Value {
+    doc["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"].as_str().unwrap_or_default().starts_with(name))
+        .unwrap_or_else(|| panic!("no layer {name}: {doc:#}"))
+}
+
+/// `plan --json` of `recipe` by `cmd` against `against`.
+fn plan_json(mut cmd: Command, cache_repo: &str, against: &str, recipe: &Path) -> Value {
+    let o = run_ok(
+        cmd.args([
+            "plan",
+            "--json",
+            "--cache-repo",
+            cache_repo,
+            "--against",
+            against,
+        ])
+        .arg(recipe),
+    );
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|_| panic!("{}{}", stdout(&o), stderr(&o)))
+}
+
 /// A base of `mib` MiB of incompressible data and an /etc/passwd, pushed to `image`.
 fn push_base(dir: &Path, auth: &Path, image: &str, mib: u64) {
     let b = dir.join("base");
@@ -156,15 +183,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .iter()
         .map(|l| l["digest"].as_str().unwrap().to_string())
         .collect();
-    let app_a = a["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == "app")
-        .unwrap()["digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let app_a = layer(&a, "app")["digest"].as_str().unwrap().to_string();
 
     // Machine B: an empty store, the app changed, --push-only to the same registry. First
     // its plan: the app layer new, every other layer in the cache repository, and the bytes
@@ -172,20 +191,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     fs::write(p.join("app/main.py"), "print('two')\n").unwrap();
     let mark = reg.log_text().len();
     let app2 = format!("{}/team/app:2", reg.addr);
-    let o = run_ok(
-        machine("store-b")
-            .args([
-                "plan",
-                "--json",
-                "--cache-repo",
-                &cache_repo,
-                "--against",
-                &app2,
-            ])
-            .arg(&r),
-    );
-    let plan: Value = serde_json::from_slice(&o.stdout)
-        .unwrap_or_else(|_| panic!("{}{}", stdout(&o), stderr(&o)));
+    let plan = plan_json(machine("store-b"), &cache_repo, &app2, &r);
     for l in plan["layers"].as_array().unwrap() {
         let want = match l["name"].as_str().unwrap() {
             "app" => "new",
@@ -208,15 +214,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     }
     assert_eq!(b["cacheRepo"]["downloadedBytes"], 0, "{:#}", b["cacheRepo"]);
     // Uploaded: the new app layer and the config; everything else mounted or already there.
-    let app_b = b["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == "app")
-        .unwrap()["digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let app_b = layer(&b, "app")["digest"].as_str().unwrap().to_string();
     assert_ne!(app_b, app_a);
     let uploaded: BTreeSet<&str> = b["push"]["blobs"]
         .as_array()
@@ -295,13 +293,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     // An entry that lies (the apt layer's key pointing at the wheels' layer, a blob of the
     // cache repository): a build takes it, `verify` (which rebuilds without the cache)
     // catches it.
-    let apt_a = a["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"] == "apt")
-        .unwrap()
-        .clone();
+    let apt_a = layer(&a, "apt").clone();
     let entry = before
         .iter()
         .find(|tag| {
@@ -316,12 +308,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .expect("the apt layer's entry");
     let raw = crate::signing::registry_manifest(&reg.addr, "team/cache", entry, None);
     let mut lie: Value = serde_json::from_slice(&raw).unwrap();
-    let other = a["layers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|l| l["name"].as_str().unwrap().starts_with("wheels"))
-        .unwrap();
+    let other = layer(&a, "wheels");
     lie["layers"][0]["digest"] = other["digest"].clone();
     lie["layers"][0]["size"] = other["size"].clone();
     let lie = serde_json::to_vec(&lie).unwrap();
@@ -368,19 +355,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
     let without_base = |l: &str| l.split("[apt]").nth(1).unwrap_or_default().to_string();
     assert_ne!(lock_before, lock_after);
     assert_eq!(without_base(&lock_before), without_base(&lock_after));
-    let o = run_ok(
-        machine("store-b")
-            .args([
-                "plan",
-                "--json",
-                "--cache-repo",
-                &cache_repo,
-                "--against",
-                &app2,
-            ])
-            .arg(&r),
-    );
-    let plan: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let plan = plan_json(machine("store-b"), &cache_repo, &app2, &r);
     assert!(plan["baseMoved"]["from"].is_string(), "{plan:#}");
     for l in plan["layers"].as_array().unwrap() {
         let name = l["name"].as_str().unwrap();

@@ -56,9 +56,9 @@ pub(crate) fn manifest_for(index: &serde_json::Value, arch: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn two_platforms_from_one_recipe_and_one_lock() {
-    let debs = [
+/// `hello` 1.0 for amd64 and for arm64, each printing its architecture.
+pub(crate) fn hello_debs() -> Vec<aptfix::Deb> {
+    vec![
         deb("hello", "1.0").data(Data::File(
             "./usr/bin/hello",
             "#!/bin/sh\necho amd64\n",
@@ -69,13 +69,20 @@ fn two_platforms_from_one_recipe_and_one_lock() {
             "#!/bin/sh\necho arm64\n",
             0o755,
         )),
+    ]
+}
+
+#[test]
+fn two_platforms_from_one_recipe_and_one_lock() {
+    let mut debs = hello_debs();
+    debs.extend([
         deb("common", "2").arch("all").data(Data::File(
             "./usr/share/common.txt",
             "shared\n",
             0o644,
         )),
         deb("onlyamd", "1").data(Data::File("./usr/bin/onlyamd", "x\n", 0o755)),
-    ];
+    ]);
     let f = fixture(&debs, false);
     let t = tempdir();
     let dir = t.path().join("p");

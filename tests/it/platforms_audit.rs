@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use fs_err as fs;
 
-use crate::aptfix::{self, deb, fixture, Data};
+use crate::aptfix::{self, fixture};
 use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
 use crate::platforms::{file_in_layer, index_of, json, manifest_for};
 
@@ -42,21 +42,6 @@ fn two_platform_recipe(dir: &Path, f: &aptfix::Fixture, app: &str) -> PathBuf {
     r
 }
 
-fn hello_debs() -> Vec<aptfix::Deb> {
-    vec![
-        deb("hello", "1.0").data(Data::File(
-            "./usr/bin/hello",
-            "#!/bin/sh\necho amd64\n",
-            0o755,
-        )),
-        deb("hello", "1.0").arch("arm64").data(Data::File(
-            "./usr/bin/hello",
-            "#!/bin/sh\necho arm64\n",
-            0o755,
-        )),
-    ]
-}
-
 /// The referrers (entries with an `artifactType`) of a layout's index.json, by subject digest.
 fn referrers_by_subject(layout: &Path) -> std::collections::BTreeMap<String, Vec<String>> {
     let top = json(&layout.join("index.json"));
@@ -77,7 +62,7 @@ fn referrers_by_subject(layout: &Path) -> std::collections::BTreeMap<String, Vec
 
 #[test]
 fn documents_signatures_and_diffs_per_platform() {
-    let f = fixture(&hello_debs(), false);
+    let f = fixture(&crate::platforms::hello_debs(), false);
     let t = tempdir();
     let dir = t.path().join("p");
     let r = two_platform_recipe(&dir, &f, "print('one')\n");
