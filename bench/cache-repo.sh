@@ -11,6 +11,8 @@
 #
 # Usage: bench/cache-repo.sh   (needs docker-registry, python3-venv, network to the Debian
 #                               archive and PyPI, ~8 GB of disk; builds --release)
+#   REQS="torch==2.9.1" BASE_MIB=64 bench/cache-repo.sh: another Python stack (one
+#   requirement per line) on another base size.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -45,9 +47,9 @@ print(n)'
 lines() { wc -l < "$W/registry.log"; }
 
 # --- the base: 2 GiB incompressible, and /etc
-echo "== base: 2 GiB layer" >&2
+echo "== base: ${BASE_MIB:-2048} MiB layer" >&2
 mkdir -p "$W/base/big/opt/standin" "$W/base/etc"
-head -c $((2 << 30)) /dev/urandom > "$W/base/big/opt/standin/libstandin.so.12"
+head -c $((${BASE_MIB:-2048} << 20)) /dev/urandom > "$W/base/big/opt/standin/libstandin.so.12"
 printf 'root:x:0:0:root:/root:/bin/sh\n' > "$W/base/etc/passwd"
 cat > "$W/base/base.toml" <<EOF
 [image]
@@ -75,7 +77,7 @@ mkdir -p "$P/keys" "$P/app"
 cp recipes/keys/debian-bookworm.asc "$P/keys/"
 for i in $(seq 1 40); do echo "def f$i(): return $i" > "$P/app/m$i.py"; done
 python3 -m venv "$W/venv" && "$W/venv/bin/pip" install -q uv
-printf 'numpy==2.2.6\npillow==11.2.1\n' > "$P/req.in"
+printf '%b\n' "${REQS:-numpy==2.2.6\npillow==11.2.1}" > "$P/req.in"
 (cd "$P" && "$W/venv/bin/uv" pip compile req.in --format pylock.toml --python-version 3.11.2 \
   --python-platform x86_64-manylinux_2_36 -o pylock.toml --quiet)
 sed -e 's#^tag = "3.11"#tag = "3.11"\nplatform = "linux/amd64"#' \

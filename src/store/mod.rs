@@ -191,7 +191,7 @@ impl Store {
 
     /// Whether `digest` is the blob of a layer this store took from the remote (fetched, or
     /// left there by a lazy remote: only a push to the same registry, which mounts it, needs
-    /// it then).
+    /// it then) or recorded there.
     pub fn is_remote_blob(&self, digest: &Digest) -> bool {
         self.remote_blobs
             .lock()
@@ -372,6 +372,11 @@ impl Store {
         self.write_layer_entry(key, layer)?;
         if let Some(r) = &self.remote {
             r.put_layer(key, layer, self);
+            // Now in the remote too: a push to its registry mounts it from there instead of
+            // uploading it again (a refused mount uploads it from here).
+            if let Ok(mut s) = self.remote_blobs.lock() {
+                s.insert(layer.digest, layer.clone());
+            }
         }
         Ok(())
     }

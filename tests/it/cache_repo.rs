@@ -156,6 +156,16 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         names.contains(&"apt") && names.contains(&"app"),
         "{names:?}"
     );
+    // A's push mounts every layer (the base's from its repository, ours from the cache
+    // repository they were just recorded in): only the config is uploaded.
+    let a_blobs = a["push"]["blobs"].as_array().unwrap();
+    let (config, layers) = a_blobs.split_last().unwrap();
+    assert!(
+        layers.iter().all(|b| b["result"] == "mounted"),
+        "{:#}",
+        a["push"]
+    );
+    assert_eq!(config["result"], "uploaded", "{:#}", a["push"]);
     let a_cache = &a["cacheRepo"];
     let ours = names.iter().filter(|n| !n.starts_with("base#")).count() as u64;
     assert_eq!(a_cache["layersWritten"], ours, "{names:?} {a_cache:#}");
