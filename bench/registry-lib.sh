@@ -7,6 +7,8 @@
 start_registry() {
   local dir=$1 port access=true
   [ "${2:-}" = accesslog ] && access=false
+  command -v docker-registry > /dev/null ||
+    { echo "start_registry: docker-registry is not installed (apt-get install docker-registry, or run scripts/test.sh once)" >&2; exit 1; }
   mkdir -p "$dir/storage"
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
   addr=127.0.0.1:$port
@@ -19,5 +21,8 @@ YML
   docker-registry serve "$dir/config.yml" > "$dir/registry.log" 2>&1 &
   reg=$!
   trap 'kill $reg 2>/dev/null || true' EXIT
-  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && break; sleep 0.1; done
+  for _ in $(seq 100); do (echo > /dev/tcp/127.0.0.1/$port) 2>/dev/null && return 0; sleep 0.1; done
+  echo "start_registry: docker-registry did not listen on $addr within 10 s; its log:" >&2
+  cat "$dir/registry.log" >&2
+  exit 1
 }
