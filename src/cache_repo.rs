@@ -13,6 +13,7 @@
 //!
 //! A registry that fails is a miss (and a warning), never a failed build.
 
+use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -56,6 +57,8 @@ pub fn fact_tag(key: &Digest) -> String {
 pub struct CacheStats {
     pub repo: String,
     pub readonly: bool,
+    /// `plan`'s: nothing was written; the counts of writes are what the build will write.
+    pub dry_run: bool,
     /// Layers found there (`layerHits`), with their blobs' bytes downloaded (`downloadedBytes`;
     /// none when a push to the same registry mounts them).
     pub layer_hits: u64,
@@ -76,6 +79,9 @@ pub struct RepoCache {
     repo: Reference,
     readonly: bool,
     lazy: bool,
+    /// Writes counted, not made ([`RepoCache::dry_run`]); the layer blobs they would put.
+    dry_run: bool,
+    pending: Mutex<BTreeSet<Digest>>,
     /// Set after a read that failed (not a miss): the registry is not read again in this
     /// build. Writes have their own flag: a refused write leaves reads on.
     down: AtomicBool,
@@ -98,10 +104,22 @@ impl RepoCache {
             repo,
             readonly,
             lazy,
+            dry_run: false,
+            pending: Mutex::default(),
             down: AtomicBool::new(false),
             write_down: AtomicBool::new(false),
             stats: Mutex::new(stats),
         }
+    }
+
+    /// This cache for `plan`: it reads, and writes nothing, but says what a build would write
+    /// (counted in its stats), and [`Remote::will_have`] the layer blobs it would put there.
+    pub fn dry_run(mut self) -> RepoCache {
+        self.dry_run = true;
+        if let Ok(s) = self.stats.get_mut() {
+            s.dry_run = true;
+        }
+        self
     }
 
     /// The repository (`REGISTRY/REPOSITORY`).
@@ -149,6 +167,13 @@ impl RepoCache {
                 None
             }
         }
+    }
+
+    /// Whether the repository has blob `digest` (a dry run's count of the bytes a write would
+    /// upload; a failed check counts them).
+    fn dry_blob_exists(&self, digest: &Digest) -> bool {
+        !self.down.load(Ordering::Relaxed)
+            && self.client.blob_exists(&self.repo, digest).unwrap_or(false)
     }
 
     /// The entry manifest under `tag`, if there is one.
@@ -288,6 +313,13 @@ impl Remote for RepoCache {
         self.lazy
     }
 
+    fn will_have(&self, digest: &Digest) -> bool {
+        self.pending
+            .lock()
+            .map(|p| p.contains(digest))
+            .unwrap_or(false)
+    }
+
     fn mount_source(&self) -> Option<String> {
         Some(format!(
             "{}/{}",
@@ -296,9 +328,20 @@ impl Remote for RepoCache {
         ))
     }
 
-    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) {
+    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> bool {
         if self.readonly || self.write_down.load(Ordering::Relaxed) {
-            return;
+            return false;
+        }
+        if self.dry_run {
+            let there = self.dry_blob_exists(&layer.digest);
+            self.count(|s| {
+                s.layers_written += 1;
+                s.uploaded_bytes += if there { 0 } else { layer.size };
+            });
+            if let Ok(mut p) = self.pending.lock() {
+                p.insert(layer.digest);
+            }
+            return true;
         }
         let descriptor = Descriptor::new(&layer.media_type, layer.digest, layer.size);
         let notes = json!({
@@ -307,11 +350,42 @@ impl Remote for RepoCache {
             annotations::UNCOMPRESSED_SIZE: layer.uncompressed_size.to_string(),
         });
         match self.put_entry(&layer_tag(key), LAYER_ENTRY, descriptor, notes, store) {
-            Ok(n) => self.count(|s| {
-                s.layers_written += 1;
-                s.uploaded_bytes += n;
-            }),
-            Err(e) => self.failed_write(&format!("writing the entry of {}", layer.digest), &e),
+            Ok(n) => {
+                self.count(|s| {
+                    s.layers_written += 1;
+                    s.uploaded_bytes += n;
+                });
+                true
+            }
+            Err(e) => {
+                self.failed_write(&format!("writing the entry of {}", layer.digest), &e);
+                false
+            }
+        }
+    }
+
+    fn share(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> bool {
+        if self.readonly || self.write_down.load(Ordering::Relaxed) {
+            return false;
+        }
+        match self.entry(&layer_tag(key)).and_then(|m| layer_of(&m, key)) {
+            Some(there) if there.digest == layer.digest => true,
+            Some(there) => {
+                // Not overwritten: which one is right is for `verify` to say.
+                self.count(|s| {
+                    s.warnings.push(format!(
+                        "cache entry {}: names {} where this machine has {} for the same \
+                         inputs (an entry that lies, or a build that is not reproducible: \
+                         `ocibuild verify` says which)",
+                        layer_tag(key),
+                        there.digest,
+                        layer.digest
+                    ))
+                });
+                false
+            }
+            None if self.down.load(Ordering::Relaxed) => false,
+            None => self.put_layer(key, layer, store),
         }
     }
 
@@ -349,8 +423,25 @@ impl Remote for RepoCache {
         }
     }
 
+    fn share_meta(&self, key: &Digest, data: &[u8]) {
+        if self.readonly || self.write_down.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.entry(&fact_tag(key)).is_none() && !self.down.load(Ordering::Relaxed) {
+            self.put_meta(key, data);
+        }
+    }
+
     fn put_meta(&self, key: &Digest, data: &[u8]) {
         if self.readonly || self.write_down.load(Ordering::Relaxed) {
+            return;
+        }
+        if self.dry_run {
+            let there = self.dry_blob_exists(&Digest::of(data));
+            self.count(|s| {
+                s.facts_written += 1;
+                s.uploaded_bytes += if there { 0 } else { data.len() as u64 };
+            });
             return;
         }
         let scratch = match tempfile::Builder::new()

@@ -164,13 +164,21 @@ pub fn plan(
     let mut upload_bytes = 0;
     for d in head.layers.iter().chain(std::iter::once(&head.config)) {
         let from = blob_source(blobs, &d.digest, mount_from.as_ref(), cache_from.as_ref());
-        let (action, from) = if client.blob_exists(target, &d.digest)? {
+        // A blob the build will put into the cache repository (a plan's dry run) is there by
+        // the time the push asks.
+        let pending = |r: &Reference| {
+            blobs.remote_will_have(&d.digest)
+                && cache_from.as_ref().is_some_and(|c| {
+                    c.registry() == r.registry() && c.repository() == r.repository()
+                })
+        };
+        let (action, from) = if pending(target) || client.blob_exists(target, &d.digest)? {
             ("existing", None)
         } else {
             match from.filter(|f| {
                 f.registry() == target.registry() && f.repository() != target.repository()
             }) {
-                Some(f) if client.blob_exists(f, &d.digest)? => (
+                Some(f) if pending(f) || client.blob_exists(f, &d.digest)? => (
                     "mount",
                     Some(format!("{}/{}", f.registry(), f.repository())),
                 ),

@@ -42,13 +42,13 @@ pub fn store(
     open(cli, args, |repo| push_only == Some(repo.registry()), false)
 }
 
-/// [`store`], with `lazy` saying whether a hit's blob stays in the registry, and `readonly`
-/// forcing a read-only cache (`plan` writes nothing).
+/// [`store`], with `lazy` saying whether a hit's blob stays in the registry, and `dry_run`
+/// a cache that writes nothing and counts what a build would write (`plan`).
 pub fn open(
     cli: &Cli,
     args: &CacheRepoArgs,
     lazy: impl FnOnce(&Reference) -> bool,
-    force_readonly: bool,
+    dry_run: bool,
 ) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
     let store = cli.store()?;
     let client = super::push::client(cli)?;
@@ -76,12 +76,8 @@ pub fn open(
         .parse()
         .map_err(|e| anyhow::anyhow!("--cache-repo {text}: {e}"))?;
     let lazy = lazy(&repo);
-    let cache = Arc::new(RepoCache::new(
-        client,
-        repo,
-        readonly || force_readonly,
-        lazy,
-    ));
+    let cache = RepoCache::new(client, repo, readonly, lazy);
+    let cache = Arc::new(if dry_run { cache.dry_run() } else { cache });
     Ok((store.with_remote(cache.clone()), Some(cache)))
 }
 
@@ -95,6 +91,11 @@ pub fn report(cli: &Cli, stats: &CacheStats) {
     }
     let written = if stats.readonly {
         "read-only".to_string()
+    } else if stats.dry_run {
+        format!(
+            "the build will write {} layers and {} facts ({} bytes to upload)",
+            stats.layers_written, stats.facts_written, stats.uploaded_bytes
+        )
     } else {
         format!(
             "{} layers and {} facts written ({} bytes uploaded)",

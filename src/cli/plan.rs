@@ -18,7 +18,9 @@ The plan builds nothing a cache has: a layer the store or the cache repository h
 it is (its blob left in the repository), the base's layers stay in the registry when their
 facts are cached. A layer no cache has is built into the store (that is how its digest and size
 are known; the build that follows reuses it). Nothing is written to an output, nothing is
-pushed, the lock is read (--locked) and never written. With --against, the registry is asked
+pushed, nothing is written to the cache repository (the report says what the build will write
+there, and a push to that registry mounts it from there), the lock is read (--locked) and never
+written. With --against, the registry is asked
 (HEAD requests) which blobs it has, which it can mount from the base's or the cache's
 repository, and which the push will upload: the bytes a push then uploads are those printed.
 
@@ -59,7 +61,8 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         whole
     };
     // Never downloads a layer a cache has (only the push needs it), and writes nothing to the
-    // cache repository.
+    // cache repository: it counts what the build will write there (and the push then mounts
+    // from there).
     let (store, cache) = super::cache_repo::open(cli, &args.cache, |_| true, true)?;
     let bars = cli.bars(args.json);
     let session = Session {

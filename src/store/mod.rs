@@ -346,6 +346,11 @@ impl Store {
     /// remote's (its blob fetched and verified, or with a lazy remote left there).
     pub fn cached_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
         if let Some(l) = self.local_layer(key)? {
+            if let Some(r) = &self.remote {
+                if r.share(key, &l, self) {
+                    self.note_remote_blob(&l);
+                }
+            }
             return Ok(Some(l));
         }
         let Some(remote) = &self.remote else {
@@ -359,9 +364,7 @@ impl Store {
             self.write_layer_entry(key, &layer)?;
         }
         if local || remote.lazy() {
-            if let Ok(mut s) = self.remote_blobs.lock() {
-                s.insert(layer.digest, layer.clone());
-            }
+            self.note_remote_blob(&layer);
             return Ok(Some(layer));
         }
         Ok(None)
@@ -371,14 +374,25 @@ impl Store {
     pub fn put_cached_layer(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
         self.write_layer_entry(key, layer)?;
         if let Some(r) = &self.remote {
-            r.put_layer(key, layer, self);
             // Now in the remote too: a push to its registry mounts it from there instead of
             // uploading it again (a refused mount uploads it from here).
-            if let Ok(mut s) = self.remote_blobs.lock() {
-                s.insert(layer.digest, layer.clone());
+            if r.put_layer(key, layer, self) {
+                self.note_remote_blob(layer);
             }
         }
         Ok(())
+    }
+
+    /// Whether the remote will have blob `digest` before a push ([`Remote::will_have`]).
+    pub fn remote_will_have(&self, digest: &Digest) -> bool {
+        self.remote.as_ref().is_some_and(|r| r.will_have(digest))
+    }
+
+    /// `layer`'s blob is in the remote too (see [`Store::is_remote_blob`]).
+    fn note_remote_blob(&self, layer: &CachedLayer) {
+        if let Ok(mut s) = self.remote_blobs.lock() {
+            s.insert(layer.digest, layer.clone());
+        }
     }
 
     fn write_layer_entry(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
@@ -409,7 +423,12 @@ impl Store {
     pub fn meta(&self, key: &Digest) -> Result<Option<Vec<u8>>, StoreError> {
         let path = self.root.join("meta").join(format!("{}.json", key.hex()));
         match fs::read(&path) {
-            Ok(d) => return Ok(Some(d)),
+            Ok(d) => {
+                if let Some(r) = &self.remote {
+                    r.share_meta(key, &d);
+                }
+                return Ok(Some(d));
+            }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e.into()),
         }

@@ -17,12 +17,25 @@ pub trait Remote: Send + Sync {
     fn fetch(&self, layer: &CachedLayer, store: &Store) -> bool;
     /// Whether a hit's blob is left where it is (a push to the same registry mounts it).
     fn lazy(&self) -> bool;
-    /// Records `layer` (its blob read from `store`) under `key`.
-    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store);
+    /// Records `layer` (its blob read from `store`) under `key`; whether it did (a read-only
+    /// remote, or one whose writes failed, did not).
+    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> bool;
+    /// Records `layer`, a hit of the store's own, under `key` unless the remote has it
+    /// already (a machine with a warm store joining a cache); whether the remote has it
+    /// now. A read-only remote neither looks nor writes.
+    fn share(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> bool;
     /// The fact recorded under `key`, if any.
     fn meta(&self, key: &Digest) -> Option<Vec<u8>>;
     /// Records a fact under `key`.
     fn put_meta(&self, key: &Digest, data: &[u8]);
+    /// Records a fact the store had under `key` unless the remote has one (see
+    /// [`Remote::share`]).
+    fn share_meta(&self, key: &Digest, data: &[u8]);
+    /// Whether blob `digest` will be in the remote before a push that follows (a dry run's
+    /// write, counted and not made: `plan` predicts the push's mount of it).
+    fn will_have(&self, _digest: &Digest) -> bool {
+        false
+    }
     /// Where a push may mount the blobs of its layers from (`REGISTRY/REPOSITORY`), if
     /// anywhere: a lazy hit's blob is only there.
     fn mount_source(&self) -> Option<String>;
@@ -54,13 +67,19 @@ mod tests {
         fn lazy(&self) -> bool {
             true
         }
-        fn put_layer(&self, _: &Digest, _: &CachedLayer, _: &Store) {}
+        fn put_layer(&self, _: &Digest, _: &CachedLayer, _: &Store) -> bool {
+            false
+        }
+        fn share(&self, _: &Digest, _: &CachedLayer, _: &Store) -> bool {
+            false
+        }
         fn meta(&self, _: &Digest) -> Option<Vec<u8>> {
             None
         }
         fn put_meta(&self, key: &Digest, _: &[u8]) {
             self.facts.lock().unwrap().push(*key);
         }
+        fn share_meta(&self, _: &Digest, _: &[u8]) {}
         fn mount_source(&self) -> Option<String> {
             Some("registry.example/cache".into())
         }

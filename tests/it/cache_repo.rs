@@ -223,9 +223,18 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         assert!(!got.contains(d), "B downloaded {d}: {got:?}");
     }
     assert_eq!(b["cacheRepo"]["downloadedBytes"], 0, "{:#}", b["cacheRepo"]);
-    // Uploaded: the new app layer and the config; everything else mounted or already there.
+    // Uploaded: the new app layer (once, into the cache repository, from where the push
+    // mounts it) and the config; everything else mounted or already there.
     let app_b = layer(&b, "app")["digest"].as_str().unwrap().to_string();
     assert_ne!(app_b, app_a);
+    let result_of = |digest: &str| {
+        b["push"]["blobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["digest"] == digest)
+            .map(|x| x["result"].as_str().unwrap().to_string())
+    };
     let uploaded: BTreeSet<&str> = b["push"]["blobs"]
         .as_array()
         .unwrap()
@@ -233,12 +242,30 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .filter(|x| x["result"].as_str().unwrap().starts_with("uploaded"))
         .map(|x| x["digest"].as_str().unwrap())
         .collect();
-    let want: BTreeSet<&str> = [app_b.as_str(), b["config"].as_str().unwrap()].into();
+    let want: BTreeSet<&str> = [b["config"].as_str().unwrap()].into();
     assert_eq!(uploaded, want, "{:#}", b["push"]);
+    assert_eq!(
+        result_of(&app_b).as_deref(),
+        Some("mounted"),
+        "{:#}",
+        b["push"]
+    );
+    assert_eq!(b["cacheRepo"]["layersWritten"], 1, "{:#}", b["cacheRepo"]);
+    assert_eq!(
+        b["cacheRepo"]["uploadedBytes"],
+        layer(&b, "app")["size"],
+        "{:#}",
+        b["cacheRepo"]
+    );
+    // The plan said all of it: the push's bytes, and what the build writes to the cache.
     assert_eq!(
         plan["push"]["uploadBytes"], b["push"]["uploadedBytes"],
         "{plan:#}"
     );
+    assert_eq!(plan["cacheRepo"]["dryRun"], true, "{plan:#}");
+    for k in ["layersWritten", "factsWritten", "uploadedBytes"] {
+        assert_eq!(plan["cacheRepo"][k], b["cacheRepo"][k], "{k}: {plan:#}");
+    }
     assert_eq!(plan["manifest"], b["manifest"]);
     // No .deb and no wheel reached B's store.
     let store_b = t.path().join("store-b/blobs/sha256");
@@ -341,6 +368,23 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         .arg(&r));
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("NOT reproduced"), "{}", stdout(&o));
+    // Machine A has the true layer for those inputs: it leaves the entry and says they differ.
+    let o = run_ok(
+        machine("store-a")
+            .args(["build", "--locked", "--cache-repo", &cache_repo, "-o"])
+            .arg(t.path().join("a2.oci"))
+            .arg(&r),
+    );
+    let warned = format!(
+        "where this machine has {}",
+        apt_a["digest"].as_str().unwrap()
+    );
+    assert!(stderr(&o).contains(&warned), "{}", stderr(&o));
+    assert_eq!(
+        crate::signing::registry_manifest(&reg.addr, "team/cache", entry, None),
+        lie,
+        "the entry was overwritten"
+    );
     // The entry as it was.
     crate::signing::registry_manifest(
         &reg.addr,
@@ -389,4 +433,66 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         "only the config: {:#}",
         rebased["push"]
     );
+
+    // A machine whose store already has the layers joins a new cache repository: its hits
+    // are recorded there too (a second build writes nothing more), and a machine with an
+    // empty store then finds every layer of ours there.
+    run_ok(
+        machine("store-a")
+            .args(["build", "--locked", "-o"])
+            .arg(t.path().join("j0.oci"))
+            .arg(&r),
+    );
+    let shared = format!("{}/team/cache2", reg.addr);
+    let joined = |out: &str| {
+        let o = run_ok(
+            machine("store-a")
+                .args(["build", "--locked", "--json", "--cache-repo", &shared, "-o"])
+                .arg(t.path().join(out))
+                .arg(&r),
+        );
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let first = joined("j1.oci");
+    assert!(
+        first["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|l| l["cached"] == true),
+        "store-a has every layer: {first:#}"
+    );
+    assert_eq!(
+        first["cacheRepo"]["layersWritten"], ours,
+        "{:#}",
+        first["cacheRepo"]
+    );
+    let second = joined("j2.oci");
+    assert_eq!(
+        second["cacheRepo"]["layersWritten"], 0,
+        "{:#}",
+        second["cacheRepo"]
+    );
+    assert!(
+        first["cacheRepo"]["factsWritten"].as_u64().unwrap() >= 1,
+        "the base's facts: {:#}",
+        first["cacheRepo"]
+    );
+    assert_eq!(
+        second["cacheRepo"]["factsWritten"], 0,
+        "{:#}",
+        second["cacheRepo"]
+    );
+    let mark = reg.log_text().len();
+    let plan = plan_json(machine("store-f"), &shared, &app2, &r);
+    let got = blob_gets(&reg.log_text()[mark..]);
+    for l in plan["layers"].as_array().unwrap() {
+        let name = l["name"].as_str().unwrap();
+        if name.starts_with("base#") {
+            let d = l["digest"].as_str().unwrap();
+            assert!(!got.contains(d), "{name} downloaded: {got:?}");
+        } else {
+            assert_eq!(l["status"], "cached in the repo", "{name}: {plan:#}");
+        }
+    }
 }
