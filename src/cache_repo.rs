@@ -13,7 +13,7 @@
 //!
 //! A registry that fails is a miss (and a warning), never a failed build.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -24,7 +24,7 @@ use crate::digest::Digest;
 use crate::image::{self, Descriptor, Manifest};
 use crate::progress::Silent;
 use crate::registry::{Client, Reference, RegistryError};
-use crate::store::remote::Remote;
+use crate::store::remote::{Offered, Remote};
 use crate::store::{CachedLayer, Store};
 
 /// The artifact type of a layer's cache entry.
@@ -82,6 +82,11 @@ pub struct RepoCache {
     /// Writes counted, not made ([`RepoCache::dry_run`]); the layer blobs they would put.
     dry_run: bool,
     pending: Mutex<BTreeSet<Digest>>,
+    /// A dry run's answer to whether these credentials may push (asked once).
+    may_push: Mutex<Option<bool>>,
+    /// What became of each entry (by tag) this build wrote, would write or found there: each
+    /// is written, or asked for, once.
+    done: Mutex<BTreeMap<String, Offered>>,
     /// Set after a read that failed (not a miss): the registry is not read again in this
     /// build. Writes have their own flag: a refused write leaves reads on.
     down: AtomicBool,
@@ -106,6 +111,8 @@ impl RepoCache {
             lazy,
             dry_run: false,
             pending: Mutex::default(),
+            may_push: Mutex::default(),
+            done: Mutex::default(),
             down: AtomicBool::new(false),
             write_down: AtomicBool::new(false),
             stats: Mutex::new(stats),
@@ -169,11 +176,58 @@ impl RepoCache {
         }
     }
 
-    /// Whether the repository has blob `digest` (a dry run's count of the bytes a write would
-    /// upload; a failed check counts them).
-    fn dry_blob_exists(&self, digest: &Digest) -> bool {
-        !self.down.load(Ordering::Relaxed)
-            && self.client.blob_exists(&self.repo, digest).unwrap_or(false)
+    /// What became of the entry under `tag` in this build, if it was written or looked at.
+    fn done(&self, tag: &str) -> Option<Offered> {
+        self.done.lock().ok().and_then(|d| d.get(tag).copied())
+    }
+
+    fn set_done(&self, tag: &str, offered: Offered) -> Offered {
+        if let Ok(mut d) = self.done.lock() {
+            d.insert(tag.to_string(), offered);
+        }
+        offered
+    }
+
+    /// Whether a write may go on: not read-only, not after a failed write, and for a dry run
+    /// the registry lets these credentials push (what it counts would not be written else).
+    fn writable(&self) -> bool {
+        if self.readonly || self.write_down.load(Ordering::Relaxed) {
+            return false;
+        }
+        if !self.dry_run {
+            return true;
+        }
+        let Ok(mut asked) = self.may_push.lock() else {
+            return false;
+        };
+        *asked.get_or_insert_with(|| match self.client.check_push(&self.repo) {
+            Ok(()) => true,
+            Err(e) => {
+                self.failed_write("the build's writes would fail", &e);
+                false
+            }
+        })
+    }
+
+    /// A dry run's write of the entry under `tag`, whose one blob is `digest`: counted (its
+    /// bytes unless the repository, or an earlier write, has that blob), not made.
+    fn dry_write(&self, tag: &str, digest: &Digest, size: u64, layer: bool) -> Offered {
+        let pending = self.will_have(digest);
+        let there = pending
+            || (!self.down.load(Ordering::Relaxed)
+                && self.client.blob_exists(&self.repo, digest).unwrap_or(false));
+        self.count(|s| {
+            if layer {
+                s.layers_written += 1;
+            } else {
+                s.facts_written += 1;
+            }
+            s.uploaded_bytes += if there { 0 } else { size };
+        });
+        if let Ok(mut p) = self.pending.lock() {
+            p.insert(*digest);
+        }
+        self.set_done(tag, Offered::WouldRecord)
     }
 
     /// The entry manifest under `tag`, if there is one.
@@ -328,20 +382,16 @@ impl Remote for RepoCache {
         ))
     }
 
-    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> bool {
-        if self.readonly || self.write_down.load(Ordering::Relaxed) {
-            return false;
+    fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> Offered {
+        let tag = layer_tag(key);
+        if !self.writable() {
+            return Offered::No;
+        }
+        if let Some(done) = self.done(&tag) {
+            return done;
         }
         if self.dry_run {
-            let there = self.dry_blob_exists(&layer.digest);
-            self.count(|s| {
-                s.layers_written += 1;
-                s.uploaded_bytes += if there { 0 } else { layer.size };
-            });
-            if let Ok(mut p) = self.pending.lock() {
-                p.insert(layer.digest);
-            }
-            return true;
+            return self.dry_write(&tag, &layer.digest, layer.size, true);
         }
         let descriptor = Descriptor::new(&layer.media_type, layer.digest, layer.size);
         let notes = json!({
@@ -349,42 +399,44 @@ impl Remote for RepoCache {
             annotations::DIFF_ID: layer.diff_id.to_string(),
             annotations::UNCOMPRESSED_SIZE: layer.uncompressed_size.to_string(),
         });
-        match self.put_entry(&layer_tag(key), LAYER_ENTRY, descriptor, notes, store) {
+        match self.put_entry(&tag, LAYER_ENTRY, descriptor, notes, store) {
             Ok(n) => {
                 self.count(|s| {
                     s.layers_written += 1;
                     s.uploaded_bytes += n;
                 });
-                true
+                self.set_done(&tag, Offered::There)
             }
             Err(e) => {
                 self.failed_write(&format!("writing the entry of {}", layer.digest), &e);
-                false
+                Offered::No
             }
         }
     }
 
-    fn share(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> bool {
+    fn share(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> Offered {
+        let tag = layer_tag(key);
         if self.readonly || self.write_down.load(Ordering::Relaxed) {
-            return false;
+            return Offered::No;
         }
-        match self.entry(&layer_tag(key)).and_then(|m| layer_of(&m, key)) {
-            Some(there) if there.digest == layer.digest => true,
+        if let Some(done) = self.done(&tag) {
+            return done;
+        }
+        match self.entry(&tag).and_then(|m| layer_of(&m, key)) {
+            Some(there) if there.digest == layer.digest => self.set_done(&tag, Offered::There),
             Some(there) => {
                 // Not overwritten: which one is right is for `verify` to say.
                 self.count(|s| {
                     s.warnings.push(format!(
-                        "cache entry {}: names {} where this machine has {} for the same \
+                        "cache entry {tag}: names {} where this machine has {} for the same \
                          inputs (an entry that lies, or a build that is not reproducible: \
                          `ocibuild verify` says which)",
-                        layer_tag(key),
-                        there.digest,
-                        layer.digest
+                        there.digest, layer.digest
                     ))
                 });
-                false
+                self.set_done(&tag, Offered::No)
             }
-            None if self.down.load(Ordering::Relaxed) => false,
+            None if self.down.load(Ordering::Relaxed) => Offered::No,
             None => self.put_layer(key, layer, store),
         }
     }
@@ -423,33 +475,41 @@ impl Remote for RepoCache {
         }
     }
 
-    fn share_meta(&self, key: &Digest, data: &[u8]) {
+    fn share_meta(&self, key: &Digest, data: &[u8]) -> Offered {
+        let tag = fact_tag(key);
         if self.readonly || self.write_down.load(Ordering::Relaxed) {
-            return;
+            return Offered::No;
         }
-        if self.entry(&fact_tag(key)).is_none() && !self.down.load(Ordering::Relaxed) {
-            self.put_meta(key, data);
+        if let Some(done) = self.done(&tag) {
+            return done;
+        }
+        match self.entry(&tag) {
+            Some(_) => self.set_done(&tag, Offered::There),
+            None if self.down.load(Ordering::Relaxed) => Offered::No,
+            None => self.put_meta(key, data),
         }
     }
 
-    fn put_meta(&self, key: &Digest, data: &[u8]) {
-        if self.readonly || self.write_down.load(Ordering::Relaxed) {
-            return;
+    fn put_meta(&self, key: &Digest, data: &[u8]) -> Offered {
+        let tag = fact_tag(key);
+        if !self.writable() {
+            return Offered::No;
+        }
+        if let Some(done) = self.done(&tag) {
+            return done;
         }
         if self.dry_run {
-            let there = self.dry_blob_exists(&Digest::of(data));
-            self.count(|s| {
-                s.facts_written += 1;
-                s.uploaded_bytes += if there { 0 } else { data.len() as u64 };
-            });
-            return;
+            return self.dry_write(&tag, &Digest::of(data), data.len() as u64, false);
         }
         let scratch = match tempfile::Builder::new()
             .prefix("ocibuild-cache-fact-")
             .tempdir()
         {
             Ok(d) => d,
-            Err(e) => return self.failed_write("a temporary directory", &e),
+            Err(e) => {
+                self.failed_write("a temporary directory", &e);
+                return Offered::No;
+            }
         };
         let put = Store::open(scratch.path())
             .map_err(|e| e.to_string())
@@ -457,14 +517,20 @@ impl Remote for RepoCache {
                 let digest = store.put_bytes(data).map_err(|e| e.to_string())?;
                 let layer = Descriptor::new(FACT_ENTRY, digest, data.len() as u64);
                 let notes = json!({ annotations::KEY: key.to_string() });
-                self.put_entry(&fact_tag(key), FACT_ENTRY, layer, notes, &store)
+                self.put_entry(&tag, FACT_ENTRY, layer, notes, &store)
             });
         match put {
-            Ok(n) => self.count(|s| {
-                s.facts_written += 1;
-                s.uploaded_bytes += n;
-            }),
-            Err(e) => self.failed_write("writing a fact", &e),
+            Ok(n) => {
+                self.count(|s| {
+                    s.facts_written += 1;
+                    s.uploaded_bytes += n;
+                });
+                self.set_done(&tag, Offered::There)
+            }
+            Err(e) => {
+                self.failed_write("writing a fact", &e);
+                Offered::No
+            }
         }
     }
 }

@@ -116,7 +116,8 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             "base"
         } else if !cached {
             "new"
-        } else if store.is_remote_blob(&digest) {
+        } else if store.is_remote_blob(&digest) && !store.remote_will_have(&digest) {
+            // (a local hit the build will record there is "cached locally")
             "cached in the repo"
         } else {
             "cached locally"

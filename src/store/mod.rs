@@ -346,11 +346,7 @@ impl Store {
     /// remote's (its blob fetched and verified, or with a lazy remote left there).
     pub fn cached_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
         if let Some(l) = self.local_layer(key)? {
-            if let Some(r) = &self.remote {
-                if r.share(key, &l, self) {
-                    self.note_remote_blob(&l);
-                }
-            }
+            self.offer(remote::Kind::Layer, key, Some(&l), &[])?;
             return Ok(Some(l));
         }
         let Some(remote) = &self.remote else {
@@ -362,6 +358,7 @@ impl Store {
         let local = self.has_blob(&layer.digest) || (!remote.lazy() && remote.fetch(&layer, self));
         if local {
             self.write_layer_entry(key, &layer)?;
+            self.mark_taken(remote::Kind::Layer, key)?;
         }
         if local || remote.lazy() {
             self.note_remote_blob(&layer);
@@ -373,12 +370,12 @@ impl Store {
     /// Record the layer built for an input key (here, and in the remote).
     pub fn put_cached_layer(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
         self.write_layer_entry(key, layer)?;
+        self.unmark_taken(remote::Kind::Layer, key)?;
         if let Some(r) = &self.remote {
             // Now in the remote too: a push to its registry mounts it from there instead of
             // uploading it again (a refused mount uploads it from here).
-            if r.put_layer(key, layer, self) {
-                self.note_remote_blob(layer);
-            }
+            let offered = r.put_layer(key, layer, self);
+            self.record_offer(remote::Kind::Layer, key, Some(layer), offered)?;
         }
         Ok(())
     }
@@ -424,9 +421,7 @@ impl Store {
         let path = self.root.join("meta").join(format!("{}.json", key.hex()));
         match fs::read(&path) {
             Ok(d) => {
-                if let Some(r) = &self.remote {
-                    r.share_meta(key, &d);
-                }
+                self.offer(remote::Kind::Fact, key, None, &d)?;
                 return Ok(Some(d));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -436,6 +431,7 @@ impl Store {
             return Ok(None);
         };
         self.write_meta(key, &data)?;
+        self.mark_taken(remote::Kind::Fact, key)?;
         Ok(Some(data))
     }
 
@@ -443,8 +439,10 @@ impl Store {
     /// remote).
     pub fn put_meta(&self, key: &Digest, data: &[u8]) -> Result<(), StoreError> {
         self.write_meta(key, data)?;
+        self.unmark_taken(remote::Kind::Fact, key)?;
         if let Some(r) = &self.remote {
-            r.put_meta(key, data);
+            let offered = r.put_meta(key, data);
+            self.record_offer(remote::Kind::Fact, key, None, offered)?;
         }
         Ok(())
     }

@@ -1,9 +1,11 @@
 //! The registry as a shared layer cache (`--cache-repo`), against Debian's docker-registry:
 //! machine A builds and pushes; machine B (another store, nothing downloaded before) changes the
 //! app and pushes with `--push-only`: the registry's log shows no download of the base's, the
-//! .debs' or the wheels' layers, and the push uploads only the app layer and the config. A
-//! read-only job writes nothing; a local output downloads the hits instead of rebuilding; an
-//! entry that lies is caught by `verify`.
+//! .debs' or the wheels' layers, and uploads only the app layer (into the cache repository,
+//! from where the push mounts it) and the config. A read-only job writes nothing; a local
+//! output downloads the hits instead of rebuilding; an entry that lies is caught by `verify`,
+//! and a machine that took it never offers it to another cache repository; a machine with a
+//! warm store that joins a cache records its layers there, as its plan said.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -362,17 +364,40 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
             .arg(&d_out)
             .arg(&r),
     );
+    // What D took from the cache (the lie among it) it never offers to another one: only
+    // the app layer, which D built, reaches it.
+    run_ok(
+        machine("store-d")
+            .args(["build", "--locked", "--cache-repo"])
+            .arg(format!("{}/team/cache3", reg.addr))
+            .arg("-o")
+            .arg(t.path().join("d2.oci"))
+            .arg(&r),
+    );
+    let cache3: Vec<String> = tags(&reg, "team/cache3")
+        .into_iter()
+        .filter(|t| t.starts_with("ocibuild-layer-"))
+        .collect();
+    assert_eq!(cache3.len(), 1, "{cache3:?}");
+    assert!(!cache3.contains(entry), "{cache3:?}");
     let o = run(machine("store-e")
         .args(["verify", "--against"])
         .arg(format!("oci:{}", d_out.display()))
         .arg(&r));
     assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
     assert!(stdout(&o).contains("NOT reproduced"), "{}", stdout(&o));
-    // Machine A has the true layer for those inputs: it leaves the entry and says they differ.
+    // A machine that built the true layer for those inputs without the cache, then joins
+    // it: it leaves the entry and says they differ.
+    run_ok(
+        machine("store-g")
+            .args(["build", "--locked", "-o"])
+            .arg(t.path().join("g1.oci"))
+            .arg(&r),
+    );
     let o = run_ok(
-        machine("store-a")
+        machine("store-g")
             .args(["build", "--locked", "--cache-repo", &cache_repo, "-o"])
-            .arg(t.path().join("a2.oci"))
+            .arg(t.path().join("g2.oci"))
             .arg(&r),
     );
     let warned = format!(
@@ -453,7 +478,15 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         );
         serde_json::from_slice::<Value>(&o.stdout).unwrap()
     };
+    let planned = plan_json(machine("store-a"), &shared, &app2, &r);
     let first = joined("j1.oci");
+    for k in ["layersWritten", "factsWritten", "uploadedBytes"] {
+        assert_eq!(
+            planned["cacheRepo"][k], first["cacheRepo"][k],
+            "{k}: {:#} {:#}",
+            planned["cacheRepo"], first["cacheRepo"]
+        );
+    }
     assert!(
         first["layers"]
             .as_array()

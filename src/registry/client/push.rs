@@ -227,6 +227,31 @@ impl Client {
             .map_err(|e| bad(format!(": bad Location `{loc}` ({e})")))
     }
 
+    /// Whether these credentials may push to `target`'s repository: an upload session is
+    /// opened and cancelled (the error says why not). For a dry run that must know whether
+    /// the writes it counts would be made.
+    pub fn check_push(&self, target: &Reference) -> Result<(), RegistryError> {
+        let ep = self.endpoint(target.registry(), target.repository())?;
+        let action = "open an upload session (may these credentials push?)".to_string();
+        let scopes = Scopes::repository(&ep.repository, &["pull", "push"]);
+        let req = Request::new(
+            Method::POST,
+            ep.url("blobs/uploads/"),
+            action.clone(),
+            scopes.clone(),
+        )
+        .header("Content-Length", "0");
+        let resp = self.send(&ep, &req, &Silent)?;
+        if resp.status() != StatusCode::ACCEPTED {
+            return Err(self.status_error(&ep, &action, resp));
+        }
+        // Cancelled; a registry that keeps it lets it expire.
+        let loc = self.location(&ep, &action, &resp)?;
+        let cancel = Request::new(Method::DELETE, loc, "cancel the upload", scopes);
+        let _ = self.send(&ep, &cancel, &Silent);
+        Ok(())
+    }
+
     fn start_upload(
         &self,
         ep: &Endpoint,
