@@ -98,7 +98,8 @@ impl Recipe {
         }
         if let Some(p) = platform {
             let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;
-            // The `[apt]` architecture and a `[python.archives]` interpreter follow it.
+            // The `[apt]` architecture, a `[python.archives]` interpreter and a
+            // `[python.locks]` pylock follow it.
             return self.for_platform(&parsed);
         }
         Ok(self)
@@ -153,6 +154,18 @@ impl Recipe {
                         message: "[python.archives] has no interpreter archive for it".into(),
                     })?;
                 py.source = PythonSource::Archive(a.clone());
+            }
+            if !py.locks.is_empty() {
+                let l = py
+                    .locks
+                    .get(platform)
+                    .ok_or_else(|| RecipeError::Override {
+                        path: self.path.clone(),
+                        flag: "--platform",
+                        value: platform.to_string(),
+                        message: "[python.locks] has no pylock.toml for it".into(),
+                    })?;
+                py.packages = Some(l.clone());
             }
         }
         r.image.platform = platform.clone();
@@ -262,6 +275,9 @@ pub struct Python {
     /// `[python.archives]`: the interpreter archive of each platform (normalized platform →
     /// archive); empty otherwise. [`Recipe::for_platform`] picks the platform's into `source`.
     pub archives: BTreeMap<Platform, PythonArchive>,
+    /// `[python.locks]`: the pylock.toml of each platform (normalized platform → packages);
+    /// empty otherwise. [`Recipe::for_platform`] picks the platform's into `packages`.
+    pub locks: BTreeMap<Platform, PythonPackages>,
     /// An expected `major.minor`: the build fails when the interpreter found is another.
     pub version: Option<String>,
     /// The packages to install as wheels, when any.

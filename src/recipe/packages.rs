@@ -255,7 +255,14 @@ pub(super) fn python(
                      from one place",
                 ));
             }
-            python_archives(ctx, a, dir, image)?
+            per_platform(
+                ctx,
+                "[python.archives]",
+                "interpreter archive",
+                a,
+                image,
+                |v| archive(ctx, v, dir),
+            )?
         }
         None => BTreeMap::new(),
     };
@@ -293,6 +300,31 @@ pub(super) fn python(
                 None => PythonSource::Auto,
             },
         };
+    let locks = match raw.locks {
+        Some(l) => {
+            if let Some(other) = raw
+                .lock
+                .as_ref()
+                .map(|x| x.span())
+                .or(raw.requirements.as_ref().map(|x| x.span()))
+                .or(raw.index.as_ref().map(|x| x.span()))
+            {
+                return Err(ctx.err(
+                    other,
+                    "[python]: `locks` excludes `lock`, `requirements` and `index`: each \
+                     platform's packages come from its own pylock.toml",
+                ));
+            }
+            per_platform(ctx, "[python.locks]", "pylock.toml", l, image, |v| {
+                let path = existing(ctx, &v, dir, "[python.locks]")?;
+                Ok(PythonPackages::Pylock {
+                    path,
+                    written: v.into_inner(),
+                })
+            })?
+        }
+        None => BTreeMap::new(),
+    };
     let packages = match (raw.lock, raw.requirements) {
         (Some(_), Some(r)) => {
             return Err(ctx.err(
@@ -341,7 +373,8 @@ pub(super) fn python(
             if let Some(i) = &raw.index {
                 return Err(ctx.err(i.span(), "[python]: `index` without `requirements`"));
             }
-            None
+            // The platform built's lock; `Recipe::for_platform` picks another's.
+            locks.get(&image.platform).cloned()
         }
     };
     let _ = span;
@@ -369,6 +402,7 @@ pub(super) fn python(
     Ok(Python {
         source,
         archives,
+        locks,
         version,
         packages,
         overlap,
@@ -409,13 +443,16 @@ fn byte_size(v: &toml::Value) -> std::result::Result<u64, String> {
     Ok(n)
 }
 
-/// `[python.archives."PLATFORM"]`: exactly one archive for each platform the recipe builds.
-fn python_archives(
+/// A `[python.TABLE."PLATFORM"]` table (`archives`, `locks`): exactly one value for each
+/// platform the recipe builds, each made by `value`; `missing` names what a platform lacks.
+fn per_platform<R, T>(
     ctx: &Ctx<'_>,
-    raw: Spanned<BTreeMap<Spanned<String>, Spanned<RawPythonArchive>>>,
-    dir: &Path,
+    table: &str,
+    missing: &str,
+    raw: Spanned<BTreeMap<Spanned<String>, R>>,
     image: &super::Image,
-) -> Result<BTreeMap<Platform, PythonArchive>> {
+    mut value: impl FnMut(R) -> Result<T>,
+) -> Result<BTreeMap<Platform, T>> {
     let span = raw.span();
     let built = if image.platforms.is_empty() {
         vec![image.platform.clone()]
@@ -423,38 +460,28 @@ fn python_archives(
         image.platforms.clone()
     };
     let mut out = BTreeMap::new();
-    for (key, value) in raw.into_inner() {
-        let p = Platform::parse(key.get_ref()).map_err(|m| {
-            ctx.err(
-                key.span(),
-                format!("[python.archives]: `{}`: {m}", key.get_ref()),
-            )
-        })?;
+    for (key, v) in raw.into_inner() {
+        let p = Platform::parse(key.get_ref())
+            .map_err(|m| ctx.err(key.span(), format!("{table}: `{}`: {m}", key.get_ref())))?;
         if !built.contains(&p) {
             return Err(ctx.err(
                 key.span(),
                 format!(
-                    "[python.archives]: `{}` is not a platform the recipe builds ([image] \
-                     platform or platforms)",
+                    "{table}: `{}` is not a platform the recipe builds ([image] platform or \
+                     platforms)",
                     key.get_ref()
                 ),
             ));
         }
-        if out.insert(p, archive(ctx, value, dir)?).is_some() {
+        if out.insert(p, value(v)?).is_some() {
             return Err(ctx.err(
                 key.span(),
-                format!(
-                    "[python.archives]: `{}` names a platform twice",
-                    key.get_ref()
-                ),
+                format!("{table}: `{}` names a platform twice", key.get_ref()),
             ));
         }
     }
-    if let Some(missing) = built.iter().find(|p| !out.contains_key(*p)) {
-        return Err(ctx.err(
-            span,
-            format!("[python.archives]: no interpreter archive for {missing}"),
-        ));
+    if let Some(lacking) = built.iter().find(|p| !out.contains_key(*p)) {
+        return Err(ctx.err(span, format!("{table}: no {missing} for {lacking}")));
     }
     Ok(out)
 }

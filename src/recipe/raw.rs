@@ -85,6 +85,8 @@ pub(super) struct RawPython {
     pub archives: Option<Spanned<BTreeMap<Spanned<String>, Spanned<RawPythonArchive>>>>,
     pub version: Option<Spanned<String>>,
     pub lock: Option<Spanned<String>>,
+    /// `[python.locks] "linux/arm64" = "pylock.arm64.toml"`: one pylock.toml per platform.
+    pub locks: Option<Spanned<BTreeMap<Spanned<String>, Spanned<String>>>>,
     pub requirements: Option<Spanned<String>>,
     pub index: Option<Spanned<String>>,
     pub overlap: Option<Spanned<String>>,

@@ -106,11 +106,16 @@ pub fn fetcher(recipe: &Recipe, offline: bool) -> Result<HttpFetcher<'static>, S
 /// pylock.toml's URLs, then netrc (`$NETRC`, else `~/.netrc`). None of them is ever written.
 pub fn credentials(recipe: &Recipe) -> crate::http::Credentials {
     let mut c = recipe.credentials.clone();
-    if let Some(recipe::PythonPackages::Pylock { path, .. }) =
-        recipe.python.as_ref().and_then(|p| p.packages.as_ref())
-    {
-        if let Ok(text) = fs_err::read_to_string(path) {
-            c.extend(&crate::python::pylock::credentials(&text));
+    // The platform's pylock.toml, and with `[python.locks]` every platform's.
+    let pylocks = recipe
+        .python
+        .iter()
+        .flat_map(|p| p.packages.iter().chain(p.locks.values()));
+    for packages in pylocks {
+        if let recipe::PythonPackages::Pylock { path, .. } = packages {
+            if let Ok(text) = fs_err::read_to_string(path) {
+                c.extend(&crate::python::pylock::credentials(&text));
+            }
         }
     }
     c.with_netrc()

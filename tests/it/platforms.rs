@@ -2,7 +2,7 @@
 //! a Debian archive made by the test with amd64, arm64 and `all` packages; each platform's
 //! section of the lock, its manifest in one OCI image index, and the same manifest as a build
 //! of that platform alone; the index the same for two cold builds; a package the arm64 archive
-//! lacks named with its platform.
+//! lacks named with its platform; a pylock.toml per platform (`[python.locks]`).
 
 use std::path::Path;
 
@@ -450,6 +450,136 @@ fn a_test_stage_with_no_host_platform_is_refused() {
             && stdout(&o).contains(&format!("skipped: {host} is not this host's platform")),
         "{}{}",
         stdout(&o),
+        stderr(&o)
+    );
+}
+
+/// `[python.locks]`: a pylock.toml per platform (the amd64 one with a native wheel, the arm64
+/// one without it). Each platform's section pins its own lock's wheels, and the arm64 manifest
+/// is the one a one-platform recipe with `lock = "pylock.arm64.toml"` gives.
+#[test]
+fn a_pylock_per_platform() {
+    let mut debs = aptfix::python_universe();
+    let arm: Vec<_> = debs
+        .iter()
+        .filter(|d| d.arch == "amd64")
+        .map(|d| d.clone().arch("arm64"))
+        .collect();
+    debs.extend(arm);
+    let f = fixture(&debs, false);
+    let t = tempdir();
+    let p = t.path().join("p");
+    fs::create_dir_all(&p).unwrap();
+    let w = crate::wheel_recipe::wheels(&p);
+    let amd = crate::wheel_recipe::pylock(&p, &w, &|f| {
+        f.starts_with("click-") || f.contains("cp312-cp312-manylinux_2_28")
+    });
+    fs::rename(&amd, p.join("pylock.amd64.toml")).unwrap();
+    let (click, sha, size) = w.files.iter().find(|x| x.0.starts_with("click-")).unwrap();
+    fs::write(
+        p.join("pylock.arm64.toml"),
+        format!(
+            "lock-version = \"1.0\"\ncreated-by = \"test\"\nrequires-python = \">=3.11\"\n\n\
+             [[packages]]\nname = \"click\"\nversion = \"8.1.7\"\nwheels = [{{ name = \
+             \"{click}\", path = \"wheels/{click}\", size = {size}, hashes = {{ sha256 = \
+             \"{sha}\" }} }}]\n"
+        ),
+    )
+    .unwrap();
+    let r = crate::wheel_recipe::recipe(
+        &p,
+        &f,
+        "[python.locks]\n\"linux/amd64\" = \"pylock.amd64.toml\"\n\"linux/arm64\" = \"pylock.arm64.toml\"\n",
+    );
+    let text = fs::read_to_string(&r).unwrap().replace(
+        "platform = \"linux/amd64\"",
+        "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+    );
+    fs::write(&r, &text).unwrap();
+    let cache = t.path().join("cache");
+    let cmd = || {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", &cache);
+        c
+    };
+    run_ok(cmd().arg("lock").arg(&r));
+    let whole = ocibuild::lock::Lock::load(&p.join("app.lock"))
+        .unwrap()
+        .unwrap();
+    let amd64 = whole.view("linux/amd64").to_toml();
+    let arm64 = whole.view("linux/arm64/v8").to_toml();
+    assert!(
+        amd64.contains("fastlib") && amd64.contains("click"),
+        "{amd64}"
+    );
+    assert!(
+        !arm64.contains("fastlib") && arm64.contains("click"),
+        "{arm64}"
+    );
+    let out = t.path().join("multi.oci");
+    run_ok(
+        cmd()
+            .args(["build", "--locked", "-q", "-o"])
+            .arg(&out)
+            .arg(&r),
+    );
+    let (_, index) = index_of(&out);
+    let arm64_manifest = manifest_for(&index, "arm64");
+
+    // The one-platform recipe of arm64 with its pylock, the arm64 section as its lock.
+    let solo = t.path().join("solo");
+    fs::create_dir_all(&solo).unwrap();
+    fs::rename(p.join("wheels"), solo.join("wheels")).unwrap();
+    fs::copy(p.join("pylock.arm64.toml"), solo.join("pylock.arm64.toml")).unwrap();
+    fs::write(solo.join("app.lock"), arm64).unwrap();
+    fs::write(
+        solo.join("app.toml"),
+        text.replace(
+            "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+            "platform = \"linux/arm64\"",
+        )
+        .replace(
+            "[python.locks]\n\"linux/amd64\" = \"pylock.amd64.toml\"\n\"linux/arm64\" = \"pylock.arm64.toml\"\n",
+            "lock = \"pylock.arm64.toml\"\n",
+        ),
+    )
+    .unwrap();
+    let o = run_ok(
+        cmd()
+            .args(["build", "--locked", "-q", "-o"])
+            .arg(t.path().join("solo.oci"))
+            .arg(solo.join("app.toml")),
+    );
+    assert!(
+        stdout(&o).trim().ends_with(&format!("@{arm64_manifest}")),
+        "{} vs {arm64_manifest}",
+        stdout(&o)
+    );
+
+    // A platform without its pylock, and `locks` beside `lock`: refused, saying so.
+    fs::write(
+        &r,
+        text.replace("\"linux/arm64\" = \"pylock.arm64.toml\"\n", ""),
+    )
+    .unwrap();
+    let o = run(cmd().arg("lock").arg(&r));
+    assert!(
+        stderr(&o).contains("[python.locks]: no pylock.toml for linux/arm64/v8"),
+        "{}",
+        stderr(&o)
+    );
+    fs::write(
+        &r,
+        text.replace(
+            "[python.locks]\n",
+            "lock = \"pylock.amd64.toml\"\n[python.locks]\n",
+        ),
+    )
+    .unwrap();
+    let o = run(cmd().arg("lock").arg(&r));
+    assert!(
+        stderr(&o).contains("`locks` excludes `lock`"),
+        "{}",
         stderr(&o)
     );
 }

@@ -286,8 +286,9 @@ fn docs_examples_parse() {
         .collect();
     assert_eq!(
         blocks.len(),
-        5,
-        "a complete and a minimal example, [accounts], several platforms, an archive each"
+        6,
+        "a complete and a minimal example, [accounts], several platforms, an archive each, \
+         a pylock each"
     );
     let d0 = fixture();
     let multi = parse_in(&d0, blocks[3]).unwrap();
@@ -307,6 +308,17 @@ fn docs_examples_parse() {
         crate::recipe::PythonSource::Archive(a) => assert!(a.url.contains("x86_64"), "{a:?}"),
         other => panic!("{other:?}"),
     }
+    // Each platform's pylock.toml, picked for it.
+    for f in ["pylock.amd64.toml", "pylock.arm64.toml"] {
+        fs::write(d0.path().join(f), "lock-version = \"1.0\"\n").unwrap();
+    }
+    let locks = parse_in(&d0, &format!("{}\n[python]\n{}", blocks[3], blocks[5])).unwrap();
+    let lock_of = |r: &Recipe| r.python.as_ref().unwrap().packages.clone().unwrap();
+    assert_eq!(lock_of(&locks).written(), "pylock.amd64.toml");
+    let arm = locks
+        .for_platform(&crate::image::Platform::parse("linux/arm64").unwrap())
+        .unwrap();
+    assert_eq!(lock_of(&arm).written(), "pylock.arm64.toml");
     let d = fixture();
     fs::create_dir(d.path().join("deploy")).unwrap();
     fs::write(d.path().join("deploy/app.conf"), "x\n").unwrap();
