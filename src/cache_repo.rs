@@ -334,6 +334,19 @@ fn layer_of(m: &Manifest, key: &Digest) -> Option<CachedLayer> {
     })
 }
 
+/// The one blob of a fact entry for `key`, if it is a well-formed one of a bounded size.
+fn fact_of<'a>(m: &'a Manifest, key: &Digest) -> Option<&'a Descriptor> {
+    if m.artifact_type.as_deref() != Some(FACT_ENTRY)
+        || m.annotations.get(annotations::KEY) != Some(&key.to_string())
+    {
+        return None;
+    }
+    match m.layers.as_slice() {
+        [l] if l.size <= MAX_FACT => Some(l),
+        _ => None,
+    }
+}
+
 impl Remote for RepoCache {
     fn layer(&self, key: &Digest) -> Option<CachedLayer> {
         let found = self.entry(&layer_tag(key)).and_then(|m| layer_of(&m, key));
@@ -443,17 +456,7 @@ impl Remote for RepoCache {
 
     fn meta(&self, key: &Digest) -> Option<Vec<u8>> {
         let m = self.entry(&fact_tag(key))?;
-        if m.artifact_type.as_deref() != Some(FACT_ENTRY)
-            || m.annotations.get(annotations::KEY) != Some(&key.to_string())
-        {
-            return None;
-        }
-        let [l] = m.layers.as_slice() else {
-            return None;
-        };
-        if l.size > MAX_FACT {
-            return None;
-        }
+        let l = fact_of(&m, key)?;
         let scratch = tempfile::Builder::new()
             .prefix("ocibuild-cache-fact-")
             .tempdir()
@@ -484,9 +487,10 @@ impl Remote for RepoCache {
             return done;
         }
         match self.entry(&tag) {
-            Some(_) => self.set_done(&tag, Offered::There),
+            Some(m) if fact_of(&m, key).is_some() => self.set_done(&tag, Offered::There),
             None if self.down.load(Ordering::Relaxed) => Offered::No,
-            None => self.put_meta(key, data),
+            // Missing, or not a fact entry (a miss for every reader): ours is recorded.
+            _ => self.put_meta(key, data),
         }
     }
 

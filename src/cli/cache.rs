@@ -22,7 +22,8 @@ pub enum CacheAction {
     /// fetched again when next needed). Exit 1 if any had changed.
     Verify,
     /// Remove what no build can use: temporary files left by killed builds, cache entries that
-    /// name a missing blob, seals without a blob. Refused while a build uses the store.
+    /// name a missing blob, seals without a blob; and forget what cache repositories were
+    /// seen to have (the next build asks them again). Refused while a build uses the store.
     Prune,
 }
 
@@ -63,12 +64,13 @@ pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
                 println!(
-                    "pruned {}: {} temporary entries ({} bytes), {} dangling cache entries, {} stray seals",
+                    "pruned {}: {} temporary entries ({} bytes), {} dangling cache entries, {} stray seals, {} cache repository marks",
                     root.display(),
                     report.temporary,
                     report.temporary_bytes,
                     report.dangling_entries,
-                    report.seals
+                    report.seals,
+                    report.shared_marks
                 );
             }
             Ok(ExitCode::SUCCESS)

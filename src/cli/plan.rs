@@ -19,7 +19,8 @@ it is (its blob left in the repository), the base's layers stay in the registry 
 facts are cached. A layer no cache has is built into the store (that is how its digest and size
 are known; the build that follows reuses it). Nothing is written to an output, nothing is
 pushed, nothing is written to the cache repository (the report says what the build will write
-there, and a push to that registry mounts it from there), the lock is read (--locked) and never
+there, and a push to that registry mounts it from there; one upload session is opened there and
+cancelled, to know the writes would be accepted), the lock is read (--locked) and never
 written. With --against, the registry is asked
 (HEAD requests) which blobs it has, which it can mount from the base's or the cache's
 repository, and which the push will upload: the bytes a push then uploads are those printed.

@@ -1,6 +1,7 @@
 //! Keeping a store sound: `cache verify` (every blob rehashed) and `cache prune` (what no build
 //! can use removed: temporary files left by killed builds, cache entries that name a blob no
-//! longer there, seals without a blob).
+//! longer there, seals without a blob; and what cache repositories were seen to have
+//! forgotten).
 
 use std::io;
 use std::path::Path;
@@ -42,6 +43,9 @@ pub struct PruneReport {
     /// Layer-cache entries naming a missing blob, and seals of missing blobs.
     pub dangling_entries: u64,
     pub seals: u64,
+    /// Marks of what cache repositories were seen to have (`remote/shared`), forgotten: the
+    /// next build with a cache repository asks it again (and records what it lacks).
+    pub shared_marks: u64,
 }
 
 fn blob_digests(store: &Store) -> Result<(Vec<Digest>, Vec<String>), StoreError> {
@@ -171,6 +175,13 @@ pub fn prune(root: &Path) -> Result<PruneReport, StoreError> {
                 report.seals += 1;
             }
         }
+    }
+    let shared = root.join("remote").join("shared");
+    if let Ok(repos) = fs::read_dir(&shared) {
+        for repo in repos {
+            report.shared_marks += fs::read_dir(repo?.path())?.count() as u64;
+        }
+        fs::remove_dir_all(&shared)?;
     }
     Ok(report)
 }

@@ -11,6 +11,8 @@
 //! meta/<key>.json        facts derived from inputs, cached by a hash of those inputs (what a
 //!                        wheel installs, how a set of wheels shares paths)
 //! seals/<hex>            what each blob's inode looked like when it was written (see [`seal`])
+//! remote/                with a cache repository: which entries came from one (`taken/`) and
+//!                        which a repository has (`shared/<repo>/`; see [`remote`])
 //! tmp/                   temporary files, renamed into place when complete
 //! ```
 //!
@@ -346,7 +348,7 @@ impl Store {
     /// remote's (its blob fetched and verified, or with a lazy remote left there).
     pub fn cached_layer(&self, key: &Digest) -> Result<Option<CachedLayer>, StoreError> {
         if let Some(l) = self.local_layer(key)? {
-            self.offer(remote::Kind::Layer, key, Some(&l), &[])?;
+            self.offer(remote::Kind::Layer, key, Some(&l), &[]);
             return Ok(Some(l));
         }
         let Some(remote) = &self.remote else {
@@ -357,8 +359,8 @@ impl Store {
         };
         let local = self.has_blob(&layer.digest) || (!remote.lazy() && remote.fetch(&layer, self));
         if local {
+            self.mark_taken(remote::Kind::Layer, key);
             self.write_layer_entry(key, &layer)?;
-            self.mark_taken(remote::Kind::Layer, key)?;
         }
         if local || remote.lazy() {
             self.note_remote_blob(&layer);
@@ -370,12 +372,12 @@ impl Store {
     /// Record the layer built for an input key (here, and in the remote).
     pub fn put_cached_layer(&self, key: &Digest, layer: &CachedLayer) -> Result<(), StoreError> {
         self.write_layer_entry(key, layer)?;
-        self.unmark_taken(remote::Kind::Layer, key)?;
+        self.unmark(remote::Kind::Layer, key);
         if let Some(r) = &self.remote {
             // Now in the remote too: a push to its registry mounts it from there instead of
             // uploading it again (a refused mount uploads it from here).
             let offered = r.put_layer(key, layer, self);
-            self.record_offer(remote::Kind::Layer, key, Some(layer), offered)?;
+            self.record_offer(remote::Kind::Layer, key, Some(layer), offered);
         }
         Ok(())
     }
@@ -421,7 +423,7 @@ impl Store {
         let path = self.root.join("meta").join(format!("{}.json", key.hex()));
         match fs::read(&path) {
             Ok(d) => {
-                self.offer(remote::Kind::Fact, key, None, &d)?;
+                self.offer(remote::Kind::Fact, key, None, &d);
                 return Ok(Some(d));
             }
             Err(e) if e.kind() == io::ErrorKind::NotFound => {}
@@ -430,8 +432,8 @@ impl Store {
         let Some(data) = self.remote.as_ref().and_then(|r| r.meta(key)) else {
             return Ok(None);
         };
+        self.mark_taken(remote::Kind::Fact, key);
         self.write_meta(key, &data)?;
-        self.mark_taken(remote::Kind::Fact, key)?;
         Ok(Some(data))
     }
 
@@ -439,10 +441,10 @@ impl Store {
     /// remote).
     pub fn put_meta(&self, key: &Digest, data: &[u8]) -> Result<(), StoreError> {
         self.write_meta(key, data)?;
-        self.unmark_taken(remote::Kind::Fact, key)?;
+        self.unmark(remote::Kind::Fact, key);
         if let Some(r) = &self.remote {
             let offered = r.put_meta(key, data);
-            self.record_offer(remote::Kind::Fact, key, None, offered)?;
+            self.record_offer(remote::Kind::Fact, key, None, offered);
         }
         Ok(())
     }

@@ -7,12 +7,11 @@
 //! by the implementation), never a failed build. What a remote says is trusted as far as the
 //! registry it lives in is: `verify` rebuilds without it and catches an entry that lies.
 
-use std::io;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use fs_err as fs;
 
-use super::{CachedLayer, Store, StoreError};
+use super::{CachedLayer, Store};
 use crate::digest::Digest;
 
 /// What a remote did with an entry it was given or offered.
@@ -76,7 +75,10 @@ impl Kind {
 /// What the store remembers about its remote, in marks (empty files) under `remote/`:
 /// `taken/KIND-KEY`, the local entry came from a remote (never offered back: a bad entry
 /// deleted from the repository must not return from each machine that took it); and
-/// `shared/REPO-ID/KIND-KEY`, that remote has the entry (not asked again).
+/// `shared/REPO-ID/KIND-KEY`, that repository has the entry (not asked again; a push to its
+/// registry mounts the layer from there). Marks are hints: writing or removing one never fails
+/// a build (a mark left out costs a question to the registry, a stale one a mount that falls
+/// back to an upload), and `cache prune` forgets the `shared` ones.
 impl Store {
     fn taken_mark(&self, kind: Kind, key: &Digest) -> PathBuf {
         self.root.join("remote/taken").join(kind.name(key))
@@ -93,23 +95,33 @@ impl Store {
         )
     }
 
-    fn mark(&self, path: &std::path::Path) -> Result<(), StoreError> {
+    fn mark(&self, path: &Path) {
         if let Some(dir) = path.parent() {
-            fs::create_dir_all(dir)?;
+            let _ = fs::create_dir_all(dir);
         }
-        self.write_small(path, b"")
+        let _ = self.write_small(path, b"");
     }
 
-    /// The local entry for `key` came from the remote.
-    pub(super) fn mark_taken(&self, kind: Kind, key: &Digest) -> Result<(), StoreError> {
-        self.mark(&self.taken_mark(kind, key))
+    /// The local entry for `key` about to be written comes from the remote (marked first: an
+    /// entry is never left unmarked), which has it.
+    pub(super) fn mark_taken(&self, kind: Kind, key: &Digest) {
+        self.mark(&self.taken_mark(kind, key));
+        if let Some(r) = &self.remote {
+            if let Some(p) = self.shared_mark(r.as_ref(), kind, key) {
+                self.mark(&p);
+            }
+        }
     }
 
-    /// The entry for `key` was built here (again): no longer one taken from the remote.
-    pub(super) fn unmark_taken(&self, kind: Kind, key: &Digest) -> Result<(), StoreError> {
-        match fs::remove_file(self.taken_mark(kind, key)) {
-            Err(e) if e.kind() != io::ErrorKind::NotFound => Err(e.into()),
-            _ => Ok(()),
+    /// The entry for `key` was built here (again): not one taken from a remote, and what any
+    /// repository has for it is asked again.
+    pub(super) fn unmark(&self, kind: Kind, key: &Digest) {
+        let _ = fs::remove_file(self.taken_mark(kind, key));
+        let shared = self.root.join("remote/shared");
+        if let Ok(repos) = fs::read_dir(&shared) {
+            for repo in repos.flatten() {
+                let _ = fs::remove_file(repo.path().join(kind.name(key)));
+            }
         }
     }
 
@@ -121,49 +133,45 @@ impl Store {
         key: &Digest,
         layer: Option<&CachedLayer>,
         offered: Offered,
-    ) -> Result<(), StoreError> {
+    ) {
         let Some(remote) = &self.remote else {
-            return Ok(());
+            return;
         };
         if offered == Offered::No {
-            return Ok(());
+            return;
         }
         if let Some(l) = layer {
             self.note_remote_blob(l);
         }
-        match self.shared_mark(remote.as_ref(), kind, key) {
-            Some(p) if offered == Offered::There => self.mark(&p),
-            _ => Ok(()),
+        if offered == Offered::There {
+            if let Some(p) = self.shared_mark(remote.as_ref(), kind, key) {
+                self.mark(&p);
+            }
         }
     }
 
-    /// A local hit, offered to the remote unless it came from one or the remote has it.
-    pub(super) fn offer(
-        &self,
-        kind: Kind,
-        key: &Digest,
-        layer: Option<&CachedLayer>,
-        fact: &[u8],
-    ) -> Result<(), StoreError> {
+    /// A local hit: noted as in the remote when that repository has it, else offered to it
+    /// unless it came from a remote.
+    pub(super) fn offer(&self, kind: Kind, key: &Digest, layer: Option<&CachedLayer>, fact: &[u8]) {
         let Some(remote) = &self.remote else {
-            return Ok(());
+            return;
         };
-        if self.taken_mark(kind, key).exists() {
-            return Ok(());
-        }
         if let Some(p) = self.shared_mark(remote.as_ref(), kind, key) {
             if p.exists() {
                 if let Some(l) = layer {
                     self.note_remote_blob(l);
                 }
-                return Ok(());
+                return;
             }
+        }
+        if self.taken_mark(kind, key).exists() {
+            return;
         }
         let offered = match layer {
             Some(l) => remote.share(key, l, self),
             None => remote.share_meta(key, fact),
         };
-        self.record_offer(kind, key, layer, offered)
+        self.record_offer(kind, key, layer, offered);
     }
 }
 
@@ -275,8 +283,11 @@ mod tests {
         // Taken (fetched: not lazy), then a local hit in the next build: not offered.
         assert_eq!(build().cached_layer(&key).unwrap(), Some(theirs.clone()));
         assert_eq!(*fake.fetches.lock().unwrap(), 1);
-        assert_eq!(build().cached_layer(&key).unwrap(), Some(theirs.clone()));
+        let next = build();
+        assert_eq!(next.cached_layer(&key).unwrap(), Some(theirs.clone()));
         assert!(fake.shared.lock().unwrap().is_empty());
+        // (the remote has it: a push to its registry mounts it)
+        assert!(next.is_remote_blob(&theirs.digest));
         // Built here: offered on its first local hit, and the remote's answer remembered.
         let ours_bytes = b"our layer".to_vec();
         let ours = layer_of(&ours_bytes);
