@@ -528,4 +528,44 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
             assert_eq!(l["status"], "cached in the repo", "{name}: {plan:#}");
         }
     }
+
+    // The layer entries deleted from the repository: store-a's marks say it has them, so
+    // they are not recorded again until `cache prune` forgets the marks.
+    for tag in tags(&reg, "team/cache2") {
+        if tag.starts_with("ocibuild-layer-") {
+            run_ok(
+                Command::new("skopeo")
+                    .args(["delete", "--tls-verify=false", "--creds"])
+                    .arg(format!("{USER}:{PASS}"))
+                    .arg(format!("docker://{shared}:{tag}")),
+            );
+        }
+    }
+    let rejoined = |out: &str| {
+        let o = run_ok(
+            machine("store-a")
+                .args(["build", "--locked", "--json", "--cache-repo", &shared, "-o"])
+                .arg(t.path().join(out))
+                .arg(&r),
+        );
+        serde_json::from_slice::<Value>(&o.stdout).unwrap()
+    };
+    let stale = rejoined("j3.oci");
+    assert_eq!(
+        stale["cacheRepo"]["layersWritten"], 0,
+        "{:#}",
+        stale["cacheRepo"]
+    );
+    let o = run_ok(machine("store-a").args(["cache", "prune", "--json"]));
+    let pruned: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(
+        pruned["sharedMarks"].as_u64().unwrap() >= ours,
+        "{pruned:#}"
+    );
+    let again = rejoined("j4.oci");
+    assert_eq!(
+        again["cacheRepo"]["layersWritten"], ours,
+        "{:#}",
+        again["cacheRepo"]
+    );
 }
