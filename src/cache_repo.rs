@@ -427,6 +427,18 @@ impl Remote for RepoCache {
         }
     }
 
+    fn has_layer(&self, key: &Digest, digest: &Digest) -> bool {
+        let tag = layer_tag(key);
+        if let Some(done) = self.done(&tag) {
+            return done == Offered::There;
+        }
+        let there = self
+            .entry(&tag)
+            .and_then(|m| layer_of(&m, key))
+            .is_some_and(|l| l.digest == *digest);
+        there && self.set_done(&tag, Offered::There) == Offered::There
+    }
+
     fn share(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> Offered {
         let tag = layer_tag(key);
         if self.readonly || self.write_down.load(Ordering::Relaxed) {

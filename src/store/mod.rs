@@ -358,8 +358,8 @@ impl Store {
             return Ok(None);
         };
         let local = self.has_blob(&layer.digest) || (!remote.lazy() && remote.fetch(&layer, self));
-        if local {
-            self.mark_taken(remote::Kind::Layer, key);
+        // (no local entry without its taken mark: it is used in this build only)
+        if local && self.mark_taken(remote::Kind::Layer, key) {
             self.write_layer_entry(key, &layer)?;
         }
         if local || remote.lazy() {
@@ -432,8 +432,9 @@ impl Store {
         let Some(data) = self.remote.as_ref().and_then(|r| r.meta(key)) else {
             return Ok(None);
         };
-        self.mark_taken(remote::Kind::Fact, key);
-        self.write_meta(key, &data)?;
+        if self.mark_taken(remote::Kind::Fact, key) {
+            self.write_meta(key, &data)?;
+        }
         Ok(Some(data))
     }
 

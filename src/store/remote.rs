@@ -35,6 +35,9 @@ pub trait Remote: Send + Sync {
     fn lazy(&self) -> bool;
     /// Records `layer` (its blob read from `store`) under `key`.
     fn put_layer(&self, key: &Digest, layer: &CachedLayer, store: &Store) -> Offered;
+    /// Whether the remote's entry for `key` names the layer `digest` (asked, nothing written:
+    /// for a layer this machine took from it, whose blob a push may mount from there).
+    fn has_layer(&self, key: &Digest, digest: &Digest) -> bool;
     /// Records `layer`, built by this machine earlier, under `key` unless the remote has an
     /// entry for it already (a machine with a warm store joining a cache). A read-only remote
     /// neither looks nor writes.
@@ -95,22 +98,26 @@ impl Store {
         )
     }
 
-    fn mark(&self, path: &Path) {
+    fn mark(&self, path: &Path) -> bool {
         if let Some(dir) = path.parent() {
             let _ = fs::create_dir_all(dir);
         }
-        let _ = self.write_small(path, b"");
+        self.write_small(path, b"").is_ok()
     }
 
-    /// The local entry for `key` about to be written comes from the remote (marked first: an
-    /// entry is never left unmarked), which has it.
-    pub(super) fn mark_taken(&self, kind: Kind, key: &Digest) {
-        self.mark(&self.taken_mark(kind, key));
+    /// The local entry for `key` about to be written comes from the remote, which has it;
+    /// whether the taken mark was written (marked first: without it, the caller writes no
+    /// local entry, which would be offered back).
+    pub(super) fn mark_taken(&self, kind: Kind, key: &Digest) -> bool {
+        if !self.mark(&self.taken_mark(kind, key)) {
+            return false;
+        }
         if let Some(r) = &self.remote {
             if let Some(p) = self.shared_mark(r.as_ref(), kind, key) {
                 self.mark(&p);
             }
         }
+        true
     }
 
     /// The entry for `key` was built here (again): not one taken from a remote, and what any
@@ -165,6 +172,13 @@ impl Store {
             }
         }
         if self.taken_mark(kind, key).exists() {
+            // Never offered back; but where the repository still has the layer (its shared
+            // mark forgotten by `cache prune`), a push mounts it from there.
+            if let Some(l) = layer {
+                if remote.has_layer(key, &l.digest) {
+                    self.record_offer(kind, key, layer, Offered::There);
+                }
+            }
             return;
         }
         let offered = match layer {
@@ -230,6 +244,9 @@ mod tests {
         fn put_layer(&self, _: &Digest, _: &CachedLayer, _: &Store) -> Offered {
             Offered::No
         }
+        fn has_layer(&self, key: &Digest, digest: &Digest) -> bool {
+            *key == self.key && *digest == self.layer.digest
+        }
         fn share(&self, key: &Digest, _: &CachedLayer, _: &Store) -> Offered {
             self.shared.lock().unwrap().push(*key);
             Offered::There
@@ -286,8 +303,16 @@ mod tests {
         let next = build();
         assert_eq!(next.cached_layer(&key).unwrap(), Some(theirs.clone()));
         assert!(fake.shared.lock().unwrap().is_empty());
-        // (the remote has it: a push to its registry mounts it)
+        // (the remote has it: a push to its registry mounts it), also once `cache prune`
+        // forgot that, asked again and still never offered
         assert!(next.is_remote_blob(&theirs.digest));
+        drop(next);
+        let report = crate::store::prune(dir.path()).unwrap();
+        assert_eq!(report.shared_marks, 1);
+        let pruned = build();
+        assert_eq!(pruned.cached_layer(&key).unwrap(), Some(theirs.clone()));
+        assert!(pruned.is_remote_blob(&theirs.digest));
+        assert!(fake.shared.lock().unwrap().is_empty());
         // Built here: offered on its first local hit, and the remote's answer remembered.
         let ours_bytes = b"our layer".to_vec();
         let ours = layer_of(&ours_bytes);
