@@ -541,16 +541,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
             );
         }
     }
-    let rejoined = |out: &str| {
-        let o = run_ok(
-            machine("store-a")
-                .args(["build", "--locked", "--json", "--cache-repo", &shared, "-o"])
-                .arg(t.path().join(out))
-                .arg(&r),
-        );
-        serde_json::from_slice::<Value>(&o.stdout).unwrap()
-    };
-    let stale = rejoined("j3.oci");
+    let stale = joined("j3.oci");
     assert_eq!(
         stale["cacheRepo"]["layersWritten"], 0,
         "{:#}",
@@ -562,7 +553,7 @@ fn a_second_machine_downloads_nothing_the_cache_has() {
         pruned["sharedMarks"].as_u64().unwrap() >= ours,
         "{pruned:#}"
     );
-    let again = rejoined("j4.oci");
+    let again = joined("j4.oci");
     assert_eq!(
         again["cacheRepo"]["layersWritten"], ours,
         "{:#}",

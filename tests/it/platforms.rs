@@ -72,6 +72,18 @@ pub(crate) fn hello_debs() -> Vec<aptfix::Deb> {
     ]
 }
 
+/// The test archive's python3 universe for amd64, and the same packages for arm64.
+fn python_universe_both() -> Vec<aptfix::Deb> {
+    let mut debs = aptfix::python_universe();
+    let arm: Vec<_> = debs
+        .iter()
+        .filter(|d| d.arch == "amd64")
+        .map(|d| d.clone().arch("arm64"))
+        .collect();
+    debs.extend(arm);
+    debs
+}
+
 #[test]
 fn two_platforms_from_one_recipe_and_one_lock() {
     let mut debs = hello_debs();
@@ -368,14 +380,7 @@ fn two_platforms_from_one_recipe_and_one_lock() {
 /// package and the platform.
 #[test]
 fn a_wheel_missing_for_one_platform_is_named_with_it() {
-    let mut debs = aptfix::python_universe();
-    let arm: Vec<_> = debs
-        .iter()
-        .filter(|d| d.arch == "amd64")
-        .map(|d| d.clone().arch("arm64"))
-        .collect();
-    debs.extend(arm);
-    let f = fixture(&debs, false);
+    let f = fixture(&python_universe_both(), false);
     let t = tempdir();
     let hex = "0".repeat(64);
     fs::write(
@@ -459,14 +464,7 @@ fn a_test_stage_with_no_host_platform_is_refused() {
 /// is the one a one-platform recipe with `lock = "pylock.arm64.toml"` gives.
 #[test]
 fn a_pylock_per_platform() {
-    let mut debs = aptfix::python_universe();
-    let arm: Vec<_> = debs
-        .iter()
-        .filter(|d| d.arch == "amd64")
-        .map(|d| d.clone().arch("arm64"))
-        .collect();
-    debs.extend(arm);
-    let f = fixture(&debs, false);
+    let f = fixture(&python_universe_both(), false);
     let t = tempdir();
     let p = t.path().join("p");
     fs::create_dir_all(&p).unwrap();

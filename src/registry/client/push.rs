@@ -232,21 +232,14 @@ impl Client {
     /// the writes it counts would be made.
     pub fn check_push(&self, target: &Reference) -> Result<(), RegistryError> {
         let ep = self.endpoint(target.registry(), target.repository())?;
-        let action = "open an upload session (may these credentials push?)".to_string();
         let scopes = Scopes::repository(&ep.repository, &["pull", "push"]);
-        let req = Request::new(
-            Method::POST,
-            ep.url("blobs/uploads/"),
-            action.clone(),
-            scopes.clone(),
-        )
-        .header("Content-Length", "0");
-        let resp = self.send(&ep, &req, &Silent)?;
-        if resp.status() != StatusCode::ACCEPTED {
-            return Err(self.status_error(&ep, &action, resp));
-        }
+        let loc = self.open_upload(
+            &ep,
+            "open an upload session (may these credentials push?)",
+            &scopes,
+            &Silent,
+        )?;
         // Cancelled; a registry that keeps it lets it expire.
-        let loc = self.location(&ep, &action, &resp)?;
         let cancel = Request::new(Method::DELETE, loc, "cancel the upload", scopes);
         let _ = self.send(&ep, &cancel, &Silent);
         Ok(())
@@ -259,19 +252,34 @@ impl Client {
         scopes: &Scopes,
         progress: &dyn Reporter,
     ) -> Result<Url, RegistryError> {
-        let action = format!("start upload of blob {digest}");
+        self.open_upload(
+            ep,
+            &format!("start upload of blob {digest}"),
+            scopes,
+            progress,
+        )
+    }
+
+    /// Opens an upload session (POST `blobs/uploads/`): its location.
+    fn open_upload(
+        &self,
+        ep: &Endpoint,
+        action: &str,
+        scopes: &Scopes,
+        progress: &dyn Reporter,
+    ) -> Result<Url, RegistryError> {
         let req = Request::new(
             Method::POST,
             ep.url("blobs/uploads/"),
-            action.clone(),
+            action.to_string(),
             scopes.clone(),
         )
         .header("Content-Length", "0");
         let resp = self.send(ep, &req, progress)?;
         if resp.status() != StatusCode::ACCEPTED {
-            return Err(self.status_error(ep, &action, resp));
+            return Err(self.status_error(ep, action, resp));
         }
-        self.location(ep, &action, &resp)
+        self.location(ep, action, &resp)
     }
 
     fn check_pushed_digest(
