@@ -3,6 +3,8 @@
 //! Modules, foundations first; a module uses only those above it:
 //! - [`defaults`]: default index, archive and registry locations.
 //! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
+//! - [`bounded`]: small input files read as regular files with a bound; long values clipped in
+//!   messages.
 //! - [`progress`]: the one trait progress events go through.
 //! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
 //! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
@@ -34,6 +36,7 @@
 
 pub mod apt;
 pub mod audit;
+pub mod bounded;
 pub mod base;
 pub mod build;
 pub mod cache_repo;
