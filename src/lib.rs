@@ -36,8 +36,8 @@
 
 pub mod apt;
 pub mod audit;
-pub mod bounded;
 pub mod base;
+pub mod bounded;
 pub mod build;
 pub mod cache_repo;
 pub mod cli;
