@@ -310,6 +310,7 @@ fn build_layer(
 
     reporter.layer_started(&l.name, total);
     let mut w = store.prehashed_blob_writer()?;
+    let mut reader = layer::HostReader::new(std::slice::from_ref(&l.spec));
     let stats = layer::write_layer_with(
         &entries,
         &LayerOptions {
@@ -319,7 +320,9 @@ fn build_layer(
         },
         &mut w,
         &|n| reporter.layer_progress(&l.name, n),
-        &mut |i, e, sink| checked_host_content(e, digests.get(i).copied().flatten(), sink),
+        &mut |i, e, sink| {
+            checked_host_content(&mut reader, e, digests.get(i).copied().flatten(), sink)
+        },
     )
     .map_err(lerr)?;
     // Only now is the layer known to be of the bytes its key names: stored and cached.
@@ -423,12 +426,21 @@ fn content_key(
                     scope.spawn(|| {
                         let mut out = Vec::new();
                         let mut buf = vec![0u8; 256 * 1024];
+                        // Each worker's own directory handles; its files come in entry order.
+                        let mut reader = layer::HostReader::new(std::slice::from_ref(&l.spec));
                         loop {
                             let i = next.fetch_add(1, Ordering::Relaxed) as usize;
                             let Some(&(idx, path, size)) = files.get(i) else {
                                 break;
                             };
-                            let d = hash_file(path, size, &mut buf).map_err(|source| {
+                            let file =
+                                open_scanned(&mut reader, &entries[idx]).map_err(|source| {
+                                    BuildError::Layer {
+                                        layer: l.name.clone(),
+                                        source,
+                                    }
+                                })?;
+                            let d = hash_file(file, size, &mut buf).map_err(|source| {
                                 BuildError::Read {
                                     layer: l.name.clone(),
                                     path: path.clone(),
@@ -505,10 +517,28 @@ impl<R: Read> Read for Blake3Reader<R> {
     }
 }
 
+/// A scanned file opened through `reader`: the inode the scan listed, reached without following
+/// a symlink below the layer's source, or [`LayerError::Replaced`].
+fn open_scanned(reader: &mut layer::HostReader<'_>, e: &Entry) -> Result<fs::File, LayerError> {
+    let path = match &e.kind {
+        EntryKind::File { src, .. } => src.clone(),
+        _ => PathBuf::new(),
+    };
+    match reader.open(e)? {
+        Some(file) => Ok(fs::File::from_parts(file, path)),
+        None => Err(LayerError::Contract {
+            entry: e.path.clone(),
+            reason: "only a regular file has content to read",
+        }),
+    }
+}
+
 /// The content of a host file for the layer writer, hashed as it streams and compared with
 /// `expected` (what the cache key was computed from): a file rewritten between the two reads
-/// fails the layer, so a layer is never cached under a key of other bytes than its own.
+/// fails the layer, so a layer is never cached under a key of other bytes than its own. The
+/// file is opened through `reader` (the inode the scan listed).
 fn checked_host_content(
+    reader: &mut layer::HostReader<'_>,
     e: &Entry,
     expected: Option<blake3::Hash>,
     sink: &mut layer::ContentSink<'_>,
@@ -516,10 +546,7 @@ fn checked_host_content(
     let EntryKind::File { src, .. } = &e.kind else {
         return Ok(());
     };
-    let file = fs::File::open(src).map_err(|source| LayerError::Io {
-        path: src.clone(),
-        source,
-    })?;
+    let file = open_scanned(reader, e)?;
     let mut r = Blake3Reader {
         inner: file,
         hasher: blake3::Hasher::new(),
@@ -532,8 +559,7 @@ fn checked_host_content(
 }
 
 /// A file's BLAKE3 digest for the content key (a cache key only: it never reaches an image).
-fn hash_file(path: &PathBuf, size: u64, buf: &mut [u8]) -> io::Result<blake3::Hash> {
-    let mut f = fs::File::open(path)?;
+fn hash_file(mut f: fs::File, size: u64, buf: &mut [u8]) -> io::Result<blake3::Hash> {
     let mut h = blake3::Hasher::new();
     let mut n: u64 = 0;
     loop {

@@ -5,6 +5,7 @@
 //! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
 //! - [`bounded`]: small input files read as regular files with a bound; long values clipped in
 //!   messages.
+//! - [`fsat`]: trees read through directory handles, never through a symlink below the root.
 //! - [`progress`]: the one trait progress events go through.
 //! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
 //! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
@@ -43,6 +44,7 @@ pub mod cache_repo;
 pub mod cli;
 pub mod defaults;
 pub mod digest;
+pub mod fsat;
 pub mod http;
 pub mod image;
 pub mod json;

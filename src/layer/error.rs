@@ -20,6 +20,8 @@ pub enum LayerError {
     },
     #[error("{} changed while it was read: its bytes differ from those its cache key was computed from; nothing was cached (build again once it no longer changes)", path.display())]
     ContentChanged { path: PathBuf },
+    #[error("{} was replaced while the layer was built (it, or a directory above it, is no longer what the scan listed: swapped, e.g. for a symlink); nothing was read through it and nothing was cached: build again once the source tree is left alone", crate::bounded::clip_path(path))]
+    Replaced { path: PathBuf },
     #[error("{}: {kind} cannot be put in a layer (only regular files, directories and symlinks)", path.display())]
     Unsupported { path: PathBuf, kind: &'static str },
     #[error("{}: file name is not valid UTF-8, which a layer cannot represent deterministically", path.display())]

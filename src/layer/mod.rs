@@ -28,6 +28,7 @@
 mod compress;
 mod entry;
 mod error;
+mod host;
 pub mod ignore;
 mod key;
 mod pipe;
@@ -40,12 +41,13 @@ use std::io::{self, Read};
 
 pub use self::entry::{CopySpec, Entry, EntryKind, ModePolicy, StatKey};
 pub use self::error::LayerError;
+pub use self::host::HostReader;
 pub use self::key::cache_key;
 pub use self::tar::TarWriter;
 pub use self::walk::scan;
 pub use self::write::{
-    host_file_error, write_layer, write_layer_with, Content, ContentSink, LayerOptions, LayerStats,
-    SPLICE_MIN,
+    host_content, host_file_error, write_layer, write_layer_with, Content, ContentSink,
+    LayerOptions, LayerStats, SPLICE_MIN,
 };
 
 /// The latest epoch an image can carry: 9999-12-31T23:59:59Z. The config's `created` is an

@@ -2,12 +2,15 @@
 
 use std::collections::btree_map::{BTreeMap, Entry as MapEntry};
 use std::collections::{HashMap, HashSet};
+use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
+
+use rustix::fs::FileType;
 
 use super::ignore::{IgnoreMatcher, IgnoreState};
 use super::{CopySpec, Entry, EntryKind, LayerError, ModePolicy, StatKey};
+use crate::fsat::{self, Dir, Meta};
 
 /// Walk the sources (metadata only, no content read except an open() check that each regular
 /// file is readable) and return the layer's entries in contract order:
@@ -22,6 +25,11 @@ use super::{CopySpec, Entry, EntryKind, LayerError, ModePolicy, StatKey};
 ///   it; it is then emitted (with its own metadata) only if something beneath it is included;
 /// - the same path from two specs: identical directories merge, a synthesized ancestor yields to
 ///   a real directory, anything else is a [`LayerError::Conflict`] naming both sources.
+///
+/// Every name beneath a directory source is listed, `lstat`ed and opened through its directory's
+/// handle ([`crate::fsat`]), never through a symlink: a directory swapped for a symlink during
+/// the walk is [`LayerError::Replaced`]. Regular files are read later through a
+/// [`super::HostReader`], which checks that each is the inode listed here.
 ///
 /// Sockets, FIFOs and device nodes are [`LayerError::Unsupported`] (unless ignored); non-UTF-8
 /// names are [`LayerError::NonUtf8`] (unless ignored: patterns match names as bytes).
@@ -106,6 +114,23 @@ fn io_err(path: &Path) -> impl FnOnce(std::io::Error) -> LayerError + '_ {
     }
 }
 
+/// An error opening a name below a source: a name that became a symlink (or a directory that
+/// became something else) since it was listed is [`LayerError::Replaced`], never followed.
+fn open_err(path: &Path) -> impl FnOnce(std::io::Error) -> LayerError + '_ {
+    move |source| {
+        if fsat::is_replaced(&source) {
+            LayerError::Replaced {
+                path: path.to_path_buf(),
+            }
+        } else {
+            LayerError::Io {
+                path: path.to_path_buf(),
+                source,
+            }
+        }
+    }
+}
+
 /// The destination as components; a file destination ending in "/" gets the source's name.
 fn dest_components(spec: &CopySpec, is_file: bool) -> Result<Vec<String>, LayerError> {
     let bad = |reason| LayerError::InvalidDest {
@@ -140,21 +165,21 @@ fn dest_components(spec: &CopySpec, is_file: bool) -> Result<Vec<String>, LayerE
     Ok(comps)
 }
 
-fn stat_key(m: &std::fs::Metadata) -> StatKey {
+fn stat_key(m: &Meta) -> StatKey {
     StatKey {
-        dev: m.dev(),
-        ino: m.ino(),
-        size: m.size(),
-        mtime_ns: i128::from(m.mtime()) * 1_000_000_000 + i128::from(m.mtime_nsec()),
-        ctime_ns: i128::from(m.ctime()) * 1_000_000_000 + i128::from(m.ctime_nsec()),
-        mode: m.mode(),
+        dev: m.dev,
+        ino: m.ino,
+        size: m.size,
+        mtime_ns: m.mtime_ns,
+        ctime_ns: m.ctime_ns,
+        mode: m.mode,
     }
 }
 
 fn scan_spec(spec: &CopySpec, acc: &mut Acc) -> Result<(), LayerError> {
     // Follows a top-level symlink, like docker COPY.
-    let meta = fs_err::metadata(&spec.src).map_err(io_err(&spec.src))?;
-    let is_file = meta.file_type().is_file();
+    let meta = Meta::from(&fs_err::metadata(&spec.src).map_err(io_err(&spec.src))?);
+    let is_file = meta.is_file();
     let comps = dest_components(spec, is_file)?;
     // Ancestors of the destination are synthesized; the destination itself is the source.
     let mut path = String::new();
@@ -179,13 +204,13 @@ fn scan_spec(spec: &CopySpec, acc: &mut Acc) -> Result<(), LayerError> {
     path.push_str(last);
     if meta.is_dir() {
         path.push('/');
-        acc.insert(make_entry(spec, &spec.src, &path, &meta)?, origin, 1)?;
+        acc.insert(make_entry(spec, &spec.src, &path, &meta, None)?, origin, 1)?;
         walk_source(spec, acc, &path)
     } else {
         acc.insert(
-            make_entry(spec, &spec.src, &path, &meta)?,
+            make_entry(spec, &spec.src, &path, &meta, None)?,
             origin,
-            meta.nlink(),
+            meta.nlink,
         )
     }
 }
@@ -198,8 +223,11 @@ fn walk_source(spec: &CopySpec, acc: &mut Acc, tar: &str) -> Result<(), LayerErr
         reason: e.reason,
     })?;
     let root = ignore.root();
+    // The source itself may be a symlink (followed, like docker COPY); nothing beneath it is
+    // ever followed: every name is opened relative to its directory's handle.
+    let dir = Dir::open_root(&spec.src, true).map_err(open_err(&spec.src))?;
     let mut w = Walker { spec, ignore, acc };
-    w.walk_dir(&spec.src, &root, Some(tar))?;
+    w.walk_dir(&dir, &spec.src, &root, Some(tar))?;
     Ok(())
 }
 
@@ -210,30 +238,28 @@ struct Walker<'a> {
 }
 
 impl Walker<'_> {
-    /// Walks the children of `host`, whose ignore state is `state` (matching is carried from a
+    /// Walks the children of `dir` (the handle of `host`), whose ignore state is `state` (matching is carried from a
     /// directory to its children, so no path is matched twice). `tar` is the tar path, with a
     /// trailing "/" or empty at the root; `None` beneath a name that is not UTF-8, where only
     /// excluded entries may be (an included one has no tar path: [`LayerError::NonUtf8`]).
     /// Returns how many entries were added beneath.
     fn walk_dir(
         &mut self,
+        dir: &Dir,
         host: &Path,
         state: &IgnoreState,
         tar: Option<&str>,
     ) -> Result<usize, LayerError> {
-        let mut children = Vec::new();
-        for item in fs_err::read_dir(host).map_err(io_err(host))? {
-            let item = item.map_err(io_err(host))?;
-            children.push((item.file_name(), item.path()));
-        }
+        let mut children = dir.names().map_err(io_err(host))?;
         // Order does not matter for the result (entries are sorted at the end); sorting (by
         // name bytes) keeps error reporting deterministic too.
         children.sort();
         let mut added = 0;
-        for (name, host_child) in children {
+        for name in children {
+            let host_child = host.join(&name);
             let child_state = self.ignore.child(state, name.as_bytes());
             let excluded = self.ignore.excluded_at(&child_state);
-            let meta = fs_err::symlink_metadata(&host_child).map_err(io_err(&host_child))?;
+            let meta = dir.stat(&name).map_err(io_err(&host_child))?;
             // The tar path, when the name (and every name above it) is UTF-8.
             let tar_child = tar.zip(name.to_str()).map(|(t, n)| format!("{t}{n}"));
             let non_utf8 = || LayerError::NonUtf8 {
@@ -247,17 +273,23 @@ impl Walker<'_> {
                     return Err(non_utf8());
                 }
                 let tar_child = tar_child.map(|t| t + "/");
-                let beneath = self.walk_dir(&host_child, &child_state, tar_child.as_deref())?;
+                // A directory swapped for a symlink since the `lstat` is refused here, not
+                // followed.
+                let sub = dir.open_dir(&name).map_err(open_err(&host_child))?;
+                let beneath =
+                    self.walk_dir(&sub, &host_child, &child_state, tar_child.as_deref())?;
+                drop(sub);
                 if !excluded || beneath > 0 {
                     let tar_child = tar_child.ok_or_else(non_utf8)?;
-                    let e = make_entry(self.spec, &host_child, &tar_child, &meta)?;
+                    let e = make_entry(self.spec, &host_child, &tar_child, &meta, None)?;
                     self.acc.insert(e, Origin::Host(host_child), 1)?;
                     added += beneath + 1;
                 }
             } else if !excluded {
                 let tar_child = tar_child.ok_or_else(non_utf8)?;
-                let e = make_entry(self.spec, &host_child, &tar_child, &meta)?;
-                self.acc.insert(e, Origin::Host(host_child), meta.nlink())?;
+                let at = Some((dir, name.as_os_str()));
+                let e = make_entry(self.spec, &host_child, &tar_child, &meta, at)?;
+                self.acc.insert(e, Origin::Host(host_child), meta.nlink)?;
                 added += 1;
             }
         }
@@ -266,54 +298,66 @@ impl Walker<'_> {
 }
 
 /// One entry from host metadata (`lstat` beneath a source, `stat` for the source itself).
+/// `at`: the directory handle and name of an entry beneath a source, through which its open
+/// check and its link target go (the source itself is opened by its path).
 fn make_entry(
     spec: &CopySpec,
     host: &Path,
     tar: &str,
-    meta: &std::fs::Metadata,
+    meta: &Meta,
+    at: Option<(&Dir, &OsStr)>,
 ) -> Result<Entry, LayerError> {
-    let ft = meta.file_type();
-    let host_mode = meta.mode() & 0o7777;
-    let (kind, normalized) = if ft.is_dir() {
-        (EntryKind::Dir, 0o755)
-    } else if ft.is_file() {
-        // The open() check: fail at scan time, not halfway through writing the layer.
-        drop(fs_err::File::open(host).map_err(io_err(host))?);
-        let exec = if host_mode & 0o111 != 0 { 0o755 } else { 0o644 };
-        (
-            EntryKind::File {
-                src: host.to_path_buf(),
-                size: meta.len(),
-            },
-            exec,
-        )
-    } else if ft.is_symlink() {
-        let target = fs_err::read_link(host).map_err(io_err(host))?;
-        let target = target.to_str().ok_or_else(|| LayerError::NonUtf8 {
-            path: host.to_path_buf(),
-        })?;
-        (
-            EntryKind::Symlink {
-                target: target.to_string(),
-            },
-            0o777,
-        )
-    } else {
-        let kind = if ft.is_socket() {
-            "a socket"
-        } else if ft.is_fifo() {
-            "a FIFO"
-        } else if ft.is_block_device() {
-            "a block device"
-        } else if ft.is_char_device() {
-            "a character device"
-        } else {
-            "an unknown file type"
-        };
-        return Err(LayerError::Unsupported {
-            path: host.to_path_buf(),
-            kind,
-        });
+    let host_mode = meta.mode & 0o7777;
+    let (kind, normalized) = match meta.file_type() {
+        FileType::Directory => (EntryKind::Dir, 0o755),
+        FileType::RegularFile => {
+            // The open() check: fail at scan time, not halfway through writing the layer.
+            match at {
+                Some((dir, name)) => drop(dir.open_file(name).map_err(open_err(host))?),
+                None => drop(fs_err::File::open(host).map_err(io_err(host))?),
+            }
+            let exec = if host_mode & 0o111 != 0 { 0o755 } else { 0o644 };
+            (
+                EntryKind::File {
+                    src: host.to_path_buf(),
+                    size: meta.size,
+                },
+                exec,
+            )
+        }
+        FileType::Symlink => {
+            let target = match at {
+                // EINVAL: no longer a symlink since the `lstat` (swapped): refused as such.
+                Some((dir, name)) => dir.read_link(name).map_err(|source| {
+                    if source.raw_os_error() == Some(libc::EINVAL) {
+                        LayerError::Replaced {
+                            path: host.to_path_buf(),
+                        }
+                    } else {
+                        LayerError::Io {
+                            path: host.to_path_buf(),
+                            source,
+                        }
+                    }
+                })?,
+                None => fs_err::read_link(host).map_err(io_err(host))?.into(),
+            };
+            let target = target.to_str().ok_or_else(|| LayerError::NonUtf8 {
+                path: host.to_path_buf(),
+            })?;
+            (
+                EntryKind::Symlink {
+                    target: target.to_string(),
+                },
+                0o777,
+            )
+        }
+        other => {
+            return Err(LayerError::Unsupported {
+                path: host.to_path_buf(),
+                kind: fsat::kind_name(other),
+            })
+        }
     };
     let mode = match spec.mode {
         ModePolicy::Normalize => normalized,

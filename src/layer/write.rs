@@ -52,6 +52,10 @@ impl<R: Read> Read for ProgressReader<'_, R> {
 /// bounded (about threads × block size) whatever the layer size. `progress(n)` is called with
 /// file-content byte deltas.
 ///
+/// Each file is opened by its path `EntryKind::File::src`: for files ocibuild wrote itself (the
+/// .deb spool). Files [`scan`] listed in a tree others can change go through
+/// [`write_layer_with`] and [`host_content`] instead (opened as the scan listed them).
+///
 /// `entries` must already follow the contract (as [`scan`] returns them): strictly ascending
 /// path bytes, every parent directory before its children, hardlinks pointing at an earlier
 /// regular file. A violation is a [`LayerError::Contract`] error, never a silently different tar.
@@ -178,6 +182,20 @@ fn host_file_content(_: usize, e: &Entry, sink: &mut ContentSink<'_>) -> Result<
         path: src.clone(),
         source,
     })?;
+    sink(Content::Bytes(&mut file)).map_err(|err| host_file_error(src, err))
+}
+
+/// The content of a scanned host file, opened through `reader` (the inode the scan listed,
+/// never reached through a symlink below its source): a content source for
+/// [`write_layer_with`].
+pub fn host_content(
+    reader: &mut super::HostReader<'_>,
+    e: &Entry,
+    sink: &mut ContentSink<'_>,
+) -> Result<(), LayerError> {
+    let (EntryKind::File { src, .. }, Some(mut file)) = (&e.kind, reader.open(e)?) else {
+        return Ok(());
+    };
     sink(Content::Bytes(&mut file)).map_err(|err| host_file_error(src, err))
 }
 

@@ -345,14 +345,15 @@ fn archive_layer(
     })?;
     unpack(&path, a.strip, &root, &a.url)?;
     let version = archive_version(&root, &a.url)?;
-    let entries = layer::scan(&[CopySpec {
+    let specs = [CopySpec {
         src: root.clone(),
         dest: a.prefix.clone(),
         ignore: Vec::new(),
         uid: 0,
         gid: 0,
         mode: ModePolicy::Preserve,
-    }])?;
+    }];
+    let entries = layer::scan(&specs)?;
     let total = entries
         .iter()
         .map(|e| match e.kind {
@@ -362,7 +363,9 @@ fn archive_layer(
         .sum();
     reporter.layer_started(&name, total);
     let mut w = store.prehashed_blob_writer()?;
-    let stats = layer::write_layer(
+    // The unpacked files read as the scan listed them, through directory handles.
+    let mut reader = layer::HostReader::new(&specs);
+    let stats = layer::write_layer_with(
         &entries,
         &LayerOptions {
             epoch: opts.epoch,
@@ -371,6 +374,7 @@ fn archive_layer(
         },
         &mut w,
         &|n| reporter.layer_progress(&name, n),
+        &mut |_, e, sink| layer::host_content(&mut reader, e, sink),
     )?;
     w.commit(Some(stats.digest))?;
     let built = CachedLayer::written(opts.compression, &stats);

@@ -1,0 +1,231 @@
+//! The walk/read race (issue 31, case 2): a directory of the app tree swapped for a symlink to a
+//! directory outside, between the walk and the reads, never puts a byte from outside `src` into
+//! a layer (nor into the store): each build succeeds with the tree's own bytes or fails naming
+//! the replaced path.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use fs_err as fs;
+use rustix::fs::{inotify, RenameFlags, CWD};
+
+use crate::common;
+
+/// In each secret file: never in a layer, a store blob or the output.
+const MARKER: &[u8] = b"SECRET-MARKER-31-2-outside-src";
+/// Files in the swapped directory (and, under the same names, in the outside one).
+const FILES: usize = 8;
+const BUILDS: usize = 200;
+
+/// The inside file `i`: exactly as long as the secret under its name, so a read through the
+/// swapped-in symlink is not caught by its size.
+fn inside(i: usize) -> Vec<u8> {
+    let mut v = format!("inside-{i}-").into_bytes();
+    v.resize(MARKER.len() + 8, b'.');
+    v
+}
+
+fn secret(i: usize) -> Vec<u8> {
+    let mut v = MARKER.to_vec();
+    v.extend(format!("-{i:07}").as_bytes());
+    v
+}
+
+/// Every file under `dir` (recursively) whose bytes hold the marker.
+fn holding_marker(dir: &Path) -> Vec<PathBuf> {
+    holding(dir, MARKER)
+}
+
+/// Every file under `dir` (recursively) whose bytes hold `needle`.
+fn holding(dir: &Path, needle: &[u8]) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(items) = fs::read_dir(&d) else {
+            continue;
+        };
+        for item in items {
+            let item = item.unwrap();
+            let t = item.file_type().unwrap();
+            if t.is_dir() {
+                todo.push(item.path());
+            } else if t.is_file() {
+                let bytes = fs::read(item.path()).unwrap();
+                if bytes.windows(needle.len()).any(|w| w == needle) {
+                    found.push(item.path());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// The racer: on each open in the app tree's top directory (the walk's listing, the reads'
+/// opens of `a`) it swaps `a` (a directory of the tree) with `swap` (a symlink to the outside
+/// directory) a varying number of times, so the walk and the reads each see either.
+fn racer(stop: Arc<AtomicBool>, src: PathBuf, a: PathBuf, swap: PathBuf) -> u64 {
+    let ino = inotify::init(inotify::CreateFlags::CLOEXEC).unwrap();
+    let watch = inotify::WatchFlags::OPEN | inotify::WatchFlags::ACCESS;
+    inotify::add_watch(&ino, &src, watch).unwrap();
+    let mut swaps = 0u64;
+    let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    while !stop.load(Ordering::Relaxed) {
+        // Blocks until the walk (or a read) opens `src` or lists it.
+        let mut events = inotify::Reader::new(&ino, &mut buf);
+        if events.next().is_err() {
+            continue;
+        }
+        // A burst of a varying length: the state it leaves (dir or symlink) is then held
+        // until the next open, so some reads see a swap and some a steady tree.
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        for _ in 0..1 + rng % 300 {
+            if rustix::fs::renameat_with(CWD, &a, CWD, &swap, RenameFlags::EXCHANGE).is_ok() {
+                swaps += 1;
+            }
+            std::thread::yield_now();
+        }
+    }
+    // Leave the tree as it was made: `a` the directory.
+    if fs::symlink_metadata(&a).unwrap().file_type().is_symlink() {
+        rustix::fs::renameat_with(CWD, &a, CWD, &swap, RenameFlags::EXCHANGE).unwrap();
+    }
+    swaps
+}
+
+#[test]
+fn a_directory_swapped_for_a_symlink_never_brings_outside_bytes_into_a_layer() {
+    let tmp = common::tempdir();
+    let root = tmp.path();
+    // The outside directory: root-only secrets under the names the tree's files have.
+    let outside = root.join("outside");
+    fs::create_dir(&outside).unwrap();
+    for i in 0..FILES {
+        let p = outside.join(format!("f{i}"));
+        fs::write(&p, secret(i)).unwrap();
+        fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    fs::set_permissions(&outside, std::fs::Permissions::from_mode(0o700)).unwrap();
+    let proj = root.join("proj");
+    let src = proj.join("src");
+    let a = src.join("a");
+    fs::create_dir_all(&a).unwrap();
+    fs::write(src.join("top.txt"), b"top\n").unwrap();
+    for i in 0..FILES {
+        fs::write(a.join(format!("f{i}")), inside(i)).unwrap();
+    }
+    // Beside the tree, not in it: what `a` is exchanged with.
+    let swap = proj.join("swap");
+    fs::os::unix::fs::symlink(&outside, &swap).unwrap();
+    let recipe = proj.join("recipe.toml");
+    // Uncompressed layers: a leaked secret would be in a blob's bytes as it is.
+    fs::write(
+        &recipe,
+        "[image]\nname = \"example.com/ocibuild/walk-race\"\ntag = \"t\"\n\
+         compression = \"none\"\n\n[[layer]]\nname = \"app\"\nsrc = \"src\"\ndest = \"/app\"\n",
+    )
+    .unwrap();
+    let cache = common::test_dir("cache");
+    let before: Vec<_> = (0..FILES)
+        .map(|i| fs::read(outside.join(format!("f{i}"))).unwrap())
+        .collect();
+
+    let stop = Arc::new(AtomicBool::new(false));
+    let racer = {
+        let (stop, src, a, swap) = (stop.clone(), src.clone(), a.clone(), swap.clone());
+        std::thread::spawn(move || racer(stop, src, a, swap))
+    };
+    let (mut ok, mut refused, mut leaked, mut other) = (0, 0, Vec::new(), Vec::new());
+    // Store files holding the marker so far: each build is charged only with new ones.
+    let mut in_store = std::collections::HashSet::new();
+    for n in 0..BUILDS {
+        let out = proj.join(format!("out-{n}"));
+        let o = common::run(
+            common::ocibuild()
+                .arg("--quiet")
+                .arg("build")
+                .arg("--no-cache")
+                .arg(&recipe)
+                .arg("--output")
+                .arg(&out),
+        );
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        if o.status.success() {
+            ok += 1;
+        } else {
+            // The one refusal the race may cause: the replaced path named, nothing cached.
+            if err.contains("was replaced while the layer was built")
+                && err.contains(&src.display().to_string())
+                && err.trim().lines().count() <= 3
+            {
+                refused += 1;
+            } else {
+                other.push((n, err));
+            }
+        }
+        let mut found = holding_marker(&out);
+        found.extend(
+            holding_marker(&cache)
+                .into_iter()
+                .filter(|p| in_store.insert(p.clone())),
+        );
+        if !found.is_empty() {
+            leaked.push((n, o.status.success(), found));
+        }
+        if out.exists() {
+            fs::remove_dir_all(&out).unwrap();
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    // Wake the racer for its last round.
+    drop(fs::read_dir(&src).unwrap());
+    let swaps = racer.join().unwrap();
+    eprintln!(
+        "{BUILDS} builds: {ok} succeeded, {refused} refused the replaced path, {} other \
+         failures; {} leaked ({} of them with exit 0); {swaps} swaps",
+        other.len(),
+        leaked.len(),
+        leaked.iter().filter(|l| l.1).count()
+    );
+    assert!(
+        leaked.is_empty(),
+        "{} of {BUILDS} builds put outside bytes into a layer or the store: {:?}",
+        leaked.len(),
+        leaked.first()
+    );
+    assert!(other.is_empty(), "other failures: {other:?}");
+    assert!(swaps > 0, "the racer never swapped");
+    // The race ran on both sides: some builds got through, some were refused.
+    assert!(ok > 0, "no build succeeded");
+    // Nothing outside the build's own directories changed; the tree is back as it was made.
+    for (i, want) in before.iter().enumerate() {
+        assert_eq!(&fs::read(outside.join(format!("f{i}"))).unwrap(), want);
+    }
+    let mut names: Vec<_> = fs::read_dir(&outside)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    names.sort();
+    assert_eq!(names.len(), FILES);
+    assert!(fs::symlink_metadata(&a).unwrap().is_dir());
+    // A build of the quiet tree holds exactly its own bytes.
+    let out = proj.join("out");
+    common::assert_success(
+        &common::run(
+            common::ocibuild()
+                .arg("--quiet")
+                .arg("build")
+                .arg(&recipe)
+                .arg("--output")
+                .arg(&out),
+        ),
+        "build",
+    );
+    assert!(holding_marker(&out).is_empty());
+    // The check sees a layer's file contents (uncompressed): the tree's own bytes are there.
+    assert_eq!(holding(&out, &inside(FILES - 1)).len(), 1);
+}
