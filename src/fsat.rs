@@ -191,6 +191,54 @@ pub fn open_file(path: &Path, follow: bool) -> io::Result<File> {
     Ok(File::from(fd))
 }
 
+/// Opens the regular file at `rel` (names, one component each) below `root` (which may itself
+/// be a symlink): every directory below `root` is opened without following a symlink, and so is
+/// the file, without blocking on a FIFO. A symlink or a special file anywhere below `root` is an
+/// error naming its path (kind `InvalidInput`); a missing one keeps the kind `NotFound`.
+pub fn open_regular_beneath(root: &Path, rel: &[&str]) -> io::Result<File> {
+    let Some((last, dirs)) = rel.split_last() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "no file name given",
+        ));
+    };
+    let mut path = root.to_path_buf();
+    let named = |path: &Path, err: io::Error| {
+        let what = if is_replaced(&err) {
+            "is a symbolic link or not a directory, and is never followed here".to_string()
+        } else {
+            err.to_string()
+        };
+        io::Error::new(
+            err.kind(),
+            format!("`{}` {what}", crate::bounded::clip_path(path)),
+        )
+    };
+    let mut dir = Dir::open_root(root, true).map_err(|e| named(root, e))?;
+    for name in dirs {
+        path.push(name);
+        dir = dir
+            .open_dir(OsStr::new(name))
+            .map_err(|e| named(&path, e))?;
+    }
+    path.push(last);
+    let file = dir
+        .open_file(OsStr::new(last))
+        .map_err(|e| named(&path, e))?;
+    let m = meta(&file).map_err(|e| named(&path, e))?;
+    if !m.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "`{}` is {}, not a regular file",
+                crate::bounded::clip_path(&path),
+                kind_name(m.file_type())
+            ),
+        ));
+    }
+    Ok(file)
+}
+
 /// Whether `err` says a name was not what it was expected to be: a symlink where a directory
 /// or file was opened with `O_NOFOLLOW` (`ELOOP`), or a non-directory opened as one (`ENOTDIR`).
 pub fn is_replaced(err: &io::Error) -> bool {
@@ -246,6 +294,47 @@ mod tests {
             &open_file(&root.join("flink"), false).unwrap_err()
         ));
         assert!(open_file(&root.join("flink"), true).is_ok());
+    }
+
+    #[test]
+    fn regular_files_beneath_a_root() {
+        let d = tempfile::tempdir().unwrap();
+        let root = d.path().join("layout");
+        fs_err::create_dir_all(root.join("blobs/sha256")).unwrap();
+        fs_err::write(root.join("blobs/sha256/ab"), "blob").unwrap();
+        let outside = d.path().join("outside");
+        fs_err::create_dir_all(&outside).unwrap();
+        fs_err::write(outside.join("cd"), "secret").unwrap();
+        let mut s = String::new();
+        use std::io::Read;
+        open_regular_beneath(&root, &["blobs", "sha256", "ab"])
+            .unwrap()
+            .read_to_string(&mut s)
+            .unwrap();
+        assert_eq!(s, "blob");
+        // A symlinked blob, a symlinked blob directory, a FIFO: refused, naming the path.
+        fs_err::os::unix::fs::symlink(outside.join("cd"), root.join("blobs/sha256/cd")).unwrap();
+        let e = open_regular_beneath(&root, &["blobs", "sha256", "cd"]).unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("blobs/sha256/cd` is a symbolic link"),
+            "{e}"
+        );
+        fs_err::rename(root.join("blobs/sha256"), d.path().join("moved")).unwrap();
+        fs_err::os::unix::fs::symlink(&outside, root.join("blobs/sha256")).unwrap();
+        let e = open_regular_beneath(&root, &["blobs", "sha256", "cd"]).unwrap_err();
+        assert!(
+            e.to_string().contains("blobs/sha256` is a symbolic link"),
+            "{e}"
+        );
+        rustix::fs::mkfifoat(rustix::fs::CWD, root.join("p"), Mode::RUSR).unwrap();
+        let e = open_regular_beneath(&root, &["p"]).unwrap_err();
+        assert!(
+            e.to_string().ends_with("is a FIFO, not a regular file"),
+            "{e}"
+        );
+        let e = open_regular_beneath(&root, &["none"]).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::NotFound);
     }
 
     #[test]

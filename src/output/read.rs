@@ -135,7 +135,8 @@ impl Layout {
 
     /// A blob's bytes, at most a JSON document's bound.
     pub fn read_blob(&self, digest: &str) -> Result<Vec<u8>, ReadError> {
-        read_bounded(&self.dir, &self.blob_path(digest)?)
+        let path = self.blob_path(digest)?;
+        read_bounded(&self.dir, &path)
     }
 
     /// A JSON blob, parsed.
@@ -206,7 +207,17 @@ fn read_bounded(dir: &Path, path: &Path) -> Result<Vec<u8>, ReadError> {
         dir: dir.to_path_buf(),
         detail,
     };
-    let file = fs_err::File::open(path).map_err(|e| bad(e.to_string()))?;
+    // Below the layout's directory nothing is followed: a symlinked `index.json`, blob or
+    // `blobs/sha256` is refused, naming it ([`crate::fsat`]). `path` is `dir` joined with
+    // plain names (`index.json`, `blobs/sha256/HEX`).
+    let mut names = Vec::new();
+    for c in path.strip_prefix(dir).unwrap_or(path).components() {
+        match c.as_os_str().to_str() {
+            Some(n) if matches!(c, std::path::Component::Normal(_)) => names.push(n),
+            _ => return Err(bad(format!("{} is not a layout file", path.display()))),
+        }
+    }
+    let file = crate::fsat::open_regular_beneath(dir, &names).map_err(|e| bad(e.to_string()))?;
     let mut bytes = Vec::new();
     file.take(MAX_DOCUMENT + 1)
         .read_to_end(&mut bytes)

@@ -251,7 +251,9 @@ impl Store {
         seal::check(self, digest)
     }
 
-    /// Open a stored blob for reading.
+    /// Open a stored blob for reading. In a view (a layout or a directory others wrote), the
+    /// blob and `blobs/sha256` are opened without following a symlink ([`crate::fsat`]): a
+    /// planted link is an error naming it, never a read of what it points at.
     pub fn open_blob(&self, digest: &Digest) -> Result<fs::File, StoreError> {
         self.materialize(digest);
         let path = self.blob_path(digest);
@@ -260,6 +262,12 @@ impl Store {
                 root: self.root.clone(),
                 digest: *digest,
             });
+        }
+        if !self.sealed {
+            let hex = digest.hex();
+            let file =
+                crate::fsat::open_regular_beneath(&self.root, &["blobs", "sha256", hex.as_str()])?;
+            return Ok(fs::File::from_parts(file, path));
         }
         Ok(fs::File::open(path)?)
     }

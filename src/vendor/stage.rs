@@ -81,8 +81,10 @@ pub fn stage(
                 missing(what)?;
                 return Ok(None);
             };
-            let path = v.blob_path(d);
-            let f = match fs_err::File::open(&path) {
+            // Nothing below the vendor directory is followed: a symlinked blob or
+            // `blobs/sha256` is refused, naming it ([`crate::fsat`]).
+            let hex = d.hex();
+            let f = match crate::fsat::open_regular_beneath(&v.root, &["blobs", "sha256", &hex]) {
                 Ok(f) => f,
                 Err(e) if e.kind() == io::ErrorKind::NotFound => {
                     return Err(VendorError::MissingBlob {

@@ -229,3 +229,90 @@ fn a_directory_swapped_for_a_symlink_never_brings_outside_bytes_into_a_layer() {
     // The check sees a layer's file contents (uncompressed): the tree's own bytes are there.
     assert_eq!(holding(&out, &inside(FILES - 1)).len(), 1);
 }
+
+/// A layout read by `diff` (and `verify`, `push`, `test`): a blob, or `blobs/sha256`, swapped
+/// for a symlink to the same bytes elsewhere is refused naming the path, never read through.
+#[test]
+fn a_layout_read_never_follows_a_symlinked_blob_or_blob_directory() {
+    let tmp = common::tempdir();
+    let root = tmp.path();
+    let src = root.join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("f"), b"layout file\n").unwrap();
+    let recipe = root.join("r.toml");
+    fs::write(
+        &recipe,
+        "[image]\nname = \"example.com/ocibuild/layout-links\"\ntag = \"t\"\n\n\
+         [[layer]]\nname = \"app\"\nsrc = \"src\"\ndest = \"/app\"\n",
+    )
+    .unwrap();
+    let a = root.join("a");
+    common::assert_success(
+        &common::run(
+            common::ocibuild()
+                .arg("--quiet")
+                .arg("build")
+                .arg(&recipe)
+                .arg("--output")
+                .arg(&a),
+        ),
+        "build",
+    );
+    let diff = |b: &Path| {
+        common::run(
+            common::ocibuild()
+                .arg("diff")
+                .arg(format!("oci:{}", a.display()))
+                .arg(format!("oci:{}", b.display())),
+        )
+    };
+    let copy = |to: &Path| {
+        common::run_ok(std::process::Command::new("cp").arg("-a").arg(&a).arg(to));
+    };
+    let b = root.join("b");
+    copy(&b);
+    common::assert_success(&diff(&b), "diff of two copies");
+
+    // The biggest blob (the layer) moved outside, a symlink in its place.
+    let outside = root.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let blobs = b.join("blobs/sha256");
+    let layer = fs::read_dir(&blobs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .max_by_key(|p| fs::metadata(p).unwrap().len())
+        .unwrap();
+    let moved = outside.join(layer.file_name().unwrap());
+    fs::rename(&layer, &moved).unwrap();
+    fs::os::unix::fs::symlink(&moved, &layer).unwrap();
+    let o = diff(&b);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!("`{}` is a symbolic link", layer.display())),
+        "{err}"
+    );
+
+    // `blobs/sha256` itself a symlink to a directory of the same blobs elsewhere.
+    let c = root.join("c");
+    copy(&c);
+    let elsewhere = outside.join("sha256");
+    fs::rename(c.join("blobs/sha256"), &elsewhere).unwrap();
+    fs::os::unix::fs::symlink(&elsewhere, c.join("blobs/sha256")).unwrap();
+    let o = diff(&c);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success(), "{err}");
+    assert!(
+        err.contains(&format!(
+            "`{}` is a symbolic link",
+            c.join("blobs/sha256").display()
+        )),
+        "{err}"
+    );
+    // Nothing outside changed: the moved blobs are as they were.
+    assert_eq!(
+        fs::read_dir(&elsewhere).unwrap().count(),
+        fs::read_dir(a.join("blobs/sha256")).unwrap().count()
+    );
+    assert!(fs::metadata(&moved).unwrap().is_file());
+}
