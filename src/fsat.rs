@@ -202,30 +202,39 @@ pub fn open_regular_beneath(root: &Path, rel: &[&str]) -> io::Result<File> {
             "no file name given",
         ));
     };
+    // An empty root (a relative path's parent) is the working directory.
+    let root = if root.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        root
+    };
     let mut path = root.to_path_buf();
-    let named = |path: &Path, err: io::Error| {
-        let what = if is_replaced(&err) {
-            "is a symbolic link or not a directory, and is never followed here".to_string()
-        } else {
-            err.to_string()
+    // An error naming the path; a name that is not what was opened says what it is instead.
+    let named = |parent: Option<&Dir>, name: &str, path: &Path, err: io::Error| {
+        let found = parent
+            .filter(|_| is_replaced(&err))
+            .and_then(|d| d.stat(OsStr::new(name)).ok());
+        let what = match found.map(|m| m.file_type()) {
+            Some(FileType::Symlink) => "is a symbolic link, never followed here".to_string(),
+            Some(t) => format!("is {}, not a directory", kind_name(t)),
+            None => err.to_string(),
         };
         io::Error::new(
             err.kind(),
             format!("`{}` {what}", crate::bounded::clip_path(path)),
         )
     };
-    let mut dir = Dir::open_root(root, true).map_err(|e| named(root, e))?;
+    let mut dir = Dir::open_root(root, true).map_err(|e| named(None, "", root, e))?;
     for name in dirs {
         path.push(name);
-        dir = dir
-            .open_dir(OsStr::new(name))
-            .map_err(|e| named(&path, e))?;
+        let sub = dir.open_dir(OsStr::new(name));
+        dir = sub.map_err(|e| named(Some(&dir), name, &path, e))?;
     }
     path.push(last);
     let file = dir
         .open_file(OsStr::new(last))
-        .map_err(|e| named(&path, e))?;
-    let m = meta(&file).map_err(|e| named(&path, e))?;
+        .map_err(|e| named(Some(&dir), last, &path, e))?;
+    let m = meta(&file).map_err(|e| named(None, last, &path, e))?;
     if !m.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,

@@ -381,7 +381,7 @@ fn layer(
     match &l.ignore_file {
         Some(f) => {
             let path = resolve(dir, f.get_ref());
-            let lines = read_ignore_file(&path).map_err(|e| {
+            let lines = read_ignore_file(dir, &path).map_err(|e| {
                 let m = if e.kind() == io::ErrorKind::NotFound {
                     format!(
                         "{what}: ignore file `{}` does not exist (resolved to {})",
@@ -402,7 +402,7 @@ fn layer(
         None if is_dir => {
             let path = src_path.join(".dockerignore");
             if path.is_file() {
-                let lines = read_ignore_file(&path).map_err(|e| {
+                let lines = read_ignore_file(&src_path, &path).map_err(|e| {
                     ctx.err(
                         src.span(),
                         format!("{what}: cannot read ignore file {}: {e}", path.display()),
@@ -772,10 +772,50 @@ pub(super) fn resolve(dir: &Path, p: &str) -> PathBuf {
 
 /// Reads an ignore file: lines with trailing whitespace stripped; blank lines and lines starting
 /// with `#` skipped; a UTF-8 byte order mark dropped. Returns (1-based line number, pattern).
-fn read_ignore_file(path: &Path) -> io::Result<Vec<(usize, String)>> {
-    // std's error, not fs-err's: the caller's message names the path already.
-    #[allow(clippy::disallowed_methods)]
-    let text = std::fs::read_to_string(path)?;
+///
+/// Below `base` (the recipe's directory, or the source for its `.dockerignore`) no component is
+/// followed ([`crate::fsat`]): an ignore file, or a directory on its way, swapped for a symlink
+/// to another file is refused, so no other file's lines reach a pattern (or an error message).
+/// A path outside `base` (absolute, or with `..`) is the user's own and is opened as given.
+fn read_ignore_file(base: &Path, path: &Path) -> io::Result<Vec<(usize, String)>> {
+    use std::io::Read;
+    let beneath: Option<Vec<&str>> = path.strip_prefix(base).ok().and_then(|rel| {
+        rel.components()
+            .map(|c| match c {
+                Component::Normal(n) => n.to_str(),
+                _ => None,
+            })
+            .collect()
+    });
+    let file = match beneath {
+        Some(names) if !names.is_empty() => crate::fsat::open_regular_beneath(base, &names)?,
+        _ => {
+            let file = crate::fsat::open_file(path, true)?;
+            let m = crate::fsat::meta(&file)?;
+            if !m.is_file() {
+                return Err(io::Error::new(
+                    io::ErrorKind::InvalidInput,
+                    format!(
+                        "it is {}, not a regular file",
+                        crate::fsat::kind_name(m.file_type())
+                    ),
+                ));
+            }
+            file
+        }
+    };
+    // The caller's message names the path already.
+    let mut bytes = Vec::new();
+    file.take(crate::bounded::MAX_TEXT_FILE + 1)
+        .read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > crate::bounded::MAX_TEXT_FILE {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("larger than {} bytes", crate::bounded::MAX_TEXT_FILE),
+        ));
+    }
+    let text = String::from_utf8(bytes)
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "not UTF-8"))?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     Ok(text
         .lines()

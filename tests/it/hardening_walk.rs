@@ -316,3 +316,75 @@ fn a_layout_read_never_follows_a_symlinked_blob_or_blob_directory() {
     );
     assert!(fs::metadata(&moved).unwrap().is_file());
 }
+
+/// The recipe's own files: a `.dockerignore` in the source, or an `ignore-file` below the
+/// recipe's directory, that is (or lies under) a symlink to a file elsewhere is refused naming
+/// it; the other file's lines never become patterns or reach a message.
+#[test]
+fn ignore_files_are_never_read_through_a_symlink() {
+    let tmp = common::tempdir();
+    let root = tmp.path();
+    let outside = root.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    let secret = outside.join("secret");
+    fs::write(&secret, [MARKER, b"\n"].concat()).unwrap();
+    fs::set_permissions(&secret, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let proj = root.join("proj");
+    let src = proj.join("src");
+    fs::create_dir_all(&src).unwrap();
+    fs::write(src.join("f"), b"f\n").unwrap();
+    let write_recipe = |extra: &str| {
+        let r = proj.join("r.toml");
+        fs::write(
+            &r,
+            format!(
+                "[image]\nname = \"example.com/ocibuild/ignore-links\"\ntag = \"t\"\n\n\
+                 [[layer]]\nname = \"app\"\nsrc = \"src\"\ndest = \"/app\"\n{extra}"
+            ),
+        )
+        .unwrap();
+        r
+    };
+    let build = |r: &Path| {
+        common::run(
+            common::ocibuild()
+                .arg("--quiet")
+                .arg("build")
+                .arg(r)
+                .arg("--output")
+                .arg(proj.join("out")),
+        )
+    };
+    let refused = |o: &std::process::Output, named: &Path| {
+        let err = String::from_utf8_lossy(&o.stderr).into_owned();
+        assert!(!o.status.success(), "{err}");
+        assert!(
+            err.contains(&format!("`{}` is a symbolic link", named.display())),
+            "{err}"
+        );
+        assert!(
+            !err.as_bytes().windows(MARKER.len()).any(|w| w == MARKER),
+            "{err}"
+        );
+    };
+
+    // `.dockerignore` in the source, a symlink to the outside file.
+    fs::os::unix::fs::symlink(&secret, src.join(".dockerignore")).unwrap();
+    refused(&build(&write_recipe("")), &src.join(".dockerignore"));
+    fs::remove_file(src.join(".dockerignore")).unwrap();
+
+    // `ignore-file = "conf/ignore"` with `conf` a symlink to the outside directory.
+    fs::os::unix::fs::symlink(&outside, proj.join("conf")).unwrap();
+    fs::os::unix::fs::symlink(&secret, outside.join("ignore")).unwrap();
+    let r = write_recipe("ignore-file = \"conf/ignore\"\n");
+    refused(&build(&r), &proj.join("conf"));
+
+    // The same names as plain files: read, and the build succeeds.
+    fs::remove_file(proj.join("conf")).unwrap();
+    fs::create_dir(proj.join("conf")).unwrap();
+    fs::write(proj.join("conf/ignore"), b"f\n").unwrap();
+    common::assert_success(&build(&r), "build with a plain ignore file");
+    // Outside untouched.
+    assert_eq!(fs::read(&secret).unwrap(), [MARKER, b"\n"].concat());
+    assert_eq!(fs::read_dir(&outside).unwrap().count(), 2);
+}
