@@ -215,7 +215,10 @@ pub fn open_regular_beneath(root: &Path, rel: &[&str]) -> io::Result<File> {
             .filter(|_| is_replaced(&err))
             .and_then(|d| d.stat(OsStr::new(name)).ok());
         let what = match found.map(|m| m.file_type()) {
-            Some(FileType::Symlink) => "is a symbolic link, never followed here".to_string(),
+            Some(FileType::Symlink) => {
+                "is a symbolic link, never followed here: put the file or directory itself there"
+                    .to_string()
+            }
             Some(t) => format!("is {}, not a directory", kind_name(t)),
             None => err.to_string(),
         };
