@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounded;
 use crate::digest::Digest;
 
 /// The lock format version this ocibuild reads and writes.
@@ -43,6 +44,8 @@ pub enum LockPolicy {
 pub enum LockError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Read(#[from] crate::bounded::Error),
     #[error("{path}: not a valid lock file: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: lock format version {found} is not supported (this ocibuild reads version {LOCK_VERSION}); update ocibuild or re-lock")]
@@ -306,9 +309,9 @@ impl Lock {
     /// would). `None` without a lock file.
     pub fn digest_view(path: &Path, view: Option<&str>) -> Result<Option<Digest>, LockError> {
         match view {
-            None => match fs_err::read(path) {
+            None => match bounded::read_regular(path, bounded::MAX_TEXT_FILE) {
                 Ok(b) => Ok(Some(Digest::of(&b))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) if e.is_not_found() => Ok(None),
                 Err(e) => Err(e.into()),
             },
             Some(p) => Ok(Lock::load(path)?.map(|l| Digest::of(l.view(p).to_toml().as_bytes()))),
@@ -322,9 +325,9 @@ impl Lock {
 
     /// Read a lock file; `Ok(None)` when it does not exist.
     pub fn load(path: &Path) -> Result<Option<Lock>, LockError> {
-        let text = match fs_err::read_to_string(path) {
+        let text = match bounded::read_regular_text(path, bounded::MAX_TEXT_FILE) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         Self::parse(&text, path).map(Some)

@@ -464,7 +464,8 @@ impl<'a> Session<'a> {
             lock_digest: None,
         };
         let lock_path = Lock::path_for(recipe_path);
-        let lock_before = fs_err::read(&lock_path).ok();
+        let lock_before =
+            crate::bounded::read_regular(&lock_path, crate::bounded::MAX_TEXT_FILE).ok();
         let base = self.resolve_base(recipe, recipe_path)?;
         let base = base.as_ref().map(|(b, _)| b);
         let sys = match self.prepare_system(recipe, recipe_path, base, true) {
