@@ -46,6 +46,12 @@ pub enum LockError {
     Io(#[from] std::io::Error),
     #[error(transparent)]
     Read(#[from] crate::bounded::Error),
+    #[error("writing the lock {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}: not a valid lock file: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: lock format version {found} is not supported (this ocibuild reads version {LOCK_VERSION}); update ocibuild or re-lock")]
@@ -471,23 +477,64 @@ impl Lock {
 
     /// Write the lock atomically (temporary file in the same directory, then rename).
     pub fn save(&self, path: &Path) -> Result<(), LockError> {
-        Ok(Lock::write_bytes(path, self.to_toml().as_bytes())?)
+        Lock::write_bytes(path, self.to_toml().as_bytes()).map_err(|source| LockError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// Put `bytes` at `path` as a lock file is written: a temporary file in the same
     /// directory, synced, then renamed over it (also to put back a lock as it was).
+    ///
+    /// A lock written again keeps the mode and owner of the file it replaces (the temporary
+    /// file takes them before the rename; an owner only root may give is kept when root
+    /// writes). A new lock is made as any new file is: mode 0666 less the umask (0644 under
+    /// the usual 022), not the temporary file's 0600.
     pub fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // The file replaced (not through a symlink: the rename replaces the link itself).
+        let old = match fs_err::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_file() => Some(m),
+            Ok(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
         let mut tmp = tempfile::Builder::new()
             .prefix(".ocibuild-lock-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(&dir)?;
+        if let Some(old) = &old {
+            let f = tmp.as_file();
+            let mine = f.metadata()?;
+            if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
+                keep_owner(f, old.uid(), old.gid())?;
+            }
+            f.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))?;
+        }
         std::io::Write::write_all(&mut tmp, bytes)?;
         tmp.as_file().sync_data()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
+    }
+}
+
+/// Gives `f` the owner `uid`:`gid`; where that is not allowed (a user rewriting another
+/// user's lock in a directory they may write), the group alone when it is, else nothing (the
+/// lock then belongs to its writer, as after any editor's save).
+fn keep_owner(f: &std::fs::File, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::fchown;
+    match fchown(f, Some(uid), Some(gid)) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            match fchown(f, None, Some(gid)) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+                other => other,
+            }
+        }
+        other => other,
     }
 }
 
