@@ -124,6 +124,11 @@ pub struct LockedAptSource {
     /// Resolved with `allow-unsigned` and no key: a later `signed-by` makes the lock stale.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsigned: bool,
+    /// The `Date` of the Release resolved from (`2024-02-10T09:56:43Z`): a relock refuses an
+    /// older one (a replay). Absent in locks written before it was recorded, and for a Release
+    /// with no `Date`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_date: Option<String>,
 }
 
 /// One resolved .deb.
@@ -365,11 +370,50 @@ impl Lock {
             }
         }
         let lock: Lock = toml::from_str(text).map_err(parse_err)?;
+        lock.check_fields().map_err(|message| LockError::Parse {
+            path: path.to_path_buf(),
+            message,
+        })?;
         let clean = lock.clone().without_userinfo();
         Ok(Lock {
             had_logins: clean != lock,
             ..clean
         })
+    }
+
+    /// What serde does not check: each apt package's `filename` stays inside its archive, each
+    /// source's `release-date` is a date.
+    fn check_fields(&self) -> Result<(), String> {
+        let apts = self
+            .apt
+            .iter()
+            .chain(self.platforms.values().filter_map(|p| p.apt.as_ref()));
+        for apt in apts {
+            for d in &apt.packages {
+                if let Some(why) = crate::apt::index::bad_filename(&d.filename) {
+                    return Err(format!(
+                        "[[apt.package]] `{}`: filename `{}`: {why}; it must be a path relative \
+                         to source-url without `..`: write the lock again with `ocibuild lock \
+                         --update`",
+                        bounded::clip(&d.name),
+                        bounded::clip(&d.filename)
+                    ));
+                }
+            }
+            for s in &apt.sources {
+                if let Some(d) = &s.release_date {
+                    if crate::apt::fresh::parse_lock_date(d).is_none() {
+                        return Err(format!(
+                            "[[apt.source]] {}: release-date `{}` is not a date like \
+                             `2024-02-10T09:56:43Z`",
+                            bounded::clip(&s.url),
+                            bounded::clip(d)
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The lock with every URL's `user:password@` left out: a lock is never where a login
@@ -591,6 +635,7 @@ mod tests {
                 snapshot: None,
                 key: Some(Digest::of(b"key")),
                 unsigned: false,
+                release_date: Some("2024-02-10T09:56:43Z".into()),
             }],
             base_installed: None,
             packages: vec![LockedDeb {

@@ -229,6 +229,9 @@ pub struct AptSource {
     /// The OpenPGP key file (armored or binary), resolved against the recipe's directory.
     pub signed_by: Option<PathBuf>,
     pub allow_unsigned: bool,
+    /// Refuse an expired Release (`Valid-Until` passed); `false` for an archive frozen on
+    /// purpose. Snapshot sources are never checked. Not part of the image's identity.
+    pub check_valid_until: bool,
 }
 
 /// `[accounts]`: `[[accounts.group]]` and `[[accounts.user]]`, in recipe order.
