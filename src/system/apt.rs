@@ -31,7 +31,7 @@ fn request_of(apt: &Apt) -> (String, Vec<String>, Vec<LockedAptSource>) {
             key: s
                 .signed_by
                 .as_deref()
-                .and_then(|k| fs_err::read(k).ok())
+                .and_then(|k| crate::bounded::read_regular(k, crate::bounded::MAX_TEXT_FILE).ok())
                 .map(|b| Digest::of(&b)),
             unsigned: s.signed_by.is_none() && s.allow_unsigned,
             release_date: None,
