@@ -658,6 +658,38 @@ mod tests {
             "{text}"
         );
         assert_eq!(Lock::parse(&text, Path::new("x.lock")).unwrap(), lock);
+        assert!(
+            text.contains("\nrelease-date = \"2024-02-10T09:56:43Z\"\n"),
+            "{text}"
+        );
+        // A lock written before release dates were recorded reads, with none.
+        let old = text.replace("release-date = \"2024-02-10T09:56:43Z\"\n", "");
+        let back = Lock::parse(&old, Path::new("x.lock")).unwrap();
+        assert_eq!(back.apt.unwrap().sources[0].release_date, None);
+        let e = Lock::parse(
+            &text.replace("2024-02-10T09:56:43Z", "yesterday"),
+            Path::new("x.lock"),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("release-date `yesterday` is not a date"),
+            "{e}"
+        );
+        for bad in [
+            "../../etc/x.deb",
+            "/etc/x.deb",
+            "https://evil.example/x.deb",
+        ] {
+            let edited = text.replace("pool/main/p/python3/python3_3.11.2-1+b1_amd64.deb", bad);
+            let e = Lock::parse(&edited, Path::new("x.lock")).unwrap_err();
+            assert!(
+                e.to_string().starts_with(&format!(
+                    "x.lock: not a valid lock file: [[apt.package]] `python3`: filename `{bad}`: "
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]
