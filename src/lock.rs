@@ -393,8 +393,8 @@ impl Lock {
                 if let Some(why) = crate::apt::index::bad_filename(&d.filename) {
                     return Err(format!(
                         "[[apt.package]] `{}`: filename `{}`: {why}; it must be a path relative \
-                         to source-url without `..`: write the lock again with `ocibuild lock \
-                         --update`",
+                         to source-url without `..` (ocibuild never writes one): restore the lock \
+                         from version control, or remove it and run `ocibuild lock`",
                         bounded::clip(&d.name),
                         bounded::clip(&d.filename)
                     ));
