@@ -40,6 +40,7 @@ fn main() -> anyhow::Result<()> {
         threads: threads.parse()?,
         no_cache: true,
         pin: LockPolicy::Resolve,
+        allow_downgrade: false,
         build_layers: true,
     };
     let fetcher = ocibuild::http::HttpFetcher::offline()?;

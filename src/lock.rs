@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::bounded;
 use crate::digest::Digest;
 
 /// The lock format version this ocibuild reads and writes.
@@ -43,6 +44,14 @@ pub enum LockPolicy {
 pub enum LockError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Read(#[from] crate::bounded::Error),
+    #[error("writing the lock {}", path.display())]
+    Write {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     #[error("{path}: not a valid lock file: {message}")]
     Parse { path: PathBuf, message: String },
     #[error("{path}: lock format version {found} is not supported (this ocibuild reads version {LOCK_VERSION}); update ocibuild or re-lock")]
@@ -115,6 +124,11 @@ pub struct LockedAptSource {
     /// Resolved with `allow-unsigned` and no key: a later `signed-by` makes the lock stale.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unsigned: bool,
+    /// The `Date` of the Release resolved from (`2024-02-10T09:56:43Z`): a relock refuses an
+    /// older one (a replay). Absent in locks written before it was recorded, and for a Release
+    /// with no `Date`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub release_date: Option<String>,
 }
 
 /// One resolved .deb.
@@ -306,9 +320,9 @@ impl Lock {
     /// would). `None` without a lock file.
     pub fn digest_view(path: &Path, view: Option<&str>) -> Result<Option<Digest>, LockError> {
         match view {
-            None => match fs_err::read(path) {
+            None => match bounded::read_regular(path, bounded::MAX_TEXT_FILE) {
                 Ok(b) => Ok(Some(Digest::of(&b))),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) if e.is_not_found() => Ok(None),
                 Err(e) => Err(e.into()),
             },
             Some(p) => Ok(Lock::load(path)?.map(|l| Digest::of(l.view(p).to_toml().as_bytes()))),
@@ -322,9 +336,9 @@ impl Lock {
 
     /// Read a lock file; `Ok(None)` when it does not exist.
     pub fn load(path: &Path) -> Result<Option<Lock>, LockError> {
-        let text = match fs_err::read_to_string(path) {
+        let text = match bounded::read_regular_text(path, bounded::MAX_TEXT_FILE) {
             Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) if e.is_not_found() => return Ok(None),
             Err(e) => return Err(e.into()),
         };
         Self::parse(&text, path).map(Some)
@@ -356,11 +370,50 @@ impl Lock {
             }
         }
         let lock: Lock = toml::from_str(text).map_err(parse_err)?;
+        lock.check_fields().map_err(|message| LockError::Parse {
+            path: path.to_path_buf(),
+            message,
+        })?;
         let clean = lock.clone().without_userinfo();
         Ok(Lock {
             had_logins: clean != lock,
             ..clean
         })
+    }
+
+    /// What serde does not check: each apt package's `filename` stays inside its archive, each
+    /// source's `release-date` is a date.
+    fn check_fields(&self) -> Result<(), String> {
+        let apts = self
+            .apt
+            .iter()
+            .chain(self.platforms.values().filter_map(|p| p.apt.as_ref()));
+        for apt in apts {
+            for d in &apt.packages {
+                if let Some(why) = crate::apt::index::bad_filename(&d.filename) {
+                    return Err(format!(
+                        "[[apt.package]] `{}`: filename `{}`: {why}; it must be a path relative \
+                         to source-url without `..` (ocibuild never writes one): restore the lock \
+                         from version control, or remove it and run `ocibuild lock`",
+                        bounded::clip(&d.name),
+                        bounded::clip(&d.filename)
+                    ));
+                }
+            }
+            for s in &apt.sources {
+                if let Some(d) = &s.release_date {
+                    if crate::apt::fresh::parse_lock_date(d).is_none() {
+                        return Err(format!(
+                            "[[apt.source]] {}: release-date `{}` is not a date like \
+                             `2024-02-10T09:56:43Z`",
+                            bounded::clip(&s.url),
+                            bounded::clip(d)
+                        ));
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// The lock with every URL's `user:password@` left out: a lock is never where a login
@@ -468,23 +521,64 @@ impl Lock {
 
     /// Write the lock atomically (temporary file in the same directory, then rename).
     pub fn save(&self, path: &Path) -> Result<(), LockError> {
-        Ok(Lock::write_bytes(path, self.to_toml().as_bytes())?)
+        Lock::write_bytes(path, self.to_toml().as_bytes()).map_err(|source| LockError::Write {
+            path: path.to_path_buf(),
+            source,
+        })
     }
 
     /// Put `bytes` at `path` as a lock file is written: a temporary file in the same
     /// directory, synced, then renamed over it (also to put back a lock as it was).
+    ///
+    /// A lock written again keeps the mode and owner of the file it replaces (the temporary
+    /// file takes them before the rename; an owner only root may give is kept when root
+    /// writes). A new lock is made as any new file is: mode 0666 less the umask (0644 under
+    /// the usual 022), not the temporary file's 0600.
     pub fn write_bytes(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+        use std::os::unix::fs::{MetadataExt, PermissionsExt};
         let dir = match path.parent() {
             Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
             _ => PathBuf::from("."),
         };
+        // The file replaced (not through a symlink: the rename replaces the link itself).
+        let old = match fs_err::symlink_metadata(path) {
+            Ok(m) if m.file_type().is_file() => Some(m),
+            Ok(_) => None,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e),
+        };
         let mut tmp = tempfile::Builder::new()
             .prefix(".ocibuild-lock-")
+            .permissions(std::fs::Permissions::from_mode(0o666))
             .tempfile_in(&dir)?;
+        if let Some(old) = &old {
+            let f = tmp.as_file();
+            let mine = f.metadata()?;
+            if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
+                keep_owner(f, old.uid(), old.gid())?;
+            }
+            f.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))?;
+        }
         std::io::Write::write_all(&mut tmp, bytes)?;
         tmp.as_file().sync_data()?;
         tmp.persist(path).map_err(|e| e.error)?;
         Ok(())
+    }
+}
+
+/// Gives `f` the owner `uid`:`gid`; where that is not allowed (a user rewriting another
+/// user's lock in a directory they may write), the group alone when it is, else nothing (the
+/// lock then belongs to its writer, as after any editor's save).
+fn keep_owner(f: &std::fs::File, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::fchown;
+    match fchown(f, Some(uid), Some(gid)) {
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+            match fchown(f, None, Some(gid)) {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
+                other => other,
+            }
+        }
+        other => other,
     }
 }
 
@@ -541,6 +635,7 @@ mod tests {
                 snapshot: None,
                 key: Some(Digest::of(b"key")),
                 unsigned: false,
+                release_date: Some("2024-02-10T09:56:43Z".into()),
             }],
             base_installed: None,
             packages: vec![LockedDeb {
@@ -563,6 +658,38 @@ mod tests {
             "{text}"
         );
         assert_eq!(Lock::parse(&text, Path::new("x.lock")).unwrap(), lock);
+        assert!(
+            text.contains("\nrelease-date = \"2024-02-10T09:56:43Z\"\n"),
+            "{text}"
+        );
+        // A lock written before release dates were recorded reads, with none.
+        let old = text.replace("release-date = \"2024-02-10T09:56:43Z\"\n", "");
+        let back = Lock::parse(&old, Path::new("x.lock")).unwrap();
+        assert_eq!(back.apt.unwrap().sources[0].release_date, None);
+        let e = Lock::parse(
+            &text.replace("2024-02-10T09:56:43Z", "yesterday"),
+            Path::new("x.lock"),
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string()
+                .contains("release-date `yesterday` is not a date"),
+            "{e}"
+        );
+        for bad in [
+            "../../etc/x.deb",
+            "/etc/x.deb",
+            "https://evil.example/x.deb",
+        ] {
+            let edited = text.replace("pool/main/p/python3/python3_3.11.2-1+b1_amd64.deb", bad);
+            let e = Lock::parse(&edited, Path::new("x.lock")).unwrap_err();
+            assert!(
+                e.to_string().starts_with(&format!(
+                    "x.lock: not a valid lock file: [[apt.package]] `python3`: filename `{bad}`: "
+                )),
+                "{e}"
+            );
+        }
     }
 
     #[test]

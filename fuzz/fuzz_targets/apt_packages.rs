@@ -73,6 +73,7 @@ fuzz_target!(|data: &[u8]| {
         snapshot: None,
         signed_by: None,
         allow_unsigned: true,
+        check_valid_until: true,
     };
     let idx = match load_source(&archive, &source, spill_dir()) {
         Ok(idx) => idx,

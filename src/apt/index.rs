@@ -165,7 +165,33 @@ pub fn load_source(
             kept.append(verified);
         }
     }
-    Ok(SourceIndex::new(spill, kept.names, kept.provides))
+    let mut index = SourceIndex::new(spill, kept.names, kept.provides);
+    index.release_date = release.date;
+    Ok(index)
+}
+
+/// Why a package's `Filename` is refused, if it is: it must be a path relative to the archive
+/// root without `..` (joined to the archive's URL, a `file://` archive would read outside its
+/// root), not absolute, not a URL, with nothing a URL would read as a query or fragment.
+pub fn bad_filename(f: &str) -> Option<&'static str> {
+    let scheme = f.split_once(':').is_some_and(|(s, _)| {
+        s.starts_with(|c: char| c.is_ascii_alphabetic())
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+    });
+    if f.is_empty() {
+        Some("it is empty")
+    } else if f.starts_with('/') {
+        Some("it is an absolute path")
+    } else if scheme {
+        Some("it is a URL")
+    } else if f.split('/').any(|c| c == "..") {
+        Some("it has a `..` component")
+    } else if f.contains(['?', '#', '\\']) || f.chars().any(char::is_control) {
+        Some("it has a `?`, `#`, `\\` or a control character")
+    } else {
+        None
+    }
 }
 
 /// Where an index's packages go.
@@ -383,6 +409,13 @@ fn package_of(p: &Paragraph, what: &str, shared: &Shared) -> Result<Option<Packa
     let size = field("Size")?;
     let architecture = field("Architecture")?;
     let filename = field("Filename")?;
+    if let Some(why) = bad_filename(filename) {
+        return Err(bad(format!(
+            "Filename `{}`: {why}; a Filename must be a path relative to the archive root \
+             without `..`: the archive is broken or hostile, report it to its maintainers",
+            crate::bounded::clip(filename)
+        )));
+    }
     let size = size
         .parse()
         .map_err(|_| bad(format!("bad Size `{size}`")))?;
@@ -555,6 +588,45 @@ mod tests {
 
     /// Reading the text whole first reported a decompression error, then non-UTF-8 text, then
     /// the first syntax error, then the first bad entry, wherever each was: so does the stream.
+    #[test]
+    fn filenames_outside_the_archive_are_refused() {
+        for ok in [
+            "pool/main/a/a_1:2.0-1_amd64.deb",
+            "a.deb",
+            "./pool/x%3a1.deb",
+            "pool/a..b/c",
+        ] {
+            assert_eq!(bad_filename(ok), None, "{ok}");
+        }
+        for (bad, why) in [
+            ("../../etc/passwd", "`..`"),
+            ("pool/../../x.deb", "`..`"),
+            ("pool/..", "`..`"),
+            ("/etc/passwd", "absolute"),
+            ("http://evil.example/x.deb", "URL"),
+            ("file:/etc/passwd", "URL"),
+            ("pool/x.deb?y", "`?`"),
+            ("", "empty"),
+        ] {
+            assert!(bad_filename(bad).is_some_and(|w| w.contains(why)), "{bad}");
+        }
+        let text = entry("a", "1", "amd64", "").replace("Filename: pool/", "Filename: ../../");
+        let e = parse_packages(
+            &text,
+            "http://x/dists/s/main/binary-amd64/Packages.xz",
+            "u",
+            "amd64",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "http://x/dists/s/main/binary-amd64/Packages.xz: package `a`: Filename \
+             `../../a_1_amd64.deb`: it has a `..` component; a Filename must be a path relative \
+             to the archive root without `..`: the archive is broken or hostile, report it to \
+             its maintainers"
+        );
+    }
+
     #[test]
     fn error_precedence_is_as_reading_whole() {
         let bad_entry = "Package: x\nVersion: 1\n\n";

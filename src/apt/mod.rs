@@ -17,6 +17,7 @@
 pub mod base;
 pub mod control;
 pub mod deb;
+pub mod fresh;
 pub mod index;
 pub mod release;
 pub mod resolve;
@@ -57,6 +58,8 @@ pub enum AptError {
     },
     #[error("{url} is larger than the limit of {limit} bytes")]
     TooLarge { url: String, limit: u64 },
+    #[error("the source's signed-by key")]
+    KeyFile(#[from] crate::bounded::Error),
     #[error("signing key {}: {reason}", path.display())]
     Key { path: PathBuf, reason: String },
     #[error("{url}: bad signature: {reason}")]
@@ -66,6 +69,32 @@ pub enum AptError {
          unverified Release"
     )]
     Unsigned { url: String, suite: String },
+    #[error(
+        "{url}: the Release expired on {valid_until} (its Valid-Until): the mirror is stale or \
+         serves an old Release again; use an up-to-date mirror, or for an archive frozen on \
+         purpose set `snapshot` or `check-valid-until = false` on the source"
+    )]
+    Expired { url: String, valid_until: String },
+    #[error(
+        "source {url} suite {suite}: the Release is {date}, older than the {locked} the lock \
+         recorded: the mirror is stale or serves an old Release again; the lock's [apt] section \
+         was left as it was: use an up-to-date mirror"
+    )]
+    Replayed {
+        url: String,
+        suite: String,
+        date: String,
+        locked: String,
+    },
+    #[error(
+        "the new resolution would downgrade {} the lock pins ({}): an archive that went back \
+         (a stale mirror, an old Release served again) does this; the lock's [apt] section was \
+         left as it was: check the sources, or accept it with `ocibuild lock --allow-downgrade` (with \
+         `--update` to resolve everything again)",
+        if .0.len() == 1 { "a package".to_string() } else { format!("{} packages", .0.len()) },
+        .0.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+    )]
+    Downgrade(Vec<fresh::Downgrade>),
     #[error("{url}: invalid Release file: {reason}")]
     Release { url: String, reason: String },
     #[error("{url}: the Release file lists no {what} (looked for {tried})")]

@@ -2,8 +2,8 @@
 //! detached), its signature checked against the source's key, and its SHA256 list, which
 //! vouches for the `Packages` indices ([`super::index`] reads them, by sha256 AND size).
 //!
-//! Not checked (yet): `Valid-Until` (snapshots are long expired by design; a lock pins the
-//! files by hash anyway) and key expiry/revocation.
+//! `Date` and `Valid-Until` are read here and checked by [`super::fresh`] (an expired Release
+//! is refused unless the source is a snapshot). Not checked (yet): key expiry/revocation.
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -41,6 +41,9 @@ pub struct Source {
     pub signed_by: Option<PathBuf>,
     /// Accept an unsigned, unverified Release when no key is given. Never bypasses a key.
     pub allow_unsigned: bool,
+    /// Refuse a Release whose `Valid-Until` has passed (`check-valid-until`, default on;
+    /// snapshot sources are excepted whatever it says: [`super::fresh::exempt`]).
+    pub check_valid_until: bool,
 }
 
 impl Source {
@@ -58,6 +61,10 @@ impl Source {
 pub struct Release {
     pub suite: Option<String>,
     pub codename: Option<String>,
+    /// `Date`, in seconds since the epoch.
+    pub date: Option<i64>,
+    /// `Valid-Until`, in seconds since the epoch.
+    pub valid_until: Option<i64>,
     /// Path (relative to `dists/SUITE/`) → (sha256, size).
     pub sha256: BTreeMap<String, (Digest, u64)>,
 }
@@ -90,9 +97,23 @@ impl Release {
                 .map_err(|_| bad(format!("bad size in SHA256 line `{line}`")))?;
             sha256.insert(path.to_string(), (digest, size));
         }
+        let date = |field: &str| {
+            p.get(field)
+                .map(|v| {
+                    super::fresh::parse_release_date(v).ok_or_else(|| {
+                        bad(format!(
+                            "bad {field} `{}`: expected a date like `Sat, 10 Feb 2024 09:56:43 UTC`",
+                            crate::bounded::clip(v)
+                        ))
+                    })
+                })
+                .transpose()
+        };
         Ok(Release {
             suite: p.get("Suite").map(str::to_string),
             codename: p.get("Codename").map(str::to_string),
+            date: date("Date")?,
+            valid_until: date("Valid-Until")?,
             sha256,
         })
     }
@@ -109,10 +130,7 @@ pub fn load_keys(path: &Path) -> Result<Vec<SignedPublicKey>, AptError> {
         path: path.to_path_buf(),
         reason,
     };
-    let data = fs_err::read(path).map_err(|source| AptError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let data = crate::bounded::read_regular(path, crate::bounded::MAX_TEXT_FILE)?;
     let (keys, _) = SignedPublicKey::from_reader_many(&data[..]).map_err(|e| bad(e.to_string()))?;
     let keys: Vec<SignedPublicKey> = keys
         .collect::<Result<_, _>>()
@@ -256,6 +274,7 @@ pub fn fetch_release(fetcher: &dyn Fetcher, source: &Source) -> Result<Release, 
             ),
         });
     }
+    super::fresh::check_valid_until(&release, source, &url)?;
     Ok(release)
 }
 
@@ -334,6 +353,7 @@ mod tests {
             snapshot: None,
             signed_by: None,
             allow_unsigned: false,
+            check_valid_until: true,
         };
         assert_eq!(
             s.archive_url(),
@@ -356,6 +376,15 @@ mod tests {
         assert_eq!(r.codename.as_deref(), Some("bookworm"));
         assert_eq!(r.sha256.len(), 2);
         assert_eq!(r.sha256["main/binary-amd64/Packages"].1, 12);
+        assert_eq!((r.date, r.valid_until), (None, None));
+        let dated = format!("Date: Sat, 10 Feb 2024 09:56:43 UTC\nValid-Until: Sat, 17 Feb 2024 09:56:43 UTC\n{text}");
+        let r = Release::parse(&dated, "u").unwrap();
+        assert_eq!(r.valid_until.unwrap() - r.date.unwrap(), 7 * 86_400);
+        let e = Release::parse(&dated.replace("17 Feb", "17 Fbr"), "u").unwrap_err();
+        assert!(
+            e.to_string().contains("bad Valid-Until `Sat, 17 Fbr"),
+            "{e}"
+        );
         assert!(Release::parse("Suite: x\n", "u").is_err());
         assert!(Release::parse("SHA256:\n zz 1 a\n", "u").is_err());
     }

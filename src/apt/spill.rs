@@ -53,6 +53,8 @@ pub const MAX_PER_NAME: usize = 4096;
 #[derive(Clone, Debug)]
 pub struct SourceIndex {
     pub source_url: String,
+    /// The source's Release `Date` (seconds since the epoch), when it has one.
+    pub release_date: Option<i64>,
     spill: Arc<Spill>,
     names: Vec<Key>,
     provides: Vec<Key>,
@@ -68,6 +70,7 @@ impl SourceIndex {
         provides.sort_unstable();
         SourceIndex {
             source_url: spill.source_url().to_string(),
+            release_date: None,
             spill,
             names,
             provides,

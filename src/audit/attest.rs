@@ -234,24 +234,25 @@ impl LoadedInputs {
         };
         let lock_path = Lock::path_for(recipe);
         let platform = parsed.lock_view();
-        let (lock, lock_digest) = match fs_err::read(&lock_path) {
-            Ok(bytes) => {
-                let text = String::from_utf8_lossy(&bytes);
-                let lock = Lock::parse(&text, &lock_path)?;
-                match &platform {
-                    // A platform of a multi-platform recipe: its section, as a one-platform
-                    // lock, and that section's digest (what its manifest records).
-                    Some(p) => {
-                        let view = lock.view(p);
-                        let digest = Digest::of(view.to_toml().as_bytes());
-                        (Some(view), Some(digest))
+        let (lock, lock_digest) =
+            match crate::bounded::read_regular(&lock_path, crate::bounded::MAX_TEXT_FILE) {
+                Ok(bytes) => {
+                    let text = String::from_utf8_lossy(&bytes);
+                    let lock = Lock::parse(&text, &lock_path)?;
+                    match &platform {
+                        // A platform of a multi-platform recipe: its section, as a one-platform
+                        // lock, and that section's digest (what its manifest records).
+                        Some(p) => {
+                            let view = lock.view(p);
+                            let digest = Digest::of(view.to_toml().as_bytes());
+                            (Some(view), Some(digest))
+                        }
+                        None => (Some(lock), Some(Digest::of(&bytes))),
                     }
-                    None => (Some(lock), Some(Digest::of(&bytes))),
                 }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => (None, None),
-            Err(e) => return Err(e.into()),
-        };
+                Err(e) if e.is_not_found() => (None, None),
+                Err(e) => return Err(crate::lock::LockError::from(e).into()),
+            };
         Ok(LoadedInputs {
             recipe_file: file_name(recipe),
             recipe_digest: recipe_digest(recipe)?,

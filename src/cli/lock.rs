@@ -20,6 +20,11 @@ pub struct LockArgs {
     /// build reuses every layer whose inputs did not change).
     #[arg(long, value_enum, num_args = 0..=1, require_equals = true, default_missing_value = "all", value_name = "WHAT")]
     pub update: Option<Update>,
+    /// Accept an `[apt]` resolution that lowers the version of a package the lock pins
+    /// (refused otherwise, and each such package named: an archive that went back, a stale
+    /// mirror or an old Release served again, does that).
+    #[arg(long)]
+    pub allow_downgrade: bool,
 }
 
 /// What `lock --update` resolves again.
@@ -41,6 +46,7 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
             Some(Update::Base) => LockPolicy::UpdateBase,
             None => LockPolicy::Resolve,
         },
+        allow_downgrade: args.allow_downgrade,
         // Read only where a layer key needs it, as before: a lock of a bare base never fails
         // on a malformed SOURCE_DATE_EPOCH.
         epoch_override: if recipe.apt.is_some() || recipe.python.is_some() {

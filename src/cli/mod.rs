@@ -316,6 +316,7 @@ impl Cli {
             tls_verify: self.tls_verify,
             threads: self.threads(),
             policy: crate::lock::LockPolicy::Resolve,
+            allow_downgrade: false,
             locked_by: "--locked",
             offline: false,
             vendor: None,

@@ -229,6 +229,9 @@ pub struct AptSource {
     /// The OpenPGP key file (armored or binary), resolved against the recipe's directory.
     pub signed_by: Option<PathBuf>,
     pub allow_unsigned: bool,
+    /// Refuse an expired Release (`Valid-Until` passed); `false` for an archive frozen on
+    /// purpose. Snapshot sources are never checked. Not part of the image's identity.
+    pub check_valid_until: bool,
 }
 
 /// `[accounts]`: `[[accounts.group]]` and `[[accounts.user]]`, in recipe order.
@@ -476,6 +479,9 @@ pub enum RecipeError {
     /// The recipe file could not be read.
     #[error("{}: cannot read recipe: {source}", path.display())]
     Read { path: PathBuf, source: io::Error },
+    /// The recipe path names something other than a small regular file (a FIFO, a device).
+    #[error("{}: cannot read recipe: {reason}", path.display())]
+    NotAFile { path: PathBuf, reason: String },
     /// Not valid TOML (or not UTF-8).
     #[error("{}:{line}:{col}: {message}", path.display())]
     Syntax {
@@ -507,6 +513,7 @@ impl RecipeError {
     pub fn path(&self) -> &Path {
         match self {
             RecipeError::Read { path, .. }
+            | RecipeError::NotAFile { path, .. }
             | RecipeError::Syntax { path, .. }
             | RecipeError::Invalid { path, .. }
             | RecipeError::Override { path, .. } => path,
@@ -516,7 +523,9 @@ impl RecipeError {
     /// 1-based line and column (in characters), where there is one.
     pub fn location(&self) -> Option<(usize, usize)> {
         match self {
-            RecipeError::Read { .. } | RecipeError::Override { .. } => None,
+            RecipeError::Read { .. }
+            | RecipeError::NotAFile { .. }
+            | RecipeError::Override { .. } => None,
             RecipeError::Syntax { line, col, .. } | RecipeError::Invalid { line, col, .. } => {
                 Some((*line, *col))
             }
@@ -531,9 +540,26 @@ pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
         path: path.to_path_buf(),
         source,
     };
-    // std's error, not fs-err's: `read_err` names the path already.
-    #[allow(clippy::disallowed_methods)]
-    let bytes = std::fs::read(path).map_err(read_err)?;
+    // Bounded, regular files only: a FIFO named as the recipe must not hang, /dev/zero must
+    // not fill memory.
+    let bytes = crate::bounded::read_regular(path, crate::bounded::MAX_TEXT_FILE).map_err(|e| {
+        let not_a_file = |reason: String| RecipeError::NotAFile {
+            path: path.to_path_buf(),
+            reason,
+        };
+        match e {
+            crate::bounded::Error::Io { source, .. } => read_err(source),
+            crate::bounded::Error::NotRegular { kind, .. } => not_a_file(format!(
+                "it is {kind}, not a regular file: give the path of the recipe file itself"
+            )),
+            crate::bounded::Error::TooLarge { limit, .. } => not_a_file(format!(
+                "it is larger than {limit} bytes, too large for a recipe"
+            )),
+            crate::bounded::Error::NotUtf8 { .. } => {
+                not_a_file("it is not UTF-8: a recipe must be UTF-8 text".into())
+            }
+        }
+    })?;
     let abs = std::path::absolute(path).map_err(read_err)?;
     let dir = abs.parent().unwrap_or(Path::new("/")).to_path_buf();
     let text = match String::from_utf8(bytes) {

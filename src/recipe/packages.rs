@@ -200,6 +200,7 @@ fn source(
         snapshot,
         signed_by,
         allow_unsigned,
+        check_valid_until: raw.check_valid_until.unwrap_or(true),
     })
 }
 

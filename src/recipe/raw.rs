@@ -74,6 +74,7 @@ pub(super) struct RawAptSource {
     pub snapshot: Option<Spanned<String>>,
     pub signed_by: Option<Spanned<String>>,
     pub allow_unsigned: Option<bool>,
+    pub check_valid_until: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -27,6 +27,8 @@ use super::client::{ClientConfig, Mirror, RegistrySettings};
 pub enum SettingsError {
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    #[error("registries file")]
+    Read(#[source] crate::bounded::Error),
     #[error("registries file {}: {message}", path.display())]
     Parse { path: PathBuf, message: String },
 }
@@ -90,7 +92,8 @@ pub fn locate(explicit: Option<&Path>) -> Option<PathBuf> {
 pub fn load(path: Option<&Path>) -> Result<ClientConfig, SettingsError> {
     let mut config = ClientConfig::default();
     let Some(path) = path else { return Ok(config) };
-    let text = fs_err::read_to_string(path)?;
+    let text = crate::bounded::read_regular_text(path, crate::bounded::MAX_TEXT_FILE)
+        .map_err(SettingsError::Read)?;
     let file: File = toml::from_str(&text).map_err(|e| SettingsError::Parse {
         path: path.to_path_buf(),
         message: e.message().to_string(),

@@ -130,6 +130,8 @@ pub struct Session<'a> {
     pub tls_verify: bool,
     pub threads: usize,
     pub policy: LockPolicy,
+    /// `lock --allow-downgrade`: an `[apt]` resolution may lower a version the lock pins.
+    pub allow_downgrade: bool,
     /// The flag that asked for [`LockPolicy::Locked`] (`--locked`, `--offline`), for messages.
     pub locked_by: &'static str,
     /// No network: every input must be in the store or the vendor directory.
@@ -352,6 +354,7 @@ impl<'a> Session<'a> {
             threads: self.threads,
             no_cache: self.no_cache,
             pin: self.policy,
+            allow_downgrade: self.allow_downgrade,
             build_layers,
         };
         let lock_path = Lock::path_for(recipe_path);
@@ -464,7 +467,8 @@ impl<'a> Session<'a> {
             lock_digest: None,
         };
         let lock_path = Lock::path_for(recipe_path);
-        let lock_before = fs_err::read(&lock_path).ok();
+        let lock_before =
+            crate::bounded::read_regular(&lock_path, crate::bounded::MAX_TEXT_FILE).ok();
         let base = self.resolve_base(recipe, recipe_path)?;
         let base = base.as_ref().map(|(b, _)| b);
         let sys = match self.prepare_system(recipe, recipe_path, base, true) {

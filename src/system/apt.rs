@@ -31,9 +31,10 @@ fn request_of(apt: &Apt) -> (String, Vec<String>, Vec<LockedAptSource>) {
             key: s
                 .signed_by
                 .as_deref()
-                .and_then(|k| fs_err::read(k).ok())
+                .and_then(|k| crate::bounded::read_regular(k, crate::bounded::MAX_TEXT_FILE).ok())
                 .map(|b| Digest::of(&b)),
             unsigned: s.signed_by.is_none() && s.allow_unsigned,
+            release_date: None,
         })
         .collect();
     (apt.architecture.clone(), apt.packages.clone(), sources)
@@ -75,6 +76,7 @@ pub fn stale(
     let strip = |s: &LockedAptSource| LockedAptSource {
         key: None,
         unsigned: false,
+        release_date: None,
         ..s.clone()
     };
     let keys_agree = |a: &LockedAptSource, b: &LockedAptSource| {
@@ -107,6 +109,7 @@ fn to_source(s: &crate::recipe::AptSource, arch: &str) -> Source {
         snapshot: s.snapshot.clone(),
         signed_by: s.signed_by.clone(),
         allow_unsigned: s.allow_unsigned,
+        check_valid_until: s.check_valid_until,
     }
 }
 
@@ -134,8 +137,51 @@ pub(super) fn from_locked_deb(l: &LockedDeb) -> Locked {
     }
 }
 
+/// A relock against the lock it replaces: each source's Release no older than the one the lock
+/// recorded for it (same URL, suite and snapshot), and, unless `allow_downgrade`, no package's
+/// version lower than the lock's.
+fn check_relock(
+    old: Option<&LockedApt>,
+    new_sources: &[LockedAptSource],
+    new_packages: &[LockedDeb],
+    allow_downgrade: bool,
+) -> Result<(), apt::AptError> {
+    let Some(old) = old else {
+        return Ok(());
+    };
+    for s in new_sources {
+        let was = old
+            .sources
+            .iter()
+            .find(|o| o.url == s.url && o.suite == s.suite && o.snapshot == s.snapshot);
+        let date = s
+            .release_date
+            .as_deref()
+            .and_then(apt::fresh::parse_lock_date);
+        apt::fresh::check_not_older(
+            &s.url,
+            &s.suite,
+            date,
+            was.and_then(|w| w.release_date.as_deref()),
+        )?;
+    }
+    if allow_downgrade {
+        return Ok(());
+    }
+    fn key(d: &LockedDeb) -> (&str, &str, &str) {
+        (&d.name, &d.architecture, &d.version)
+    }
+    let down = apt::fresh::downgrades(old.packages.iter().map(key), new_packages.iter().map(key));
+    if down.is_empty() {
+        Ok(())
+    } else {
+        Err(apt::AptError::Downgrade(down))
+    }
+}
+
 /// The packages to install: the lock's when it answers the recipe's request (and `pin` allows),
-/// else a fresh resolution written into `lock`. Returns (packages, resolved now).
+/// else a fresh resolution written into `lock` (refused when it goes back from the lock's:
+/// [`check_relock`]). Returns (packages, resolved now).
 #[allow(clippy::too_many_arguments)] // the resolution's context, passed through as is
 pub fn resolve_locked(
     apt: &Apt,
@@ -143,7 +189,7 @@ pub fn resolve_locked(
     lock: &mut Lock,
     fetcher: &dyn Fetcher,
     store: &Store,
-    pin: LockPolicy,
+    (pin, allow_downgrade): (LockPolicy, bool),
     recipe_path: &Path,
     reporter: &dyn Reporter,
 ) -> Result<(Vec<LockedDeb>, bool), SystemError> {
@@ -198,12 +244,17 @@ pub fn resolve_locked(
             .iter()
             .map(|p| Request::parse(p))
             .collect::<Result<Vec<_>, _>>()?;
-        apt::resolve(&indices, &apt.architecture, &requests, &base.installed)
+        let dates: Vec<Option<i64>> = indices.iter().map(|i| i.release_date).collect();
+        apt::resolve(&indices, &apt.architecture, &requests, &base.installed).map(|r| (r, dates))
     })();
     reporter.task_finished(&task);
-    let resolved = resolved?;
+    let (resolved, dates) = resolved?;
     let packages: Vec<LockedDeb> = resolved.into_iter().map(to_locked_deb).collect();
-    let (architecture, requests, sources) = request_of(apt);
+    let (architecture, requests, mut sources) = request_of(apt);
+    for (s, d) in sources.iter_mut().zip(dates) {
+        s.release_date = d.map(apt::fresh::format_date);
+    }
+    check_relock(lock.apt.as_ref(), &sources, &packages, allow_downgrade)?;
     lock.apt = Some(LockedApt {
         architecture,
         requests,

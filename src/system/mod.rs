@@ -200,6 +200,9 @@ pub struct SystemOptions {
     pub threads: usize,
     pub no_cache: bool,
     pub pin: LockPolicy,
+    /// Accept an `[apt]` resolution that lowers a version the lock pins (`lock
+    /// --allow-downgrade`).
+    pub allow_downgrade: bool,
     /// Build the apt and wheel layers; `false` only resolves into the lock (`ocibuild lock`:
     /// the interpreter archive is still unpacked, since its version comes from its files).
     pub build_layers: bool,
@@ -431,7 +434,7 @@ pub fn prepare(
             lock,
             fetcher,
             store,
-            opts.pin,
+            (opts.pin, opts.allow_downgrade),
             &recipe.path,
             reporter,
         )?;

@@ -24,6 +24,7 @@ mod concurrency;
 mod features;
 mod hardening;
 mod hardening_walk;
+mod hardening_apt;
 mod layer_contract;
 mod online_debian;
 mod online_platforms;

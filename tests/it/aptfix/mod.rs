@@ -369,6 +369,17 @@ pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
 
 /// [`write_dists`] with one Packages index per architecture.
 pub fn write_dists_arches(root: &Path, arches: &[(&str, &str)], signing: Signing<'_>) {
+    write_dists_dated(
+        root,
+        arches,
+        signing,
+        "Date: Thu, 01 Jan 1970 00:00:00 UTC\n",
+    )
+}
+
+/// [`write_dists_arches`] with `dated` as the Release's date fields (`Date: …\nValid-Until:
+/// …\n`, or nothing).
+pub fn write_dists_dated(root: &Path, arches: &[(&str, &str)], signing: Signing<'_>, dated: &str) {
     let dists = root.join("dists/stable");
     let mut sums = String::new();
     for (arch, packages) in arches {
@@ -398,7 +409,7 @@ pub fn write_dists_arches(root: &Path, arches: &[(&str, &str)], signing: Signing
     let names: Vec<&str> = arches.iter().map(|(a, _)| *a).collect();
     let release = format!(
         "Origin: Test\nLabel: Test\nSuite: stable\nCodename: testy\nArchitectures: {}\n\
-         Components: main\nDate: Thu, 01 Jan 1970 00:00:00 UTC\nSHA256:\n{sums}",
+         Components: main\n{dated}SHA256:\n{sums}",
         names.join(" ")
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
@@ -508,6 +519,7 @@ pub fn source(repo: &Repo, key: Option<&Path>) -> Source {
         snapshot: None,
         signed_by: key.map(Path::to_path_buf),
         allow_unsigned: false,
+        check_valid_until: true,
     }
 }
 
