@@ -77,7 +77,7 @@ pub enum VendorError {
         size: u64,
     },
     #[error(
-        "vendor {dir}: entry `{entry}`: blob {digest} is {found} bytes, the index says {expected}"
+        "vendor {dir}: entry `{entry}`: blob {digest} is {found} bytes, the index says {expected}; vendor the input again"
     )]
     Size {
         dir: PathBuf,

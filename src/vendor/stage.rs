@@ -77,23 +77,16 @@ pub fn stage(
             if store.has_blob(d) || pending.iter().any(|p| p.digest == *d) {
                 return Ok(None);
             }
-            let Some((v, _)) = entry else {
+            let Some((v, e)) = entry else {
                 missing(what)?;
                 return Ok(None);
             };
-            let path = v.blob_path(d);
-            let f = match fs_err::File::open(&path) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(VendorError::MissingBlob {
-                        dir: v.root.clone(),
-                        entry: key.clone(),
-                        digest: *d,
-                    })
-                }
-                Err(e) => return Err(e.into()),
-            };
+            let declared = e.blobs().into_iter().find(|(b, _)| b == d).map(|(_, n)| n);
+            let f = open_blob(v, &key, d, declared)?;
             let mut w = store.blob_writer()?;
+            // No more than the index declares (a file growing meanwhile is cut, then caught
+            // by its digest).
+            let f = f.take(declared.unwrap_or(u64::MAX));
             let mut r = HashingReader::new(io::BufReader::new(f));
             let mut small = Vec::new();
             io::copy(&mut (&mut r).take(1 << 22), &mut small)?;
@@ -143,4 +136,52 @@ pub fn stage(
         p.writer.commit(Some(p.digest))?;
     }
     Ok(staged)
+}
+
+/// Opens vendor blob `d` of entry `key` for reading: a regular file (not a symlink, a FIFO, a
+/// device: opened without following a link or blocking, and checked through the handle), of
+/// the size the index declares for it when it declares one.
+fn open_blob(
+    v: &VendorDir,
+    key: &str,
+    d: &Digest,
+    declared: Option<u64>,
+) -> Result<fs_err::File, VendorError> {
+    use fs_err::os::unix::fs::OpenOptionsExt;
+    let path = v.blob_path(d);
+    let not_regular = |kind: &str| VendorError::BadEntry {
+        dir: v.root.clone(),
+        entry: key.to_string(),
+        problem: format!("blob {d} is {kind}, not a regular file; vendor the input again"),
+    };
+    match fs_err::symlink_metadata(&path) {
+        Ok(m) if m.is_file() => {}
+        Ok(m) => return Err(not_regular(crate::bounded::kind_of(m.file_type()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(VendorError::MissingBlob {
+                dir: v.root.clone(),
+                entry: key.to_string(),
+                digest: *d,
+            })
+        }
+        Err(e) => return Err(e.into()),
+    }
+    let f = fs_err::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)?;
+    let m = f.metadata()?;
+    if !m.is_file() {
+        return Err(not_regular(crate::bounded::kind_of(m.file_type())));
+    }
+    if let Some(expected) = declared.filter(|n| *n != m.len()) {
+        return Err(VendorError::Size {
+            dir: v.root.clone(),
+            entry: key.to_string(),
+            digest: *d,
+            expected,
+            found: m.len(),
+        });
+    }
+    Ok(f)
 }

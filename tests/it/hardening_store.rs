@@ -720,3 +720,78 @@ fn vendor_into_from_a_recipe_replaces_a_planted_symlink() {
     assert_eq!(stats["replaced"], 1, "{stats}");
     common::run_ok(common::ocibuild().args(["vendor", "--check"]).arg(&v));
 }
+
+#[test]
+fn a_vendored_blob_that_is_not_a_regular_file_is_refused_without_blocking() {
+    let d = common::test_dir("w");
+    let (addr, layer) = lying_registry(&d);
+    let (recipe, registries) = base_project(&d.join("p"), &addr, "good");
+    let ocibuild = |cache: &Path| {
+        let mut c = common::ocibuild();
+        c.arg("--registries")
+            .arg(&registries)
+            .env("OCIBUILD_CACHE", cache);
+        c
+    };
+    let v = d.join("vendor");
+    common::run_ok(ocibuild(&d.join("cache")).arg("lock").arg(&recipe));
+    common::run_ok(
+        ocibuild(&d.join("cache"))
+            .args(["vendor", "--into"])
+            .arg(&v)
+            .arg(&recipe),
+    );
+    let hex = common::sha256_bytes(&layer)["sha256:".len()..].to_string();
+    let blob = v.join("blobs/sha256").join(&hex);
+    let outside = d.join("outside");
+    fs::create_dir_all(&outside).unwrap();
+    fs::write(outside.join("other"), noise(layer.len() * 3, 7)).unwrap();
+    let sizes = format!(
+        "is {} bytes, the index says {}",
+        layer.len() * 3,
+        layer.len()
+    );
+    let plants: [(&str, &dyn Fn()); 3] = [
+        (&sizes, &|| {
+            fs::write(&blob, noise(layer.len() * 3, 8)).unwrap()
+        }),
+        ("is a symbolic link, not a regular file", &|| {
+            fs::os::unix::fs::symlink(outside.join("other"), &blob).unwrap()
+        }),
+        ("is a FIFO, not a regular file", &|| {
+            assert!(Command::new("mkfifo")
+                .arg(&blob)
+                .status()
+                .unwrap()
+                .success())
+        }),
+    ];
+    for (i, (said, plant)) in plants.iter().enumerate() {
+        let _ = fs::remove_file(&blob);
+        plant();
+        let cold = d.join(format!("cold-{i}"));
+        let out = d.join(format!("out-{i}.oci"));
+        // A bound on a hang, not a timing: the build returns at once.
+        let o = common::run_timeout(
+            ocibuild(&cold)
+                .args(["build", "--offline", "--vendor"])
+                .arg(&v)
+                .arg(&recipe)
+                .arg("-o")
+                .arg(&out),
+            std::time::Duration::from_secs(120),
+        );
+        refused(
+            &o,
+            &[
+                &v.display().to_string(),
+                &hex,
+                said,
+                "vendor the input again",
+            ],
+        );
+        assert!(!out.exists());
+        assert!(!cold.join("blobs/sha256").join(&hex).exists());
+        assert_eq!(names(&cold.join("tmp")), Vec::<String>::new());
+    }
+}
