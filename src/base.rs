@@ -41,6 +41,14 @@ pub enum BaseError {
         digest: Digest,
         problem: String,
     },
+    #[error("base image {reference} ({manifest}): its manifest declares blob {digest} as {declared} bytes, but that blob is {actual} bytes: the manifest is wrong; push the base again with its real sizes, or build on another base")]
+    Size {
+        reference: String,
+        manifest: Digest,
+        digest: Digest,
+        declared: u64,
+        actual: u64,
+    },
     #[error("offline: base {reference} {what} is not in the store or the vendor directory")]
     Offline { reference: String, what: String },
     #[error("--frozen: the lock pins no base image, but the recipe builds on {reference}: run `ocibuild lock` (online)")]
@@ -132,6 +140,34 @@ pub fn fetch_layers(
         }
     }
     client.pull_blobs(&r, &layers, store, reporter)?;
+    check_sizes(&image.reference, &image.manifest_digest, &layers, store)
+}
+
+/// Every blob of `blobs` the store has is the size its descriptor declares: a manifest naming
+/// a known digest with another size (2^62) is refused, not written into the image's manifest.
+fn check_sizes(
+    reference: &str,
+    manifest: &Digest,
+    blobs: &[Descriptor],
+    store: &Store,
+) -> Result<(), BaseError> {
+    for d in blobs {
+        let path = store.blob_path(&d.digest);
+        let actual = match fs_err::metadata(&path) {
+            Ok(m) => m.len(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => return Err(StoreError::Io(e).into()),
+        };
+        if actual != d.size {
+            return Err(BaseError::Size {
+                reference: reference.to_string(),
+                manifest: *manifest,
+                digest: d.digest,
+                declared: d.size,
+                actual,
+            });
+        }
+    }
     Ok(())
 }
 
@@ -300,6 +336,11 @@ pub fn resolve(
         }
     }
     client.pull_blobs(&r, &blobs, store, reporter)?;
+    // The sizes of the blobs the store has (also a shallow base's layers it has): from a warm
+    // store, no download checked them.
+    let mut named = vec![manifest.config.clone()];
+    named.extend(manifest.layers.iter().cloned());
+    check_sizes(&name, &manifest_digest, &named, store)?;
 
     let config_bytes = store.read_blob(&manifest.config.digest)?;
     let config: serde_json::Value = serde_json::from_slice(&config_bytes)

@@ -24,6 +24,7 @@ pub enum CacheAction {
     /// Remove what no build can use: temporary files left by killed builds, cache entries that
     /// name a missing blob, seals without a blob; and forget what cache repositories were
     /// seen to have (the next build asks them again). Refused while a build uses the store.
+    /// Only what the store made is removed; a directory that is not a store is refused.
     Prune,
 }
 
@@ -63,6 +64,9 @@ pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&report)?);
             } else {
+                for f in &report.foreign_temporary {
+                    println!("not the store's: tmp/{f} (left alone)");
+                }
                 println!(
                     "pruned {}: {} temporary entries ({} bytes), {} dangling cache entries, {} stray seals, {} cache repository marks",
                     root.display(),

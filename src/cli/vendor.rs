@@ -127,6 +127,13 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
             stats.present,
             stats.bytes_written
         );
+        if stats.replaced > 0 {
+            println!(
+                "vendor {}: {} entries at a blob's name were not that blob (a symlink, other bytes): replaced",
+                into.display(),
+                stats.replaced
+            );
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

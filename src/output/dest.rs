@@ -68,16 +68,24 @@ pub(super) fn check_layout(dir: &Path) -> Result<bool, OutputError> {
         }
         Some(m) => return Err(refuse(dir, odd_kind(m.file_type()).unwrap_or("not a file"))),
     };
-    for sub in [dir.join("blobs"), dir.join("blobs").join("sha256")] {
-        match lstat(&sub)? {
+    check_dirs(&[dir.join("blobs"), dir.join("blobs").join("sha256")])?;
+    Ok(fresh)
+}
+
+/// Each of `dirs`: missing or a real directory, never a symlink (nor a file, a device, a FIFO,
+/// a socket): for an output made of directories (a layout's `blobs/sha256`, a vendor
+/// directory), so nothing is written through a planted link.
+pub(crate) fn check_dirs(dirs: &[PathBuf]) -> Result<(), OutputError> {
+    for sub in dirs {
+        match lstat(sub)? {
             None => {}
             Some(m) if m.is_dir() => {}
             Some(m) => {
-                return Err(refuse(&sub, odd_kind(m.file_type()).unwrap_or("a file")));
+                return Err(refuse(sub, odd_kind(m.file_type()).unwrap_or("a file")));
             }
         }
     }
-    Ok(fresh)
+    Ok(())
 }
 
 /// A directory beside `dir` to build a new layout in, removed when dropped unless renamed into
@@ -156,4 +164,38 @@ impl Drop for Staged {
             let _ = fs::remove_dir_all(&self.path);
         }
     }
+}
+
+/// A file's identity: device and inode.
+pub(crate) type Inode = (u64, u64);
+
+pub(crate) fn inode(m: &std::fs::Metadata) -> Inode {
+    use std::os::unix::fs::MetadataExt;
+    (m.dev(), m.ino())
+}
+
+/// Whether the regular file at `path` (as `m` describes it) holds exactly the blob `digest`:
+/// opened without following a link (nor blocking), checked to be the inode `m` describes, and
+/// hashed. Any failure is a no: the blob is then copied over it.
+pub(crate) fn holds(path: &Path, m: &std::fs::Metadata, digest: &crate::digest::Digest) -> bool {
+    use fs_err::os::unix::fs::OpenOptionsExt;
+    let Ok(file) = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(path)
+    else {
+        return false;
+    };
+    if !file
+        .metadata()
+        .is_ok_and(|f| f.is_file() && inode(&f) == inode(m))
+    {
+        return false;
+    }
+    let mut r = crate::digest::HashingReader::new(std::io::BufReader::new(file));
+    if std::io::copy(&mut r, &mut std::io::sink()).is_err() {
+        return false;
+    }
+    let (_, found, _) = r.finish();
+    found == *digest
 }

@@ -4,7 +4,9 @@
 //! and renamed into place, so after a failure (ENOSPC) or a crash it is either complete or
 //! absent. Into an existing layout: the blobs (each copied to a temporary file in the layout,
 //! then renamed to `blobs/sha256/<hex>`), then `index.json` last, through a temporary file and
-//! a rename. A failed write removes the blobs it added that the index does not name; a crash
+//! a rename. A blob already there is kept only when it is the store's own inode (a hard link)
+//! or hashes to its name (a copy, on another filesystem): a same-size file with other bytes is
+//! replaced, so the layout never names a blob it does not hold. A failed write removes the blobs it added that the index does not name; a crash
 //! leaves at worst unreferenced blobs or a stray `.ocibuild-tmp-*` file, never an index that
 //! names a blob the layout lacks. The destination's kind is checked first ([`super::dest`]):
 //! nothing is written through a symlinked layout, `blobs` or `blobs/sha256`. Files are created
@@ -23,6 +25,7 @@ use std::path::Path;
 
 use fs_err as fs;
 
+use super::dest::{inode, Inode};
 use super::{io_err, OutputError};
 use crate::digest::Digest;
 use crate::image::{annotations, Descriptor, ImageRecord, Index};
@@ -184,10 +187,14 @@ fn write_into(
     for (_, extra) in referrers {
         digests.extend(extra.iter().copied());
     }
+    // The inode each blob was found or put at: checked again under the lock.
+    let mut at = std::collections::BTreeMap::new();
     for &(digest, size) in &digests {
-        if copy_blob(dir, store, &digest, size)? {
+        let (copied, id) = copy_blob(dir, store, &digest, size)?;
+        if copied {
             added.push(digest);
         }
+        at.insert(digest, id);
     }
     // The blobs' names are durable before index.json names them.
     fs::File::open(dir.join("blobs").join("sha256"))?.sync_all()?;
@@ -196,14 +203,18 @@ fn write_into(
 
     // Held from reading index.json to the rename of the new one.
     let _lock = lock_dir(dir)?;
-    // Under the lock, every blob the new index names is there: another writer's failed write
-    // (whose cleanup also holds the lock) may have removed one this write found present.
+    // Under the lock, every blob the new index names is there, the file checked or put there
+    // above: another writer's failed write (whose cleanup also holds the lock) may have
+    // removed one this write found present, and a file renamed in since is checked again.
     for &(digest, size) in &digests {
         let present = fs::symlink_metadata(blobs.join(digest.hex()))
-            .map(|m| m.is_file() && m.len() == size)
-            .unwrap_or(false);
-        if !present && copy_blob(dir, store, &digest, size)? {
-            added.push(digest);
+            .is_ok_and(|m| m.is_file() && m.len() == size && at.get(&digest) == Some(&inode(&m)));
+        if !present {
+            let (copied, id) = copy_blob(dir, store, &digest, size)?;
+            if copied {
+                added.push(digest);
+            }
+            at.insert(digest, id);
         }
     }
     let existing = if dir.join("index.json").is_file() {
@@ -322,20 +333,24 @@ fn claim_dir(dir: &Path) -> Result<(), OutputError> {
 }
 
 /// Copy one blob from the store (intact: its seal checked) unless the layout already holds
-/// it: the store's very inode (a hard link), or, on another filesystem, a regular file of that
-/// name and size. A symlink there is replaced, never followed. Whether it copied.
-fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<bool, OutputError> {
-    use std::os::unix::fs::MetadataExt;
+/// it: the store's very inode (a hard link), or another regular file of that name and size
+/// whose bytes hash to its name (a layout on another filesystem, a copy), hashed through a
+/// handle opened without following a link. Anything else there (a same-size file with other
+/// bytes, a symlink) is replaced by a rename, never followed or written through. Whether it
+/// copied, and the inode now at the blob's name.
+fn copy_blob(
+    dir: &Path,
+    store: &Store,
+    digest: &Digest,
+    size: u64,
+) -> Result<(bool, Inode), OutputError> {
     let dest = dir.join("blobs").join("sha256").join(digest.hex());
     let src = store.blob_path(digest);
     if let Ok(m) = fs::symlink_metadata(&dest) {
         if m.is_file() && m.len() == size {
-            match fs::metadata(&src) {
-                Ok(s) if s.dev() == m.dev() && s.ino() == m.ino() => return Ok(false),
-                Ok(s) if s.dev() != m.dev() => return Ok(false),
-                // A file of another inode on the store's filesystem: replaced by the store's.
-                Ok(_) => {}
-                Err(_) => return Ok(false),
+            let the_stores = fs::metadata(&src).is_ok_and(|s| inode(&s) == inode(&m));
+            if (the_stores && store.has_blob(digest)) || super::dest::holds(&dest, &m, digest) {
+                return Ok((false, inode(&m)));
             }
         }
     }
@@ -353,8 +368,9 @@ fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<bo
     let tmp_path = tmp.path().to_path_buf();
     tmp.close().map_err(io_err(&tmp_path))?;
     if fs::hard_link(&src, &tmp_path).is_ok() {
-        return match fs::rename(&tmp_path, &dest) {
-            Ok(()) => Ok(true),
+        let linked = fs::symlink_metadata(&tmp_path).map(|m| inode(&m));
+        return match linked.and_then(|id| fs::rename(&tmp_path, &dest).map(|()| id)) {
+            Ok(id) => Ok((true, id)),
             Err(e) => {
                 let _ = fs::remove_file(&tmp_path);
                 Err(e.into())
@@ -366,8 +382,9 @@ fn copy_blob(dir: &Path, store: &Store, digest: &Digest, size: u64) -> Result<bo
     let mut from = fs::File::open(&src)?;
     std::io::copy(&mut from, &mut tmp.as_file()).map_err(io_err(tmp.path()))?;
     tmp.as_file().sync_all().map_err(io_err(tmp.path()))?;
+    let id = inode(&tmp.as_file().metadata().map_err(io_err(tmp.path()))?);
     tmp.persist(&dest).map_err(|e| io_err(&dest)(e.error))?;
-    Ok(true)
+    Ok((true, id))
 }
 
 /// A temporary file in `dir`, created 0644 less the umask (tempfile's own default is 0600).

@@ -20,6 +20,7 @@ use crate::json::JsonError;
 use crate::layer::LayerError;
 use crate::store::{Store, StoreError};
 
+pub(crate) use dest::{check_dirs, holds, inode};
 pub use layout::{read_index, write_layout, write_layout_with};
 pub use read::{Layout, ReadError};
 

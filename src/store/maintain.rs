@@ -9,6 +9,7 @@ use std::path::Path;
 use fs_err as fs;
 use serde::Serialize;
 
+use super::root::{hex_name, is_own_temp};
 use super::{seal, Store, StoreError};
 use crate::digest::Digest;
 use crate::progress::Reporter;
@@ -40,6 +41,8 @@ pub struct PruneReport {
     /// Entries of `tmp/` (files and directories left by killed builds) and their bytes.
     pub temporary: u64,
     pub temporary_bytes: u64,
+    /// Entries of `tmp/` not named as the store names its temporary files: left alone, listed.
+    pub foreign_temporary: Vec<String>,
     /// Layer-cache entries naming a missing blob, and seals of missing blobs.
     pub dangling_entries: u64,
     pub seals: u64,
@@ -48,14 +51,34 @@ pub struct PruneReport {
     pub shared_marks: u64,
 }
 
+/// The store's own folders that `cache ACTION` removes from: real directories, or an error
+/// (nothing is removed through a symlink to somewhere else).
+fn check_folders(root: &Path, subs: &[&str], action: &'static str) -> Result<(), StoreError> {
+    for sub in subs {
+        let path = root.join(sub);
+        let m = fs::symlink_metadata(&path)?;
+        if !m.is_dir() {
+            return Err(StoreError::NotAFolder {
+                path,
+                kind: crate::bounded::kind_of(m.file_type()),
+                action,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// The blobs (regular files named by their digest) and, listed apart, anything else in
+/// `blobs/sha256`.
 fn blob_digests(store: &Store) -> Result<(Vec<Digest>, Vec<String>), StoreError> {
     let mut digests = Vec::new();
     let mut foreign = Vec::new();
     for e in fs::read_dir(store.root().join("blobs").join("sha256"))? {
-        let name = e?.file_name().to_string_lossy().into_owned();
-        match format!("sha256:{name}").parse::<Digest>() {
-            Ok(d) => digests.push(d),
-            Err(_) => foreign.push(name),
+        let e = e?;
+        let name = e.file_name();
+        match hex_name(&name, "").filter(|_| e.file_type().is_ok_and(|t| t.is_file())) {
+            Some(d) => digests.push(d),
+            None => foreign.push(name.to_string_lossy().into_owned()),
         }
     }
     digests.sort();
@@ -63,24 +86,24 @@ fn blob_digests(store: &Store) -> Result<(Vec<Digest>, Vec<String>), StoreError>
     Ok((digests, foreign))
 }
 
-/// Layer-cache entries (`layers/*.json`) whose blob is missing: removed; how many.
+/// Layer-cache entries (`layers/<hex>.json`, regular files) whose blob is missing: removed;
+/// how many. Any other name there is not the store's, and left alone.
 fn drop_dangling(store: &Store) -> Result<u64, StoreError> {
     let mut n = 0;
     for e in fs::read_dir(store.root().join("layers"))? {
-        let path = e?.path();
-        let Some(key) = path.file_stem().and_then(|s| {
-            format!("sha256:{}", s.to_string_lossy())
-                .parse::<Digest>()
-                .ok()
-        }) else {
+        let e = e?;
+        let Some(key) = hex_name(&e.file_name(), ".json") else {
             continue;
         };
+        if !e.file_type()?.is_file() {
+            continue;
+        }
         let gone = match store.cached_layer(&key) {
             Ok(hit) => hit.is_none(),
             Err(_) => true,
         };
         if gone {
-            fs::remove_file(&path)?;
+            fs::remove_file(e.path())?;
             n += 1;
         }
     }
@@ -91,6 +114,7 @@ fn drop_dangling(store: &Store) -> Result<u64, StoreError> {
 /// missing blob. Progress goes to `reporter` as one step, `cache verify`, of all the blobs' bytes.
 pub fn verify(store: &Store, reporter: &dyn Reporter) -> Result<VerifyReport, StoreError> {
     const STEP: &str = "cache verify";
+    check_folders(store.root(), &["blobs", "blobs/sha256", "layers"], "verify")?;
     let (digests, foreign) = blob_digests(store)?;
     let mut report = VerifyReport {
         foreign,
@@ -133,11 +157,20 @@ fn tree_size(path: &Path) -> u64 {
         .unwrap_or(0)
 }
 
-/// Prunes the store at `root` (see the module doc). Refused while a build has the store open.
+/// Prunes the store at `root` (see the module doc). Refused while a build has the store open,
+/// and for a directory that is not a store ([`super::root::prepare`]). Only what the store names
+/// its own way is removed: its temporary names in `tmp/`, `<hex>.json` entries, `<hex>` seals,
+/// and the marks under `remote/shared/<id>/`.
 pub fn prune(root: &Path) -> Result<PruneReport, StoreError> {
+    super::root::prepare(root)?;
     for sub in ["blobs/sha256", "layers", "locks", "tmp", "seals"] {
         fs::create_dir_all(root.join(sub))?;
     }
+    check_folders(
+        root,
+        &["blobs", "blobs/sha256", "layers", "locks", "tmp", "seals"],
+        "prune",
+    )?;
     let lock = fs::OpenOptions::new()
         .create(true)
         .truncate(false)
@@ -154,35 +187,81 @@ pub fn prune(root: &Path) -> Result<PruneReport, StoreError> {
     }
     let mut report = PruneReport::default();
     for e in fs::read_dir(root.join("tmp"))? {
-        let path = e?.path();
+        let e = e?;
+        let name = e.file_name();
+        let Some(own) = name.to_str().filter(|n| is_own_temp(n)) else {
+            report
+                .foreign_temporary
+                .push(name.to_string_lossy().into_owned());
+            continue;
+        };
+        let path = root.join("tmp").join(own);
         report.temporary_bytes += tree_size(&path);
-        if fs::symlink_metadata(&path)?.is_dir() {
+        if e.file_type()?.is_dir() {
             fs::remove_dir_all(&path)?;
         } else {
             fs::remove_file(&path)?;
         }
         report.temporary += 1;
     }
+    report.foreign_temporary.sort();
     // A view: no seal checks, no lock of its own (this function holds the exclusive one).
     let store = Store::view(root.to_path_buf());
     report.dangling_entries = drop_dangling(&store)?;
     for e in fs::read_dir(root.join("seals"))? {
-        let path = e?.path();
-        let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        if let Some(d) = name.and_then(|n| format!("sha256:{n}").parse::<Digest>().ok()) {
-            if !store.blob_path(&d).is_file() {
-                fs::remove_file(&path)?;
-                report.seals += 1;
+        let e = e?;
+        let Some(d) = hex_name(&e.file_name(), "") else {
+            continue;
+        };
+        if e.file_type()?.is_file() && !store.blob_path(&d).is_file() {
+            fs::remove_file(e.path())?;
+            report.seals += 1;
+        }
+    }
+    report.shared_marks = forget_shared(root);
+    Ok(report)
+}
+
+/// Removes the marks of what cache repositories have (`remote/shared/<16 hex>/<kind>-<hex>`,
+/// see [`super::remote`]), as far as it can (they are hints); how many. Nothing is followed
+/// through a symlink, and no other name is removed.
+fn forget_shared(root: &Path) -> u64 {
+    let real_dir = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_dir());
+    let shared = root.join("remote").join("shared");
+    if !real_dir(&root.join("remote")) || !real_dir(&shared) {
+        return 0;
+    }
+    let Ok(repos) = fs::read_dir(&shared) else {
+        return 0;
+    };
+    let mut n = 0;
+    for repo in repos.flatten() {
+        let id = repo.file_name();
+        let is_id = id
+            .to_str()
+            .is_some_and(|s| s.len() == 16 && s.bytes().all(|b| b.is_ascii_hexdigit()));
+        if !is_id || !repo.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(marks) = fs::read_dir(repo.path()) else {
+            continue;
+        };
+        for mark in marks.flatten() {
+            let name = mark.file_name();
+            let is_mark = name.to_str().is_some_and(|s| {
+                ["layer-", "fact-"].iter().any(|k| {
+                    s.strip_prefix(k)
+                        .is_some_and(|h| hex_name(h.as_ref(), "").is_some())
+                })
+            });
+            if is_mark
+                && mark.file_type().is_ok_and(|t| t.is_file())
+                && fs::remove_file(mark.path()).is_ok()
+            {
+                n += 1;
             }
         }
+        let _ = fs::remove_dir(repo.path());
     }
-    // Hints: counted and removed as far as they can be.
-    let shared = root.join("remote").join("shared");
-    if let Ok(repos) = fs::read_dir(&shared) {
-        for repo in repos.flatten() {
-            report.shared_marks += fs::read_dir(repo.path()).map_or(0, |d| d.count() as u64);
-        }
-        let _ = fs::remove_dir_all(&shared);
-    }
-    Ok(report)
+    n
 }

@@ -14,7 +14,12 @@
 //! remote/                with a cache repository: which entries came from one (`taken/`) and
 //!                        which a repository has (`shared/<repo>/`; see [`remote`])
 //! tmp/                   temporary files, renamed into place when complete
+//! ocibuild-store         the marker: this directory is a store, and its format (see [`root`])
 //! ```
+//!
+//! A directory is used as a store only when it is one (its marker, or the layout of a store from
+//! before markers) or is missing or empty: see [`root`]. Nothing is created in or removed from
+//! any other directory.
 //!
 //! Every write goes to a temporary file that is renamed into place only once its digest has been
 //! checked, so a crash or a concurrent build never leaves a blob whose name lies about its content.
@@ -24,6 +29,7 @@
 
 mod maintain;
 pub mod remote;
+pub mod root;
 pub mod seal;
 
 pub use maintain::{prune, verify, PruneReport, VerifyReport};
@@ -53,6 +59,29 @@ pub enum StoreError {
     MissingBlob { root: PathBuf, digest: Digest },
     #[error("the store {root} is in use by a running build: prune it when no build is running")]
     InUse { root: PathBuf },
+    #[error(
+        "{root} is not an ocibuild store ({found}, and no `{marker}` marker): point \
+         OCIBUILD_CACHE or --cache-dir at an ocibuild store, or at a new or empty directory",
+        marker = root::MARKER
+    )]
+    NotAStore { root: PathBuf, found: String },
+    #[error(
+        "{path}: unknown store format `{found}` (this ocibuild reads `{format}`): use the \
+         ocibuild that made this store, or another cache directory",
+        format = root::FORMAT
+    )]
+    Format { path: PathBuf, found: String },
+    #[error(transparent)]
+    Marker(#[from] crate::bounded::Error),
+    #[error(
+        "{path} is {kind}: a store's own folders are real directories; make it one (or remove \
+         it) before `cache {action}`"
+    )]
+    NotAFolder {
+        path: PathBuf,
+        kind: &'static str,
+        action: &'static str,
+    },
     #[error("cache entry {path} is corrupt: {source}")]
     CorruptEntry {
         path: PathBuf,
@@ -129,9 +158,11 @@ impl Store {
             .ok_or(StoreError::NoCacheDir)
     }
 
-    /// Open (creating if needed) the store at `root`.
+    /// Open (creating if needed) the store at `root`: refused when `root` is a directory that
+    /// is not a store ([`root::prepare`]).
     pub fn open(root: impl Into<PathBuf>) -> Result<Store, StoreError> {
         let root = root.into();
+        root::prepare(&root)?;
         for sub in [
             "blobs/sha256",
             "layers",

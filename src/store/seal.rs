@@ -99,15 +99,21 @@ pub(super) fn check(store: &Store, digest: &Digest) -> bool {
 }
 
 /// Rehashes `digest`'s blob whatever its seal says: `Ok(true)` intact (and sealed anew),
-/// `Ok(false)` changed (and removed).
+/// `Ok(false)` changed (and removed: only the inode that was hashed). Anything but a regular
+/// file there is not a blob: `NotFound`, and left alone.
 pub(super) fn rehash(store: &Store, digest: &Digest) -> io::Result<bool> {
     let path = store.blob_path(digest);
     let m = fs::symlink_metadata(&path)?;
-    if m.is_file() && hash_file(&path)? == *digest {
+    if !m.is_file() {
+        return Err(io::Error::from(io::ErrorKind::NotFound));
+    }
+    if hash_file(&path)? == *digest {
         write(store.root(), digest, &m);
         return Ok(true);
     }
-    let _ = fs::remove_file(&path);
-    let _ = fs::remove_file(seal_path(store.root(), digest));
+    if fs::symlink_metadata(&path).is_ok_and(|n| (n.dev(), n.ino()) == (m.dev(), m.ino())) {
+        let _ = fs::remove_file(&path);
+        let _ = fs::remove_file(seal_path(store.root(), digest));
+    }
     Ok(false)
 }

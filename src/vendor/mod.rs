@@ -53,6 +53,8 @@ pub enum VendorError {
     #[error(transparent)]
     Apt(#[from] AptError),
     #[error(transparent)]
+    Output(#[from] crate::output::OutputError),
+    #[error(transparent)]
     Registry(Box<RegistryError>),
     #[error("{path}: not a vendor index: {message}")]
     Parse { path: PathBuf, message: String },
@@ -75,7 +77,7 @@ pub enum VendorError {
         size: u64,
     },
     #[error(
-        "vendor {dir}: entry `{entry}`: blob {digest} is {found} bytes, the index says {expected}"
+        "vendor {dir}: entry `{entry}`: blob {digest} is {found} bytes, the index says {expected}; vendor the input again"
     )]
     Size {
         dir: PathBuf,
@@ -317,15 +319,24 @@ pub struct Stats {
     /// Blobs hard-linked from the store or the source directory (no bytes written).
     pub linked: usize,
     pub linked_bytes: u64,
-    /// Blobs already there, untouched.
+    /// Blobs already there (the source's very inode, or a file whose bytes hash to its name),
+    /// untouched.
     pub present: usize,
+    /// Entries at a blob's name that were not that blob (a symlink, a file of another size or
+    /// other bytes): replaced by the blob (counted in `copied` or `linked` too).
+    pub replaced: usize,
     /// Bytes written: copied bytes plus the index when it changed.
     pub bytes_written: u64,
 }
 
 impl VendorDir {
-    /// Open `root`; with `create`, an empty one when it has no index yet.
+    /// Open `root`; with `create` (to write into it), an empty one when it has no index yet,
+    /// and `root`, `blobs` and `blobs/sha256` must each be missing or a real directory, as a
+    /// layout output's are (nothing is written through a symlink).
     pub fn open(root: &Path, create: bool) -> Result<VendorDir, VendorError> {
+        if create {
+            check_dirs(root)?;
+        }
         let path = root.join(INDEX_FILE);
         let index = match fs_err::read(&path) {
             Ok(b) => Index::parse(&b, &path)?,
@@ -373,23 +384,47 @@ impl VendorDir {
         Ok(bytes.len() as u64)
     }
 
-    /// Put the blob at `src` (whose digest is `digest`) into the directory unless it is there:
-    /// a hard link when possible (`verified`: the source is known good, e.g. a store blob;
-    /// otherwise it is hashed first), else a verified copy.
+    /// Put the blob at `src` (whose digest is `digest`, `size` bytes) into the directory unless
+    /// it is there (the source's very inode, or a regular file of that size whose bytes hash to
+    /// `digest`): a hard link when possible (`verified`: the source is known good, e.g. a store
+    /// blob; otherwise it is hashed first), else a verified copy. Anything else at the blob's
+    /// name (a symlink, a file with other bytes) is replaced by a rename, never followed.
     fn put_blob(
         &self,
         src: &Path,
-        digest: &Digest,
+        (digest, size): (&Digest, u64),
         entry: &str,
         verified: bool,
         stats: &mut Stats,
     ) -> Result<(), VendorError> {
         let dest = self.blob_path(digest);
-        if dest.is_file() {
-            stats.present += 1;
-            return Ok(());
+        check_dirs(&self.root)?;
+        let existing = match fs_err::symlink_metadata(&dest) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+            Err(e) => return Err(e.into()),
+        };
+        if let Some(m) = &existing {
+            if m.is_dir() {
+                return Err(crate::output::OutputError::Destination {
+                    path: dest,
+                    kind: "a directory",
+                }
+                .into());
+            }
+            let the_sources = fs_err::symlink_metadata(src)
+                .is_ok_and(|s| crate::output::inode(&s) == crate::output::inode(m));
+            if m.is_file()
+                && m.len() == size
+                && (the_sources || crate::output::holds(&dest, m, digest))
+            {
+                stats.present += 1;
+                return Ok(());
+            }
+            stats.replaced += 1;
         }
         fs_err::create_dir_all(self.blob_dir())?;
+        check_dirs(&self.root)?;
         let corrupt = |found: Digest, size: u64| VendorError::Corrupt {
             dir: src.parent().unwrap_or(src).to_path_buf(),
             entry: entry.to_string(),
@@ -407,10 +442,12 @@ impl VendorDir {
             .blob_dir()
             .join(format!(".tmp-{}-{}", std::process::id(), digest.hex()));
         let _ = fs_err::remove_file(&tmp);
-        if fs_err::hard_link(src, &tmp).is_ok() {
+        // Only a regular file is linked (a link to a symlink would be one).
+        let regular = fs_err::symlink_metadata(src).is_ok_and(|m| m.is_file());
+        if regular && fs_err::hard_link(src, &tmp).is_ok() {
             fs_err::rename(&tmp, &dest)?;
             stats.linked += 1;
-            stats.linked_bytes += fs_err::metadata(&dest)?.len();
+            stats.linked_bytes += fs_err::symlink_metadata(&dest)?.len();
             return Ok(());
         }
         let mut out = tempfile::Builder::new()
@@ -447,14 +484,26 @@ impl VendorDir {
                 });
             }
         }
-        for (d, _) in entry.blobs() {
-            self.put_blob(&store.blob_path(&d), &d, &key, true, stats)?;
+        for (d, size) in entry.blobs() {
+            self.put_blob(&store.blob_path(&d), (&d, size), &key, true, stats)?;
         }
         if self.index.entries.insert(key, entry).is_none() {
             stats.new_entries += 1;
         }
         Ok(())
     }
+}
+
+/// A vendor directory written into: `root`, `blobs` and `blobs/sha256` each missing or a real
+/// directory ([`crate::output::check_dirs`]).
+fn check_dirs(root: &Path) -> Result<(), VendorError> {
+    let blobs = root.join("blobs");
+    let sha = blobs.join("sha256");
+    Ok(crate::output::check_dirs(&[
+        root.to_path_buf(),
+        blobs,
+        sha,
+    ])?)
 }
 
 fn hash_file(path: &Path) -> Result<(Digest, u64), VendorError> {

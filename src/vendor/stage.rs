@@ -77,25 +77,16 @@ pub fn stage(
             if store.has_blob(d) || pending.iter().any(|p| p.digest == *d) {
                 return Ok(None);
             }
-            let Some((v, _)) = entry else {
+            let Some((v, e)) = entry else {
                 missing(what)?;
                 return Ok(None);
             };
-            // Nothing below the vendor directory is followed: a symlinked blob or
-            // `blobs/sha256` is refused, naming it ([`crate::fsat`]).
-            let hex = d.hex();
-            let f = match crate::fsat::open_regular_beneath(&v.root, &["blobs", "sha256", &hex]) {
-                Ok(f) => f,
-                Err(e) if e.kind() == io::ErrorKind::NotFound => {
-                    return Err(VendorError::MissingBlob {
-                        dir: v.root.clone(),
-                        entry: key.clone(),
-                        digest: *d,
-                    })
-                }
-                Err(e) => return Err(e.into()),
-            };
+            let declared = e.blobs().into_iter().find(|(b, _)| b == d).map(|(_, n)| n);
+            let f = open_blob(v, &key, d, declared)?;
             let mut w = store.blob_writer()?;
+            // No more than the index declares (a file growing meanwhile is cut, then caught
+            // by its digest).
+            let f = f.take(declared.unwrap_or(u64::MAX));
             let mut r = HashingReader::new(io::BufReader::new(f));
             let mut small = Vec::new();
             io::copy(&mut (&mut r).take(1 << 22), &mut small)?;
@@ -145,4 +136,46 @@ pub fn stage(
         p.writer.commit(Some(p.digest))?;
     }
     Ok(staged)
+}
+
+/// Opens vendor blob `d` of entry `key` for reading: a regular file (not a symlink, a FIFO, a
+/// device: opened without following a link or blocking, and checked through the handle), of
+/// the size the index declares for it when it declares one.
+fn open_blob(
+    v: &VendorDir,
+    key: &str,
+    d: &Digest,
+    declared: Option<u64>,
+) -> Result<std::fs::File, VendorError> {
+    // Nothing below the vendor directory is followed: a symlinked blob or `blobs/sha256` is
+    // refused, naming it ([`crate::fsat`]); a FIFO is opened without blocking, then refused.
+    let hex = d.hex();
+    let f = match crate::fsat::open_regular_beneath(&v.root, &["blobs", "sha256", &hex]) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(VendorError::MissingBlob {
+                dir: v.root.clone(),
+                entry: key.to_string(),
+                digest: *d,
+            })
+        }
+        Err(e) => {
+            return Err(VendorError::BadEntry {
+                dir: v.root.clone(),
+                entry: key.to_string(),
+                problem: format!("blob {d}: {e}; vendor the input again"),
+            })
+        }
+    };
+    let m = f.metadata()?;
+    if let Some(expected) = declared.filter(|n| *n != m.len()) {
+        return Err(VendorError::Size {
+            dir: v.root.clone(),
+            entry: key.to_string(),
+            digest: *d,
+            expected,
+            found: m.len(),
+        });
+    }
+    Ok(f)
 }

@@ -468,7 +468,7 @@ fn a_blob_edited_through_a_layout_is_never_shipped_again() {
 
     // `cache prune`: temporary files of killed builds go; refused while a build has the store.
     fs::write(cache.join("tmp/blob-killed"), vec![0u8; 4096]).unwrap();
-    fs::create_dir_all(cache.join("tmp/python-spool-x/root")).unwrap();
+    fs::create_dir_all(cache.join("tmp/python-spool-K1lled/root")).unwrap();
     let held = fs::File::open(cache.join("locks/store.lock")).unwrap();
     held.file().lock_shared().unwrap();
     let p = cache_cmd(&["prune"]);

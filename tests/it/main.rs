@@ -25,6 +25,7 @@ mod features;
 mod hardening;
 mod hardening_walk;
 mod hardening_apt;
+mod hardening_store;
 mod layer_contract;
 mod online_debian;
 mod online_platforms;
