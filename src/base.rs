@@ -26,7 +26,8 @@ const OCI_MANIFEST: &str = crate::image::MEDIA_TYPE_MANIFEST;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BaseError {
-    #[error("base image `{reference}`: {source}")]
+    /// `reference` as [`crate::registry::reference::shown`] gives it; the source quotes it.
+    #[error("base image: {source}")]
     Reference {
         reference: String,
         source: ReferenceError,
@@ -119,7 +120,7 @@ pub fn fetch_layers(
         .reference
         .parse()
         .map_err(|source| BaseError::Reference {
-            reference: image.reference.clone(),
+            reference: crate::registry::reference::shown(&image.reference),
             source,
         })?;
     let layers: Vec<_> = image.layers.iter().map(|l| l.descriptor.clone()).collect();
@@ -153,7 +154,7 @@ pub fn resolve(
     reporter: &dyn Reporter,
 ) -> Result<(BaseImage, LockChange), BaseError> {
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
-        reference: reference.to_string(),
+        reference: crate::registry::reference::shown(reference),
         source,
     })?;
     let mut name = r.to_string();
@@ -176,7 +177,7 @@ pub fn resolve(
     // Frozen: blobs come from where the lock says the base was resolved.
     let r: Reference = if pin == LockPolicy::Frozen {
         name.parse().map_err(|source| BaseError::Reference {
-            reference: name.clone(),
+            reference: crate::registry::reference::shown(&name),
             source,
         })?
     } else {
