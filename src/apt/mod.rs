@@ -159,6 +159,10 @@ impl From<crate::http::HttpError> for AptError {
             HttpError::Offline { url } => AptError::Offline { url },
             HttpError::Read { url, source } => AptError::Read { url, source },
             HttpError::TooLarge { url, limit } => AptError::TooLarge { url, limit },
+            HttpError::Unreachable { url, problem, hint } => AptError::Fetch {
+                url,
+                reason: format!("{problem}; {hint}"),
+            },
             e @ HttpError::Client { .. } => AptError::Fetch {
                 url: String::new(),
                 reason: e.to_string(),
