@@ -415,3 +415,161 @@ fn an_unresolvable_registry_gets_no_tls_hint() {
         .collect();
     assert_eq!(after, before, "{} changed", d.display());
 }
+
+// ---------------------------------------------------------------------------------------------
+// Case 15: unknown layer media types, long values in messages
+
+#[test]
+fn a_base_layer_of_an_unknown_media_type_is_refused_before_it_is_fetched() {
+    let d = common::test_dir("w");
+    // A registry of plain files (served by the apt fixture's file server): one image whose
+    // only layer has a media type no reader knows.
+    let root = d.join("registry");
+    let repo = root.join("v2/team/base");
+    fs::create_dir_all(repo.join("manifests")).unwrap();
+    fs::create_dir_all(repo.join("blobs")).unwrap();
+    fs::write(root.join("v2/index.html"), "{}").unwrap();
+    let layer = crate::aptfix::gz(b"not a tar at all");
+    let layer_digest = common::sha256_bytes(&layer);
+    let config = serde_json::to_vec(&serde_json::json!({
+        "architecture": "amd64", "os": "linux",
+        "rootfs": {"type": "layers", "diff_ids": [layer_digest]},
+        "config": {}
+    }))
+    .unwrap();
+    let config_digest = common::sha256_bytes(&config);
+    let manifest = serde_json::to_vec(&serde_json::json!({
+        "schemaVersion": 2,
+        "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json",
+                   "digest": config_digest, "size": config.len()},
+        "layers": [{"mediaType": "application/vnd.example.unknown",
+                    "digest": layer_digest, "size": layer.len()}]
+    }))
+    .unwrap();
+    fs::write(repo.join("manifests/1"), &manifest).unwrap();
+    fs::write(repo.join(format!("blobs/{config_digest}")), &config).unwrap();
+    fs::write(repo.join(format!("blobs/{layer_digest}")), &layer).unwrap();
+    let url = crate::aptfix::serve(root);
+    let host = url.trim_start_matches("http://").to_string();
+    let registries = d.join("registries.toml");
+    fs::write(
+        &registries,
+        format!("[[registry]]\nname = \"{host}\"\ninsecure-http = true\n"),
+    )
+    .unwrap();
+    let r = d.join("based.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/ocibuild/net\"\nplatform = \"linux/amd64\"\n\n\
+             [base]\nimage = \"{host}/team/base:1\"\n"
+        ),
+    )
+    .unwrap();
+    let cache = d.join("cache");
+    let before = listing(&d);
+    let out = common::run(
+        common::ocibuild()
+            .current_dir(&d)
+            .env("OCIBUILD_CACHE", &cache)
+            .arg("--registries")
+            .arg(&registries)
+            .arg("build")
+            .arg(&r)
+            .arg("-o")
+            .arg(d.join("out.oci")),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains(&format!("{host}/team/base:1"))
+            && err.contains(&format!(
+                "layer 1 ({layer_digest}) has media type `application/vnd.example.unknown`"
+            ))
+            && err.contains("pick another base image"),
+        "{err}"
+    );
+    // Neither the layer nor the config was downloaded; nothing else was written.
+    let hex = layer_digest.trim_start_matches("sha256:");
+    let stored: Vec<String> = if cache.exists() {
+        listing(&cache)
+    } else {
+        Vec::new()
+    };
+    assert!(!stored.iter().any(|p| p.contains(hex)), "{stored:?}");
+    let after: Vec<String> = listing(&d)
+        .into_iter()
+        .filter(|p| !p.starts_with("cache"))
+        .collect();
+    assert_eq!(after, before, "{} changed", d.display());
+}
+
+#[test]
+fn long_values_and_paths_are_cut_in_messages() {
+    let d = common::test_dir("w");
+    let big = "A".repeat(20 << 20);
+    // 44 components of 200 bytes: 8.8 KB.
+    let long_path = vec!["d".repeat(200); 44].join("/");
+    for (name, recipe_text, field) in [
+        (
+            "tag",
+            format!("[image]\nname = \"example.com/x\"\ntag = \"{big}\"\n"),
+            "invalid image tag `AAAA",
+        ),
+        (
+            "dest",
+            format!(
+                "[image]\nname = \"example.com/x\"\n\n[[layer]]\nname = \"a\"\nsrc = \"src\"\n\
+                 dest = \"{big}\"\n"
+            ),
+            "layer `a`: invalid dest `AAAA",
+        ),
+        (
+            "user",
+            format!("[image]\nname = \"example.com/x\"\n\n[config]\nuser = \"{big}\"\n"),
+            "[config] user `AAAA",
+        ),
+        (
+            "src",
+            format!(
+                "[image]\nname = \"example.com/x\"\n\n[[layer]]\nname = \"a\"\n\
+                 src = \"{long_path}\"\ndest = \"/a\"\n"
+            ),
+            "layer `a`: cannot access source `dddd",
+        ),
+    ] {
+        fs::create_dir_all(d.join("src")).unwrap();
+        let r = d.join(format!("{name}.toml"));
+        fs::write(&r, recipe_text).unwrap();
+        let before = listing(&d);
+        let out = common::run(
+            common::ocibuild()
+                .current_dir(&d)
+                .args(["-q", "build"])
+                .arg(&r)
+                .arg("-o")
+                .arg(d.join("out.oci")),
+        );
+        let all = text(&out);
+        assert!(
+            !out.status.success(),
+            "{name}: {}",
+            &all[..all.len().min(2000)]
+        );
+        assert!(
+            all.len() < 1024,
+            "{name}: {} bytes: {}",
+            all.len(),
+            &all[..2000]
+        );
+        assert!(
+            all.contains(field)
+                && all.contains(" bytes in all)")
+                && all.contains(&format!("{name}.toml:")),
+            "{name}: {all}"
+        );
+        assert_eq!(listing(&d), before, "{name}: {} changed", d.display());
+    }
+}
