@@ -88,7 +88,7 @@ pub struct Cli {
     #[arg(long, global = true, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     tls_verify: bool,
     /// The longest a network host (registry, apt archive, package index) may keep this command
-    /// waiting for an answer, all retries together, and stay silent over the whole command:
+    /// waiting for an answer, all retries together (its silent waits add up until it answers):
     /// past it, the command fails naming the host. A host that cannot be resolved or refuses
     /// connections fails at once, and is not tried again in this command.
     #[arg(long, global = true, env = "OCIBUILD_NET_TIMEOUT", value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]

@@ -2,8 +2,8 @@
 //! fails fast and once:
 //! - a time budget ([`budget`], 60 s unless the CLI sets another): the longest a host may
 //!   keep a request waiting for an answer, all its attempts together, and the longest it may
-//!   stay silent over the whole command (the time of every wait that ended in a timeout is
-//!   added up per host);
+//!   stay silent in a row over the command (the time of every wait that ended in a timeout is
+//!   added up per host, until the host answers);
 //! - a host that cannot be resolved or refuses connections, or has used up its budget, is
 //!   remembered ([`check`]): every later request to it fails at once with the first failure,
 //!   instead of each file being tried again with its own retries and lines.
@@ -189,6 +189,16 @@ pub fn record(host: &str, failure: Failure, waited: Duration, message: &str) -> 
     }
 }
 
+/// `host` answered (any status): its silence so far is forgiven. The budget bounds how long a
+/// host stays silent in a row, so a probe that timed out before the host answered costs the
+/// later requests nothing.
+pub fn answered(host: &str) {
+    let mut hosts = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(state) = hosts.get_mut(host) {
+        state.silent = Duration::ZERO;
+    }
+}
+
 /// What to do about a failure of this kind, for the end of its message.
 pub fn hint(failure: Failure, host: &str) -> String {
     match failure {
@@ -242,6 +252,11 @@ mod tests {
             Duration::ZERO
         );
         assert_eq!(check(silent).unwrap_err().failure, Failure::Timeout);
+        // A host that answers after some silence gets its whole budget back.
+        let slow = "peers-test-slow.invalid:80";
+        record(slow, Failure::Timeout, half, "slow");
+        answered(slow);
+        assert_eq!(check(slow), Ok(budget()));
 
         // Other failures are retried and do not count.
         let flaky = "peers-test-flaky.invalid:80";

@@ -104,7 +104,11 @@ pub fn send(
             build()
         };
         let started = Instant::now();
-        match request.send() {
+        let sent = request.send();
+        if sent.is_ok() {
+            peers::answered(&host);
+        }
+        match sent {
             Ok(resp) if retryable(resp.status()) && !last => {
                 let delay = retry.delay(&resp, attempt);
                 let reason = format!("HTTP {}", resp.status());

@@ -358,7 +358,10 @@ impl Client {
             }
             let started = std::time::Instant::now();
             let resp = match rb.send() {
-                Ok(r) => r,
+                Ok(r) => {
+                    peers::answered(&host);
+                    r
+                }
                 Err(e) => {
                     attempts += 1;
                     let message = error_chain(&e);

@@ -68,6 +68,9 @@ impl Client {
             let wait = peers::check(&key).ok()?.min(PROBE_TIMEOUT);
             let started = std::time::Instant::now();
             let got = http.get(&url).timeout(wait).send();
+            if got.is_ok() {
+                peers::answered(&key);
+            }
             if let Err(e) = &got {
                 if peers::classify(e) == peers::Failure::Timeout {
                     let message = crate::http::error_chain(e);
