@@ -386,6 +386,8 @@ pub struct HttpFetcher<'r> {
     /// connection; `file://` (local files) still reads.
     offline: bool,
     credentials: Credentials,
+    /// The hosts given up on, and their silence (see [`peers`]).
+    peers: peers::Peers,
 }
 
 impl HttpFetcher<'static> {
@@ -396,6 +398,7 @@ impl HttpFetcher<'static> {
             reporter: &Silent,
             offline: false,
             credentials: Credentials::default(),
+            peers: peers::Peers::default(),
         })
     }
 
@@ -422,6 +425,7 @@ impl<'r> HttpFetcher<'r> {
             reporter,
             offline: self.offline,
             credentials: self.credentials,
+            peers: self.peers,
         }
     }
 
@@ -459,7 +463,7 @@ impl<'r> HttpFetcher<'r> {
                 None => req,
             }
         };
-        let resp = send(&clean, build, &self.retry, self.reporter)?;
+        let resp = send(&clean, build, &self.retry, self.reporter, &self.peers)?;
         let status = resp.status();
         let hint = match (status, auth.is_some()) {
             (StatusCode::UNAUTHORIZED, false) => {

@@ -8,12 +8,12 @@
 //!   remembered ([`check`]): every later request to it fails at once with the first failure,
 //!   instead of each file being tried again with its own retries and lines.
 //!
-//! The registry client and every [`super::HttpFetcher`] go through here. The state is
-//! process-wide: one command, one set of hosts.
+//! The registry client and every [`super::HttpFetcher`] keep a [`Peers`] (one per client:
+//! a command has one of each); the budget is the process's, set once by the CLI.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// The default [`budget`]: a silent peer fails the command within a minute.
@@ -22,8 +22,10 @@ pub const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
 /// The budget in milliseconds; 0 means [`DEFAULT_BUDGET`].
 static BUDGET_MS: AtomicU64 = AtomicU64::new(0);
 
-/// Per host (`host:port`): the time spent in waits that timed out, and why it is given up on.
-static HOSTS: Mutex<BTreeMap<String, HostState>> = Mutex::new(BTreeMap::new());
+/// What a client has learnt of its hosts (`host:port`): the time spent in waits that timed
+/// out since the host last answered, and why a host is given up on. Clones share it.
+#[derive(Clone, Default)]
+pub struct Peers(Arc<Mutex<BTreeMap<String, HostState>>>);
 
 #[derive(Default)]
 struct HostState {
@@ -154,48 +156,56 @@ pub fn classify(e: &(dyn std::error::Error + 'static)) -> Failure {
     }
 }
 
-/// The wait `host` is still allowed, or why it is given up on (its first decisive failure).
-pub fn check(host: &str) -> Result<Duration, Down> {
-    let hosts = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
-    match hosts.get(host) {
-        Some(HostState {
-            down: Some(why), ..
-        }) => Err(why.clone()),
-        Some(s) => Ok(budget().saturating_sub(s.silent)),
-        None => Ok(budget()),
+impl Peers {
+    /// The wait `host` is still allowed, or why it is given up on (its first decisive failure).
+    pub fn check(&self, host: &str) -> Result<Duration, Down> {
+        let hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match hosts.get(host) {
+            Some(HostState {
+                down: Some(why), ..
+            }) => Err(why.clone()),
+            Some(s) => Ok(budget().saturating_sub(s.silent)),
+            None => Ok(budget()),
+        }
     }
-}
 
-/// Records a failed attempt on `host` after `waited`; `message` (without credentials) is what
-/// later requests to a host given up on are told. Returns the wait it has left (zero once it
-/// is given up on).
-pub fn record(host: &str, failure: Failure, waited: Duration, message: &str) -> Duration {
-    let mut hosts = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
-    let state = hosts.entry(host.to_string()).or_default();
-    if failure == Failure::Timeout {
-        state.silent += waited;
+    /// Records a failed attempt on `host` after `waited`; `message` (without credentials) is what
+    /// later requests to a host given up on are told. Returns the wait it has left (zero once it
+    /// is given up on).
+    pub fn record(
+        &self,
+        host: &str,
+        failure: Failure,
+        waited: Duration,
+        message: &str,
+    ) -> Duration {
+        let mut hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let state = hosts.entry(host.to_string()).or_default();
+        if failure == Failure::Timeout {
+            state.silent += waited;
+        }
+        let used_up = state.silent >= budget();
+        if state.down.is_none() && (failure.gives_up_on_host() || used_up) {
+            state.down = Some(Down {
+                failure,
+                message: message.to_string(),
+            });
+        }
+        if state.down.is_some() {
+            Duration::ZERO
+        } else {
+            budget().saturating_sub(state.silent)
+        }
     }
-    let used_up = state.silent >= budget();
-    if state.down.is_none() && (failure.gives_up_on_host() || used_up) {
-        state.down = Some(Down {
-            failure,
-            message: message.to_string(),
-        });
-    }
-    if state.down.is_some() {
-        Duration::ZERO
-    } else {
-        budget().saturating_sub(state.silent)
-    }
-}
 
-/// `host` answered (any status): its silence so far is forgiven. The budget bounds how long a
-/// host stays silent in a row, so a probe that timed out before the host answered costs the
-/// later requests nothing.
-pub fn answered(host: &str) {
-    let mut hosts = HOSTS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(state) = hosts.get_mut(host) {
-        state.silent = Duration::ZERO;
+    /// `host` answered (any status): its silence so far is forgiven. The budget bounds how long a
+    /// host stays silent in a row, so a probe that timed out before the host answered costs the
+    /// later requests nothing.
+    pub fn answered(&self, host: &str) {
+        let mut hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(state) = hosts.get_mut(host) {
+            state.silent = Duration::ZERO;
+        }
     }
 }
 
@@ -224,43 +234,43 @@ mod tests {
 
     #[test]
     fn hosts_that_refuse_are_given_up_on_and_silence_adds_up() {
-        // Names of this test's own: the state is process-wide.
+        let peers = Peers::default();
         let refused = "peers-test-refused.invalid:80";
-        assert_eq!(check(refused), Ok(budget()));
+        assert_eq!(peers.check(refused), Ok(budget()));
         assert_eq!(
-            record(refused, Failure::Refused, Duration::ZERO, "refused!"),
+            peers.record(refused, Failure::Refused, Duration::ZERO, "refused!"),
             Duration::ZERO
         );
         let first = Down {
             failure: Failure::Refused,
             message: "refused!".into(),
         };
-        assert_eq!(check(refused), Err(first.clone()));
+        assert_eq!(peers.check(refused), Err(first.clone()));
         // A later failure keeps the first message.
-        record(refused, Failure::Resolve, Duration::ZERO, "other");
-        assert_eq!(check(refused), Err(first));
+        peers.record(refused, Failure::Resolve, Duration::ZERO, "other");
+        assert_eq!(peers.check(refused), Err(first));
 
         let silent = "peers-test-silent.invalid:80";
         let half = budget() / 2;
         assert_eq!(
-            record(silent, Failure::Timeout, half, "silent"),
+            peers.record(silent, Failure::Timeout, half, "silent"),
             budget() - half
         );
-        assert_eq!(check(silent), Ok(budget() - half));
+        assert_eq!(peers.check(silent), Ok(budget() - half));
         assert_eq!(
-            record(silent, Failure::Timeout, half, "silent"),
+            peers.record(silent, Failure::Timeout, half, "silent"),
             Duration::ZERO
         );
-        assert_eq!(check(silent).unwrap_err().failure, Failure::Timeout);
+        assert_eq!(peers.check(silent).unwrap_err().failure, Failure::Timeout);
         // A host that answers after some silence gets its whole budget back.
         let slow = "peers-test-slow.invalid:80";
-        record(slow, Failure::Timeout, half, "slow");
-        answered(slow);
-        assert_eq!(check(slow), Ok(budget()));
+        peers.record(slow, Failure::Timeout, half, "slow");
+        peers.answered(slow);
+        assert_eq!(peers.check(slow), Ok(budget()));
 
         // Other failures are retried and do not count.
         let flaky = "peers-test-flaky.invalid:80";
-        assert_eq!(record(flaky, Failure::Other, half, "x"), budget());
+        assert_eq!(peers.record(flaky, Failure::Other, half, "x"), budget());
         assert!(Failure::Other.retryable() && !Failure::Resolve.retryable());
     }
 

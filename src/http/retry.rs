@@ -86,12 +86,13 @@ pub fn send(
     build: impl Fn() -> reqwest::blocking::RequestBuilder,
     retry: &Retry,
     reporter: &dyn Reporter,
+    peers: &peers::Peers,
 ) -> Result<reqwest::blocking::Response, HttpError> {
     let shown = redact(url);
     let host = peers::host_of(url);
     let mut attempt = 0;
     loop {
-        let left = peers::check(&host).map_err(|down| HttpError::Unreachable {
+        let left = peers.check(&host).map_err(|down| HttpError::Unreachable {
             url: shown.clone(),
             problem: format!("not tried again in this command after: {}", down.message),
             hint: peers::hint(down.failure, &host),
@@ -106,7 +107,7 @@ pub fn send(
         let started = Instant::now();
         let sent = request.send();
         if sent.is_ok() {
-            peers::answered(&host);
+            peers.answered(&host);
         }
         match sent {
             Ok(resp) if retryable(resp.status()) && !last => {
@@ -120,7 +121,7 @@ pub fn send(
             Err(e) => {
                 let failure = peers::classify(&e);
                 let message = error_chain(&e);
-                let left = peers::record(&host, failure, started.elapsed(), &message);
+                let left = peers.record(&host, failure, started.elapsed(), &message);
                 let delay = retry.backoff(attempt);
                 let again = failure.retryable() || (failure == peers::Failure::Timeout);
                 if last || !again || delay >= left {

@@ -99,6 +99,8 @@ pub struct Client {
     auth: Mutex<BTreeMap<String, RegistryAuth>>,
     /// The scheme found for a registry that may fall back to plain HTTP (`scheme`).
     schemes: Mutex<BTreeMap<String, &'static str>>,
+    /// The hosts given up on, and their silence (see [`peers`]).
+    peers: peers::Peers,
 }
 
 /// A request body that can be made again for a retry.
@@ -145,6 +147,7 @@ impl Client {
             http: Mutex::new(BTreeMap::new()),
             auth: Mutex::new(BTreeMap::new()),
             schemes: Mutex::new(BTreeMap::new()),
+            peers: peers::Peers::default(),
         }
     }
 
@@ -318,13 +321,16 @@ impl Client {
         loop {
             // A host that cannot be resolved, refused, or used its budget up fails at once.
             let host = peers::host_of(url.as_str());
-            let left = peers::check(&host).map_err(|down| RegistryError::Unreachable {
-                registry: ep.registry.clone(),
-                repository: ep.repository.clone(),
-                action: req.action.clone(),
-                problem: format!("not tried again in this command after: {}", down.message),
-                hint: self.transport_hint(ep, down.failure),
-            })?;
+            let left = self
+                .peers
+                .check(&host)
+                .map_err(|down| RegistryError::Unreachable {
+                    registry: ep.registry.clone(),
+                    repository: ep.repository.clone(),
+                    action: req.action.clone(),
+                    problem: format!("not tried again in this command after: {}", down.message),
+                    hint: self.transport_hint(ep, down.failure),
+                })?;
             let same_origin = url.origin() == ep.origin.origin();
             let mut rb = http.request(method.clone(), url.clone());
             for (k, v) in &req.headers {
@@ -359,14 +365,16 @@ impl Client {
             let started = std::time::Instant::now();
             let resp = match rb.send() {
                 Ok(r) => {
-                    peers::answered(&host);
+                    self.peers.answered(&host);
                     r
                 }
                 Err(e) => {
                     attempts += 1;
                     let message = error_chain(&e);
                     let failure = peers::classify(&e);
-                    let left = peers::record(&host, failure, started.elapsed(), &message);
+                    let left = self
+                        .peers
+                        .record(&host, failure, started.elapsed(), &message);
                     let delay = self.backoff(attempts);
                     let again = failure.retryable() || failure == peers::Failure::Timeout;
                     if attempts >= self.config.max_attempts || !again || delay >= left {

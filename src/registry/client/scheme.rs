@@ -65,16 +65,17 @@ impl Client {
         let get = |scheme: &str| {
             let url = format!("{scheme}://{host}/v2/");
             let key = peers::host_of(&url);
-            let wait = peers::check(&key).ok()?.min(PROBE_TIMEOUT);
+            let wait = self.peers.check(&key).ok()?.min(PROBE_TIMEOUT);
             let started = std::time::Instant::now();
             let got = http.get(&url).timeout(wait).send();
             if got.is_ok() {
-                peers::answered(&key);
+                self.peers.answered(&key);
             }
             if let Err(e) = &got {
                 if peers::classify(e) == peers::Failure::Timeout {
                     let message = crate::http::error_chain(e);
-                    peers::record(&key, peers::Failure::Timeout, started.elapsed(), &message);
+                    self.peers
+                        .record(&key, peers::Failure::Timeout, started.elapsed(), &message);
                 }
             }
             Some(got)
