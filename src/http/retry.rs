@@ -121,10 +121,14 @@ pub fn send(
             Err(e) => {
                 let failure = peers::classify(&e);
                 let message = error_chain(&e);
-                let left = peers.record(&host, failure, started.elapsed(), &message);
                 let delay = retry.backoff(attempt);
-                let again = failure.retryable() || (failure == peers::Failure::Timeout);
-                if last || !again || delay >= left {
+                // A timed-out request's pause before its next attempt is part of its silence:
+                // the attempts and their pauses together stay within the budget.
+                let timeout = failure == peers::Failure::Timeout;
+                let pause = if timeout { delay } else { Duration::ZERO };
+                let left = peers.record(&host, failure, started.elapsed() + pause, &message);
+                let again = failure.retryable() || timeout;
+                if last || !again || left.is_zero() || (!timeout && delay >= left) {
                     let tries = if attempt > 1 {
                         format!(" (after {attempt} attempts)")
                     } else {

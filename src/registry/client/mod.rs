@@ -372,12 +372,20 @@ impl Client {
                     attempts += 1;
                     let message = error_chain(&e);
                     let failure = peers::classify(&e);
-                    let left = self
-                        .peers
-                        .record(&host, failure, started.elapsed(), &message);
                     let delay = self.backoff(attempts);
-                    let again = failure.retryable() || failure == peers::Failure::Timeout;
-                    if attempts >= self.config.max_attempts || !again || delay >= left {
+                    // A timed-out request's pause before its next attempt is part of its
+                    // silence: the attempts and their pauses together stay within the budget.
+                    let timeout = failure == peers::Failure::Timeout;
+                    let pause = if timeout { delay } else { Duration::ZERO };
+                    let left =
+                        self.peers
+                            .record(&host, failure, started.elapsed() + pause, &message);
+                    let again = failure.retryable() || timeout;
+                    if attempts >= self.config.max_attempts
+                        || !again
+                        || left.is_zero()
+                        || (!timeout && delay >= left)
+                    {
                         return Err(RegistryError::Transport {
                             registry: ep.registry.clone(),
                             repository: ep.repository.clone(),
