@@ -108,7 +108,7 @@ pub enum AptError {
          resolution; no real archive needs that many"
     )]
     TooManyRead { limit: usize },
-    #[error("unknown package `{name}`{}", suggest(.suggestions))]
+    #[error("unknown package `{}`{}", crate::bounded::clip(name), suggest(.suggestions))]
     UnknownPackage {
         name: String,
         suggestions: Vec<String>,
