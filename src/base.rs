@@ -26,7 +26,8 @@ const OCI_MANIFEST: &str = crate::image::MEDIA_TYPE_MANIFEST;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BaseError {
-    #[error("base image `{reference}`: {source}")]
+    /// `reference` as [`crate::registry::reference::shown`] gives it; the source quotes it.
+    #[error("base image: {source}")]
     Reference {
         reference: String,
         source: ReferenceError,
@@ -127,7 +128,7 @@ pub fn fetch_layers(
         .reference
         .parse()
         .map_err(|source| BaseError::Reference {
-            reference: image.reference.clone(),
+            reference: crate::registry::reference::shown(&image.reference),
             source,
         })?;
     let layers: Vec<_> = image.layers.iter().map(|l| l.descriptor.clone()).collect();
@@ -189,7 +190,7 @@ pub fn resolve(
     reporter: &dyn Reporter,
 ) -> Result<(BaseImage, LockChange), BaseError> {
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
-        reference: reference.to_string(),
+        reference: crate::registry::reference::shown(reference),
         source,
     })?;
     let mut name = r.to_string();
@@ -212,7 +213,7 @@ pub fn resolve(
     // Frozen: blobs come from where the lock says the base was resolved.
     let r: Reference = if pin == LockPolicy::Frozen {
         name.parse().map_err(|source| BaseError::Reference {
-            reference: name.clone(),
+            reference: crate::registry::reference::shown(&name),
             source,
         })?
     } else {
@@ -309,6 +310,18 @@ pub fn resolve(
             return Err(bad(format!("has unsupported media type {mt}")));
         }
     }
+    // Before anything is downloaded: a layer ocibuild cannot read would be passed on into the
+    // image unchecked (and a non-distributable one pushed where it may not go).
+    for (i, d) in manifest.layers.iter().enumerate() {
+        if let Err(why) = check_layer_media_type(&d.media_type) {
+            return Err(bad(format!(
+                "layer {} ({}) has media type `{}`: {why}; pick another base image",
+                i + 1,
+                d.digest,
+                crate::bounded::clip(&d.media_type)
+            )));
+        }
+    }
 
     let mut blobs = vec![manifest.config.clone()];
     if layers {
@@ -395,6 +408,30 @@ pub fn resolve(
     ))
 }
 
+/// Whether a base's layer of `media_type` may be built on: a tar, plain or compressed with
+/// gzip or zstd, as OCI or Docker name it. Refused: any other type (ocibuild could not read
+/// it, so it would pass into the image unchecked, and what a client makes of it is unknown),
+/// and non-distributable (foreign) layers: ocibuild pushes and mirrors its images' layers,
+/// which is what such a layer forbids, and registries need not serve them.
+pub fn check_layer_media_type(media_type: &str) -> Result<(), &'static str> {
+    match media_type {
+        "application/vnd.oci.image.layer.v1.tar"
+        | "application/vnd.oci.image.layer.v1.tar+gzip"
+        | "application/vnd.oci.image.layer.v1.tar+zstd"
+        | "application/vnd.docker.image.rootfs.diff.tar"
+        | "application/vnd.docker.image.rootfs.diff.tar.gzip"
+        | "application/vnd.docker.image.rootfs.diff.tar.zstd" => Ok(()),
+        "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip"
+        | "application/vnd.oci.image.layer.nondistributable.v1.tar"
+        | "application/vnd.oci.image.layer.nondistributable.v1.tar+gzip"
+        | "application/vnd.oci.image.layer.nondistributable.v1.tar+zstd" => Err(
+            "a non-distributable (foreign) layer may not be pushed or mirrored, which is what \
+             ocibuild does with a base's layers",
+        ),
+        _ => Err("not a layer type ocibuild can read (tar, tar+gzip or tar+zstd, OCI or Docker)"),
+    }
+}
+
 /// The OCI media type of a layer with the same bytes.
 pub fn oci_layer_media_type(media_type: &str) -> &str {
     match media_type {
@@ -415,6 +452,33 @@ pub fn oci_layer_media_type(media_type: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_readable_distributable_layer_types_are_built_on() {
+        for ok in [
+            "application/vnd.oci.image.layer.v1.tar",
+            "application/vnd.oci.image.layer.v1.tar+gzip",
+            "application/vnd.oci.image.layer.v1.tar+zstd",
+            "application/vnd.docker.image.rootfs.diff.tar.gzip",
+        ] {
+            assert_eq!(check_layer_media_type(ok), Ok(()), "{ok}");
+        }
+        for bad in [
+            "application/vnd.example.unknown",
+            "application/vnd.oci.image.layer.v1.tar+bzip2",
+            "application/vnd.oci.image.config.v1+json",
+            "",
+        ] {
+            assert!(check_layer_media_type(bad)
+                .unwrap_err()
+                .contains("not a layer type"));
+        }
+        assert!(check_layer_media_type(
+            "application/vnd.docker.image.rootfs.foreign.diff.tar.gzip"
+        )
+        .unwrap_err()
+        .contains("non-distributable"));
+    }
 
     #[test]
     fn docker_layer_types_map_to_oci() {

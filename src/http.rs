@@ -8,21 +8,24 @@
 //! [`Reporter`].
 
 use std::io::{self, Read};
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use reqwest::StatusCode;
 
 use crate::progress::{Reporter, Silent};
 
 mod credentials;
+pub mod peers;
+mod retry;
 
 pub use self::credentials::{check_login, parse_netrc, split_userinfo, Credentials, Login};
+pub use self::retry::{retry_after, retryable, send, Retry};
 
 /// Longest wait for a connection.
 pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
 /// Longest wait for a response, and (the blocking client applies it to each read of the body,
 /// not to the whole transfer) for each read: a large file on a slow link is fine, a stalled
-/// one is not.
+/// one is not. Both waits are capped by the time budget ([`peers::budget`]).
 pub const READ_TIMEOUT: Duration = Duration::from_secs(120);
 pub const USER_AGENT: &str = "ocibuild";
 /// A body that brings fewer than [`STALL_MIN_BYTES`] in any [`STALL_WINDOW`] has stalled:
@@ -88,47 +91,6 @@ impl<R: Read> Read for MinRate<R> {
     }
 }
 
-/// How often, and how long between, a request is tried again.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Retry {
-    /// Attempts in all, the first included.
-    pub max_attempts: u32,
-    /// The first wait; it doubles with each attempt, up to `max_backoff`.
-    pub backoff: Duration,
-    pub max_backoff: Duration,
-    /// The longest `Retry-After` honoured.
-    pub max_retry_after: Duration,
-}
-
-impl Default for Retry {
-    fn default() -> Self {
-        Retry {
-            max_attempts: 4,
-            backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(8),
-            max_retry_after: Duration::from_secs(60),
-        }
-    }
-}
-
-impl Retry {
-    /// The wait before attempt `attempt + 1` (`attempt` ≥ 1 failed so far).
-    pub fn backoff(&self, attempt: u32) -> Duration {
-        let factor = 1u32 << attempt.saturating_sub(1).min(16);
-        self.backoff.saturating_mul(factor).min(self.max_backoff)
-    }
-
-    /// The wait a response asks for (`Retry-After`, bounded), else the backoff.
-    fn delay(&self, resp: &reqwest::blocking::Response, attempt: u32) -> Duration {
-        resp.headers()
-            .get(reqwest::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| retry_after(v, SystemTime::now()))
-            .map(|d| d.min(self.max_retry_after))
-            .unwrap_or_else(|| self.backoff(attempt))
-    }
-}
-
 /// Everything the HTTP layer can fail with. URLs are shown without their credentials.
 #[derive(Debug, thiserror::Error)]
 pub enum HttpError {
@@ -144,6 +106,13 @@ pub enum HttpError {
         #[source]
         source: io::Error,
     },
+    /// The host cannot be reached, refused, or stayed silent past its budget (see [`peers`]).
+    #[error("fetching {url}: {problem}; {hint}")]
+    Unreachable {
+        url: String,
+        problem: String,
+        hint: String,
+    },
     #[error("{url} is larger than the limit of {limit} bytes")]
     TooLarge { url: String, limit: u64 },
 }
@@ -153,8 +122,8 @@ pub enum HttpError {
 /// from `HTTPS_PROXY` / `NO_PROXY`.
 pub fn client_builder() -> reqwest::blocking::ClientBuilder {
     reqwest::blocking::Client::builder()
-        .connect_timeout(CONNECT_TIMEOUT)
-        .timeout(READ_TIMEOUT)
+        .connect_timeout(peers::capped(CONNECT_TIMEOUT))
+        .timeout(peers::capped(READ_TIMEOUT))
         .user_agent(USER_AGENT)
 }
 
@@ -163,30 +132,6 @@ pub fn client() -> Result<reqwest::blocking::Client, HttpError> {
     client_builder().build().map_err(|e| HttpError::Client {
         reason: error_chain(&e),
     })
-}
-
-/// Whether a response is worth trying again: 429 and the server errors a proxy or an
-/// overloaded server gives.
-pub fn retryable(status: StatusCode) -> bool {
-    matches!(
-        status,
-        StatusCode::TOO_MANY_REQUESTS
-            | StatusCode::INTERNAL_SERVER_ERROR
-            | StatusCode::BAD_GATEWAY
-            | StatusCode::SERVICE_UNAVAILABLE
-            | StatusCode::GATEWAY_TIMEOUT
-    )
-}
-
-/// `Retry-After`: seconds, or an HTTP date (IMF-fixdate, RFC 850 or asctime), as the wait from
-/// `now` (zero for a date in the past).
-pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
-    let v = value.trim();
-    if let Ok(secs) = v.parse::<u64>() {
-        return Some(Duration::from_secs(secs));
-    }
-    let at = httpdate::parse_http_date(v).ok()?;
-    Some(at.duration_since(now).unwrap_or(Duration::ZERO))
 }
 
 /// A request's error with its causes, each once (reqwest's messages repeat their source's).
@@ -269,45 +214,6 @@ pub fn redact_urls(text: &str) -> String {
     }
     out.push_str(rest);
     out
-}
-
-/// Sends `build()`'s request, trying again after transport errors, 429 and 5xx (waiting
-/// [`Retry::backoff`] or the response's `Retry-After`) up to `retry.max_attempts`; each retry
-/// goes to `reporter`. The response returned may be any other status, or the last retryable
-/// one.
-pub fn send(
-    url: &str,
-    build: impl Fn() -> reqwest::blocking::RequestBuilder,
-    retry: &Retry,
-    reporter: &dyn Reporter,
-) -> Result<reqwest::blocking::Response, HttpError> {
-    let shown = redact(url);
-    let mut attempt = 0;
-    loop {
-        attempt += 1;
-        let last = attempt >= retry.max_attempts;
-        match build().send() {
-            Ok(resp) if retryable(resp.status()) && !last => {
-                let delay = retry.delay(&resp, attempt);
-                let reason = format!("HTTP {}", resp.status());
-                drop(resp);
-                reporter.retrying(&format!("GET {shown}"), attempt, delay, &reason);
-                std::thread::sleep(delay);
-            }
-            Ok(resp) => return Ok(resp),
-            Err(e) if last => {
-                return Err(HttpError::Fetch {
-                    url: shown,
-                    reason: format!("{} (after {attempt} attempts)", error_chain(&e)),
-                })
-            }
-            Err(e) => {
-                let delay = retry.backoff(attempt);
-                reporter.retrying(&format!("GET {shown}"), attempt, delay, &error_chain(&e));
-                std::thread::sleep(delay);
-            }
-        }
-    }
 }
 
 /// Opens URLs for streaming. `Ok(None)` means "not there" (HTTP 404/410, a missing file), so
@@ -480,6 +386,8 @@ pub struct HttpFetcher<'r> {
     /// connection; `file://` (local files) still reads.
     offline: bool,
     credentials: Credentials,
+    /// The hosts given up on, and their silence (see [`peers`]).
+    peers: peers::Peers,
 }
 
 impl HttpFetcher<'static> {
@@ -490,6 +398,7 @@ impl HttpFetcher<'static> {
             reporter: &Silent,
             offline: false,
             credentials: Credentials::default(),
+            peers: peers::Peers::default(),
         })
     }
 
@@ -516,6 +425,7 @@ impl<'r> HttpFetcher<'r> {
             reporter,
             offline: self.offline,
             credentials: self.credentials,
+            peers: self.peers,
         }
     }
 
@@ -553,7 +463,7 @@ impl<'r> HttpFetcher<'r> {
                 None => req,
             }
         };
-        let resp = send(&clean, build, &self.retry, self.reporter)?;
+        let resp = send(&clean, build, &self.retry, self.reporter, &self.peers)?;
         let status = resp.status();
         let hint = match (status, auth.is_some()) {
             (StatusCode::UNAUTHORIZED, false) => {
@@ -683,34 +593,6 @@ mod tests {
     }
 
     #[test]
-    fn retry_after_seconds_and_http_dates() {
-        let now = std::time::UNIX_EPOCH + Duration::from_secs(784_111_777); // 1994-11-06 08:49:37
-        assert_eq!(retry_after("120", now), Some(Duration::from_secs(120)));
-        assert_eq!(
-            retry_after("Sun, 06 Nov 1994 08:49:37 GMT", now),
-            Some(Duration::ZERO)
-        );
-        assert_eq!(
-            retry_after("Sun, 06 Nov 1994 08:51:37 GMT", now),
-            Some(Duration::from_secs(120))
-        );
-        // RFC 850 and asctime, which HTTP/1.1 recipients must accept too.
-        assert_eq!(
-            retry_after("Sunday, 06-Nov-94 08:50:37 GMT", now),
-            Some(Duration::from_secs(60))
-        );
-        assert_eq!(
-            retry_after("Sun Nov  6 08:50:37 1994", now),
-            Some(Duration::from_secs(60))
-        );
-        assert_eq!(retry_after("soon", now), None);
-        let r = Retry::default();
-        assert_eq!(r.backoff(1), Duration::from_millis(500));
-        assert_eq!(r.backoff(2), Duration::from_secs(1));
-        assert_eq!(r.backoff(30), Duration::from_secs(8));
-    }
-
-    #[test]
     fn credentials_in_text_are_masked() {
         let secrets = ["s3cret".to_string(), "ab".to_string()];
         assert_eq!(
@@ -745,62 +627,5 @@ mod tests {
         let f = HttpFetcher::offline().unwrap();
         let e = f.open("https://u:secret@127.0.0.1:9/x").err().unwrap();
         assert!(!e.to_string().contains("secret"), "{e}");
-    }
-
-    /// A server that answers each connection with the next of `replies` (whole HTTP/1.1
-    /// responses), then closes it: the faults (503 with `Retry-After`, 429) that a real
-    /// archive does not produce on demand.
-    fn serve(replies: Vec<&'static str>) -> (String, std::thread::JoinHandle<usize>) {
-        use std::io::{BufRead, BufReader, Write};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let url = format!("http://{}/x", listener.local_addr().unwrap());
-        let handle = std::thread::spawn(move || {
-            let mut served = 0;
-            for reply in replies {
-                let (mut conn, _) = listener.accept().unwrap();
-                let mut reader = BufReader::new(conn.try_clone().unwrap());
-                let mut line = String::new();
-                while reader.read_line(&mut line).unwrap() > 0 && line != "\r\n" {
-                    line.clear();
-                }
-                conn.write_all(reply.as_bytes()).unwrap();
-                served += 1;
-            }
-            served
-        });
-        (url, handle)
-    }
-
-    const BUSY: &str =
-        "HTTP/1.1 503 Service Unavailable\r\nRetry-After: 0\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    const SLOW_DOWN: &str =
-        "HTTP/1.1 429 Too Many Requests\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
-    const OK: &str = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
-
-    #[test]
-    fn busy_servers_are_tried_again_then_given_up_on() {
-        let quick = Retry {
-            max_attempts: 3,
-            backoff: Duration::from_millis(1),
-            max_backoff: Duration::from_millis(5),
-            max_retry_after: Duration::from_millis(5),
-        };
-        let f = HttpFetcher::new().unwrap().with_retry(quick);
-        let (url, server) = serve(vec![BUSY, SLOW_DOWN, OK]);
-        assert_eq!(fetch_bytes(&f, &url, 10).unwrap().unwrap(), b"ok");
-        assert_eq!(server.join().unwrap(), 3);
-        // Past the attempts, the last answer is the error.
-        let (url, server) = serve(vec![BUSY, BUSY, BUSY]);
-        let e = f.open(&url).err().unwrap();
-        assert!(e.to_string().contains("HTTP status 503"), "{e}");
-        assert_eq!(server.join().unwrap(), 3);
-        // A refused connection is retried too, then reported with the attempts.
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let e = f.open(&format!("http://127.0.0.1:{port}/x")).err().unwrap();
-        assert!(e.to_string().contains("after 3 attempts"), "{e}");
     }
 }

@@ -24,7 +24,8 @@ pub enum MirrorError {
     Registry(Box<RegistryError>),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("mirror target `{target}`: {source}")]
+    /// `target` as [`crate::registry::reference::shown`] gives it; the source quotes it.
+    #[error("mirror target: {source}")]
     Target {
         target: String,
         source: ReferenceError,
@@ -172,7 +173,7 @@ pub fn mirror(
 ) -> Result<MirrorReport, MirrorError> {
     let dest_name = format!("{}/{}", target.trim_end_matches('/'), image.repository);
     let dest: Reference = dest_name.parse().map_err(|source| MirrorError::Target {
-        target: dest_name.clone(),
+        target: crate::registry::reference::shown(&dest_name),
         source,
     })?;
     let mut report = MirrorReport {
@@ -382,7 +383,7 @@ pub fn layout_images(
         };
         let mut img = Image::from_reference(&name, manifest, index).map_err(|source| {
             MirrorError::Target {
-                target: name.clone(),
+                target: crate::registry::reference::shown(&name),
                 source,
             }
         })?;

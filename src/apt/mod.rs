@@ -137,7 +137,7 @@ pub enum AptError {
          resolution; no real archive needs that many"
     )]
     TooManyRead { limit: usize },
-    #[error("unknown package `{name}`{}", suggest(.suggestions))]
+    #[error("unknown package `{}`{}", crate::bounded::clip(name), suggest(.suggestions))]
     UnknownPackage {
         name: String,
         suggestions: Vec<String>,
@@ -188,6 +188,10 @@ impl From<crate::http::HttpError> for AptError {
             HttpError::Offline { url } => AptError::Offline { url },
             HttpError::Read { url, source } => AptError::Read { url, source },
             HttpError::TooLarge { url, limit } => AptError::TooLarge { url, limit },
+            HttpError::Unreachable { url, problem, hint } => AptError::Fetch {
+                url,
+                reason: format!("{problem}; {hint}"),
+            },
             e @ HttpError::Client { .. } => AptError::Fetch {
                 url: String::new(),
                 reason: e.to_string(),

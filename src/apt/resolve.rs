@@ -345,6 +345,11 @@ impl<'a> Index<'a> {
     /// Up to three known names close to `name`, closest first (reads every package: for the
     /// error only, keeping no more than the three).
     fn suggestions(&self, name: &str) -> Result<Vec<String>, AptError> {
+        // No package is named anything that long (and the edit distance of a value of
+        // megabytes to every name would take hours).
+        if name.len() > crate::bounded::MESSAGE_VALUE {
+            return Ok(Vec::new());
+        }
         let mut best: Vec<(usize, String)> = Vec::new();
         for s in self.sources {
             s.each_name(self.arch, |k| {
@@ -681,6 +686,22 @@ mod tests {
             other => panic!("{other}"),
         }
         assert_eq!(edit_distance("kitten", "sitting"), 3);
+        // A name of megabytes: refused without an edit distance to every name (hours), and
+        // cut in the message.
+        let long = "p".repeat(20 << 20);
+        let err = resolve(
+            &idx,
+            "amd64",
+            &[Request::parse(&long).unwrap()],
+            &Installed::new(),
+        )
+        .unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.starts_with("unknown package `pppp") && msg.len() < 1024,
+            "{}",
+            &msg[..msg.len().min(1024)]
+        );
     }
 
     /// A hostile index: one name listed more often than any archive does, and a chain longer

@@ -46,7 +46,8 @@ pub enum AuditError {
         digest: String,
         problem: String,
     },
-    #[error("image `{reference}`: {source}")]
+    /// `reference` as [`crate::registry::reference::shown`] gives it; the source quotes it.
+    #[error("image: {source}")]
     Reference {
         reference: String,
         source: ReferenceError,

@@ -71,6 +71,10 @@ impl Spec {
             if r.is_empty() {
                 return Err(bad());
             }
+            // A login in it would be quoted in every message naming the source: refused here.
+            if crate::registry::reference::login_end(r).is_some() {
+                return Err(login_refused(r));
+            }
             return Ok(Spec::Registry(r.to_string()));
         }
         if s.starts_with("sha256:") && !Path::new(s).exists() {
@@ -95,6 +99,11 @@ impl Spec {
                 dir: PathBuf::from(rest),
                 tag: None,
             });
+        }
+        // `user:password@host/repo` that is no directory: a registry reference with a login
+        // pasted in (it would be quoted in every message naming the source).
+        if crate::registry::reference::login_end(rest).is_some() && !Path::new(rest).exists() {
+            return Err(login_refused(rest));
         }
         // A colon belongs to the tag only after the last `/`.
         let slash = rest.rfind('/').map(|i| i + 1).unwrap_or(0);
@@ -206,6 +215,18 @@ struct DockerEntry {
     layers: Vec<String>,
 }
 
+/// The refusal of a reference with a login in it, the login masked.
+fn login_refused(reference: &str) -> AuditError {
+    let shown = crate::registry::reference::shown(reference);
+    AuditError::Reference {
+        reference: shown.clone(),
+        source: crate::registry::ReferenceError::Invalid {
+            input: shown,
+            problem: crate::registry::reference::LOGIN_PROBLEM.into(),
+        },
+    }
+}
+
 /// Open the image `spec` names.
 pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditError> {
     let name = spec.to_string();
@@ -246,7 +267,7 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
                 problem: "no registry client configured".into(),
             })?;
             let reference: Reference = r.parse().map_err(|source| AuditError::Reference {
-                reference: r.clone(),
+                reference: crate::registry::reference::shown(r),
                 source,
             })?;
             let (manifest, _index) =
@@ -307,7 +328,7 @@ pub fn index_platforms(
                 return Ok(None);
             };
             let reference: Reference = r.parse().map_err(|source| AuditError::Reference {
-                reference: r.clone(),
+                reference: crate::registry::reference::shown(r),
                 source,
             })?;
             client.get_manifest_with(&reference, opts.reporter)?.bytes

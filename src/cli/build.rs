@@ -237,6 +237,11 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if args.test && args.json {
         anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
     }
+    // The destination first: a bad reference (a login pasted in it) fails before anything is
+    // built.
+    if let Some(dest) = &args.push {
+        super::push::destination_ref(dest)?;
+    }
     let whole = recipe::load(&args.recipe)?
         .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
     if whole.is_multi_platform() {

@@ -66,15 +66,17 @@ pub fn open(
         (None, None) => return Ok((store, None)),
     };
     let text = repo.strip_prefix("docker://").unwrap_or(&repo);
+    // The parse error quotes the reference (a login in it masked).
+    let repo: Reference = text
+        .parse()
+        .map_err(|e| anyhow::anyhow!("--cache-repo: {e}"))?;
     let last = text.rsplit('/').next().unwrap_or_default();
     if !text.contains('/') || last.contains(':') || last.contains('@') {
         anyhow::bail!(
-            "--cache-repo {text}: name a repository (REGISTRY/REPO), without a tag or digest"
+            "--cache-repo {}: name a repository (REGISTRY/REPO), without a tag or digest",
+            crate::registry::reference::shown(text)
         );
     }
-    let repo: Reference = text
-        .parse()
-        .map_err(|e| anyhow::anyhow!("--cache-repo {text}: {e}"))?;
     let lazy = lazy(&repo);
     let cache = RepoCache::new(client, repo, readonly, lazy);
     let cache = Arc::new(if dry_run { cache.dry_run() } else { cache });

@@ -56,6 +56,7 @@ Environment:
   OCIBUILD_JOBS         worker threads (default: all cores); never changes the output
   OCIBUILD_PODMAN_ARGS  extra `podman run` flags for the test stage (whitespace-separated)
   OCIBUILD_REGISTRIES   the registries file (plain HTTP, CA files, mirrors)
+  OCIBUILD_NET_TIMEOUT  seconds a silent network host may keep a command waiting (default 60)
   OCIBUILD_KEY_PASSPHRASE  a cosign signing key's passphrase (else --passphrase-file)
   REGISTRY_AUTH_FILE    registry credentials (else containers' auth.json, else ~/.docker/config.json)
 
@@ -86,6 +87,12 @@ pub struct Cli {
     /// (localhost, 127.0.0.1, ::1) falls back to plain HTTP without it.
     #[arg(long, global = true, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
     tls_verify: bool,
+    /// The longest a network host (registry, apt archive, package index) may keep this command
+    /// waiting for an answer, all retries together (its silent waits add up until it answers):
+    /// past it, the command fails naming the host. A host that cannot be resolved or refuses
+    /// connections fails at once, and is not tried again in this command.
+    #[arg(long, global = true, env = "OCIBUILD_NET_TIMEOUT", value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    net_timeout: u64,
     #[command(subcommand)]
     command: Command,
 }
@@ -223,6 +230,7 @@ fn with_update_value(args: Vec<OsString>) -> Vec<OsString> {
 pub fn main() -> ExitCode {
     let args = with_update_value(with_default_subcommand(std::env::args_os().collect()));
     let cli = Cli::parse_from(args);
+    crate::http::peers::set_budget(std::time::Duration::from_secs(cli.net_timeout));
     let result = match &cli.command {
         Command::Build(a) => build::run(&cli, a),
         Command::Lock(a) => lock::run(&cli, a),

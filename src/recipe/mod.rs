@@ -69,8 +69,8 @@ impl Recipe {
         let bad = |flag: &'static str, value: &str, message: String| RecipeError::Override {
             path: self.path.clone(),
             flag,
-            value: value.to_string(),
-            message,
+            value: crate::bounded::clip(value).into_owned(),
+            message: clip_values(&message),
         };
         if let Some(t) = tag {
             grammar::check_tag(t).map_err(|m| bad("--tag", t, m))?;
@@ -477,13 +477,13 @@ pub struct Podman {
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
     /// The recipe file could not be read.
-    #[error("{}: cannot read recipe: {source}", path.display())]
+    #[error("{}: cannot read recipe: {source}", crate::bounded::clip_path(path))]
     Read { path: PathBuf, source: io::Error },
     /// The recipe path names something other than a small regular file (a FIFO, a device).
     #[error("{}: cannot read recipe: {reason}", path.display())]
     NotAFile { path: PathBuf, reason: String },
     /// Not valid TOML (or not UTF-8).
-    #[error("{}:{line}:{col}: {message}", path.display())]
+    #[error("{}:{line}:{col}: {message}", crate::bounded::clip_path(path))]
     Syntax {
         path: PathBuf,
         line: usize,
@@ -491,7 +491,7 @@ pub enum RecipeError {
         message: String,
     },
     /// Valid TOML, but not a valid recipe: unknown key, wrong type, bad value, missing source.
-    #[error("{}:{line}:{col}: {message}", path.display())]
+    #[error("{}:{line}:{col}: {message}", crate::bounded::clip_path(path))]
     Invalid {
         path: PathBuf,
         line: usize,
@@ -590,7 +590,7 @@ pub fn parse(text: &str, path: &Path, dir: &Path) -> Result<Recipe, RecipeError>
             path: path.to_path_buf(),
             line,
             col,
-            message: one_line(&crate::http::redact_urls(e.message())),
+            message: clip_values(&one_line(&crate::http::redact_urls(e.message()))),
         }
     })?;
     check_shape(&ctx, root.get_ref())?;
@@ -619,7 +619,7 @@ impl Ctx<'_> {
             path: self.path.to_path_buf(),
             line,
             col,
-            message: escape_controls(&crate::http::redact_urls(&message.into())),
+            message: escape_controls(&clip_values(&crate::http::redact_urls(&message.into()))),
         }
     }
 
@@ -662,6 +662,28 @@ fn escape_controls(message: &str) -> String {
             out.extend(c.escape_debug());
         } else {
             out.push(c);
+        }
+    }
+    out
+}
+
+/// `message` with each long value in it cut ([`crate::bounded::clip`]): what is quoted in
+/// backticks, and any run without white space (a value or a path quoted bare). A recipe value
+/// of megabytes, or a path of kilobytes, is named by its start and its length.
+fn clip_values(message: &str) -> String {
+    let mut out = String::with_capacity(message.len().min(4096));
+    for (i, part) in message.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(&crate::bounded::clip(part));
+            continue;
+        }
+        for word in part.split_inclusive(char::is_whitespace) {
+            let bare = word.trim_end_matches(char::is_whitespace);
+            out.push_str(&crate::bounded::clip(bare));
+            out.push_str(&word[bare.len()..]);
         }
     }
     out

@@ -241,11 +241,21 @@ fn base(ctx: &Ctx<'_>, raw: Option<Spanned<String>>) -> Result<Base> {
     if s == "scratch" {
         return Ok(Base::Scratch);
     }
+    let shown = crate::registry::reference::shown(s);
+    if crate::registry::reference::login_end(s).is_some() {
+        return Err(ctx.err(
+            r.span(),
+            format!(
+                "invalid base image `{shown}`: {}",
+                crate::registry::reference::LOGIN_PROBLEM
+            ),
+        ));
+    }
     if s.is_empty() || s.chars().any(|c| c.is_whitespace() || c.is_control()) {
         return Err(ctx.err(
             r.span(),
             format!(
-                "invalid base image `{s}`: expected `scratch` or an image reference like \
+                "invalid base image `{shown}`: expected `scratch` or an image reference like \
                  `debian:bookworm-slim` or `example.com/team/base@sha256:...`"
             ),
         ));
@@ -255,7 +265,8 @@ fn base(ctx: &Ctx<'_>, raw: Option<Spanned<String>>) -> Result<Base> {
             return Err(ctx.err(
                 r.span(),
                 format!(
-                    "invalid base image `{s}`: `@{digest}` is not a digest: expected `sha256:` and 64 lowercase hex digits"
+                    "invalid base image `{shown}`: `@{}` is not a digest: expected `sha256:` and 64 lowercase hex digits",
+                    crate::bounded::clip(digest)
                 ),
             ));
         }

@@ -44,11 +44,14 @@ impl Reference {
     /// Parse and normalize `input` (see the module docs).
     pub fn parse(input: &str) -> Result<Reference, ReferenceError> {
         let bad = |problem: String| ReferenceError::Invalid {
-            input: input.to_string(),
+            input: shown(input),
             problem,
         };
         if input.is_empty() {
             return Err(ReferenceError::Empty);
+        }
+        if login_end(input).is_some() {
+            return Err(bad(LOGIN_PROBLEM.into()));
         }
         if input.trim() != input || input.chars().any(|c| c.is_whitespace()) {
             return Err(bad("contains white space".into()));
@@ -256,6 +259,68 @@ impl FromStr for Reference {
     }
 }
 
+/// What a reference with a login is told.
+pub const LOGIN_PROBLEM: &str = "a login (`user:password@`) does not belong in an image reference \
+     (it would be shown in messages and logs): remove it and put the login in an auth file \
+     (`podman login` / `skopeo login` write one; REGISTRY_AUTH_FILE names it)";
+
+/// Where the `user:password@` a user pasted before the registry ends (the index of its `@`),
+/// if `input` (with or without `docker://`) has one. A digest is the only other thing an `@`
+/// introduces, and it has no `/` and is `algorithm:encoded`: an `@` followed by a `/` (the
+/// repository's) ends a login; so does an `@` after a `:` (`user:pw@host:5000`) when what
+/// follows the last `@` is not digest-like. (`name@latest` and `name@md5:…` stay digest
+/// errors: with no password, there is no secret to hide.)
+pub fn login_end(input: &str) -> Option<usize> {
+    let start = input.find("://").map_or(0, |i| i + 3);
+    let text = &input[start..];
+    let ats: Vec<usize> = text.match_indices('@').map(|(i, _)| i).collect();
+    if let Some(&i) = ats.iter().rev().find(|&&i| text[i + 1..].contains('/')) {
+        return Some(start + i);
+    }
+    let (&first, &last) = (ats.first()?, ats.last()?);
+    if !text[..first].contains(':') {
+        return None;
+    }
+    if !digest_like(&text[last + 1..]) {
+        return Some(start + last);
+    }
+    // A digest-like end: the login, if any, ends at the `@` before it.
+    ats.iter().rev().nth(1).map(|&i| start + i)
+}
+
+/// `algorithm:encoded` as a digest is written (OCI's grammar), told apart from `host:port`:
+/// a `sha…`/`blake…` algorithm, or one without a `.` whose encoded part is not a port number.
+fn digest_like(s: &str) -> bool {
+    let Some((alg, enc)) = s.split_once(':') else {
+        return false;
+    };
+    let grammar = !alg.is_empty()
+        && !enc.is_empty()
+        && alg
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"+._-".contains(&b))
+        && enc
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"=_-".contains(&b));
+    grammar
+        && (alg.starts_with("sha")
+            || alg.starts_with("blake")
+            || (!alg.contains('.') && !enc.bytes().all(|b| b.is_ascii_digit())))
+}
+
+/// `input` as messages quote a reference a user wrote: a login before the registry as `***@`,
+/// and clipped when long ([`crate::bounded::clip`]).
+pub fn shown(input: &str) -> String {
+    let masked = match login_end(input) {
+        Some(at) => {
+            let start = input.find("://").map_or(0, |i| i + 3).min(at);
+            format!("{}***{}", &input[..start], &input[at..])
+        }
+        None => input.to_string(),
+    };
+    crate::bounded::clip(&masked).into_owned()
+}
+
 fn parse_digest(d: &str) -> Result<Digest, String> {
     match d.split_once(':') {
         None => Err(format!(
@@ -342,19 +407,22 @@ fn check_repository(path: &str) -> Result<(), String> {
     for comp in path.split('/') {
         if comp.is_empty() {
             return Err(format!(
-                "repository `{path}` has an empty path component (`//` or a trailing `/`)"
+                "repository `{}` has an empty path component (`//` or a trailing `/`)",
+                crate::bounded::clip(path)
             ));
         }
         if comp.chars().any(|c| c.is_ascii_uppercase()) {
             return Err(format!(
-                "repository name must be lowercase: `{path}` (write `{}`)",
-                path.to_ascii_lowercase()
+                "repository name must be lowercase: `{}` (write `{}`)",
+                crate::bounded::clip(path),
+                crate::bounded::clip(&path.to_ascii_lowercase())
             ));
         }
         if !component_ok(comp) {
             return Err(format!(
-                "invalid repository component `{comp}`: lower-case letters and digits, \
-                 separated by `.`, `_`, `__` or dashes"
+                "invalid repository component `{}`: lower-case letters and digits, \
+                 separated by `.`, `_`, `__` or dashes",
+                crate::bounded::clip(comp)
             ));
         }
     }
@@ -539,6 +607,57 @@ mod tests {
         assert!(err(&long).contains("longer than 255"));
         // The input is named in the message.
         assert!(err("Ubuntu").contains("`Ubuntu`"));
+        // A long input is clipped.
+        let long = format!("ghcr.io/a/{}", "B".repeat(20_000));
+        assert!(err(&long).len() < 1000, "{}", err(&long).len());
+    }
+
+    #[test]
+    fn a_login_is_refused_and_never_shown() {
+        for (input, shown_as) in [
+            ("user:s3cret@127.0.0.1:5000/x", "***@127.0.0.1:5000/x"),
+            (
+                "user:s3%40cret@127.0.0.1:5000/x:1",
+                "***@127.0.0.1:5000/x:1",
+            ),
+            ("user:s3@cret@ghcr.io/a/b", "***@ghcr.io/a/b"),
+            (
+                &format!("user:s3cret@ghcr.io/a@{D}"),
+                &format!("***@ghcr.io/a@{D}"),
+            ),
+            ("user:s3cret@localhost:5000", "***@localhost:5000"),
+            ("user:s3cret@registry.example", "***@registry.example"),
+            ("user:s3cret@", "***@"),
+            (
+                "docker://user:s3cret@h.example/x",
+                "docker://***@h.example/x",
+            ),
+            ("https://user:s3cret@h.example/x", "https://***@h.example/x"),
+            ("user:s3 cret@h.example/x", "***@h.example/x"),
+        ] {
+            assert!(login_end(input).is_some(), "{input}");
+            assert_eq!(shown(input), shown_as);
+            if input.starts_with("docker://") {
+                continue;
+            }
+            let e = err(input);
+            assert!(!e.contains("s3") && !e.contains("cret"), "{e}");
+            assert!(
+                e.contains(shown_as) && e.contains("a login (`user:password@`) does not belong"),
+                "{e}"
+            );
+        }
+        // References with a digest, or `@` and no password, are no logins.
+        for input in [
+            &format!("ghcr.io/a/b:1@{D}"),
+            &format!("ubuntu:24.04@{D}"),
+            "ubuntu@latest",
+            "ubuntu@md5:abc",
+            "ubuntu:1@sha256:abc",
+        ] {
+            assert_eq!(login_end(input), None, "{input}");
+            assert_eq!(shown(input), input);
+        }
     }
 
     #[test]

@@ -194,20 +194,25 @@ pub fn check_user(user: &str, at: &str, files: Option<&AccountFiles>) -> Result<
     let numeric = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
     let err = |what: String| RootfsError::Account {
         at: at.to_string(),
-        problem: format!("[config] user `{user}`: {what}"),
+        problem: format!("[config] user `{}`: {what}", crate::bounded::clip(user)),
     };
     if !numeric(u) && files.is_none_or(|f| !f.users.iter().any(|x| x.name == u)) {
         return Err(err(match files {
             None => format!(
-                "the image has no /etc/passwd: declare `{u}` in [[accounts.user]], or use a uid"
+                "the image has no /etc/passwd: declare `{}` in [[accounts.user]], or use a uid",
+                crate::bounded::clip(u)
             ),
-            Some(_) => format!("no account `{u}`: declare it in [[accounts.user]]"),
+            Some(_) => format!(
+                "no account `{}`: declare it in [[accounts.user]]",
+                crate::bounded::clip(u)
+            ),
         }));
     }
     if let Some(g) = g {
         if !numeric(g) && files.is_none_or(|f| f.gid_of(g).is_none()) {
             return Err(err(format!(
-                "no group `{g}`: declare it in [[accounts.group]]"
+                "no group `{}`: declare it in [[accounts.group]]",
+                crate::bounded::clip(g)
             )));
         }
     }

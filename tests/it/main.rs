@@ -26,6 +26,7 @@ mod hardening;
 mod hardening_walk;
 mod hardening_apt;
 mod hardening_store;
+mod hardening_net;
 mod layer_contract;
 mod online_debian;
 mod online_platforms;

@@ -379,3 +379,53 @@ fn apt_and_python_errors() {
         &with_img("[python]\nlock = \"missing.toml\"\n"),
     ]);
 }
+
+/// A value of megabytes, and a path of kilobytes, are cut in the message: it stays short, and
+/// still names the file, the field and what is wrong.
+#[test]
+fn long_values_are_cut_in_messages() {
+    let big = "A".repeat(20 << 20);
+    let long_path = vec!["d".repeat(200); 44].join("/");
+    for (text, says) in [
+        (format!("[image]\nname = \"{big}\"\n"), "invalid image name `AAAA"),
+        (
+            format!("[image]\nname = \"x\"\ntag = \"{big}\"\n"),
+            "invalid image tag `AAAA",
+        ),
+        (
+            format!("[image]\nname = \"x\"\ncompression = \"{big}\"\n"),
+            "unknown compression `AAAA",
+        ),
+        (
+            format!("[image]\nname = \"x\"\n[[layer]]\nname = \"a\"\nsrc = \"app\"\ndest = \"{big}\"\n"),
+            "layer `a`: invalid dest `AAAA",
+        ),
+        (
+            format!("[image]\nname = \"x\"\n{big} = 1\n"),
+            "unknown field `AAAA",
+        ),
+        (
+            format!("[image]\nname = \"x\"\n[[layer]]\nname = \"a\"\nsrc = \"{long_path}\"\ndest = \"/a\"\n"),
+            "layer `a`: cannot access source `",
+        ),
+        (
+            format!("[image]\nname = \"x\"\n[[layer]]\nname = \"a\"\nsrc = \"app\"\ndest = \"/a\"\nignore-file = \"{long_path}\"\n"),
+            "layer `a`: cannot read ignore file `",
+        ),
+    ] {
+        let e = err(&text);
+        assert!(e.len() < 1024, "{} bytes: {}", e.len(), &e[..1024]);
+        assert!(e.starts_with("recipe.toml:") && e.contains(says), "{e}");
+        assert!(e.contains(" bytes in all)"), "{e}");
+    }
+    // A recipe path of kilobytes is cut where it names the file.
+    let d = fixture();
+    let e = parse(
+        &format!("[image]\nname = \"{big}\"\n"),
+        Path::new(&long_path),
+        d.path(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.len() < 1024 && e.contains("invalid image name"), "{e}");
+}

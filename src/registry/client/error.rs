@@ -111,6 +111,15 @@ pub enum RegistryError {
         message: String,
         hint: String,
     },
+    /// The host failed earlier in this command (see [`crate::http::peers`]).
+    #[error("{registry}/{repository}: {action}: {problem}; {hint}")]
+    Unreachable {
+        registry: String,
+        repository: String,
+        action: String,
+        problem: String,
+        hint: String,
+    },
     #[error("registry {registry}: TLS settings: {problem}")]
     Tls { registry: String, problem: String },
     #[error("{registry}/{repository}: blob {digest}: {source}")]

@@ -105,7 +105,7 @@ impl Client {
                 action: action.clone(),
                 attempts: 1,
                 message: e.to_string(),
-                hint: self.transport_hint(ep),
+                hint: self.transport_hint(ep, crate::http::peers::classify(&e)),
             })?;
         if bytes.len() as u64 > limit {
             return Err(too_large(None));

@@ -41,7 +41,7 @@ use reqwest::{Method, StatusCode, Url};
 
 use super::auth::{AuthError, Challenge, FoundCredential, Scopes, TokenCache};
 use super::reference::{api_host, Reference};
-use crate::http::error_chain;
+use crate::http::{error_chain, peers};
 
 mod authorize;
 mod config;
@@ -99,6 +99,8 @@ pub struct Client {
     auth: Mutex<BTreeMap<String, RegistryAuth>>,
     /// The scheme found for a registry that may fall back to plain HTTP (`scheme`).
     schemes: Mutex<BTreeMap<String, &'static str>>,
+    /// The hosts given up on, and their silence (see [`peers`]).
+    peers: peers::Peers,
 }
 
 /// A request body that can be made again for a retry.
@@ -145,6 +147,7 @@ impl Client {
             http: Mutex::new(BTreeMap::new()),
             auth: Mutex::new(BTreeMap::new()),
             schemes: Mutex::new(BTreeMap::new()),
+            peers: peers::Peers::default(),
         }
     }
 
@@ -316,6 +319,18 @@ impl Client {
         let mut with_body = req.body.is_some();
         let (mut attempts, mut redirects, mut auth_rounds) = (0u32, 0u32, 0u32);
         loop {
+            // A host that cannot be resolved, refused, or used its budget up fails at once.
+            let host = peers::host_of(url.as_str());
+            let left = self
+                .peers
+                .check(&host)
+                .map_err(|down| RegistryError::Unreachable {
+                    registry: ep.registry.clone(),
+                    repository: ep.repository.clone(),
+                    action: req.action.clone(),
+                    problem: format!("not tried again in this command after: {}", down.message),
+                    hint: self.transport_hint(ep, down.failure),
+                })?;
             let same_origin = url.origin() == ep.origin.origin();
             let mut rb = http.request(method.clone(), url.clone());
             for (k, v) in &req.headers {
@@ -340,25 +355,46 @@ impl Client {
             if let (true, Some(body)) = (with_body, req.body) {
                 rb = rb.body(body()?);
             }
-            if let Some(t) = req.timeout {
-                rb = rb.timeout(t);
+            match req.timeout {
+                Some(t) => rb = rb.timeout(t),
+                // A host that has kept this command waiting already gets what is left of its
+                // budget, the body included.
+                None if left < peers::budget() => rb = rb.timeout(left),
+                None => {}
             }
+            let started = std::time::Instant::now();
             let resp = match rb.send() {
-                Ok(r) => r,
+                Ok(r) => {
+                    self.peers.answered(&host);
+                    r
+                }
                 Err(e) => {
                     attempts += 1;
                     let message = error_chain(&e);
-                    if attempts >= self.config.max_attempts {
+                    let failure = peers::classify(&e);
+                    let delay = self.backoff(attempts);
+                    // A timed-out request's pause before its next attempt is part of its
+                    // silence: the attempts and their pauses together stay within the budget.
+                    let timeout = failure == peers::Failure::Timeout;
+                    let pause = if timeout { delay } else { Duration::ZERO };
+                    let left =
+                        self.peers
+                            .record(&host, failure, started.elapsed() + pause, &message);
+                    let again = failure.retryable() || timeout;
+                    if attempts >= self.config.max_attempts
+                        || !again
+                        || left.is_zero()
+                        || (!timeout && delay >= left)
+                    {
                         return Err(RegistryError::Transport {
                             registry: ep.registry.clone(),
                             repository: ep.repository.clone(),
                             action: req.action.clone(),
                             attempts,
                             message,
-                            hint: self.transport_hint(ep),
+                            hint: self.transport_hint(ep, failure),
                         });
                     }
-                    let delay = self.backoff(attempts);
                     progress.retrying(&req.action, attempts, delay, &message);
                     std::thread::sleep(delay);
                     continue;
@@ -423,7 +459,11 @@ impl Client {
         }
     }
 
-    fn transport_hint(&self, ep: &Endpoint) -> String {
+    /// What to do about a failed request: TLS settings only when TLS is what failed.
+    fn transport_hint(&self, ep: &Endpoint, failure: peers::Failure) -> String {
+        if failure != peers::Failure::Tls {
+            return peers::hint(failure, &ep.registry);
+        }
         if ep.origin.scheme() == "https" {
             format!(
                 "check the network (HTTPS_PROXY / NO_PROXY) and that {0} is reachable; for a private CA set a CA file for {0} (or SSL_CERT_FILE); a registry that serves plain HTTP must be allowed: `--tls-verify=false`, or `insecure-http = true` for {0} in the registries file",

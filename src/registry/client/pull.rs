@@ -205,7 +205,7 @@ impl Client {
             action: action.to_string(),
             attempts,
             message: format!("download interrupted: {why}"),
-            hint: self.transport_hint(ep),
+            hint: self.transport_hint(ep, crate::http::peers::Failure::Other),
         }
     }
 }

@@ -8,6 +8,7 @@ use std::net::IpAddr;
 use std::time::Duration;
 
 use super::Client;
+use crate::http::peers;
 
 /// The longest wait of each probe.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -58,21 +59,37 @@ impl Client {
             return "https";
         };
         let host = super::api_host(registry);
+        // Each probe waits at most what is left of the host's budget; a silent one counts
+        // against it (the real request then gets the rest), so a silent registry still fails
+        // within the budget.
         let get = |scheme: &str| {
-            http.get(format!("{scheme}://{host}/v2/"))
-                .timeout(PROBE_TIMEOUT)
-                .send()
+            let url = format!("{scheme}://{host}/v2/");
+            let key = peers::host_of(&url);
+            let wait = self.peers.check(&key).ok()?.min(PROBE_TIMEOUT);
+            let started = std::time::Instant::now();
+            let got = http.get(&url).timeout(wait).send();
+            if got.is_ok() {
+                self.peers.answered(&key);
+            }
+            if let Err(e) = &got {
+                if peers::classify(e) == peers::Failure::Timeout {
+                    let message = crate::http::error_chain(e);
+                    self.peers
+                        .record(&key, peers::Failure::Timeout, started.elapsed(), &message);
+                }
+            }
+            Some(got)
         };
         match get("https") {
-            Ok(_) => return "https",
+            Some(Ok(_)) | None => return "https",
             // It speaks TLS, with a certificate this machine does not trust: the error the
             // real request gives says what to do.
-            Err(e) if crate::http::error_chain(&e).contains("certificate") => return "https",
-            Err(_) => {}
+            Some(Err(e)) if crate::http::error_chain(&e).contains("certificate") => return "https",
+            Some(Err(_)) => {}
         }
         // A registry's `/v2/` answers 200 or 401; a TLS server asked in plain HTTP says 400.
         match get("http") {
-            Ok(r) if matches!(r.status().as_u16(), 200 | 401) => "http",
+            Some(Ok(r)) if matches!(r.status().as_u16(), 200 | 401) => "http",
             _ => "https",
         }
     }
