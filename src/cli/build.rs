@@ -244,6 +244,10 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     let whole = recipe::load(&args.recipe)?
         .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
+    if args.test {
+        // A recipe's [podman] args that the test stage would refuse stop the build before it starts.
+        super::test::check_recipe_podman_args(&whole, &args.test_opts)?;
+    }
     if whole.is_multi_platform() {
         return super::multi::run(cli, args, &whole);
     }

@@ -37,6 +37,7 @@ pub struct TestOptions {
     pub force_gpu: bool,
     /// Take the recipe's [podman] args even where they can reach the host (mounts, devices,
     /// privileges, host namespaces); by default only flags that act inside the container are.
+    /// podman's global options (`--hooks-dir`, `--conmon`, `--root`, …) never come from a recipe.
     #[arg(long)]
     pub allow_recipe_podman_args: bool,
 }
@@ -83,6 +84,20 @@ fn specs(recipe: &Recipe) -> Result<Vec<TestSpec>, run::RunError> {
         .collect()
 }
 
+/// The recipe's `[podman] args` as the test stage may take them (see `run::check_recipe_args`):
+/// checked before anything runs, and before `build --test` builds.
+pub fn check_recipe_podman_args(recipe: &Recipe, opts: &TestOptions) -> Result<(), run::RunError> {
+    run::check_recipe_args(
+        &recipe.podman.args,
+        opts.allow_recipe_podman_args,
+        &run::HostLimits::current(),
+    )
+    .map_err(|refusal| run::RunError::RecipePodmanArg {
+        recipe: recipe.path.clone(),
+        refusal,
+    })
+}
+
 /// Run `recipe`'s tests against the image tagged `recipe.image.tag` in `layout`; prints each
 /// result and the closing counts, or with `quiet` only the failures (on stderr), so stdout
 /// holds only the build's result. Returns the exit code.
@@ -98,11 +113,7 @@ pub fn run_stage(
         .into_iter()
         .cloned()
         .collect();
-    if !opts.allow_recipe_podman_args {
-        if let Some((arg, why)) = run::untrusted_podman_arg(&recipe.podman.args) {
-            return Err(run::RunError::RecipePodmanArg { arg, why }.into());
-        }
-    }
+    check_recipe_podman_args(recipe, opts)?;
     let mut podman_args = recipe.podman.args.clone();
     if let Ok(env) = std::env::var("OCIBUILD_PODMAN_ARGS") {
         podman_args.extend(env.split_whitespace().map(String::from));
@@ -168,6 +179,7 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         None => default_output(&args.recipe),
     };
     let recipe = recipe::load(&args.recipe)?;
+    check_recipe_podman_args(&recipe, &args.opts)?;
     if !layout.join("index.json").is_file() {
         anyhow::bail!(
             "no OCI layout at {}: build it first with `ocibuild build {} --output {}`",

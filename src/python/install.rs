@@ -2,7 +2,7 @@
 //! the scheme's directories, rewritten scripts, launchers, INSTALLER and the new RECORD
 //! ([`plan_wheel`]). [`super::wheel`] streams what it plans into a layer.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{self, Read};
 
 use super::dist_info::{csv_field, entry_points, launcher, parse_record, shebang, wheel_field};
@@ -285,8 +285,11 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
         format!("{dist_info}/RECORD.p7s"),
         format!("{dist_info}/INSTALLER"),
     ];
+    // A set of the member names: one lookup per RECORD row, not a scan of the members (a
+    // wheel of 200,000 members took 135 s that way).
+    let member_names: HashSet<&str> = members.iter().map(|(_, n, _, _, _)| n.as_str()).collect();
     for name in record.keys() {
-        if *name != record_name && !members.iter().any(|(_, n, _, _, _)| n == name) {
+        if *name != record_name && !member_names.contains(name.as_str()) {
             return Err(WheelError::MissingMember {
                 wheel: wheel.to_string(),
                 member: name.clone(),

@@ -534,3 +534,125 @@ fn to_entries(
     }
     Ok((entries, sources))
 }
+
+#[cfg(test)]
+mod scale_tests {
+    use super::*;
+    use crate::layer::Compression;
+    use crate::python::interpreter::{PyVersion, Scheme};
+    use crate::python::tags::WheelFile;
+    use std::io::Write;
+
+    /// A wheel of `n` tiny members (deflated, as wheels are), WHEEL and a RECORD listing them.
+    fn many_member_wheel(dir: &std::path::Path, n: usize) -> WheelInput {
+        let filename = "many-1.0-py3-none-any.whl";
+        let di = "many-1.0.dist-info";
+        let path = dir.join(filename);
+        let mut zw = zip::ZipWriter::new(io::BufWriter::new(fs_err::File::create(&path).unwrap()));
+        let o = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Deflated)
+            .unix_permissions(0o644);
+        let mut record = String::new();
+        let add = |zw: &mut zip::ZipWriter<_>, name: &str, c: &[u8], record: &mut String| {
+            zw.start_file(name, o).unwrap();
+            zw.write_all(c).unwrap();
+            record.push_str(&format!(
+                "{name},{},{}\n",
+                record_hash(&Digest::of(c)),
+                c.len()
+            ));
+        };
+        for i in 0..n {
+            let name = format!("many/m{:03}/f{i}.py", i % 1000);
+            add(&mut zw, &name, format!("X = {i}\n").as_bytes(), &mut record);
+        }
+        let wheel =
+            b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n";
+        add(&mut zw, &format!("{di}/WHEEL"), wheel, &mut record);
+        record.push_str(&format!("{di}/RECORD,,\n"));
+        zw.start_file(format!("{di}/RECORD"), o).unwrap();
+        zw.write_all(record.as_bytes()).unwrap();
+        zw.finish().unwrap().flush().unwrap();
+        let sha256 = crate::digest::hash_file(&path).unwrap().0;
+        WheelInput {
+            path,
+            file: WheelFile::parse(filename).unwrap(),
+            sha256,
+            exclude: BTreeSet::new(),
+        }
+    }
+
+    fn interp() -> Interpreter {
+        let version = PyVersion {
+            major: 3,
+            minor: 11,
+        };
+        Interpreter {
+            version,
+            executable: "/usr/bin/python3.11".into(),
+            machine: "x86_64".into(),
+            glibc: Some((2, 36)),
+            scheme: Scheme::debian_local(version),
+            full_version: None,
+        }
+    }
+
+    /// This process's user and system CPU time (`/proc/self/stat`, in clock ticks of 1/100 s):
+    /// the timing on a shared machine.
+    fn cpu_secs() -> f64 {
+        let stat = fs_err::read_to_string("/proc/self/stat").unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, r)| r);
+        let f: Vec<f64> = after
+            .split_whitespace()
+            .map(|x| x.parse().unwrap_or(0.0))
+            .collect();
+        // Fields 14 and 15 (utime, stime); `after` starts at field 3.
+        (f.get(11).unwrap_or(&0.0) + f.get(12).unwrap_or(&0.0)) / 100.0
+    }
+
+    /// Issue 31, case 7: RECORD was matched against the members by a linear scan per row
+    /// (200,000 members: 135 s). Every member is installed and checked against RECORD, and the
+    /// rewritten RECORD lists each. `OCIBUILD_WHEEL_MEMBERS` sets the count (for timing runs).
+    #[test]
+    fn a_wheel_of_200k_members_installs_whole() {
+        let n: usize = std::env::var("OCIBUILD_WHEEL_MEMBERS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(200_000);
+        let tmp = tempfile::tempdir().unwrap();
+        let w = many_member_wheel(tmp.path(), n);
+        let store = Store::open(tmp.path().join("store")).unwrap();
+        let opts = LayerOptions {
+            epoch: 1_700_000_000,
+            compression: Compression::None,
+            threads: 1,
+        };
+        let (start, cpu) = (std::time::Instant::now(), cpu_secs());
+        let layer = build_wheel_layer(&store, std::slice::from_ref(&w), &interp(), &opts).unwrap();
+        eprintln!(
+            "{n} members installed in {:.2} s ({:.2} s of CPU)",
+            start.elapsed().as_secs_f64(),
+            cpu_secs() - cpu
+        );
+        let site = "usr/local/lib/python3.11/dist-packages";
+        let mut ar = tar::Archive::new(store.open_blob(&layer.digest).unwrap());
+        let (mut files, mut record) = (0usize, String::new());
+        for e in ar.entries().unwrap() {
+            let mut e = e.unwrap();
+            let p = String::from_utf8(e.path_bytes().into_owned()).unwrap();
+            if p == format!("{site}/many-1.0.dist-info/RECORD") {
+                e.read_to_string(&mut record).unwrap();
+            } else if p.starts_with(&format!("{site}/many/")) && !p.ends_with('/') {
+                files += 1;
+            }
+        }
+        assert_eq!(files, n, "every member installed");
+        // The members, WHEEL, INSTALLER and RECORD itself.
+        assert_eq!(record.lines().count(), n + 3);
+        assert!(record.contains(&format!(
+            "many/m{:03}/f{}.py,sha256=",
+            (n - 1) % 1000,
+            n - 1
+        )));
+    }
+}

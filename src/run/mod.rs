@@ -5,6 +5,7 @@
 //! The library returns data and never prints: [`run_tests`] hands each [`TestResult`] to a
 //! reporter as it finishes; the CLI prints them (or JSON: [`TestResult`] is `Serialize`).
 
+mod args;
 mod capture;
 mod gpu;
 mod image;
@@ -19,6 +20,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+pub use args::split_global_args;
 pub use capture::{Matcher, OutputCapture, MAX_LINE_BYTES, TAIL_LINES};
 pub use gpu::{
     container_lib_dir, discover_gpu, discover_gpu_with, find_cdi_spec, find_library,
@@ -26,8 +28,7 @@ pub use gpu::{
     EXTRA_LIBRARIES, LIBCUDA,
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
-pub use podman::split_global_args;
-pub use trust::untrusted_podman_arg;
+pub use trust::{check_recipe_args, HostLimits, Refusal};
 
 /// Where the ocibuild binary is bind-mounted for `cuda-smoke`.
 pub const SELF_MOUNT: &str = "/.ocibuild/ocibuild";
@@ -179,8 +180,11 @@ impl std::fmt::Display for Summary {
 
 #[derive(Debug, thiserror::Error)]
 pub enum RunError {
-    #[error("the recipe's [podman] args hold `{arg}`: {why}. A recipe is code: pass such flags yourself with --podman-arg, or allow the recipe's with --allow-recipe-podman-args")]
-    RecipePodmanArg { arg: String, why: &'static str },
+    #[error(
+        "{}: the recipe's [podman] args hold {refusal}",
+        crate::bounded::clip_path(recipe)
+    )]
+    RecipePodmanArg { recipe: PathBuf, refusal: Refusal },
     #[error(
         "podman not found (`{}`{}); install it with `{INSTALL_PODMAN}`, or give its path",
         podman.display(),

@@ -11,59 +11,6 @@ use std::time::{Duration, Instant};
 use super::capture::{OutputCapture, TAIL_LINES};
 use super::RunError;
 
-/// podman's global options (podman 4/5) that take a value; they go before `run` and are repeated
-/// for the `kill`/`rm` cleanup so it talks to the same storage and runtime.
-const GLOBAL_WITH_VALUE: &[&str] = &[
-    "--cgroup-manager",
-    "--cni-config-dir",
-    "--conmon",
-    "--connection",
-    "-c",
-    "--events-backend",
-    "--hooks-dir",
-    "--identity",
-    "--imagestore",
-    "--log-level",
-    "--module",
-    "--network-cmd-path",
-    "--network-config-dir",
-    "--root",
-    "--runroot",
-    "--runtime",
-    "--runtime-flag",
-    "--ssh",
-    "--storage-driver",
-    "--storage-opt",
-    "--tmpdir",
-    "--url",
-    "--volumepath",
-];
-/// podman's global boolean options.
-const GLOBAL_FLAGS: &[&str] = &["--noout", "--remote", "-r", "--syslog", "--transient-store"];
-
-/// Splits user podman arguments into global options and `run` options.
-pub fn split_global_args(args: &[String]) -> (Vec<String>, Vec<String>) {
-    let mut global = Vec::new();
-    let mut run = Vec::new();
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let name = a.split_once('=').map_or(a.as_str(), |(n, _)| n);
-        if GLOBAL_WITH_VALUE.contains(&name) {
-            global.push(a.clone());
-            if !a.contains('=') {
-                if let Some(v) = it.next() {
-                    global.push(v.clone());
-                }
-            }
-        } else if GLOBAL_FLAGS.contains(&name) {
-            global.push(a.clone());
-        } else {
-            run.push(a.clone());
-        }
-    }
-    (global, run)
-}
-
 /// Finds `podman`: a path with a `/` is taken as is, a bare name is looked up on `PATH`.
 pub fn find_executable(name: &Path, path_var: Option<OsString>) -> Result<PathBuf, RunError> {
     let missing = || RunError::PodmanMissing {
@@ -288,50 +235,6 @@ fn remove_container(inv: &Invocation) {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn splits_global_options() {
-        let args: Vec<String> = [
-            "--runtime",
-            "runc",
-            "--network",
-            "none",
-            "--root=/tmp/r",
-            "--ulimit",
-            "nofile=1024:1024",
-            "--syslog",
-            "--cgroup-manager",
-            "cgroupfs",
-            "-e",
-            "A=1",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-        let (g, r) = split_global_args(&args);
-        assert_eq!(
-            g,
-            [
-                "--runtime",
-                "runc",
-                "--root=/tmp/r",
-                "--syslog",
-                "--cgroup-manager",
-                "cgroupfs"
-            ]
-        );
-        assert_eq!(
-            r,
-            [
-                "--network",
-                "none",
-                "--ulimit",
-                "nofile=1024:1024",
-                "-e",
-                "A=1"
-            ]
-        );
-    }
 
     #[test]
     fn podman_missing_from_path_is_a_clear_error() {

@@ -27,6 +27,7 @@ mod hardening_walk;
 mod hardening_apt;
 mod hardening_store;
 mod hardening_net;
+mod hardening_podman;
 mod layer_contract;
 mod online_debian;
 mod online_platforms;
