@@ -509,7 +509,32 @@ fn a_base_layer_of_an_unknown_media_type_is_refused_before_it_is_fetched() {
 #[test]
 fn long_values_and_paths_are_cut_in_messages() {
     let d = common::test_dir("w");
-    let big = "A".repeat(20 << 20);
+    // A recipe of 20 MB is refused unread, in one short line (recipes are read with a bound of
+    // 16 MiB); a value of 12 MB is read and cut where a message quotes it.
+    fs::write(
+        d.join("huge.toml"),
+        format!(
+            "[image]\nname = \"example.com/x\"\ntag = \"{}\"\n",
+            "A".repeat(20 << 20)
+        ),
+    )
+    .unwrap();
+    let out = common::run(
+        common::ocibuild()
+            .current_dir(&d)
+            .args(["-q", "build", "huge.toml"]),
+    );
+    let all = text(&out);
+    assert!(
+        !out.status.success() && all.len() < 1024,
+        "{}",
+        &all[..all.len().min(2000)]
+    );
+    assert!(
+        all.contains("huge.toml") && all.contains("too large for a recipe"),
+        "{all}"
+    );
+    let big = "A".repeat(12 << 20);
     // 44 components of 200 bytes: 8.8 KB.
     let long_path = vec!["d".repeat(200); 44].join("/");
     for (name, recipe_text, field) in [

@@ -410,7 +410,7 @@ fn long_values_are_cut_in_messages() {
         ),
         (
             format!("[image]\nname = \"x\"\n[[layer]]\nname = \"a\"\nsrc = \"app\"\ndest = \"/a\"\nignore-file = \"{long_path}\"\n"),
-            "layer `a`: cannot read ignore file `",
+            "layer `a`: ignore file `",
         ),
     ] {
         let e = err(&text);
