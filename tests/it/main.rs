@@ -23,6 +23,7 @@ mod cli_ux;
 mod concurrency;
 mod features;
 mod hardening;
+mod hardening_bounds;
 mod layer_contract;
 mod online_debian;
 mod online_platforms;
