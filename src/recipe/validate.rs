@@ -16,6 +16,7 @@ use super::{
     Base, Config, Ctx, Gpu, Image, Layer, Platform, Podman, Recipe, RecipeError, Test, TestRun,
     KNOWN_CHECKS,
 };
+use crate::bounded::{self, clip, clip_path};
 use crate::layer::{Compression, CopySpec, ModePolicy};
 
 type Result<T> = std::result::Result<T, RecipeError>;
@@ -382,18 +383,26 @@ fn layer(
         Some(f) => {
             let path = resolve(dir, f.get_ref());
             let lines = read_ignore_file(&path).map_err(|e| {
-                let m = if e.kind() == io::ErrorKind::NotFound {
-                    format!(
-                        "{what}: ignore file `{}` does not exist (resolved to {})",
-                        f.get_ref(),
-                        path.display()
-                    )
-                } else {
-                    format!(
-                        "{what}: cannot read ignore file `{}` (resolved to {}): {e}",
-                        f.get_ref(),
-                        path.display()
-                    )
+                let (shown, resolved) = (clip(f.get_ref()), clip_path(&path));
+                let m = match &e {
+                    _ if e.is_not_found() => format!(
+                        "{what}: ignore file `{shown}` does not exist (resolved to {resolved})"
+                    ),
+                    bounded::Error::NotRegular { kind, .. } => format!(
+                        "{what}: ignore file `{shown}` (resolved to {resolved}) is {kind}, \
+                         not a regular file: name a text file of patterns"
+                    ),
+                    bounded::Error::TooLarge { limit, .. } => format!(
+                        "{what}: ignore file `{shown}` (resolved to {resolved}) is larger than \
+                         {limit} bytes: name a text file of patterns"
+                    ),
+                    bounded::Error::NotUtf8 { .. } => format!(
+                        "{what}: ignore file `{shown}` (resolved to {resolved}) is not UTF-8 text"
+                    ),
+                    bounded::Error::Io { source, .. } => format!(
+                        "{what}: cannot read ignore file `{shown}` (resolved to {resolved}): \
+                         {source}"
+                    ),
                 };
                 ctx.err(f.span(), m)
             })?;
@@ -403,10 +412,7 @@ fn layer(
             let path = src_path.join(".dockerignore");
             if path.is_file() {
                 let lines = read_ignore_file(&path).map_err(|e| {
-                    ctx.err(
-                        src.span(),
-                        format!("{what}: cannot read ignore file {}: {e}", path.display()),
-                    )
+                    ctx.err(src.span(), format!("{what}: cannot read ignore file: {e}"))
                 })?;
                 push_file_patterns(ctx, &what, src.span(), &path, lines, &mut ignore)?;
             }
@@ -772,10 +778,9 @@ pub(super) fn resolve(dir: &Path, p: &str) -> PathBuf {
 
 /// Reads an ignore file: lines with trailing whitespace stripped; blank lines and lines starting
 /// with `#` skipped; a UTF-8 byte order mark dropped. Returns (1-based line number, pattern).
-fn read_ignore_file(path: &Path) -> io::Result<Vec<(usize, String)>> {
-    // std's error, not fs-err's: the caller's message names the path already.
-    #[allow(clippy::disallowed_methods)]
-    let text = std::fs::read_to_string(path)?;
+fn read_ignore_file(path: &Path) -> std::result::Result<Vec<(usize, String)>, bounded::Error> {
+    // A regular file only (a FIFO would block, `/dev/zero` never end), with a bound.
+    let text = bounded::read_regular_text(path, bounded::MAX_TEXT_FILE)?;
     let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
     Ok(text
         .lines()

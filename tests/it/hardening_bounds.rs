@@ -3,6 +3,7 @@
 //! files that are FIFOs or devices are refused at once; `-o`-like outputs refuse symlinks.
 
 use std::io::Write;
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::time::Duration;
@@ -281,6 +282,191 @@ fn a_build_on_a_base_with_a_pax_record_declaring_gigabytes_is_refused_in_little_
         !out_dir.exists(),
         "a failed build left {}",
         out_dir.display()
+    );
+    untouched(&keep);
+}
+
+/// A FIFO (no writer: opening it for reading blocks) and a symlink to `/dev/zero` (never ends)
+/// in `dir`, each with the kind a refusal names.
+fn special_inputs(dir: &Path) -> Vec<(PathBuf, &'static str)> {
+    let fifo = dir.join("fifo");
+    common::run_ok(Command::new("mkfifo").arg(&fifo));
+    let zero = dir.join("zero");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    vec![(fifo, "a FIFO"), (zero, "a character device")]
+}
+
+/// A generous bound: a regression blocks (FIFO) or reads for ever (`/dev/zero`) and is killed.
+const QUICK: Duration = Duration::from_secs(60);
+
+fn assert_one_line(out: &Output, what: &str, needles: &[&str]) {
+    let err = stderr(out);
+    assert!(!out.status.success(), "{what} succeeded: {err}");
+    for n in needles {
+        assert!(err.contains(n), "{what}: `{n}` not in: {err}");
+    }
+    assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+}
+
+#[test]
+fn ignore_key_and_passphrase_files_that_are_fifos_or_devices_are_refused_at_once() {
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let keep = outside(dir);
+    fs::create_dir_all(dir.join("app")).unwrap();
+    fs::write(dir.join("app/x"), b"x").unwrap();
+    let specials = special_inputs(dir);
+    for (path, kind) in &specials {
+        let name = path.file_name().unwrap().to_str().unwrap();
+        let recipe = dir.join(format!("{name}.toml"));
+        fs::write(
+            &recipe,
+            format!(
+                "[image]\nname = \"localhost/app\"\ntag = \"t\"\n\n[[layer]]\nname = \"app\"\n\
+                 src = \"app\"\ndest = \"/app\"\nignore-file = \"{name}\"\n"
+            ),
+        )
+        .unwrap();
+        let out_dir = dir.join(format!("{name}.oci"));
+        let out = common::run_timeout(
+            common::ocibuild()
+                .arg("--quiet")
+                .arg("build")
+                .arg(&recipe)
+                .arg("-o")
+                .arg(&out_dir),
+            QUICK,
+        );
+        assert_one_line(
+            &out,
+            "ignore-file",
+            &[
+                &format!("ignore file `{name}`"),
+                &format!("is {kind}, not a regular file"),
+            ],
+        );
+        assert!(!out_dir.exists());
+
+        // Nothing listens on port 9: the key is read (and refused) before any connection.
+        let shown = format!("`{}` is {kind}, not a regular file", path.display());
+        let out = common::run_timeout(
+            common::ocibuild()
+                .args(["sign", "127.0.0.1:9/x/y:1", "--key"])
+                .arg(path),
+            QUICK,
+        );
+        assert_one_line(&out, "sign --key", &[&shown]);
+        let out = common::run_timeout(
+            common::ocibuild()
+                .args(["sign", "127.0.0.1:9/x/y:1", "--key"])
+                .arg(dir.join("no-such-key"))
+                .arg("--passphrase-file")
+                .arg(path),
+            QUICK,
+        );
+        assert_one_line(&out, "sign --passphrase-file", &[&shown]);
+        let out = common::run_timeout(
+            common::ocibuild()
+                .args(["verify-signature", "127.0.0.1:9/x/y:1", "--key"])
+                .arg(path),
+            QUICK,
+        );
+        assert_one_line(&out, "verify-signature --key", &[&shown]);
+    }
+    untouched(&keep);
+}
+
+#[test]
+fn sbom_and_provenance_outputs_refuse_symlinks_and_special_files() {
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let keep = outside(dir);
+    fs::create_dir_all(dir.join("app")).unwrap();
+    fs::write(dir.join("app/x"), b"x").unwrap();
+    let recipe = dir.join("app.toml");
+    fs::write(
+        &recipe,
+        "[image]\nname = \"localhost/app\"\ntag = \"t\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n",
+    )
+    .unwrap();
+    let image = dir.join("app.oci");
+    common::run_ok(
+        common::ocibuild()
+            .arg("--quiet")
+            .arg("build")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&image),
+    );
+    let link = dir.join("link.json");
+    std::os::unix::fs::symlink(keep.join("keep"), &link).unwrap();
+    let dangling = dir.join("dangling.json");
+    std::os::unix::fs::symlink(keep.join("new"), &dangling).unwrap();
+    let fifo = dir.join("fifo.json");
+    common::run_ok(Command::new("mkfifo").arg(&fifo));
+    for doc in ["sbom", "provenance"] {
+        for (path, kind) in [
+            (&link, "a symbolic link"),
+            (&dangling, "a symbolic link"),
+            (&fifo, "a FIFO"),
+            (&Path::new("/dev/null").to_path_buf(), "a device"),
+        ] {
+            let out = common::run_timeout(
+                common::ocibuild()
+                    .arg(doc)
+                    .arg(&recipe)
+                    .arg("--image")
+                    .arg(&image)
+                    .arg("-o")
+                    .arg(path),
+                QUICK,
+            );
+            assert_one_line(
+                &out,
+                &format!("{doc} -o {}", path.display()),
+                &[&format!(
+                    "refusing to write {}: it is {kind}",
+                    path.display()
+                )],
+            );
+        }
+        // A new path, then a regular file replaced whole: through a rename, nothing left over.
+        let file = dir.join(format!("{doc}.json"));
+        for _ in 0..2 {
+            let out = common::run_timeout(
+                common::ocibuild()
+                    .arg(doc)
+                    .arg(&recipe)
+                    .arg("--image")
+                    .arg(&image)
+                    .arg("-o")
+                    .arg(&file),
+                QUICK,
+            );
+            common::assert_success(&out, doc);
+            let v: serde_json::Value = serde_json::from_slice(&fs::read(&file).unwrap()).unwrap();
+            assert!(v.is_object());
+        }
+    }
+    assert!(fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo());
+    let mut names: Vec<_> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "app",
+            "app.oci",
+            "app.toml",
+            "dangling.json",
+            "fifo.json",
+            "link.json",
+            "outside",
+            "provenance.json",
+            "sbom.json"
+        ]
     );
     untouched(&keep);
 }
