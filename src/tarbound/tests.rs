@@ -18,7 +18,7 @@ fn header(kind: tar::EntryType, name: &str, size: u64, gnu: bool) -> tar::Header
 }
 
 fn pad(out: &mut Vec<u8>) {
-    while out.len() % 512 != 0 {
+    while !out.len().is_multiple_of(512) {
         out.push(0);
     }
 }

@@ -292,7 +292,7 @@ fn special_inputs(dir: &Path) -> Vec<(PathBuf, &'static str)> {
     let fifo = dir.join("fifo");
     common::run_ok(Command::new("mkfifo").arg(&fifo));
     let zero = dir.join("zero");
-    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    fs::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
     vec![(fifo, "a FIFO"), (zero, "a character device")]
 }
 
@@ -399,9 +399,9 @@ fn sbom_and_provenance_outputs_refuse_symlinks_and_special_files() {
             .arg(&image),
     );
     let link = dir.join("link.json");
-    std::os::unix::fs::symlink(keep.join("keep"), &link).unwrap();
+    fs::os::unix::fs::symlink(keep.join("keep"), &link).unwrap();
     let dangling = dir.join("dangling.json");
-    std::os::unix::fs::symlink(keep.join("new"), &dangling).unwrap();
+    fs::os::unix::fs::symlink(keep.join("new"), &dangling).unwrap();
     let fifo = dir.join("fifo.json");
     common::run_ok(Command::new("mkfifo").arg(&fifo));
     for doc in ["sbom", "provenance"] {
