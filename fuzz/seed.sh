@@ -196,6 +196,66 @@ put("apt_base", "base", tar([
     ("file", "opt/.wh.gone", ""), ("file", "etc/.wh..wh..opq", ""),
 ]))
 
+# --- tar_headers: the first byte picks the record bound (0: 64, 1: 512, 2: 4096, 3: 1 MiB;
+# bit 7: unpack too), the rest is a tar with PAX / GNU records.
+def raw_header(name, size, typ, magic=b"ustar\x0000", prefix=b""):
+    h = bytearray(512)
+    h[0:len(name)] = name
+    h[100:108] = b"0000644\x00"
+    h[108:116] = b"0000000\x00"
+    h[116:124] = b"0000000\x00"
+    h[124:136] = b"%011o\x00" % size
+    h[136:148] = b"00000000000\x00"
+    h[156:157] = typ
+    h[257:265] = magic
+    h[345:345 + len(prefix)] = prefix
+    h[148:156] = b" " * 8
+    h[148:156] = b"%06o\x00 " % sum(h)
+    return bytes(h)
+def blocks(data):
+    return data + b"\0" * (-len(data) % 512)
+def pax_rec(key, value):
+    body = b" %s=%s\n" % (key, value)
+    n = len(body) + 1
+    while len(b"%d" % n + body) != n:
+        n += 1
+    return b"%d" % n + body
+long = "d/" * 150 + "file"
+gnu_long = tar([("file", long, "x"), ("sym", "l", "t/" * 80 + "x"), ("file", "short", "abc")])
+pax_long = tar([("file", long, "x"), ("sym", "l", "t/" * 80 + "x"), ("file", "short", "abc")], tarfile.PAX_FORMAT)
+for pick in (0, 1, 3, 0x83):
+    put("tar_headers", f"gnu-long-{pick:02x}", bytes([pick]) + gnu_long)
+    put("tar_headers", f"pax-long-{pick:02x}", bytes([pick]) + pax_long)
+# Go's writer: the size in the PAX record, 0 in the header.
+rec = pax_rec(b"size", b"2000")
+pax_size = (raw_header(b"PaxHeaders/big", len(rec), b"x") + blocks(rec)
+            + raw_header(b"big", 0, b"0") + blocks(b"\x07" * 2000)
+            + raw_header(b"after", 1, b"0") + blocks(b"a") + b"\0" * 1024)
+put("tar_headers", "pax-size", b"\x03" + pax_size)
+# A global header, a PAX record near 4096 bytes, a ustar prefix.
+rec = pax_rec(b"comment", b"c" * 4000)
+misc = (raw_header(b"pax_global_header", len(rec), b"g") + blocks(rec)
+        + raw_header(b"PaxHeaders/x", len(rec), b"x") + blocks(rec)
+        + raw_header(b"name", 1, b"0", prefix=b"some/prefix") + blocks(b"n") + b"\0" * 1024)
+put("tar_headers", "misc-2", b"\x02" + misc)
+put("tar_headers", "misc-3", b"\x03" + misc)
+# GNU sparse: two chunks, the second in an extension block.
+g = bytearray(raw_header(b"sparse", 1024, b"S", magic=b"ustar  \x00"))
+g[386:398] = b"%011o\x00" % 0
+g[398:410] = b"%011o\x00" % 512
+g[482] = 1
+g[483:495] = b"%011o\x00" % 4096
+g[148:156] = b" " * 8
+g[148:156] = b"%06o\x00 " % sum(g)
+ext = bytearray(512)
+ext[0:12] = b"%011o\x00" % 3584
+ext[12:24] = b"%011o\x00" % 512
+sparse = bytes(g) + bytes(ext) + b"\x01" * 512 + b"\x02" * 512 + raw_header(b"b", 1, b"0") + blocks(b"b") + b"\0" * 1024
+put("tar_headers", "sparse", b"\x03" + sparse)
+# Records declaring far more than they hold.
+for typ, name in ((b"x", "pax"), (b"L", "longname"), (b"K", "longlink"), (b"g", "global")):
+    put("tar_headers", f"huge-{name}", b"\x03" + raw_header(b"././@LongLink", 1500000000, typ, magic=b"ustar  \x00") + b"x" * 4096)
+
 # --- deb: .debs of package fuzz 1.0 amd64 (what the target's lock says).
 def ar(members):
     out = b"!<arch>\n"

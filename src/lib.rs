@@ -63,5 +63,6 @@ pub mod session;
 pub mod sign;
 pub mod store;
 pub mod system;
+pub mod tarbound;
 pub mod unpack;
 pub mod vendor;

@@ -89,7 +89,7 @@ pub fn unpack_tar(reader: impl Read, strip: usize, root: &Path) -> Result<(), Un
         dirs: BTreeMap::new(),
         files: BTreeSet::new(),
     };
-    let mut tar = tar::Archive::new(reader);
+    let mut tar = crate::tarbound::archive(reader);
     for entry in tar.entries().map_err(UnpackError::Read)? {
         let mut entry = entry.map_err(UnpackError::Read)?;
         let raw = entry.path().map_err(UnpackError::Read)?.into_owned();

@@ -140,7 +140,7 @@ pub fn scan_facts<'a>(
             what: format!("base layer {name}"),
             source,
         };
-        let mut archive = tar::Archive::new(reader);
+        let mut archive = crate::tarbound::archive(reader);
         for entry in archive.entries().map_err(err)? {
             let mut entry = entry.map_err(err)?;
             let raw = String::from_utf8_lossy(&entry.path_bytes()).into_owned();

@@ -404,7 +404,7 @@ fn read_deb(
         what: format!("package {package}: {}", data.name),
         source,
     })?;
-    let mut archive = tar::Archive::new(dec);
+    let mut archive = crate::tarbound::archive(dec);
     let tar_err = |source: io::Error| AptError::Decompress {
         what: format!("package {package}: {}", data.name),
         source,
@@ -587,7 +587,7 @@ pub(super) fn member_files(
         source,
     };
     let dec = decoder(&m.name, Box::new(BufReader::new(f.take(m.size)))).map_err(err)?;
-    let mut archive = tar::Archive::new(dec.take(limit));
+    let mut archive = crate::tarbound::archive(dec.take(limit));
     let mut out = Vec::new();
     for entry in archive.entries().map_err(err)? {
         let mut entry = entry.map_err(err)?;

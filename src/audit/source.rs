@@ -596,7 +596,7 @@ fn index_archive(path: &Path) -> Result<BTreeMap<String, (u64, u64)>, AuditError
         path: path.to_path_buf(),
         source,
     };
-    let mut archive = tar::Archive::new(file);
+    let mut archive = crate::tarbound::archive(file);
     let mut members = BTreeMap::new();
     for entry in archive.entries_with_seek().map_err(io_err)? {
         let entry = entry.map_err(io_err)?;

@@ -101,7 +101,7 @@ fn lossy(b: &[u8]) -> String {
 
 /// Read a layer tar once and record every entry's metadata and content digest.
 pub fn index_layer(reader: impl Read) -> io::Result<LayerIndex> {
-    let mut archive = tar::Archive::new(reader);
+    let mut archive = crate::tarbound::archive(reader);
     let mut index = LayerIndex::default();
     let mut buf = vec![0u8; 256 * 1024];
     for entry in archive.entries()? {

@@ -143,7 +143,7 @@ fn platform_list(recipe: &recipe::Recipe) -> String {
 
 fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     match output {
-        Some(p) => fs_err::write(p, bytes)?,
+        Some(p) => crate::output::write_document(p, bytes)?,
         None => {
             let mut out = std::io::stdout().lock();
             out.write_all(bytes)?;

@@ -181,6 +181,19 @@ pub fn write(target: &Target, store: &Store, image: &ImageRecord) -> Result<(), 
     }
 }
 
+/// Writes a document (an SBOM, a provenance statement) to `path` as the build writes an
+/// archive: `path` must be missing or a regular file (a symlink, FIFO, device, socket or
+/// directory is refused, nothing followed), and the bytes go to a temporary file beside it,
+/// renamed into place, so the file is whole or as it was.
+pub fn write_document(path: &Path, bytes: &[u8]) -> Result<(), OutputError> {
+    dest::check_file(path)?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    layout::write_atomic(dir, path, bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

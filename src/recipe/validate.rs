@@ -16,6 +16,7 @@ use super::{
     Base, Config, Ctx, Gpu, Image, Layer, Platform, Podman, Recipe, RecipeError, Test, TestRun,
     KNOWN_CHECKS,
 };
+use crate::bounded::{self, clip, clip_path};
 use crate::layer::{Compression, CopySpec, ModePolicy};
 
 type Result<T> = std::result::Result<T, RecipeError>;
@@ -393,17 +394,12 @@ fn layer(
         Some(f) => {
             let path = resolve(dir, f.get_ref());
             let lines = read_ignore_file(dir, &path).map_err(|e| {
+                let (shown, resolved) = (clip(f.get_ref()), clip_path(&path));
                 let m = if e.kind() == io::ErrorKind::NotFound {
-                    format!(
-                        "{what}: ignore file `{}` does not exist (resolved to {})",
-                        f.get_ref(),
-                        path.display()
-                    )
+                    format!("{what}: ignore file `{shown}` does not exist (resolved to {resolved})")
                 } else {
                     format!(
-                        "{what}: cannot read ignore file `{}` (resolved to {}): {e}",
-                        f.get_ref(),
-                        path.display()
+                        "{what}: cannot read ignore file `{shown}` (resolved to {resolved}): {e}"
                     )
                 };
                 ctx.err(f.span(), m)

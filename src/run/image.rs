@@ -158,7 +158,7 @@ impl TreeModel {
         } else {
             Box::new(head)
         };
-        let mut archive = tar::Archive::new(stream);
+        let mut archive = crate::tarbound::archive(stream);
         // Opaque directories and whiteouts hide lower layers only: collect them, apply them, then
         // add this layer's entries.
         let mut added: Vec<(String, Node)> = Vec::new();

@@ -142,8 +142,13 @@ impl PublicKey {
     }
 }
 
+/// A key file: a regular file (a FIFO would block, a device never end) of at most
+/// [`crate::bounded::MAX_SECRET_FILE`] bytes.
 fn read(path: &Path) -> Result<String, SignError> {
-    Ok(fs_err::read_to_string(path)?)
+    Ok(crate::bounded::read_regular_text(
+        path,
+        crate::bounded::MAX_SECRET_FILE,
+    )?)
 }
 
 /// The first PEM block of `text` (its label and DER), past an `EC PARAMETERS` block such as
@@ -275,7 +280,10 @@ fn decrypt_cosign(json: &[u8], passphrase: &[u8]) -> Result<Vec<u8>, String> {
 /// variable; nothing when neither is given.
 pub fn passphrase(file: Option<&Path>, env_var: &str) -> Result<Option<Vec<u8>>, SignError> {
     if let Some(f) = file {
-        let text = Zeroizing::new(fs_err::read(f)?);
+        let text = Zeroizing::new(crate::bounded::read_regular(
+            f,
+            crate::bounded::MAX_SECRET_FILE,
+        )?);
         let line = text.split(|&b| b == b'\n').next().unwrap_or_default();
         return Ok(Some(line.strip_suffix(b"\r").unwrap_or(line).to_vec()));
     }

@@ -40,6 +40,9 @@ pub enum SignError {
     /// A key or passphrase file that cannot be read (fs-err's message names it).
     #[error(transparent)]
     Io(#[from] std::io::Error),
+    /// A key or passphrase file that is not a small regular file.
+    #[error(transparent)]
+    Input(#[from] crate::bounded::Error),
     #[error("key file {}: {problem}", path.display())]
     Key { path: PathBuf, problem: String },
     #[error(transparent)]

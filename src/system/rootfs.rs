@@ -137,7 +137,7 @@ fn installed(store: &Store, l: &CachedLayer) -> Result<Installed, SystemError> {
     let f = store.open_blob(&l.digest)?;
     let r = layer::decompressor(&l.media_type, std::io::BufReader::new(f)).map_err(bad)?;
     let mut out = Installed::default();
-    let mut archive = tar::Archive::new(r);
+    let mut archive = crate::tarbound::archive(r);
     for entry in archive.entries().map_err(bad)? {
         let mut entry = entry.map_err(bad)?;
         let path = String::from_utf8_lossy(&entry.path_bytes())

@@ -229,3 +229,33 @@ fn modes_strip_and_implicit_parents() {
     // The stripped prefix itself is not created.
     assert!(!r.join("top").exists());
 }
+
+#[test]
+fn a_long_name_record_declaring_gigabytes_is_refused_before_it_is_read() {
+    let h = Host::new();
+    let mut tar = tar_of(&[("python/ok", T::Regular, 0o644, b"ok", None)]);
+    tar.truncate(tar.len() - 1024);
+    let mut rec = tar::Header::new_gnu();
+    rec.set_entry_type(T::GNULongName);
+    rec.set_path("././@LongLink").unwrap();
+    rec.set_size(1_500_000_000);
+    rec.set_cksum();
+    tar.extend_from_slice(rec.as_bytes());
+    tar.extend_from_slice(&[b'a'; 8192]);
+    let e = unpack_tar(&tar[..], 0, &h.root).unwrap_err();
+    let UnpackError::Read(io) = &e else {
+        panic!("{e}")
+    };
+    assert!(
+        matches!(
+            crate::tarbound::as_bound_error(io),
+            Some(crate::tarbound::Error::RecordTooLarge {
+                offset: 1024,
+                size: 1_500_000_000,
+                ..
+            })
+        ),
+        "{e}"
+    );
+    h.untouched();
+}

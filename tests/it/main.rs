@@ -24,6 +24,7 @@ mod concurrency;
 mod features;
 mod hardening;
 mod hardening_apt;
+mod hardening_bounds;
 mod hardening_net;
 mod hardening_podman;
 mod hardening_store;
