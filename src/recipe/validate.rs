@@ -16,7 +16,7 @@ use super::{
     Base, Config, Ctx, Gpu, Image, Layer, Platform, Podman, Recipe, RecipeError, Test, TestRun,
     KNOWN_CHECKS,
 };
-use crate::bounded::{self, clip, clip_path};
+use crate::bounded::{clip, clip_path};
 use crate::layer::{Compression, CopySpec, ModePolicy};
 
 type Result<T> = std::result::Result<T, RecipeError>;
