@@ -557,7 +557,14 @@ impl Lock {
             if (mine.uid(), mine.gid()) != (old.uid(), old.gid()) {
                 keep_owner(f, old.uid(), old.gid())?;
             }
-            f.set_permissions(std::fs::Permissions::from_mode(old.mode() & 0o7777))?;
+            // Best-effort, like the owner: some filesystems (FUSE, 9p, CIFS) refuse modes.
+            // Never setuid, setgid or sticky bits on a lock.
+            let mode = std::fs::Permissions::from_mode(old.mode() & 0o777);
+            if let Err(e) = f.set_permissions(mode) {
+                if !not_kept(&e) {
+                    return Err(e);
+                }
+            }
         }
         std::io::Write::write_all(&mut tmp, bytes)?;
         tmp.as_file().sync_data()?;
@@ -572,14 +579,23 @@ impl Lock {
 fn keep_owner(f: &std::fs::File, uid: u32, gid: u32) -> std::io::Result<()> {
     use std::os::unix::fs::fchown;
     match fchown(f, Some(uid), Some(gid)) {
-        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => {
-            match fchown(f, None, Some(gid)) {
-                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(()),
-                other => other,
-            }
-        }
+        Err(e) if not_kept(&e) => match fchown(f, None, Some(gid)) {
+            Err(e) if not_kept(&e) => Ok(()),
+            other => other,
+        },
         other => other,
     }
+}
+
+/// An owner or mode the filesystem or the user may not set: not allowed (EPERM, EACCES), an
+/// id not mapped in this user namespace (EINVAL), or not supported by the filesystem
+/// (EOPNOTSUPP, ENOSYS). The lock is written all the same, as before it kept them.
+fn not_kept(e: &std::io::Error) -> bool {
+    e.kind() == std::io::ErrorKind::PermissionDenied
+        || matches!(
+            e.raw_os_error(),
+            Some(libc::EINVAL | libc::EOPNOTSUPP | libc::ENOSYS)
+        )
 }
 
 /// A TOML basic string.

@@ -187,6 +187,12 @@ pub fn bad_filename(f: &str) -> Option<&'static str> {
         Some("it is a URL")
     } else if f.split('/').any(|c| c == "..") {
         Some("it has a `..` component")
+    } else if ["%2e", "%2f"]
+        .iter()
+        .any(|p| f.to_ascii_lowercase().contains(p))
+    {
+        // A URL's `%2e%2e` is `..` once resolved (`%3a` for an epoch's colon is fine).
+        Some("it has a percent-encoded `.` or `/`")
     } else if f.contains(['?', '#', '\\']) || f.chars().any(char::is_control) {
         Some("it has a `?`, `#`, `\\` or a control character")
     } else {
@@ -606,6 +612,8 @@ mod tests {
             ("http://evil.example/x.deb", "URL"),
             ("file:/etc/passwd", "URL"),
             ("pool/x.deb?y", "`?`"),
+            ("pool/%2e%2e/%2E%2E/x.deb", "percent-encoded"),
+            ("pool%2f..%2fx.deb", "percent-encoded"),
             ("", "empty"),
         ] {
             assert!(bad_filename(bad).is_some_and(|w| w.contains(why)), "{bad}");

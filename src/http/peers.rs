@@ -2,8 +2,9 @@
 //! fails fast and once:
 //! - a time budget ([`budget`], 60 s unless the CLI sets another): the longest a host may
 //!   keep a request waiting for an answer, all its attempts together, and the longest it may
-//!   stay silent in a row over the command (the time of every wait that ended in a timeout is
-//!   added up per host, until the host answers);
+//!   stay silent in a row over the command (the span from the start of the first wait that
+//!   ended in a timeout to the end of the latest, per host, until the host answers: waits that
+//!   overlap, parallel downloads timing out together, count once);
 //! - a host that cannot be resolved or refuses connections, or has used up its budget, is
 //!   remembered ([`check`]): every later request to it fails at once with the first failure,
 //!   instead of each file being tried again with its own retries and lines.
@@ -14,7 +15,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The default [`budget`]: a silent peer fails the command within a minute.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(60);
@@ -29,8 +30,18 @@ pub struct Peers(Arc<Mutex<BTreeMap<String, HostState>>>);
 
 #[derive(Default)]
 struct HostState {
-    silent: Duration,
+    /// Since the host last answered: the start of the earliest wait that timed out and the end
+    /// of the latest (its pause before the next attempt included).
+    silent: Option<(Instant, Instant)>,
     down: Option<Down>,
+}
+
+impl HostState {
+    fn silence(&self) -> Duration {
+        self.silent.map_or(Duration::ZERO, |(from, to)| {
+            to.saturating_duration_since(from)
+        })
+    }
 }
 
 /// A host given up on: its first decisive failure.
@@ -164,7 +175,7 @@ impl Peers {
             Some(HostState {
                 down: Some(why), ..
             }) => Err(why.clone()),
-            Some(s) => Ok(budget().saturating_sub(s.silent)),
+            Some(s) => Ok(budget().saturating_sub(s.silence())),
             None => Ok(budget()),
         }
     }
@@ -179,12 +190,28 @@ impl Peers {
         waited: Duration,
         message: &str,
     ) -> Duration {
+        self.record_at(host, failure, waited, message, Instant::now())
+    }
+
+    /// [`Peers::record`] at `now`: the wait is taken to have ended then.
+    fn record_at(
+        &self,
+        host: &str,
+        failure: Failure,
+        waited: Duration,
+        message: &str,
+        now: Instant,
+    ) -> Duration {
         let mut hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
         let state = hosts.entry(host.to_string()).or_default();
         if failure == Failure::Timeout {
-            state.silent += waited;
+            let start = now.checked_sub(waited).unwrap_or(now);
+            state.silent = Some(match state.silent {
+                Some((from, to)) => (from.min(start), to.max(now)),
+                None => (start, now),
+            });
         }
-        let used_up = state.silent >= budget();
+        let used_up = state.silence() >= budget();
         if state.down.is_none() && (failure.gives_up_on_host() || used_up) {
             state.down = Some(Down {
                 failure,
@@ -194,7 +221,7 @@ impl Peers {
         if state.down.is_some() {
             Duration::ZERO
         } else {
-            budget().saturating_sub(state.silent)
+            budget().saturating_sub(state.silence())
         }
     }
 
@@ -204,7 +231,7 @@ impl Peers {
     pub fn answered(&self, host: &str) {
         let mut hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(state) = hosts.get_mut(host) {
-            state.silent = Duration::ZERO;
+            state.silent = None;
         }
     }
 }
@@ -252,13 +279,20 @@ mod tests {
 
         let silent = "peers-test-silent.invalid:80";
         let half = budget() / 2;
+        let t0 = Instant::now() + budget();
         assert_eq!(
-            peers.record(silent, Failure::Timeout, half, "silent"),
+            peers.record_at(silent, Failure::Timeout, half, "silent", t0),
             budget() - half
         );
         assert_eq!(peers.check(silent), Ok(budget() - half));
+        // Waits that overlap (parallel requests timing out together) count once.
         assert_eq!(
-            peers.record(silent, Failure::Timeout, half, "silent"),
+            peers.record_at(silent, Failure::Timeout, half, "silent", t0),
+            budget() - half
+        );
+        // One after the other, they add up.
+        assert_eq!(
+            peers.record_at(silent, Failure::Timeout, half, "silent", t0 + half),
             Duration::ZERO
         );
         assert_eq!(peers.check(silent).unwrap_err().failure, Failure::Timeout);

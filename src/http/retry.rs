@@ -78,9 +78,10 @@ pub fn retry_after(value: &str, now: SystemTime) -> Option<Duration> {
 /// [`Retry::backoff`] or the response's `Retry-After`) up to `retry.max_attempts`; each retry
 /// goes to `reporter`. The response returned may be any other status, or the last retryable
 /// one. The host's time budget ([`peers`]) bounds it: a host that cannot be resolved or
-/// refuses is not tried again (nor is any later request to it, in this command), a host that
-/// has already kept this command waiting gets only what is left of its budget (the body
-/// included), and no retry waits past the budget.
+/// refuses is not tried again (nor is any later request to it, in this command), a host whose
+/// silence has used up its budget is not asked again, and no retry waits past the budget. Each
+/// wait (connect, every read) is capped by the budget, never the whole transfer: a large body
+/// from a host that answers takes as long as it takes.
 pub fn send(
     url: &str,
     build: impl Fn() -> reqwest::blocking::RequestBuilder,
@@ -92,20 +93,17 @@ pub fn send(
     let host = peers::host_of(url);
     let mut attempt = 0;
     loop {
-        let left = peers.check(&host).map_err(|down| HttpError::Unreachable {
+        peers.check(&host).map_err(|down| HttpError::Unreachable {
             url: shown.clone(),
             problem: format!("not tried again in this command after: {}", down.message),
             hint: peers::hint(down.failure, &host),
         })?;
         attempt += 1;
         let last = attempt >= retry.max_attempts;
-        let request = if left < peers::budget() {
-            build().timeout(left)
-        } else {
-            build()
-        };
+        // No deadline on the request itself: reqwest's would cover the whole transfer and cut a
+        // large body from a host that answers.
         let started = Instant::now();
-        let sent = request.send();
+        let sent = build().send();
         if sent.is_ok() {
             peers.answered(&host);
         }

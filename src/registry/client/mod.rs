@@ -321,8 +321,7 @@ impl Client {
         loop {
             // A host that cannot be resolved, refused, or used its budget up fails at once.
             let host = peers::host_of(url.as_str());
-            let left = self
-                .peers
+            self.peers
                 .check(&host)
                 .map_err(|down| RegistryError::Unreachable {
                     registry: ep.registry.clone(),
@@ -355,12 +354,11 @@ impl Client {
             if let (true, Some(body)) = (with_body, req.body) {
                 rb = rb.body(body()?);
             }
-            match req.timeout {
-                Some(t) => rb = rb.timeout(t),
-                // A host that has kept this command waiting already gets what is left of its
-                // budget, the body included.
-                None if left < peers::budget() => rb = rb.timeout(left),
-                None => {}
+            // No deadline from the budget on the whole request: it would cut a large blob from a
+            // host that answers. The client's connect and read waits are capped by the budget,
+            // and a host whose silence used the budget up is not asked again (`check` above).
+            if let Some(t) = req.timeout {
+                rb = rb.timeout(t);
             }
             let started = std::time::Instant::now();
             let resp = match rb.send() {
