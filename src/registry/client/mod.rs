@@ -116,6 +116,9 @@ struct Request<'a> {
     scopes: Scopes,
     /// Overall limit for sending the request (and its body) and reading the headers.
     timeout: Option<Duration>,
+    /// A response that may be large (a blob): no deadline from the host's budget, which would
+    /// cut the body of a host that answers.
+    large: bool,
 }
 
 impl<'a> Request<'a> {
@@ -128,6 +131,7 @@ impl<'a> Request<'a> {
             action: action.into(),
             scopes,
             timeout: None,
+            large: false,
         }
     }
     fn header(mut self, name: &'static str, value: impl Into<String>) -> Self {
@@ -321,7 +325,8 @@ impl Client {
         loop {
             // A host that cannot be resolved, refused, or used its budget up fails at once.
             let host = peers::host_of(url.as_str());
-            self.peers
+            let left = self
+                .peers
                 .check(&host)
                 .map_err(|down| RegistryError::Unreachable {
                     registry: ep.registry.clone(),
@@ -354,11 +359,14 @@ impl Client {
             if let (true, Some(body)) = (with_body, req.body) {
                 rb = rb.body(body()?);
             }
-            // No deadline from the budget on the whole request: it would cut a large blob from a
-            // host that answers. The client's connect and read waits are capped by the budget,
-            // and a host whose silence used the budget up is not asked again (`check` above).
-            if let Some(t) = req.timeout {
-                rb = rb.timeout(t);
+            // A host that has kept this command waiting gets what is left of its budget for a
+            // small document (manifests, tags, `/v2/`: bounded), not for a blob, whose body the
+            // deadline would cut (reqwest's covers the whole transfer); the client's connect and
+            // read waits are capped by the budget all the same.
+            match req.timeout {
+                Some(t) => rb = rb.timeout(t),
+                None if !req.large && left < peers::budget() => rb = rb.timeout(left),
+                None => {}
             }
             let started = std::time::Instant::now();
             let resp = match rb.send() {

@@ -102,6 +102,7 @@ impl Client {
         loop {
             let offset = writer.bytes_written();
             let mut req = Request::new(Method::GET, url.clone(), action.clone(), scopes.clone());
+            req.large = true;
             if offset > 0 {
                 req = req.header("Range", format!("bytes={offset}-"));
             }
