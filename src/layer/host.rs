@@ -24,13 +24,12 @@ use crate::fsat::{self, Dir};
 /// shared between threads: each keeps its own directory handles.
 pub struct HostReader<'a> {
     specs: &'a [CopySpec],
-    /// The spec whose source the handles are under, its root handle, and the handles of the
-    /// directories below it down to the last file's (names relative to the root).
-    open: Option<(usize, Dir, Vec<Named>)>,
+    /// The spec whose source the handles are under, its root handle, and the last file's
+    /// directory: its names below the root and its handle (none for the root itself). Only
+    /// that one is kept open: a reader per hashing thread on a deep tree would otherwise hold
+    /// threads × depth descriptors (64 threads at depth 16 passed a soft limit of 1024).
+    open: Option<(usize, Dir, Vec<OsString>, Option<Dir>)>,
 }
-
-/// A directory's name (one component) and its handle.
-type Named = (OsString, Dir);
 
 impl<'a> HostReader<'a> {
     pub fn new(specs: &'a [CopySpec]) -> HostReader<'a> {
@@ -90,8 +89,9 @@ impl<'a> HostReader<'a> {
         Ok(Some(file))
     }
 
-    /// The handle of the directory `names` below spec `idx`'s source, reusing the handles of
-    /// the last file's directory and its ancestors. An error names the directory.
+    /// The handle of the directory `names` below spec `idx`'s source, reusing the last file's
+    /// when it is the same directory, else opened again from the root, each level through its
+    /// parent's handle (dropped once the child is open). An error names the directory.
     fn dir(
         &mut self,
         idx: usize,
@@ -105,25 +105,27 @@ impl<'a> HostReader<'a> {
                 idx,
                 Dir::open_root(root_path, true).map_err(|e| (root_path.to_path_buf(), e))?,
                 Vec::new(),
+                None,
             ),
         };
-        let (_, root, stack) = self.open.insert(open);
-        let same = stack
-            .iter()
-            .zip(names)
-            .take_while(|((have, _), want)| have == *want)
-            .count();
-        stack.truncate(same);
-        for (depth, name) in names.iter().enumerate().skip(same) {
-            let parent = stack.last().map(|(_, d)| d).unwrap_or(root);
-            let d = parent.open_dir(name).map_err(|e| {
-                let mut p = root_path.to_path_buf();
-                p.extend(&names[..=depth]);
-                (p, e)
-            })?;
-            stack.push((name.clone(), d));
+        let (_, root, have, last) = self.open.insert(open);
+        if have.as_slice() != names || (last.is_none() && !names.is_empty()) {
+            *last = None;
+            have.clear();
+            let mut cur: Option<Dir> = None;
+            for (depth, name) in names.iter().enumerate() {
+                let parent = cur.as_ref().unwrap_or(root);
+                let d = parent.open_dir(name).map_err(|e| {
+                    let mut p = root_path.to_path_buf();
+                    p.extend(&names[..=depth]);
+                    (p, e)
+                })?;
+                cur = Some(d);
+            }
+            *last = cur;
+            have.extend(names.iter().cloned());
         }
-        Ok(stack.last().map(|(_, d)| d).unwrap_or(root))
+        Ok(last.as_ref().unwrap_or(root))
     }
 }
 

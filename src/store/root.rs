@@ -33,10 +33,13 @@ pub const MARKER: &str = "ocibuild-store";
 /// The marker's one line: the store format this ocibuild reads and writes.
 pub const FORMAT: &str = "ocibuild-store 1";
 
-/// The folders every version of the store made when it was opened.
-const ALWAYS: [&str; 5] = ["blobs", "layers", "fingerprints", "locks", "tmp"];
-/// The folders later versions added (not always there: a store written by an earlier one).
-const LATER: [&str; 3] = ["meta", "seals", "remote"];
+/// The folders every writer of the store made, opening it or pruning it (an earlier version's
+/// `cache prune` of a missing directory made these and no `fingerprints`).
+const ALWAYS: [&str; 4] = ["blobs", "layers", "locks", "tmp"];
+/// The folders made by opening it, or added by later versions (not always there).
+const LATER: [&str; 4] = ["fingerprints", "meta", "seals", "remote"];
+/// A filesystem's own folder at its root (ext2/3/4): a store on a volume of its own has it.
+const LOST_FOUND: &str = "lost+found";
 
 /// The prefixes of the store's own temporary files and directories in `tmp/` (each followed by
 /// tempfile's six random alphanumerics): blob and small-file writers, seals, the apt and
@@ -88,7 +91,11 @@ pub fn prepare(root: &Path) -> Result<(), StoreError> {
     let mut entries = Vec::new();
     for e in fs::read_dir(root)? {
         let e = e?;
-        entries.push((e.file_name(), e.file_type()?));
+        let kind = e.file_type()?;
+        if e.file_name() == LOST_FOUND && kind.is_dir() {
+            continue;
+        }
+        entries.push((e.file_name(), kind));
     }
     if entries.is_empty() {
         return create_marker(&marker);
@@ -218,7 +225,7 @@ mod tests {
             .collect();
         names.sort();
         assert_eq!(names, ["notes.txt", "tmp"]);
-        // Only the store's folders, but not the five every store has: refused.
+        // Only the store's folders, but not the four every store has: refused.
         let partial = t.path().join("partial");
         fs::create_dir_all(partial.join("tmp")).unwrap();
         fs::create_dir_all(partial.join("blobs")).unwrap();
@@ -239,6 +246,26 @@ mod tests {
         }
         prepare(&old).unwrap();
         assert!(old.join(MARKER).is_file());
+        // What an earlier version's `cache prune` made of a missing directory (no
+        // `fingerprints`), on a volume of its own (`lost+found`): adopted.
+        let pruned = t.path().join("pruned");
+        for sub in [
+            "blobs/sha256",
+            "layers",
+            "locks",
+            "tmp",
+            "seals",
+            "lost+found",
+        ] {
+            fs::create_dir_all(pruned.join(sub)).unwrap();
+        }
+        prepare(&pruned).unwrap();
+        assert!(pruned.join(MARKER).is_file());
+        // A new volume's root, holding only `lost+found`, is empty.
+        let volume = t.path().join("volume");
+        fs::create_dir_all(volume.join("lost+found")).unwrap();
+        prepare(&volume).unwrap();
+        assert!(volume.join(MARKER).is_file());
         // One whose folder is a file or a symlink is not.
         let odd = t.path().join("odd");
         for sub in ["blobs", "layers", "fingerprints", "locks"] {

@@ -389,3 +389,49 @@ fn ignore_files_are_never_read_through_a_symlink() {
     assert_eq!(fs::read(&secret).unwrap(), [MARKER, b"\n"].concat());
     assert_eq!(fs::read_dir(&outside).unwrap().count(), 2);
 }
+
+/// The readers that hash a tree's files (one per thread) keep one directory open each, not
+/// one per level: 8 threads on chains of 24 directories with a 4 MiB file at the bottom of
+/// each passed a limit of 48 open files when each reader held its whole chain.
+#[test]
+fn deep_trees_are_hashed_within_a_small_open_file_limit() {
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    let src = dir.join("src");
+    for chain in 0..16 {
+        let mut leaf = src.join(format!("c{chain:02}"));
+        for level in 0..24 {
+            leaf.push(format!("d{level:02}"));
+        }
+        fs::create_dir_all(&leaf).unwrap();
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64 ^ chain as u64;
+        let bytes: Vec<u8> = (0..4 << 20)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                x as u8
+            })
+            .collect();
+        fs::write(leaf.join("f.bin"), bytes).unwrap();
+    }
+    let recipe = dir.join("deep.toml");
+    fs::write(
+        &recipe,
+        "[image]\nname = \"example.com/ocibuild/deep\"\ntag = \"1\"\ncompression = \"gzip\"\n\n\
+         [[layer]]\nname = \"deep\"\nsrc = \"src\"\ndest = \"/deep\"\n",
+    )
+    .unwrap();
+    let o = common::run(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg("ulimit -n 48 && exec \"$0\" \"$@\"")
+            .arg(env!("CARGO_BIN_EXE_ocibuild"))
+            .env("OCIBUILD_CACHE", dir.join("cache"))
+            .args(["--quiet", "build", "--jobs", "8"])
+            .arg(&recipe)
+            .arg("-o")
+            .arg(dir.join("deep.oci")),
+    );
+    common::assert_success(&o, "a deep tree under ulimit -n 48");
+}
