@@ -18,17 +18,25 @@ use std::fs::File;
 use std::path::{Component, Path};
 
 use super::{CopySpec, Entry, EntryKind, LayerError};
+
+/// How many of the last file's directories (the deepest) a reader keeps open.
+const HELD: usize = 4;
+
+/// A directory's name (one component) and its handle, while it is held.
+type Named = (OsString, Option<Dir>);
 use crate::fsat::{self, Dir};
 
 /// Opens the scanned files of some copy specs (those the entries were scanned from). Not
 /// shared between threads: each keeps its own directory handles.
 pub struct HostReader<'a> {
     specs: &'a [CopySpec],
-    /// The spec whose source the handles are under, its root handle, and the last file's
-    /// directory: its names below the root and its handle (none for the root itself). Only
-    /// that one is kept open: a reader per hashing thread on a deep tree would otherwise hold
-    /// threads × depth descriptors (64 threads at depth 16 passed a soft limit of 1024).
-    open: Option<(usize, Dir, Vec<OsString>, Option<Dir>)>,
+    /// The spec whose source the handles are under, its root handle, and the directories
+    /// below it down to the last file's: each name, with its handle for the deepest
+    /// [`HELD`] of them only. A reader per hashing thread holding a handle per level would
+    /// hold threads × depth descriptors (64 threads at depth 16 passed a soft limit of 1024);
+    /// reopening the whole chain at every change of directory cost a deep tree 75% more
+    /// `openat` calls.
+    open: Option<(usize, Dir, Vec<Named>)>,
 }
 
 impl<'a> HostReader<'a> {
@@ -105,27 +113,36 @@ impl<'a> HostReader<'a> {
                 idx,
                 Dir::open_root(root_path, true).map_err(|e| (root_path.to_path_buf(), e))?,
                 Vec::new(),
-                None,
             ),
         };
-        let (_, root, have, last) = self.open.insert(open);
-        if have.as_slice() != names || (last.is_none() && !names.is_empty()) {
-            *last = None;
-            have.clear();
-            let mut cur: Option<Dir> = None;
-            for (depth, name) in names.iter().enumerate() {
-                let parent = cur.as_ref().unwrap_or(root);
-                let d = parent.open_dir(name).map_err(|e| {
-                    let mut p = root_path.to_path_buf();
-                    p.extend(&names[..=depth]);
-                    (p, e)
-                })?;
-                cur = Some(d);
+        let (_, root, stack) = self.open.insert(open);
+        let same = stack
+            .iter()
+            .zip(names)
+            .take_while(|((have, _), want)| have == *want)
+            .count();
+        stack.truncate(same);
+        // From the deepest handle still held on the shared path (else the root), each level
+        // through its parent's handle.
+        let from = stack
+            .iter()
+            .rposition(|(_, d)| d.is_some())
+            .map_or(0, |i| i + 1);
+        stack.truncate(from);
+        for (depth, name) in names.iter().enumerate().skip(from) {
+            let parent = stack.last().and_then(|(_, d)| d.as_ref()).unwrap_or(root);
+            let d = parent.open_dir(name).map_err(|e| {
+                let mut p = root_path.to_path_buf();
+                p.extend(&names[..=depth]);
+                (p, e)
+            })?;
+            stack.push((name.clone(), Some(d)));
+            // Only the deepest are kept open.
+            if let Some(old) = stack.len().checked_sub(HELD + 1) {
+                stack[old].1 = None;
             }
-            *last = cur;
-            have.extend(names.iter().cloned());
         }
-        Ok(last.as_ref().unwrap_or(root))
+        Ok(stack.last().and_then(|(_, d)| d.as_ref()).unwrap_or(root))
     }
 }
 
