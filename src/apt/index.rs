@@ -112,7 +112,8 @@ struct Expected {
 }
 
 /// Loads a source: its verified Release, then for each component the `binary-ARCH` and (if
-/// listed) `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed.
+/// listed, and the Release does not say `No-Support-for-Architecture-all: Packages`)
+/// `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed.
 /// The packages go to a spill file in `spill_dir` (the store's `tmp/`).
 pub fn load_source(
     fetcher: &dyn Fetcher,
@@ -127,7 +128,7 @@ pub fn load_source(
     let mut kept = Keys::default();
     for comp in &source.components {
         for arch in [source.architecture.as_str(), "all"] {
-            if arch == "all" && source.architecture == "all" {
+            if arch == "all" && (source.architecture == "all" || release.no_all_packages) {
                 continue;
             }
             let base = format!("{comp}/binary-{arch}/Packages");

@@ -67,6 +67,10 @@ pub struct Release {
     pub valid_until: Option<i64>,
     /// Path (relative to `dists/SUITE/`) → (sha256, size).
     pub sha256: BTreeMap<String, (Digest, u64)>,
+    /// `No-Support-for-Architecture-all: Packages`: the `all` packages are listed in each
+    /// `binary-ARCH` index, and `binary-all/Packages` is not for apt (trixie's archive says
+    /// so; apt never fetches it, and mirrors may serve a copy that no longer matches).
+    pub no_all_packages: bool,
 }
 
 impl Release {
@@ -115,6 +119,9 @@ impl Release {
             date: date("Date")?,
             valid_until: date("Valid-Until")?,
             sha256,
+            no_all_packages: p
+                .get("No-Support-for-Architecture-all")
+                .is_some_and(|v| v.split_whitespace().any(|w| w == "Packages")),
         })
     }
 }
