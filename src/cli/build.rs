@@ -349,6 +349,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
                 // null: the base's layers were never downloaded (a shallow base).
                 "duplicateLibraries": built.wheels.duplicate_libraries.as_ref().map(|ds| ds.iter().map(|d| json!({
                     "soname": d.soname,
+                    "origin": d.origin,
                     "basePath": d.base_path,
                     "baseSize": d.base_size,
                     "wheel": d.wheel,
@@ -492,13 +493,23 @@ fn report_wheels(r: &crate::system::wheelset::WheelReport) {
     let wasted: u64 = dups.iter().map(|d| d.wheel_size).sum();
     for d in dups {
         eprintln!(
-            "note: {} is in the base at {} and installed again by wheel {} at {} ({} bytes twice)",
-            d.soname, d.base_path, d.wheel, d.wheel_path, d.wheel_size
+            "note: {} is in the {} at {} and installed again by wheel {} at {} ({} bytes twice)",
+            d.soname,
+            if d.origin == "apt" {
+                "apt layer"
+            } else {
+                "base"
+            },
+            d.base_path,
+            d.wheel,
+            d.wheel_path,
+            d.wheel_size
         );
     }
     if dups.len() > 1 {
         eprintln!(
-            "note: {} shared libraries of the base are shipped again by wheels: {wasted} bytes",
+            "note: {} shared libraries of the base or the apt layer are shipped again by wheels: \
+             {wasted} bytes",
             dups.len()
         );
     }

@@ -47,6 +47,13 @@ pub enum SystemError {
         #[source]
         source: io::Error,
     },
+    /// A layer this build made (the apt layer), read back from the store.
+    #[error("reading layer {digest} back from the store")]
+    BuiltLayer {
+        digest: Digest,
+        #[source]
+        source: io::Error,
+    },
     #[error("[python] archive {url}: {reason}")]
     Archive { url: String, reason: String },
     #[error("[python]: {problem}")]
@@ -385,6 +392,41 @@ fn base_libraries(
     Ok(Some(base_facts(store, b)?.libraries))
 }
 
+/// The shared libraries by soname of one layer the build made (the apt layer), read once and
+/// cached in the store under its diff_id: Debian's libcublas12 and a wheel's nvidia-cublas-cu12
+/// are the same library twice, as much as the base's copy would be.
+#[allow(clippy::type_complexity)]
+fn layer_libraries(
+    store: &Store,
+    layer: &CachedLayer,
+) -> Result<std::collections::BTreeMap<String, (String, u64)>, SystemError> {
+    let v = serde_json::json!({
+        "kind": "layer-libraries",
+        "version": 1,
+        "diffId": layer.diff_id.to_string(),
+    });
+    let key = Digest::of(&crate::json::to_canonical_vec("layer libraries key", &v)?);
+    if let Some(bytes) = store.meta(&key)? {
+        if let Ok(found) = serde_json::from_slice(&bytes) {
+            return Ok(found);
+        }
+    }
+    let f = store.open_blob(&layer.digest)?;
+    let r =
+        crate::layer::decompressor(&layer.media_type, io::BufReader::new(f)).map_err(|source| {
+            SystemError::BuiltLayer {
+                digest: layer.digest,
+                source,
+            }
+        })?;
+    let facts = crate::apt::base::scan_facts([(layer.digest.to_string(), r)])?;
+    let bytes = serde_json::to_vec(&facts.libraries).map_err(|e| SystemError::Python {
+        problem: format!("caching the apt layer's libraries: {e}"),
+    })?;
+    store.put_meta(&key, &bytes)?;
+    Ok(facts.libraries)
+}
+
 /// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), from its cached facts.
 fn base_accounts(
     store: &Store,
@@ -528,8 +570,16 @@ pub fn prepare(
                 } else {
                     base_libraries(store, base)?
                 };
-                let dups =
-                    base_libraries.map(|libs| wheelset::duplicates(&built.set, &wheels, &libs));
+                let apt_libraries = match sys.layers.iter().find(|l| l.name == "apt") {
+                    Some(apt) if !built.set.libraries.is_empty() => {
+                        layer_libraries(store, &apt.layer)?
+                    }
+                    _ => Default::default(),
+                };
+                let dups = base_libraries.map(|libs| {
+                    let earlier = [("base", &libs), ("apt", &apt_libraries)];
+                    wheelset::duplicates(&built.set, &wheels, &earlier)
+                });
                 sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
             }
             sys.wheels = wheels;

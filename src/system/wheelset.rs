@@ -184,9 +184,12 @@ pub fn analyze(
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct DuplicateLibrary {
     pub soname: String,
-    /// Where the base has it (absolute path).
+    /// Which earlier part of the image has it: `base` (the base image's layers) or `apt` (the
+    /// recipe's Debian packages, e.g. Debian's libcublas12 beside nvidia-cublas-cu12).
+    pub origin: String,
+    /// Where the base (or the apt layer) has it (absolute path).
     pub base_path: String,
-    /// Its bytes in the base (0 when the base has only a symlink of that name).
+    /// Its bytes there (0 when only a symlink of that name is there).
     pub base_size: u64,
     /// The wheel's project name.
     pub wheel: String,
@@ -201,7 +204,7 @@ pub struct DuplicateLibrary {
 pub fn duplicates(
     set: &WheelSet,
     wheels: &[LockedWheel],
-    base_libraries: &BTreeMap<String, (String, u64)>,
+    earlier: &[(&str, &BTreeMap<String, (String, u64)>)],
 ) -> Vec<DuplicateLibrary> {
     let mut out: Vec<DuplicateLibrary> = set
         .libraries
@@ -214,9 +217,13 @@ pub fn duplicates(
                 .is_some_and(|x| !x.contains(&l.path))
         })
         .filter_map(|l| {
-            let (base_path, base_size) = base_libraries.get(&l.soname)?;
+            // The lowest part that has it (the base before the apt layer).
+            let (origin, (base_path, base_size)) = earlier
+                .iter()
+                .find_map(|(origin, libs)| Some((*origin, libs.get(&l.soname)?)))?;
             Some(DuplicateLibrary {
                 soname: l.soname.clone(),
+                origin: origin.to_string(),
                 base_path: format!("/{base_path}"),
                 base_size: *base_size,
                 wheel: wheels.get(l.wheel)?.name.clone(),

@@ -6,7 +6,7 @@
 use fs_err as fs;
 use std::path::{Path, PathBuf};
 
-use super::aptfix::{self, fixture, python_universe, Fixture};
+use super::aptfix::{self, fixture, python_universe, Data, Fixture};
 use super::common::{self, ocibuild, run, run_ok, stdout, tar_listing, tempdir};
 use super::no_tweak;
 use super::wheelfix::make_wheel;
@@ -304,6 +304,7 @@ fn a_library_the_base_already_ships_is_reported() {
     let dups = v["wheels"]["duplicateLibraries"].as_array().unwrap();
     assert_eq!(dups.len(), 1, "{v:#}");
     assert_eq!(dups[0]["soname"], "libcudart.so.12");
+    assert_eq!(dups[0]["origin"], "base");
     assert_eq!(
         dups[0]["basePath"],
         "/usr/local/cuda/lib64/libcudart.so.12.8.90"
@@ -328,6 +329,65 @@ fn a_library_the_base_already_ships_is_reported() {
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!("note: libcudart.so.12 is in the base at /usr/local/cuda/lib64/libcudart.so.12.8.90 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 ({} bytes twice)", 9 << 20)),
+        "{err}"
+    );
+}
+
+/// Debian's CUDA packages and the nvidia-* wheels in one image (Debian's libcudart12 beside
+/// nvidia-cuda-runtime-cu12): the same library twice, reported as the base's copy is, with the
+/// apt layer as its origin; `--json` names the origin, the text says "apt layer".
+#[test]
+fn a_library_a_debian_package_ships_is_reported() {
+    let t = tempdir();
+    let mut universe = python_universe();
+    universe.push(
+        aptfix::deb("libcudart12", "12.4.127-2")
+            .data(Data::Dir("./usr/lib/"))
+            .data(Data::Dir("./usr/lib/x86_64-linux-gnu/"))
+            .data(Data::File(
+                "./usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127",
+                "ELF Debian's libcudart\n",
+                0o644,
+            ))
+            .data(Data::Symlink(
+                "./usr/lib/x86_64-linux-gnu/libcudart.so.12",
+                "libcudart.so.12.4.127",
+            )),
+    );
+    let f = fixture(&universe, false);
+    project(t.path(), b"");
+    let text = format!(
+        "[image]\nname = \"example.com/nv\"\nplatform = \"linux/amd64\"\n\n{}\n[apt]\npackages = [\"python3\", \"libcudart12\"]\n\n[python]\nlock = \"pylock.toml\"\n",
+        aptfix::source_toml(&f, &f.key),
+    );
+    let r = t.path().join("app.toml");
+    fs::write(&r, text).unwrap();
+    let out = t.path().join("img");
+    let cache = t.path().join("cache");
+    let o = build(&r, &out, &cache);
+    common::assert_success(&o, "build with libcudart12 and nvidia-cudart");
+    let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let dups = v["wheels"]["duplicateLibraries"].as_array().unwrap();
+    assert_eq!(dups.len(), 1, "{v:#}");
+    assert_eq!(dups[0]["soname"], "libcudart.so.12");
+    assert_eq!(dups[0]["origin"], "apt");
+    assert_eq!(
+        dups[0]["basePath"],
+        "/usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127"
+    );
+    assert_eq!(dups[0]["wheel"], "nvidia-cudart");
+    assert_eq!(dups[0]["wastedBytes"], 9 << 20);
+    // A second build takes the apt layer from the cache and its libraries from the store's
+    // record of them: the same note on stderr.
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", &cache)
+        .args(["build", "-o"])
+        .arg(&out)
+        .arg(&r));
+    common::assert_success(&o, "second build");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains(&format!("note: libcudart.so.12 is in the apt layer at /usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 ({} bytes twice)", 9 << 20)),
         "{err}"
     );
 }
