@@ -32,9 +32,10 @@ use std::path::{Path, PathBuf};
 use super::control::parse_paragraphs;
 use super::release::decoder;
 use super::resolve::Locked;
+use super::roots::{first_good, Missed};
 use super::AptError;
 use crate::digest::{Digest, HashingReader, HashingWriter};
-use crate::http::Fetcher;
+use crate::http::{join_url, Fetcher};
 use crate::layer::{self, Entry, EntryKind, LayerOptions, StatKey};
 use crate::store::{CachedLayer, Store, StoreError};
 
@@ -100,42 +101,76 @@ impl UsrMerge {
         }
     }
 }
-
-/// Downloads a locked .deb into the store (unless it is there), verified by sha256 and size.
-/// Returns the blob's path.
+/// Downloads a locked .deb into the store (verified against the lock's sha256 and size),
+/// unless the store has it.
 pub fn download(
     fetcher: &dyn Fetcher,
     store: &Store,
     locked: &Locked,
 ) -> Result<PathBuf, AptError> {
+    download_from(fetcher, store, locked, &[])
+}
+
+/// [`download`], looking for the .deb at `mirrors` (other archive roots of its source, as
+/// [`super::Source::archive_urls`] gives them) in order when its own URL lacks it or serves
+/// another file: the same path under each. The lock's sha256 decides, wherever it comes from.
+pub fn download_from(
+    fetcher: &dyn Fetcher,
+    store: &Store,
+    locked: &Locked,
+    mirrors: &[String],
+) -> Result<PathBuf, AptError> {
     let blob = store.blob_path(&locked.sha256);
     if store.has_blob(&locked.sha256) {
         return Ok(blob);
     }
-    let url = locked.url();
-    let Some(r) = fetcher.open(&url)? else {
-        return Err(AptError::MissingDeb {
+    let mut urls = vec![locked.url()];
+    urls.extend(mirrors.iter().map(|m| join_url(m, &locked.filename)));
+    match first_good(&urls, |url| download_at(store, locked, url, fetcher))? {
+        Ok(()) => Ok(blob),
+        Err(Missed::Mismatch(m)) => Err(AptError::HashMismatch(m)),
+        Err(Missed::Failed(_, Some(e))) => Err(e),
+        Err(Missed::NotFound(tried) | Missed::Failed(tried, None)) => Err(AptError::MissingDeb {
             package: locked.name.clone(),
             version: locked.version.clone(),
             filename: locked.filename.clone(),
-            url,
-        });
+            url: locked.url(),
+            tried: if tried.len() > 1 {
+                tried.into()
+            } else {
+                Box::default()
+            },
+        }),
+    }
+}
+
+/// One URL of [`download_from`]: `None` when it is not there.
+fn download_at(
+    store: &Store,
+    locked: &Locked,
+    url: &str,
+    fetcher: &dyn Fetcher,
+) -> Result<Option<()>, AptError> {
+    let Some(r) = fetcher.open(url)? else {
+        return Ok(None);
     };
     let mut w = store.blob_writer()?;
     let mut hr = HashingReader::new(r);
     let read_err = |source| AptError::Read {
-        url: url.clone(),
+        url: url.to_string(),
         source,
     };
     let read = io::copy(&mut (&mut hr).take(locked.size + 1), &mut w).map_err(read_err)?;
     let mismatch = |found: Digest, found_size: u64| {
         AptError::HashMismatch(Box::new(super::Mismatch {
             what: format!("package {} {}", locked.name, locked.version),
-            url: url.clone(),
+            url: url.to_string(),
             expected: locked.sha256,
             found,
             expected_size: locked.size,
             found_size,
+            tried: Vec::new(),
+            index: false,
         }))
     };
     if read != locked.size {
@@ -146,7 +181,7 @@ pub fn download(
         return Err(mismatch(found, n));
     }
     match w.commit(Some(locked.sha256)) {
-        Ok(_) => Ok(blob),
+        Ok(_) => Ok(Some(())),
         Err(StoreError::DigestMismatch { found, .. }) => Err(mismatch(found, read)),
         Err(e) => Err(e.into()),
     }
@@ -350,6 +385,8 @@ fn read_deb(
             found,
             expected_size: l.size,
             found_size,
+            tried: Vec::new(),
+            index: false,
         })));
     }
     // 2. The ar container.
