@@ -14,7 +14,8 @@
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
 //! - [`scripts`]: the maintainer scripts a .deb has, and its postinst's alternatives.
-//! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
+//! - [`download`]: downloading locked .debs (verified), at the source's mirrors too.
+//! - [`deb`]: rewriting their data into one layer
 //!   under the determinism contract, with merged-/usr rewriting and `status.d` records.
 //!
 //! Nothing here runs a maintainer script, and nothing prints.
@@ -23,6 +24,7 @@ pub mod base;
 pub mod components;
 pub mod control;
 pub mod deb;
+pub mod download;
 pub mod fresh;
 pub mod index;
 pub mod release;
@@ -40,9 +42,8 @@ use crate::layer::LayerError;
 use crate::store::StoreError;
 
 pub use self::base::{scan_base, Base};
-pub use self::deb::{
-    build_layer, download, download_from, AptLayer, DebInput, LayerRequest, UsrMerge,
-};
+pub use self::deb::{build_layer, AptLayer, DebInput, LayerRequest, UsrMerge};
+pub use self::download::{download, download_from};
 pub use self::index::{load_source, MultiArch, Package};
 pub(crate) use self::release::xz_stream;
 pub use self::release::{Source, Verified};
