@@ -33,10 +33,9 @@ use super::control::parse_paragraphs;
 use super::release::decoder;
 use super::resolve::Locked;
 use super::AptError;
-use crate::digest::{Digest, HashingReader, HashingWriter};
-use crate::http::Fetcher;
+use crate::digest::{Digest, HashingWriter};
 use crate::layer::{self, Entry, EntryKind, LayerOptions, StatKey};
-use crate::store::{CachedLayer, Store, StoreError};
+use crate::store::{CachedLayer, Store};
 
 /// Largest control.tar (decompressed) read into memory.
 const MAX_CONTROL: u64 = 64 << 20;
@@ -100,58 +99,6 @@ impl UsrMerge {
         }
     }
 }
-
-/// Downloads a locked .deb into the store (unless it is there), verified by sha256 and size.
-/// Returns the blob's path.
-pub fn download(
-    fetcher: &dyn Fetcher,
-    store: &Store,
-    locked: &Locked,
-) -> Result<PathBuf, AptError> {
-    let blob = store.blob_path(&locked.sha256);
-    if store.has_blob(&locked.sha256) {
-        return Ok(blob);
-    }
-    let url = locked.url();
-    let Some(r) = fetcher.open(&url)? else {
-        return Err(AptError::MissingDeb {
-            package: locked.name.clone(),
-            version: locked.version.clone(),
-            filename: locked.filename.clone(),
-            url,
-        });
-    };
-    let mut w = store.blob_writer()?;
-    let mut hr = HashingReader::new(r);
-    let read_err = |source| AptError::Read {
-        url: url.clone(),
-        source,
-    };
-    let read = io::copy(&mut (&mut hr).take(locked.size + 1), &mut w).map_err(read_err)?;
-    let mismatch = |found: Digest, found_size: u64| {
-        AptError::HashMismatch(Box::new(super::Mismatch {
-            what: format!("package {} {}", locked.name, locked.version),
-            url: url.clone(),
-            expected: locked.sha256,
-            found,
-            expected_size: locked.size,
-            found_size,
-        }))
-    };
-    if read != locked.size {
-        // Hash the rest (bounded) for the message; the writer is dropped, nothing committed.
-        drop(w);
-        io::copy(&mut (&mut hr).take(1 << 30), &mut io::sink()).map_err(read_err)?;
-        let (_, found, n) = hr.finish();
-        return Err(mismatch(found, n));
-    }
-    match w.commit(Some(locked.sha256)) {
-        Ok(_) => Ok(blob),
-        Err(StoreError::DigestMismatch { found, .. }) => Err(mismatch(found, read)),
-        Err(e) => Err(e.into()),
-    }
-}
-
 /// One .deb going into the layer.
 #[derive(Clone, Debug)]
 pub struct DebInput {
@@ -350,6 +297,8 @@ fn read_deb(
             found,
             expected_size: l.size,
             found_size,
+            tried: Vec::new(),
+            index: false,
         })));
     }
     // 2. The ar container.

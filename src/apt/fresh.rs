@@ -276,6 +276,7 @@ mod tests {
             signed_by: None,
             allow_unsigned: true,
             check_valid_until: true,
+            mirrors: Vec::new(),
         }
     }
 

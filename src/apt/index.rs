@@ -23,12 +23,13 @@ use super::control::{
     parse_depends, parse_provides, Alternatives, ControlError, Dep, Keep, Paragraph,
     ParagraphReader, ReadError,
 };
-use super::release::{decoder, fetch_release, parse_sha256, Source};
+use super::release::{decoder, fetch_release, parse_sha256, Source, Verified};
+use super::roots::{first_good, index_urls, Missed};
 use super::spill::{Keys, SourceIndex, Spill};
 use super::version::Version;
 use super::{AptError, Mismatch};
 use crate::digest::{Digest, HashingReader};
-use crate::http::{join_url, Fetcher};
+use crate::http::Fetcher;
 
 /// Largest Packages index read, compressed or not.
 const MAX_INDEX: u64 = 1 << 30;
@@ -113,32 +114,61 @@ struct Expected {
 
 /// Loads a source: its verified Release, then for each component the `binary-ARCH` and (if
 /// listed, and the Release does not say `No-Support-for-Architecture-all: Packages`)
-/// `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed.
-/// The packages go to a spill file in `spill_dir` (the store's `tmp/`).
+/// `binary-all` Packages indices, preferring `.xz`, then `.gz`, then uncompressed, each looked
+/// for where [`super::roots`] says. The packages go to a spill file in `spill_dir` (the store's
+/// `tmp/`).
 pub fn load_source(
     fetcher: &dyn Fetcher,
     source: &Source,
     spill_dir: &Path,
 ) -> Result<SourceIndex, AptError> {
-    let release = fetch_release(fetcher, source)?;
+    let verified = fetch_release(fetcher, source)?;
     let archive = source.archive_url();
-    let dists = join_url(&archive, &format!("dists/{}", source.suite));
-    let shared = Shared::new(&archive, &source.architecture);
     let spill = Spill::new(&archive, spill_dir)?;
+    let kept = load_indices(fetcher, source, &verified, &source.components, &spill)?;
+    let mut index = SourceIndex::new(spill, kept.names, kept.provides);
+    index.release_date = verified.release.date;
+    index.origin = Some(Arc::new(super::components::Origin {
+        source: source.clone(),
+        verified,
+        spill_dir: spill_dir.to_path_buf(),
+    }));
+    Ok(index)
+}
+
+/// The keys of the packages of `components`' indices (of the source's architecture and `all`),
+/// each index verified against `verified`'s Release, written to `spill`.
+pub(crate) fn load_indices(
+    fetcher: &dyn Fetcher,
+    source: &Source,
+    verified: &Verified,
+    components: &[String],
+    spill: &Spill,
+) -> Result<Keys, AptError> {
+    let release = &verified.release;
+    // The lock records the source's own archive root, whichever root served an index.
+    let shared = Shared::new(&source.archive_url(), &source.architecture);
     let mut kept = Keys::default();
-    for comp in &source.components {
+    for comp in components {
         for arch in [source.architecture.as_str(), "all"] {
             if arch == "all" && (source.architecture == "all" || release.no_all_packages) {
                 continue;
             }
             let base = format!("{comp}/binary-{arch}/Packages");
             let names = [format!("{base}.xz"), format!("{base}.gz"), base.clone()];
-            let mut verified = None;
+            let mut verified_keys = None;
+            let mut tried = Vec::new();
             for name in &names {
                 let Some(&(digest, size)) = release.sha256.get(name) else {
                     continue;
                 };
-                let url = join_url(&dists, name);
+                let urls = index_urls(
+                    &verified.roots,
+                    &source.suite,
+                    name,
+                    &digest,
+                    release.acquire_by_hash,
+                );
                 let expected = Expected {
                     what: format!("index {name}"),
                     digest,
@@ -146,29 +176,48 @@ pub fn load_source(
                 };
                 let to = Dest {
                     shared: &shared,
-                    spill: &spill,
+                    spill,
                 };
-                if let Some(keys) = read_index(fetcher, &url, name, &expected, &to)? {
-                    verified = Some(keys);
-                    break;
+                let got = first_good(&urls, |url| read_index(fetcher, url, name, &expected, &to))?;
+                match got {
+                    Ok(keys) => {
+                        verified_keys = Some(keys);
+                        break;
+                    }
+                    // Not there: the next compression, as apt.
+                    Err(Missed::NotFound(t)) => tried.extend(t),
+                    // Another file: an error, never a fallback to another compression.
+                    Err(Missed::Mismatch(m)) => return Err(AptError::HashMismatch(m)),
+                    Err(Missed::Failed(_, Some(e))) => return Err(e),
+                    Err(Missed::Failed(t, None)) => {
+                        tried.extend(t);
+                        return Err(AptError::IndexUnavailable {
+                            what: format!("index {name}"),
+                            tried,
+                        });
+                    }
                 }
             }
-            let Some(verified) = verified else {
+            let Some(keys) = verified_keys else {
                 if arch == "all" {
                     continue;
                 }
-                return Err(AptError::IndexMissing {
-                    url: join_url(&dists, "InRelease"),
-                    what: format!("Packages index for {comp}/binary-{arch}"),
-                    tried: names.join(", "),
+                if tried.is_empty() {
+                    return Err(AptError::IndexMissing {
+                        url: verified.url.clone(),
+                        what: format!("Packages index for {comp}/binary-{arch}"),
+                        tried: names.join(", "),
+                    });
+                }
+                return Err(AptError::IndexUnavailable {
+                    what: format!("the Packages index for {comp}/binary-{arch}"),
+                    tried,
                 });
             };
-            kept.append(verified);
+            kept.append(keys);
         }
     }
-    let mut index = SourceIndex::new(spill, kept.names, kept.provides);
-    index.release_date = release.date;
-    Ok(index)
+    Ok(kept)
 }
 
 /// Why a package's `Filename` is refused, if it is: it must be a path relative to the archive
@@ -250,6 +299,8 @@ fn read_index(
             found,
             expected_size: expected.size,
             found_size,
+            tried: Vec::new(),
+            index: true,
         })));
     }
     if over.get() {

@@ -5,22 +5,31 @@
 //! - [`control`]: deb822 paragraphs and dependency fields.
 //! - [`release`]: InRelease / Release.gpg verification and the Release SHA256 list.
 //! - [`index`]: the `Packages` indices, streamed and verified, as compact [`Package`]s.
+//! - [`roots`]: where a file of a source is looked for: its `by-hash` path (`Acquire-By-Hash`),
+//!   then the plain path, at the source's `url` then at each of its `mirrors`, and what each
+//!   URL gave ([`Tried`]).
+//! - [`components`]: on a package no listed component has, which other component of the
+//!   Release has it (their indices are read only then).
 //! - [`spill`]: a loaded source ([`SourceIndex`]): its packages on disk, read back by name.
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
 //! - [`scripts`]: the maintainer scripts a .deb has, and its postinst's alternatives.
-//! - [`deb`]: downloading locked .debs (verified) and rewriting their data into one layer
+//! - [`download`]: downloading locked .debs (verified), at the source's mirrors too.
+//! - [`deb`]: rewriting their data into one layer
 //!   under the determinism contract, with merged-/usr rewriting and `status.d` records.
 //!
 //! Nothing here runs a maintainer script, and nothing prints.
 
 pub mod base;
+pub mod components;
 pub mod control;
 pub mod deb;
+pub mod download;
 pub mod fresh;
 pub mod index;
 pub mod release;
 pub mod resolve;
+pub mod roots;
 pub mod scripts;
 pub mod spill;
 pub mod version;
@@ -33,10 +42,11 @@ use crate::layer::LayerError;
 use crate::store::StoreError;
 
 pub use self::base::{scan_base, Base};
-pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, UsrMerge};
+pub use self::deb::{build_layer, AptLayer, DebInput, LayerRequest, UsrMerge};
+pub use self::download::{download, download_from};
 pub use self::index::{load_source, MultiArch, Package};
 pub(crate) use self::release::xz_stream;
-pub use self::release::Source;
+pub use self::release::{Source, Verified};
 pub use self::resolve::{resolve, Installed, Locked, Request};
 pub use self::spill::SourceIndex;
 pub use self::version::{Constraint, Relation, Version};
@@ -103,11 +113,39 @@ pub enum AptError {
         what: String,
         tried: String,
     },
-    #[error(
-        "{} ({}): expected sha256 {} and {} bytes, found {} and {} bytes",
-        .0.what, .0.url, .0.expected, .0.expected_size, .0.found, .0.found_size
-    )]
+    #[error("{0}")]
     HashMismatch(Box<Mismatch>),
+    #[error(
+        "{what}: the Release lists it, but no URL serves it ({}): the mirror may be in the \
+         middle of a sync (mirror sync in progress?): try again later, or list another archive \
+         root of the source in its `mirrors`",
+        tried_list(.tried)
+    )]
+    IndexUnavailable { what: String, tried: Vec<Tried> },
+    #[error(
+        "source {url} suite {suite}: no archive root serves its Release ({}): check the url \
+         and suite",
+        tried_list(.tried)
+    )]
+    ReleaseUnavailable {
+        url: String,
+        suite: String,
+        tried: Vec<Tried>,
+    },
+    #[error(
+        "`{}`{} is in `{component}` of {suite} ({url}), which this source does not list: add \
+         it to the source's `components`",
+        crate::bounded::clip(name),
+        needed_by(.chain)
+    )]
+    OtherComponent {
+        name: String,
+        /// The dependency chain that needed it (empty for a requested package).
+        chain: Box<[String]>,
+        component: String,
+        suite: String,
+        url: String,
+    },
     #[error("{what}: parse error")]
     Control {
         what: String,
@@ -143,16 +181,25 @@ pub enum AptError {
         suggestions: Vec<String>,
     },
     #[error("unsatisfiable dependency: {}: {reason}", .chain.join(" → "))]
-    Unsatisfiable { chain: Vec<String>, reason: String },
+    Unsatisfiable {
+        chain: Vec<String>,
+        reason: String,
+        /// The names of the failing group that no source has at all (for
+        /// [`components::explain`]).
+        unknown: Vec<String>,
+    },
     #[error(
-        "package {package} {version} ({filename}) is missing from {url}; the lock may be out of \
-         date: update the lock to pick up the archive's current versions"
+        "package {package} {version} ({filename}) is missing from {url}{}; the lock may be out \
+         of date: update the lock to pick up the archive's current versions",
+        also_tried(.tried)
     )]
     MissingDeb {
         package: String,
         version: String,
         filename: String,
         url: String,
+        /// Every URL tried, `url` first, when there was more than one (the source's mirrors).
+        tried: Box<[Tried]>,
     },
     #[error("package {package}: invalid .deb: {reason}")]
     Deb { package: String, reason: String },
@@ -205,11 +252,92 @@ impl From<crate::http::HttpError> for AptError {
 pub struct Mismatch {
     /// What was checked: `index main/binary-amd64/Packages.xz`, `package curl 7.88.1-10`.
     pub what: String,
+    /// The first URL whose file did not match.
     pub url: String,
     pub expected: Digest,
     pub found: Digest,
     pub expected_size: u64,
     pub found_size: u64,
+    /// Every URL tried for the file, in order (`url` among them), when there was more than one:
+    /// its `by-hash` path, the plain path, the same at each of the source's mirrors.
+    pub tried: Vec<Tried>,
+    /// An index of a Release: a mismatch is what a mirror in the middle of a sync serves (a
+    /// new Release over old indices, or the other way round).
+    pub index: bool,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} ({}): expected sha256 {} and {} bytes, found {} and {} bytes",
+            self.what, self.url, self.expected, self.expected_size, self.found, self.found_size
+        )?;
+        if self.index {
+            f.write_str(
+                ": the mirror may be in the middle of a sync (mirror sync in progress?): try \
+                 again later, or list another archive root of the source in its `mirrors`",
+            )?;
+        }
+        if self.tried.len() > 1 {
+            write!(f, " (tried {})", tried_list(&self.tried))?;
+        }
+        Ok(())
+    }
+}
+
+/// One URL tried for a file, and what it gave.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tried {
+    pub url: String,
+    pub outcome: Outcome,
+}
+
+/// What a URL tried for a file gave (when it was not the file).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// 404 or 410.
+    NotFound,
+    /// Another file: its sha256 and size.
+    Mismatch { found: Digest, size: u64 },
+    /// It could not be reached or read (the error, with its causes).
+    Failed(String),
+}
+
+impl std::fmt::Display for Tried {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.outcome {
+            Outcome::NotFound => write!(f, "{}: not found", self.url),
+            Outcome::Mismatch { found, size } => {
+                write!(f, "{}: sha256 {found}, {size} bytes", self.url)
+            }
+            Outcome::Failed(why) => write!(f, "{}: {why}", self.url),
+        }
+    }
+}
+
+fn tried_list(tried: &[Tried]) -> String {
+    tried
+        .iter()
+        .map(Tried::to_string)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+fn also_tried(tried: &[Tried]) -> String {
+    if tried.len() > 1 {
+        format!(" (tried {})", tried_list(tried))
+    } else {
+        String::new()
+    }
+}
+
+fn needed_by(chain: &[String]) -> String {
+    if chain.len() > 1 {
+        format!(" (needed by {})", chain[..chain.len() - 1].join(" → "))
+    } else {
+        String::new()
+    }
 }
 
 fn suggest(s: &[String]) -> String {

@@ -44,16 +44,42 @@ pub struct Source {
     /// Refuse a Release whose `Valid-Until` has passed (`check-valid-until`, default on;
     /// snapshot sources are excepted whatever it says: [`super::fresh::exempt`]).
     pub check_valid_until: bool,
+    /// Other archive roots of the same archive (`snapshot` is appended to each as to `url`),
+    /// tried in order after `url` for a file it lacks or serves stale ([`super::roots`]).
+    /// Where, not what: the lock and the recipe's identity never see them.
+    pub mirrors: Vec<String>,
 }
 
 impl Source {
     /// The URL the archive's paths are relative to.
     pub fn archive_url(&self) -> String {
+        self.root_of(&self.url)
+    }
+
+    /// Every archive root: [`Source::archive_url`], then the mirrors' (in order).
+    pub fn archive_urls(&self) -> Vec<String> {
+        std::iter::once(&self.url)
+            .chain(&self.mirrors)
+            .map(|u| self.root_of(u))
+            .collect()
+    }
+
+    fn root_of(&self, url: &str) -> String {
         match &self.snapshot {
-            Some(ts) => join_url(&self.url, ts),
-            None => self.url.trim_end_matches('/').to_string(),
+            Some(ts) => join_url(url, ts),
+            None => url.trim_end_matches('/').to_string(),
         }
     }
+}
+
+/// A source's verified Release, and its archive roots in the order its files are looked for:
+/// the one that served the Release, then the others in the source's order.
+#[derive(Clone, Debug)]
+pub struct Verified {
+    pub release: Release,
+    pub roots: Vec<String>,
+    /// The URL the Release was read from.
+    pub url: String,
 }
 
 /// A parsed Release file.
@@ -71,6 +97,11 @@ pub struct Release {
     /// `binary-ARCH` index, and `binary-all/Packages` is not for apt (trixie's archive says
     /// so; apt never fetches it, and mirrors may serve a copy that no longer matches).
     pub no_all_packages: bool,
+    /// `Acquire-By-Hash: yes`: each index is also at `by-hash/SHA256/<its sha256>` beside it,
+    /// which does not change while a mirror syncs (apt fetches that path first).
+    pub acquire_by_hash: bool,
+    /// `Components`: every component of the suite (`main contrib non-free-firmware non-free`).
+    pub components: Vec<String>,
 }
 
 impl Release {
@@ -122,6 +153,13 @@ impl Release {
             no_all_packages: p
                 .get("No-Support-for-Architecture-all")
                 .is_some_and(|v| v.split_whitespace().any(|w| w == "Packages")),
+            acquire_by_hash: p
+                .get("Acquire-By-Hash")
+                .is_some_and(|v| v.trim().eq_ignore_ascii_case("yes")),
+            components: p
+                .get("Components")
+                .map(|v| v.split_whitespace().map(str::to_string).collect())
+                .unwrap_or_default(),
         })
     }
 }
@@ -222,9 +260,11 @@ pub fn verify_detached(
     }
 }
 
-/// Fetches and verifies the source's Release: InRelease if present, else Release (+ Release.gpg).
-pub fn fetch_release(fetcher: &dyn Fetcher, source: &Source) -> Result<Release, AptError> {
-    let dists = join_url(&source.archive_url(), &format!("dists/{}", source.suite));
+/// Fetches and verifies the source's Release: InRelease if present, else Release (+ Release.gpg),
+/// from its `url`, or, only when that cannot be reached or has neither, from the first of its
+/// mirrors that has one. Wherever it comes from it is verified against the source's key and
+/// must be for the source's suite; a bad one is an error, never passed over.
+pub fn fetch_release(fetcher: &dyn Fetcher, source: &Source) -> Result<Verified, AptError> {
     let keys = match &source.signed_by {
         Some(p) => Some(load_keys(p)?),
         None if source.allow_unsigned => None,
@@ -235,20 +275,77 @@ pub fn fetch_release(fetcher: &dyn Fetcher, source: &Source) -> Result<Release, 
             })
         }
     };
-    let in_url = join_url(&dists, "InRelease");
+    let roots = source.archive_urls();
+    let mut tried = Vec::new();
+    for (i, root) in roots.iter().enumerate() {
+        let dists = join_url(root, &format!("dists/{}", source.suite));
+        let outcome = match release_at(fetcher, source, &dists, keys.as_deref()) {
+            Ok(Some((release, url))) => {
+                let mut order = vec![root.clone()];
+                order.extend(
+                    roots
+                        .iter()
+                        .enumerate()
+                        .filter(|(j, _)| *j != i)
+                        .map(|(_, r)| r.clone()),
+                );
+                return Ok(Verified {
+                    release,
+                    roots: order,
+                    url,
+                });
+            }
+            Ok(None) => super::Outcome::NotFound,
+            // Cannot be reached (or answers 5xx): the next root.
+            Err(AptError::Fetch { reason, .. }) if roots.len() > 1 => {
+                super::Outcome::Failed(crate::bounded::clip_to(&reason, 400).into_owned())
+            }
+            Err(e) => return Err(e),
+        };
+        tried.push(super::Tried {
+            url: join_url(&dists, "InRelease"),
+            outcome,
+        });
+    }
+    if roots.len() == 1 {
+        let dists = join_url(&roots[0], &format!("dists/{}", source.suite));
+        return Err(AptError::NotFound {
+            url: format!(
+                "{} and {}",
+                join_url(&dists, "InRelease"),
+                join_url(&dists, "Release")
+            ),
+        });
+    }
+    Err(AptError::ReleaseUnavailable {
+        url: source.url.clone(),
+        suite: source.suite.clone(),
+        tried,
+    })
+}
+
+/// The verified Release under `dists` (`ROOT/dists/SUITE`) and the URL it came from; `None`
+/// when neither InRelease nor Release is there.
+fn release_at(
+    fetcher: &dyn Fetcher,
+    source: &Source,
+    dists: &str,
+    keys: Option<&[SignedPublicKey]>,
+) -> Result<Option<(Release, String)>, AptError> {
+    let in_url = join_url(dists, "InRelease");
     let (text, url) = if let Some(bytes) = fetch_bytes(fetcher, &in_url, MAX_RELEASE)? {
         let text = String::from_utf8(bytes).map_err(|_| AptError::Release {
             url: in_url.clone(),
             reason: "not UTF-8".into(),
         })?;
-        (verify_clearsigned(&text, keys.as_deref(), &in_url)?, in_url)
+        (verify_clearsigned(&text, keys, &in_url)?, in_url)
     } else {
-        let url = join_url(&dists, "Release");
-        let bytes = fetch_bytes(fetcher, &url, MAX_RELEASE)?.ok_or_else(|| AptError::NotFound {
-            url: format!("{in_url} and {url}"),
-        })?;
-        if let Some(keys) = &keys {
-            let sig_url = join_url(&dists, "Release.gpg");
+        let url = join_url(dists, "Release");
+        let Some(bytes) = fetch_bytes(fetcher, &url, MAX_RELEASE)? else {
+            return Ok(None);
+        };
+        if let Some(keys) = keys {
+            let sig_url = join_url(dists, "Release.gpg");
             let sig = fetch_bytes(fetcher, &sig_url, MAX_RELEASE)?.ok_or_else(|| {
                 AptError::BadSignature {
                     url: sig_url.clone(),
@@ -282,7 +379,7 @@ pub fn fetch_release(fetcher: &dyn Fetcher, source: &Source) -> Result<Release, 
         });
     }
     super::fresh::check_valid_until(&release, source, &url)?;
-    Ok(release)
+    Ok(Some((release, url)))
 }
 
 /// The most memory an xz stream may ask its decoder for. `xz -9e` needs 65 MiB; a header
@@ -361,6 +458,7 @@ mod tests {
             signed_by: None,
             allow_unsigned: false,
             check_valid_until: true,
+            mirrors: vec!["https://mirror.example/debian".into()],
         };
         assert_eq!(
             s.archive_url(),
@@ -370,6 +468,13 @@ mod tests {
         assert_eq!(
             s.archive_url(),
             "https://snapshot.debian.org/archive/debian/20240301T000000Z"
+        );
+        assert_eq!(
+            s.archive_urls(),
+            [
+                "https://snapshot.debian.org/archive/debian/20240301T000000Z",
+                "https://mirror.example/debian/20240301T000000Z"
+            ]
         );
     }
 
@@ -392,6 +497,14 @@ mod tests {
             e.to_string().contains("bad Valid-Until `Sat, 17 Fbr"),
             "{e}"
         );
+        assert!(!r.acquire_by_hash && r.components.is_empty());
+        let r = Release::parse(
+            &format!("Acquire-By-Hash: yes\nComponents: main contrib non-free\n{text}"),
+            "u",
+        )
+        .unwrap();
+        assert!(r.acquire_by_hash);
+        assert_eq!(r.components, ["main", "contrib", "non-free"]);
         assert!(Release::parse("Suite: x\n", "u").is_err());
         assert!(Release::parse("SHA256:\n zz 1 a\n", "u").is_err());
     }

@@ -430,6 +430,7 @@ fn resolve_reading(
             return Err(AptError::Unsatisfiable {
                 chain,
                 reason: format!("no version satisfies it ({})", index.available(&r.name)?),
+                unknown: Vec::new(),
             });
         };
         check_clash(&chosen, &p, &chain)?;
@@ -476,9 +477,16 @@ fn resolve_reading(
                     .iter()
                     .map(|d| index.available(&d.name))
                     .collect::<Result<Vec<_>, _>>()?;
+                let mut unknown = Vec::new();
+                for d in group {
+                    if !index.known(&d.name)? {
+                        unknown.push(d.name.clone());
+                    }
+                }
                 return Err(AptError::Unsatisfiable {
                     chain,
                     reason: format!("no version satisfies it ({})", avail.join("; ")),
+                    unknown,
                 });
             };
             let mut chain = parent_chain.clone();
@@ -532,6 +540,7 @@ fn satisfied_by_chosen(chosen: &Chosen, dep: &Dep, index: &Index<'_>) -> bool {
 fn check_clash(chosen: &Chosen, cand: &Package, chain: &[String]) -> Result<(), AptError> {
     if let Some((other, other_chain)) = chosen.get(&*cand.name) {
         return Err(AptError::Unsatisfiable {
+            unknown: Vec::new(),
             chain: chain.to_vec(),
             reason: format!(
                 "needs {} {}, but {} {} was already chosen for {}",

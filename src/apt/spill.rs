@@ -55,6 +55,10 @@ pub struct SourceIndex {
     pub source_url: String,
     /// The source's Release `Date` (seconds since the epoch), when it has one.
     pub release_date: Option<i64>,
+    /// Where it was loaded from (the source, its verified Release): what
+    /// [`super::components::explain`] reads the other components with. `None` for a source
+    /// made in memory.
+    pub origin: Option<Arc<super::components::Origin>>,
     spill: Arc<Spill>,
     names: Vec<Key>,
     provides: Vec<Key>,
@@ -71,6 +75,7 @@ impl SourceIndex {
         SourceIndex {
             source_url: spill.source_url().to_string(),
             release_date: None,
+            origin: None,
             spill,
             names,
             provides,

@@ -222,6 +222,11 @@ pub struct Apt {
 pub struct AptSource {
     /// Archive root without a trailing `/`, e.g. `https://deb.debian.org/debian`.
     pub url: String,
+    /// Other archive roots of the same archive (no trailing `/`), tried in order for an index
+    /// or a .deb that `url` lacks or serves stale, and for the Release when `url` cannot be
+    /// reached. Where, not what: not part of the image's identity, and the lock does not see
+    /// them (it records `url`).
+    pub mirrors: Vec<String>,
     pub suite: String,
     pub components: Vec<String>,
     /// A snapshot timestamp like `20241101T000000Z`, appended to `url`.

@@ -105,14 +105,23 @@ fn source(
             "the archive root, like \"https://deb.debian.org/debian\"",
         )
     })?;
-    let u = url.get_ref();
-    if !(u.starts_with("https://") || u.starts_with("http://") || u.starts_with("file://")) {
-        return Err(ctx.err(
-            url.span(),
-            format!("{what}: invalid url `{u}`: expected an https://, http:// or file:// URL"),
-        ));
+    check_archive_url(ctx, &url, &what, "url")?;
+    let mut mirrors = Vec::new();
+    for m in raw.mirrors.unwrap_or_default() {
+        check_archive_url(ctx, &m, &what, "mirrors")?;
+        let at = m.span();
+        let m = m.into_inner().trim_end_matches('/').to_string();
+        if m == url.get_ref().trim_end_matches('/') || mirrors.contains(&m) {
+            return Err(ctx.err(
+                at,
+                format!(
+                    "{what}: `mirrors` lists `{}` twice (or the source's own `url`)",
+                    crate::http::redact(&m)
+                ),
+            ));
+        }
+        mirrors.push(m);
     }
-    crate::http::check_login(u).map_err(|m| ctx.err(url.span(), format!("{what}: the url {m}")))?;
     let suite = raw
         .suite
         .ok_or_else(|| missing("suite", "like \"bookworm\" or \"noble\""))?;
@@ -195,12 +204,30 @@ fn source(
     }
     Ok(AptSource {
         url: url.into_inner().trim_end_matches('/').to_string(),
+        mirrors,
         suite: suite.into_inner(),
         components: comps,
         snapshot,
         signed_by,
         allow_unsigned,
         check_valid_until: raw.check_valid_until.unwrap_or(true),
+    })
+}
+
+/// An archive root as `key` (`url`, or an entry of `mirrors`) must be: an https://, http:// or
+/// file:// URL, with a login that parses.
+fn check_archive_url(ctx: &Ctx<'_>, u: &Spanned<String>, what: &str, key: &str) -> Result<()> {
+    let v = u.get_ref();
+    if !(v.starts_with("https://") || v.starts_with("http://") || v.starts_with("file://")) {
+        let shown = if key == "url" { "url" } else { "mirror" };
+        return Err(ctx.err(
+            u.span(),
+            format!("{what}: invalid {shown} `{v}`: expected an https://, http:// or file:// URL"),
+        ));
+    }
+    crate::http::check_login(v).map_err(|m| {
+        let shown = if key == "url" { "url" } else { "mirror" };
+        ctx.err(u.span(), format!("{what}: the {shown} {m}"))
     })
 }
 

@@ -68,6 +68,7 @@ pub(super) struct RawApt {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawAptSource {
     pub url: Option<Spanned<String>>,
+    pub mirrors: Option<Vec<Spanned<String>>>,
     pub suite: Option<Spanned<String>>,
     pub components: Option<Vec<Spanned<String>>>,
     pub architecture: Option<Spanned<String>>,

@@ -110,6 +110,51 @@ fn to_source(s: &crate::recipe::AptSource, arch: &str) -> Source {
         signed_by: s.signed_by.clone(),
         allow_unsigned: s.allow_unsigned,
         check_valid_until: s.check_valid_until,
+        mirrors: s.mirrors.clone(),
+    }
+}
+
+/// Each source's archive root (as the lock records a .deb's `source-url`, without a login) →
+/// its mirrors' archive roots, in order: where a .deb its `url` lacks is looked for next.
+#[derive(Clone, Debug, Default)]
+pub struct DebMirrors(Vec<(String, Vec<String>)>);
+
+impl DebMirrors {
+    pub fn of(apt: Option<&Apt>) -> DebMirrors {
+        let Some(apt) = apt else {
+            return DebMirrors::default();
+        };
+        DebMirrors(
+            apt.sources
+                .iter()
+                .filter(|s| !s.mirrors.is_empty())
+                .map(|s| {
+                    let mut roots = to_source(s, &apt.architecture).archive_urls();
+                    let own = crate::http::redact(&roots.remove(0));
+                    (own, roots)
+                })
+                .collect(),
+        )
+    }
+
+    /// The mirrors of the source a locked .deb comes from (none when no source of the recipe
+    /// has its archive root).
+    fn of_deb(&self, d: &Locked) -> &[String] {
+        let own = crate::http::redact(d.source_url.trim_end_matches('/'));
+        self.0
+            .iter()
+            .find(|(root, _)| *root == own)
+            .map_or(&[], |(_, m)| m.as_slice())
+    }
+
+    /// [`apt::download_from`] the .deb's own URL, then its source's mirrors.
+    pub fn download(
+        &self,
+        fetcher: &dyn Fetcher,
+        store: &Store,
+        d: &Locked,
+    ) -> Result<std::path::PathBuf, apt::AptError> {
+        apt::download_from(fetcher, store, d, self.of_deb(d))
     }
 }
 
@@ -245,7 +290,10 @@ pub fn resolve_locked(
             .map(|p| Request::parse(p))
             .collect::<Result<Vec<_>, _>>()?;
         let dates: Vec<Option<i64>> = indices.iter().map(|i| i.release_date).collect();
-        apt::resolve(&indices, &apt.architecture, &requests, &base.installed).map(|r| (r, dates))
+        apt::resolve(&indices, &apt.architecture, &requests, &base.installed)
+            .map(|r| (r, dates))
+            // A name no listed component has: which other component has it (read only now).
+            .map_err(|e| apt::components::explain(fetcher, &indices, e))
     })();
     reporter.task_finished(&task);
     let (resolved, dates) = resolved?;
@@ -292,8 +340,10 @@ fn cache_key(
 
 /// Downloads the .debs the store lacks (verified, in parallel), then builds the layer unless
 /// the cache has it.
+#[allow(clippy::too_many_arguments)] // the layer's context, passed through as is
 pub fn layer(
     packages: &[LockedDeb],
+    mirrors: &DebMirrors,
     base: &apt::Base,
     fetcher: &dyn Fetcher,
     store: &Store,
@@ -327,7 +377,7 @@ pub fn layer(
     if missing > 0 {
         reporter.task_started(&task);
     }
-    let paths = download_all(fetcher, store, &locked);
+    let paths = download_all(fetcher, store, &locked, mirrors);
     reporter.task_finished(&task);
     let paths = paths?;
     reporter.layer_started(&name, total);
@@ -358,9 +408,10 @@ fn download_all(
     fetcher: &dyn Fetcher,
     store: &Store,
     locked: &[Locked],
+    mirrors: &DebMirrors,
 ) -> Result<Vec<std::path::PathBuf>, SystemError> {
     // In order: the first failing package's error, whatever the threads' timing.
-    super::parallel_map(locked, DOWNLOADS, |l| apt::download(fetcher, store, l))
+    super::parallel_map(locked, DOWNLOADS, |l| mirrors.download(fetcher, store, l))
         .into_iter()
         .map(|r| r.map_err(SystemError::from))
         .collect()

@@ -486,7 +486,13 @@ pub fn prepare(
         }
         if !packages.is_empty() && opts.build_layers {
             sys.layers.push(apt::layer(
-                &packages, &scanned, fetcher, store, opts, reporter,
+                &packages,
+                &apt::DebMirrors::of(Some(apt)),
+                &scanned,
+                fetcher,
+                store,
+                opts,
+                reporter,
             )?);
         }
         sys.apt_packages = packages;

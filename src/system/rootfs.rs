@@ -36,7 +36,8 @@ pub fn layer(
     opts: &SystemOptions,
     reporter: &dyn Reporter,
 ) -> Result<(Option<Extra>, Report), SystemError> {
-    let scripts = package_scripts(packages, fetcher, store)?;
+    let mirrors = super::apt::DebMirrors::of(recipe.apt.as_ref());
+    let scripts = package_scripts(packages, &mirrors, fetcher, store)?;
     let installed = match apt_layer {
         Some(l) => installed(store, &l.layer)?,
         None => Installed::default(),
@@ -99,6 +100,7 @@ pub fn layer(
 /// Each package's scripts, from the cache or its .deb (downloaded again if the store lost it).
 fn package_scripts(
     packages: &[LockedDeb],
+    mirrors: &super::apt::DebMirrors,
     fetcher: &dyn Fetcher,
     store: &Store,
 ) -> Result<Vec<DebScripts>, SystemError> {
@@ -109,7 +111,7 @@ fn package_scripts(
                 return Ok(s);
             }
         }
-        let path = crate::apt::download(fetcher, store, &super::apt::from_locked_deb(p))?;
+        let path = mirrors.download(fetcher, store, &super::apt::from_locked_deb(p))?;
         let s = scripts::read(&path, &p.name)?;
         let bytes = serde_json::to_vec(&s).map_err(|e| SystemError::Python {
             problem: format!("caching the scripts of {}: {e}", p.name),

@@ -10,6 +10,7 @@ mod common;
 mod wheelfix;
 
 mod airgap;
+mod apt_indices;
 mod apt_recipe;
 mod apt_repo;
 mod apt_stream;

@@ -352,6 +352,24 @@ pub fn make_repo(root: &Path, debs: &[Deb], signing: Signing<'_>, reversed: bool
     }
 }
 
+/// The .debs built into `root`'s `pool/main`, and their Packages entries (amd64 and `all`).
+pub fn write_pool(root: &Path, debs: &[Deb]) -> String {
+    fs_err::create_dir_all(root.join("pool/main")).unwrap();
+    let mut packages = String::new();
+    for d in debs {
+        let bytes = build_deb(d, false);
+        let file = format!("pool/main/{}_{}_{}.deb", d.name, d.version, d.arch);
+        fs_err::write(root.join(&file), &bytes).unwrap();
+        packages.push_str(&format!(
+            "{}Filename: {file}\nSize: {}\nSHA256: {}\n\n",
+            d.control(),
+            bytes.len(),
+            Digest::of(&bytes).hex()
+        ));
+    }
+    packages
+}
+
 /// A repository of an index only (no .debs): `packages` as its main/binary-amd64 Packages
 /// (plain, .gz and .xz), signed as `signing` says, and served.
 pub fn make_index_repo(root: &Path, packages: &str, signing: Signing<'_>) -> Repo {
@@ -380,21 +398,42 @@ pub fn write_dists_arches(root: &Path, arches: &[(&str, &str)], signing: Signing
 /// [`write_dists_arches`] with `dated` as the Release's date fields (`Date: …\nValid-Until:
 /// …\n`, or nothing).
 pub fn write_dists_dated(root: &Path, arches: &[(&str, &str)], signing: Signing<'_>, dated: &str) {
+    let indices: Vec<(&str, &str, &str)> = arches.iter().map(|(a, p)| ("main", *a, *p)).collect();
+    write_dists_with(root, &indices, signing, dated)
+}
+
+/// `dists/stable` with one Packages index (plain, .gz, .xz) per (component, architecture,
+/// text) of `indices`, and `fields` (each `Name: value\n`) in the Release before its SHA256
+/// list (`Acquire-By-Hash: yes\n`, `No-Support-for-Architecture-all: Packages\n`, dates).
+/// `Architectures` and `Components` list those of `indices`, in order.
+pub fn write_dists_with(
+    root: &Path,
+    indices: &[(&str, &str, &str)],
+    signing: Signing<'_>,
+    fields: &str,
+) {
     let dists = root.join("dists/stable");
     let mut sums = String::new();
-    for (arch, packages) in arches {
-        fs_err::create_dir_all(dists.join(format!("main/binary-{arch}"))).unwrap();
+    let (mut names, mut comps): (Vec<&str>, Vec<&str>) = (Vec::new(), Vec::new());
+    for (comp, arch, packages) in indices {
+        if !names.contains(arch) {
+            names.push(arch);
+        }
+        if !comps.contains(comp) {
+            comps.push(comp);
+        }
+        fs_err::create_dir_all(dists.join(format!("{comp}/binary-{arch}"))).unwrap();
         for (name, bytes) in [
             (
-                format!("main/binary-{arch}/Packages"),
+                format!("{comp}/binary-{arch}/Packages"),
                 packages.as_bytes().to_vec(),
             ),
             (
-                format!("main/binary-{arch}/Packages.gz"),
+                format!("{comp}/binary-{arch}/Packages.gz"),
                 gz(packages.as_bytes()),
             ),
             (
-                format!("main/binary-{arch}/Packages.xz"),
+                format!("{comp}/binary-{arch}/Packages.xz"),
                 xz(packages.as_bytes()),
             ),
         ] {
@@ -406,11 +445,11 @@ pub fn write_dists_dated(root: &Path, arches: &[(&str, &str)], signing: Signing<
             ));
         }
     }
-    let names: Vec<&str> = arches.iter().map(|(a, _)| *a).collect();
     let release = format!(
         "Origin: Test\nLabel: Test\nSuite: stable\nCodename: testy\nArchitectures: {}\n\
-         Components: main\n{dated}SHA256:\n{sums}",
-        names.join(" ")
+         Components: {}\n{fields}SHA256:\n{sums}",
+        names.join(" "),
+        comps.join(" ")
     );
     let mut rng = rand::rngs::StdRng::seed_from_u64(7);
     match signing {
@@ -449,14 +488,48 @@ pub fn write_dists_dated(root: &Path, arches: &[(&str, &str)], signing: Signing<
     }
 }
 
+/// Each Packages file under `root`'s `dists/stable/COMP/binary-ARCH/` copied to
+/// `by-hash/SHA256/<its sha256>` beside it, as an archive with `Acquire-By-Hash: yes` has.
+pub fn add_by_hash(root: &Path) {
+    for comp in fs_err::read_dir(root.join("dists/stable")).unwrap() {
+        let comp = comp.unwrap().path();
+        if !comp.is_dir() {
+            continue;
+        }
+        for bin in fs_err::read_dir(&comp).unwrap() {
+            let bin = bin.unwrap().path();
+            let by_hash = bin.join("by-hash/SHA256");
+            fs_err::create_dir_all(&by_hash).unwrap();
+            for f in fs_err::read_dir(&bin).unwrap() {
+                let f = f.unwrap().path();
+                if f.is_file() {
+                    let bytes = fs_err::read(&f).unwrap();
+                    fs_err::write(by_hash.join(Digest::of(&bytes).hex()), bytes).unwrap();
+                }
+            }
+        }
+    }
+}
+
+/// The paths a [`serve_logged`] server was asked for, in order.
+pub type RequestLog = std::sync::Arc<std::sync::Mutex<Vec<String>>>;
+
 /// A minimal HTTP/1.1 file server on 127.0.0.1 (one thread per connection, Connection: close).
 pub fn serve(root: PathBuf) -> String {
+    serve_logged(root).0
+}
+
+/// [`serve`], recording the path of each request.
+pub fn serve_logged(root: PathBuf) -> (String, RequestLog) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
+    let log = RequestLog::default();
+    let log2 = log.clone();
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut stream) = stream else { continue };
             let root = root.clone();
+            let log = log2.clone();
             std::thread::spawn(move || {
                 let mut reader = BufReader::new(stream.try_clone().unwrap());
                 let mut first = String::new();
@@ -472,6 +545,7 @@ pub fn serve(root: PathBuf) -> String {
                     }
                 }
                 let path = first.split_whitespace().nth(1).unwrap_or("/");
+                log.lock().unwrap().push(path.to_string());
                 let rel = path.trim_start_matches('/');
                 let mut file = root.join(rel);
                 // A directory serves its index.json (as a PEP 691 page) or index.html.
@@ -507,7 +581,7 @@ pub fn serve(root: PathBuf) -> String {
             });
         }
     });
-    format!("http://{addr}")
+    (format!("http://{addr}"), log)
 }
 
 pub fn source(repo: &Repo, key: Option<&Path>) -> Source {
@@ -520,6 +594,7 @@ pub fn source(repo: &Repo, key: Option<&Path>) -> Source {
         signed_by: key.map(Path::to_path_buf),
         allow_unsigned: false,
         check_valid_until: true,
+        mirrors: Vec::new(),
     }
 }
 
