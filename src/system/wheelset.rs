@@ -199,12 +199,16 @@ pub struct DuplicateLibrary {
     pub wheel_size: u64,
 }
 
-/// The shared libraries of `set` that `base_libraries` (soname → (path, bytes), from the base's
-/// layers) already has: reported, never changed.
+/// Shared libraries by soname → (path, bytes), as [`crate::apt::Base::libraries`] holds them.
+pub type Libraries = BTreeMap<String, (String, u64)>;
+
+/// The shared libraries of `set` that an earlier part of the image already has (`earlier`, in
+/// order: the base's layers, then the apt layer; the first that has a soname is named):
+/// reported, never changed.
 pub fn duplicates(
     set: &WheelSet,
     wheels: &[LockedWheel],
-    earlier: &[(&str, &BTreeMap<String, (String, u64)>)],
+    earlier: &[(&str, &Libraries)],
 ) -> Vec<DuplicateLibrary> {
     let mut out: Vec<DuplicateLibrary> = set
         .libraries
