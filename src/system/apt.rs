@@ -270,6 +270,7 @@ pub fn resolve_locked(
 fn cache_key(
     packages: &[LockedDeb],
     usr: &apt::UsrMerge,
+    (scratch, has_dpkg_status): (bool, bool),
     opts: &SystemOptions,
 ) -> Result<Digest, SystemError> {
     let debs: Vec<_> = packages
@@ -283,10 +284,16 @@ fn cache_key(
     Ok(layer::cache_key(
         "apt layer key",
         // Bump when what the layer holds for the same .debs changes (e.g. the CA bundle).
-        "apt-layer/2",
+        // 3: dpkg's database on a base without one, merged /usr on scratch for trixie.
+        "apt-layer/3",
         opts.compression,
         opts.epoch,
-        [("usr-merge", json!(usr_merge)), ("debs", json!(debs))],
+        [
+            ("usr-merge", json!(usr_merge)),
+            ("scratch", json!(scratch)),
+            ("base-dpkg-status", json!(has_dpkg_status)),
+            ("debs", json!(debs)),
+        ],
     )?)
 }
 
@@ -294,7 +301,7 @@ fn cache_key(
 /// the cache has it.
 pub fn layer(
     packages: &[LockedDeb],
-    base: &apt::Base,
+    (base, scratch): (&apt::Base, bool),
     fetcher: &dyn Fetcher,
     store: &Store,
     opts: &SystemOptions,
@@ -309,7 +316,12 @@ pub fn layer(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let key = cache_key(packages, &base.usr_merge, opts)?;
+    let key = cache_key(
+        packages,
+        &base.usr_merge,
+        (scratch, base.has_dpkg_status),
+        opts,
+    )?;
     if let Some(hit) = Extra::from_cache(store, &key, opts.no_cache, &name, &created_by, reporter)?
     {
         return Ok(hit);
@@ -346,6 +358,8 @@ pub fn layer(
                 threads: opts.threads,
             },
             usr_merge: base.usr_merge.clone(),
+            scratch,
+            dpkg_db: !base.has_dpkg_status,
         },
         &|n| reporter.layer_progress(&name, n),
     )?;

@@ -444,7 +444,12 @@ pub fn prepare(
         }
         if !packages.is_empty() && opts.build_layers {
             sys.layers.push(apt::layer(
-                &packages, &scanned, fetcher, store, opts, reporter,
+                &packages,
+                (&scanned, base.is_none()),
+                fetcher,
+                store,
+                opts,
+                reporter,
             )?);
         }
         sys.apt_packages = packages;

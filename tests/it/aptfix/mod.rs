@@ -642,6 +642,8 @@ pub fn layer_opts() -> LayerRequest {
             threads: 2,
         },
         usr_merge: UsrMerge::all(),
+        scratch: false,
+        dpkg_db: false,
     }
 }
 
