@@ -6,9 +6,9 @@
 //! dynamic loader only as `usr/lib64/ld-linux-x86-64.so.2`, so nothing linked against it runs
 //! without the `lib64` link (its ELF interpreter is `/lib64/ld-linux-x86-64.so.2`). On
 //! `scratch` there is no base to read the links from; [`on_scratch`] decides from the packages:
-//! the links a package ships (base-files 13), else, when libc6 ships nothing under `bin`,
-//! `sbin`, `lib` or `lib64` (trixie's; bookworm's ships `lib64/ld-linux-x86-64.so.2`), the
-//! links base-files 13 would have made. Paths under the links are then installed through them
+//! the links a package ships (base-files 13), else, when libc6 ships its dynamic loader under
+//! `usr/` and nothing under `bin`, `sbin`, `lib` or `lib64` (trixie's; bookworm's ships
+//! `lib64/ld-linux-x86-64.so.2`), the links base-files 13 would have made. Paths under the links are then installed through them
 //! (`bin/x` at `usr/bin/x`), as dpkg does on a merged system.
 
 use std::collections::BTreeMap;
@@ -126,10 +126,19 @@ pub fn on_scratch(debs: &[Shipped<'_>]) -> ScratchMerge {
         return ScratchMerge::default();
     };
     let top = |p: &str| p.split('/').next().unwrap_or("").to_string();
-    if libc
+    let loader = |p: &str| {
+        let name = p.rsplit('/').next().unwrap_or(p);
+        name.starts_with("ld") && name.contains(".so")
+    };
+    let usr_loader = libc
         .paths
         .iter()
-        .any(|(p, _)| USR_MERGE_DIRS.contains(&top(p).as_str()))
+        .any(|(p, _)| p.starts_with("usr/") && loader(p));
+    if !usr_loader
+        || libc
+            .paths
+            .iter()
+            .any(|(p, _)| USR_MERGE_DIRS.contains(&top(p).as_str()))
     {
         return ScratchMerge::default();
     }
@@ -228,7 +237,11 @@ mod tests {
             )],
         );
         assert_eq!(on_scratch(&[bookworm]), ScratchMerge::default());
-        // No libc6, no links: as before.
+        // A libc6 without a loader says nothing; no libc6, no links: as before.
+        assert_eq!(
+            on_scratch(&[deb("libc6", &[("usr/lib/libc.so.6", None)])]),
+            ScratchMerge::default()
+        );
         assert_eq!(
             on_scratch(&[deb("tzdata", &[("usr/share/zoneinfo", None)])]),
             ScratchMerge::default()

@@ -87,7 +87,11 @@ pub fn stale(
             .iter()
             .zip(&sources)
             .all(|(a, b)| strip(a) == strip(b));
-    if !same_places {
+    if let Some((url, was, now)) = release_change(l, &sources) {
+        what.push(format!(
+            "source {url} suite {was} → {now} (another release: `ocibuild lock --update`)"
+        ));
+    } else if !same_places {
         what.push("sources changed".into());
     } else if !l
         .sources
@@ -98,6 +102,16 @@ pub fn stale(
         what.push("a source's signed-by key changed".into());
     }
     (!what.is_empty()).then(|| what.join(", "))
+}
+
+/// The first source the recipe names at the lock's URL (in the same place) with another
+/// suite: (URL, the lock's suite, the recipe's).
+fn release_change(l: &LockedApt, sources: &[LockedAptSource]) -> Option<(String, String, String)> {
+    l.sources
+        .iter()
+        .zip(sources)
+        .find(|(a, b)| a.url == b.url && a.suite != b.suite)
+        .map(|(a, b)| (b.url.clone(), a.suite.clone(), b.suite.clone()))
 }
 
 fn to_source(s: &crate::recipe::AptSource, arch: &str) -> Source {
@@ -210,6 +224,18 @@ pub fn resolve_locked(
                 if l.packages.len() == 1 { "" } else { "s" }
             ));
             return Ok((l.packages.clone(), false));
+        }
+    }
+    // Another release (a trixie recipe, a bookworm lock): every pin is of the old one, so
+    // only `lock --update` resolves it again.
+    if let (true, Some(l)) = (pin != LockPolicy::Update, &lock.apt) {
+        if let Some((url, locked, recipe)) = release_change(l, &request_of(apt).2) {
+            return Err(SystemError::OtherRelease {
+                url,
+                locked,
+                recipe,
+                lock: Lock::path_for(recipe_path).display().to_string(),
+            });
         }
     }
     if pin == LockPolicy::Locked {
