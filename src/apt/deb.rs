@@ -562,7 +562,7 @@ fn install(
         small_file(&rec_path, record.as_bytes(), pkg)?,
     );
     if let Some(md5) = &md5sums {
-        let text = rewrite_md5sums(&md5, usr);
+        let text = rewrite_md5sums(md5, usr);
         *counter += 1;
         let p = spool.join(counter.to_string());
         own.insert(

@@ -15,10 +15,12 @@ use common::{ocibuild, podman_run, require_tool, run_ok, stdout, tempdir};
 
 use crate::online_debian::{Release, BOOKWORM, TRIXIE};
 
-/// The release's glibc, for uv's `--python-platform` (`x86_64-manylinux_2_41`).
+/// The release's glibc for uv's `--python-platform`: bookworm's 2.36; for trixie's 2.41, the
+/// highest uv knows (`x86_64-manylinux_2_40`: uv 0.9 has no 2_41). ocibuild itself chooses the
+/// wheels for the image's glibc 2.41 (`python::tags`).
 fn glibc(rel: &Release) -> &'static str {
     match rel.name {
-        "trixie" => "2_41",
+        "trixie" => "2_40",
         _ => "2_36",
     }
 }
