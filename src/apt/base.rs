@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 
-use super::deb::{UsrMerge, USR_MERGE_DIRS};
 use super::resolve::Installed;
+use super::usrmerge::{UsrMerge, USR_MERGE_DIRS};
 use super::AptError;
 
 /// Largest status file (or status.d record) read.
@@ -22,6 +22,8 @@ pub const ACCOUNT_FILES: [&str; 3] = ["etc/passwd", "etc/group", "etc/shadow"];
 pub struct Base {
     pub installed: Installed,
     pub usr_merge: UsrMerge,
+    /// It has dpkg's `var/lib/dpkg/status` (not only distroless `status.d` records).
+    pub has_dpkg_status: bool,
     /// Python executables in a `bin/` directory (`usr/bin/python3.11`, `usr/local/bin/python3`,
     /// `opt/python/bin/python3.12`): path → symlink target (`None` for a regular file).
     pub pythons: BTreeMap<String, Option<String>>,
@@ -114,6 +116,7 @@ impl BaseFacts {
             usr_merge: UsrMerge::from_symlinks(
                 self.links.iter().map(|(p, t)| (p.as_str(), t.as_str())),
             ),
+            has_dpkg_status: self.status.contains_key(STATUS),
             pythons: self.pythons.clone(),
             libc_file_version: self.libc_file_version,
             accounts: self.accounts.clone(),

@@ -32,7 +32,9 @@ use std::path::{Path, PathBuf};
 use super::control::parse_paragraphs;
 use super::release::decoder;
 use super::resolve::Locked;
+pub use super::usrmerge::{UsrMerge, USR_MERGE_DIRS};
 use super::AptError;
+use super::{dpkgdb, usrmerge};
 use crate::digest::{Digest, HashingWriter};
 use crate::layer::{self, Entry, EntryKind, LayerOptions, StatKey};
 use crate::store::{CachedLayer, Store};
@@ -40,65 +42,6 @@ use crate::store::{CachedLayer, Store};
 /// Largest control.tar (decompressed) read into memory.
 const MAX_CONTROL: u64 = 64 << 20;
 
-/// The base image's merged-/usr symlinks: top-level directory → where it points (`bin` →
-/// `usr/bin`).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct UsrMerge {
-    map: BTreeMap<String, String>,
-}
-
-/// The directories merged-/usr systems turn into symlinks.
-pub const USR_MERGE_DIRS: [&str; 6] = ["bin", "sbin", "lib", "lib64", "lib32", "libx32"];
-
-impl UsrMerge {
-    /// No rewriting (a base without merged /usr, or no base).
-    pub fn none() -> UsrMerge {
-        UsrMerge::default()
-    }
-
-    /// All of [`USR_MERGE_DIRS`] → `usr/NAME`.
-    pub fn all() -> UsrMerge {
-        UsrMerge {
-            map: USR_MERGE_DIRS
-                .iter()
-                .map(|d| (d.to_string(), format!("usr/{d}")))
-                .collect(),
-        }
-    }
-
-    /// From the base's top-level symlinks, given as (path, target) pairs as in a tar
-    /// (`bin`, `usr/bin` or `/usr/bin`). Only [`USR_MERGE_DIRS`] pointing at `usr/SAME` count.
-    pub fn from_symlinks<'a>(links: impl IntoIterator<Item = (&'a str, &'a str)>) -> UsrMerge {
-        let mut map = BTreeMap::new();
-        for (path, target) in links {
-            let path = path.trim_start_matches("./").trim_matches('/');
-            let target = target.trim_start_matches('/').trim_end_matches('/');
-            let target = target.strip_prefix("./").unwrap_or(target);
-            if USR_MERGE_DIRS.contains(&path) && target == format!("usr/{path}") {
-                map.insert(path.to_string(), target.to_string());
-            }
-        }
-        UsrMerge { map }
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.map.is_empty()
-    }
-
-    /// Rewrites a normalized relative path (no leading `/`, directories without the trailing
-    /// `/`).
-    pub fn rewrite(&self, path: &str) -> String {
-        let (first, rest) = match path.split_once('/') {
-            Some((f, r)) => (f, Some(r)),
-            None => (path, None),
-        };
-        match (self.map.get(first), rest) {
-            (Some(t), Some(r)) => format!("{t}/{r}"),
-            (Some(t), None) => t.clone(),
-            (None, _) => path.to_string(),
-        }
-    }
-}
 /// One .deb going into the layer.
 #[derive(Clone, Debug)]
 pub struct DebInput {
@@ -111,7 +54,12 @@ pub struct DebInput {
 #[derive(Clone, Debug)]
 pub struct LayerRequest {
     pub layer: LayerOptions,
+    /// The base's merged-/usr links.
     pub usr_merge: UsrMerge,
+    /// The image is on `scratch`: the packages decide merged /usr ([`usrmerge::on_scratch`]).
+    pub scratch: bool,
+    /// The base has no `var/lib/dpkg/status`: write dpkg's database ([`dpkgdb`]).
+    pub dpkg_db: bool,
 }
 
 /// The layer written to the store.
@@ -162,17 +110,67 @@ pub fn build_layer(
         .iter()
         .map(|d| format!("{} {}", d.locked.name, d.locked.version))
         .collect();
+    let mut reads = Vec::with_capacity(debs.len());
     for (i, deb) in debs.iter().enumerate() {
-        read_deb(
-            deb,
-            i,
-            &req.usr_merge,
-            spool.path(),
-            &mut counter,
-            &mut items,
-            &names,
-        )?;
+        reads.push(read_deb(deb, i, spool.path(), &mut counter)?);
         progress(deb.locked.size);
+    }
+    // On scratch the packages say whether the system is merged-/usr (trixie's are).
+    let scratch = if req.usr_merge.is_empty() && req.scratch {
+        let shipped: Vec<usrmerge::Shipped<'_>> = reads
+            .iter()
+            .zip(&debs)
+            .map(|(r, d)| usrmerge::Shipped {
+                package: &d.locked.name,
+                paths: r
+                    .own
+                    .iter()
+                    .map(|(p, it)| {
+                        let t = match &it.kind {
+                            Kind::Symlink(t) => Some(t.as_str()),
+                            _ => None,
+                        };
+                        (p.as_str(), t)
+                    })
+                    .collect(),
+            })
+            .collect();
+        usrmerge::on_scratch(&shipped)
+    } else {
+        usrmerge::ScratchMerge::default()
+    };
+    let usr = if scratch.usr.is_empty() {
+        &req.usr_merge
+    } else {
+        &scratch.usr
+    };
+    let mut status = Vec::new();
+    for (i, r) in reads.into_iter().enumerate() {
+        let package = &debs[i].locked.name;
+        let (own, control) = install(r, i, usr, req.dpkg_db, spool.path(), &mut counter, package)?;
+        merge(&mut items, own, &names)?;
+        status.push(control);
+    }
+    for (link, target, package) in &scratch.added {
+        let pkg = debs
+            .iter()
+            .position(|d| &d.locked.name == package)
+            .unwrap_or(0);
+        items.entry(link.clone()).or_insert(Item {
+            kind: Kind::Symlink(target.clone()),
+            mode: 0o777,
+            uid: 0,
+            gid: 0,
+            pkg,
+        });
+    }
+    if req.dpkg_db && !status.is_empty() {
+        let text = dpkgdb::status_file(&status.iter().collect::<Vec<_>>());
+        for (path, data) in [(dpkgdb::STATUS, text.as_str()), (dpkgdb::FORMAT, "1\n")] {
+            counter += 1;
+            let sp = spool.path().join(counter.to_string());
+            items.insert(path.to_string(), small_file(&sp, data.as_bytes(), 0)?);
+        }
     }
     ca_bundle(&mut items, spool.path())?;
     let entries = to_entries(items, &names)?;
@@ -271,16 +269,23 @@ fn normalize(raw: &str, package: &str) -> Result<Option<String>, AptError> {
     Ok(Some(parts.join("/")))
 }
 
-#[allow(clippy::too_many_arguments)]
+/// One .deb as read, before its paths are put where they go.
+struct DebRead {
+    /// Its data tar's paths (normalized, not rewritten) → what they hold.
+    own: BTreeMap<String, Item>,
+    /// The same paths in the tar's order (dpkg's `.list`).
+    order: Vec<String>,
+    control: super::control::Paragraph,
+    md5sums: Option<String>,
+}
+
+/// Reads one .deb: verified against the lock, its control and md5sums, its data tar spooled.
 fn read_deb(
     deb: &DebInput,
     pkg: usize,
-    usr: &UsrMerge,
     spool: &Path,
     counter: &mut u64,
-    items: &mut BTreeMap<String, Item>,
-    names: &[String],
-) -> Result<(), AptError> {
+) -> Result<DebRead, AptError> {
     let l = &deb.locked;
     let package = l.name.as_str();
     let bad = |reason: String| AptError::Deb {
@@ -359,6 +364,7 @@ fn read_deb(
         source,
     };
     let mut own: BTreeMap<String, Item> = BTreeMap::new();
+    let mut order = Vec::new();
     for entry in archive.entries().map_err(tar_err)? {
         let mut entry = entry.map_err(tar_err)?;
         let raw_path =
@@ -370,7 +376,6 @@ fn read_deb(
         let Some(path) = normalize(&raw_path, package)? else {
             continue;
         };
-        let path = usr.rewrite(&path);
         let h = entry.header();
         let mode = h.mode().map_err(tar_err)? & 0o7777;
         let uid = u32::try_from(h.uid().map_err(tar_err)?).unwrap_or(u32::MAX);
@@ -397,7 +402,7 @@ fn read_deb(
             tar::EntryType::Link => {
                 let t = normalize(&link, package)?
                     .ok_or_else(|| bad_path("hardlink to the root directory"))?;
-                Kind::Hardlink(usr.rewrite(&t))
+                Kind::Hardlink(t)
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 *counter += 1;
@@ -429,11 +434,53 @@ fn read_deb(
             pkg,
         };
         if let Some(prev) = own.get(&path) {
-            // A path twice in one data tar (or twice after merged-/usr rewriting).
+            // A path twice in one data tar.
             if !(prev.kind == Kind::Dir && item.kind == Kind::Dir) {
-                return Err(bad_path(
-                    "appears twice in the data tar (after merged-/usr rewriting)",
-                ));
+                return Err(bad_path("appears twice in the data tar"));
+            }
+            continue;
+        }
+        order.push(path.clone());
+        own.insert(path, item);
+    }
+    Ok(DebRead {
+        own,
+        order,
+        control: para.clone(),
+        md5sums,
+    })
+}
+
+/// One read .deb's paths where they go (through the merged-/usr links: `bin/x` at
+/// `usr/bin/x`, except the links themselves), with its `status.d` records and, with `dpkg_db`,
+/// its `info/` files. Returns them and its control paragraph.
+#[allow(clippy::too_many_arguments)]
+fn install(
+    r: DebRead,
+    pkg: usize,
+    usr: &UsrMerge,
+    dpkg_db: bool,
+    spool: &Path,
+    counter: &mut u64,
+    package: &str,
+) -> Result<(BTreeMap<String, Item>, super::control::Paragraph), AptError> {
+    let mut own: BTreeMap<String, Item> = BTreeMap::new();
+    for (raw, mut item) in r.own {
+        let link = match &item.kind {
+            Kind::Symlink(t) => usrmerge::merge_link(&raw, t).is_some(),
+            _ => false,
+        };
+        let path = if link { raw.clone() } else { usr.rewrite(&raw) };
+        if let Kind::Hardlink(t) = &item.kind {
+            item.kind = Kind::Hardlink(usr.rewrite(t));
+        }
+        if let Some(prev) = own.get(&path) {
+            if !(prev.kind == Kind::Dir && item.kind == Kind::Dir) {
+                return Err(AptError::DebPath {
+                    package: package.to_string(),
+                    path: raw,
+                    reason: format!("lands on `{path}`, which the package also ships (after merged-/usr rewriting)"),
+                });
             }
             continue;
         }
@@ -453,8 +500,10 @@ fn read_deb(
             }
         }
     }
-    // 5. status.d records.
+    // status.d records; dpkg's info files.
     let dir = "var/lib/dpkg/status.d";
+    let para = &r.control;
+    let md5sums = r.md5sums;
     let record = status_record(para);
     *counter += 1;
     let rec_path = spool.join(counter.to_string());
@@ -462,8 +511,8 @@ fn read_deb(
         format!("{dir}/{package}"),
         small_file(&rec_path, record.as_bytes(), pkg)?,
     );
-    if let Some(md5) = md5sums {
-        let text = rewrite_md5sums(&md5, usr);
+    if let Some(md5) = &md5sums {
+        let text = rewrite_md5sums(md5, usr);
         *counter += 1;
         let p = spool.join(counter.to_string());
         own.insert(
@@ -471,7 +520,20 @@ fn read_deb(
             small_file(&p, text.as_bytes(), pkg)?,
         );
     }
-    merge(items, own, names)
+    if dpkg_db {
+        let name = dpkgdb::info_name(para);
+        let list = dpkgdb::list_file(r.order.iter().map(String::as_str));
+        let mut files = vec![(format!("{}/{name}.list", dpkgdb::INFO), list)];
+        if let Some(m) = &md5sums {
+            files.push((format!("{}/{name}.md5sums", dpkgdb::INFO), m.clone()));
+        }
+        for (path, text) in files {
+            *counter += 1;
+            let sp = spool.join(counter.to_string());
+            own.insert(path, small_file(&sp, text.as_bytes(), pkg)?);
+        }
+    }
+    Ok((own, r.control))
 }
 
 fn small_file(path: &Path, data: &[u8], pkg: usize) -> Result<Item, AptError> {
@@ -762,55 +824,4 @@ fn to_entries(mut items: BTreeMap<String, Item>, names: &[String]) -> Result<Vec
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn usr_merge_rewrites() {
-        let u = UsrMerge::from_symlinks([
-            ("bin", "usr/bin"),
-            ("./sbin", "/usr/sbin"),
-            ("lib", "usr/lib"),
-            ("lib64", "usr/lib"), // not usr/lib64: ignored
-            ("etc", "usr/etc"),   // not a merged-/usr dir
-        ]);
-        assert_eq!(u.rewrite("bin/ls"), "usr/bin/ls");
-        assert_eq!(u.rewrite("bin"), "usr/bin");
-        assert_eq!(u.rewrite("sbin/x"), "usr/sbin/x");
-        assert_eq!(u.rewrite("lib64/ld.so"), "lib64/ld.so");
-        assert_eq!(u.rewrite("binary/x"), "binary/x");
-        assert_eq!(u.rewrite("usr/bin/x"), "usr/bin/x");
-        assert_eq!(UsrMerge::none().rewrite("bin/ls"), "bin/ls");
-        assert_eq!(UsrMerge::all().rewrite("libx32/a"), "usr/libx32/a");
-    }
-
-    #[test]
-    fn path_normalization() {
-        assert_eq!(
-            normalize("./usr/bin/", "p").unwrap().as_deref(),
-            Some("usr/bin")
-        );
-        assert_eq!(normalize("./", "p").unwrap(), None);
-        assert_eq!(normalize("a/./b", "p").unwrap().as_deref(), Some("a/b"));
-        assert!(normalize("/etc/passwd", "p").is_err());
-        let e = normalize("./usr/../../etc", "p").unwrap_err();
-        assert!(
-            e.to_string().contains("package p") && e.to_string().contains(".."),
-            "{e}"
-        );
-    }
-
-    #[test]
-    fn status_record_and_md5sums() {
-        let ps =
-            parse_paragraphs("Package: a\nStatus: junk\nVersion: 1\nDescription: x\n y\n").unwrap();
-        assert_eq!(
-            status_record(&ps[0]),
-            "Package: a\nStatus: install ok installed\nVersion: 1\nDescription: x\n y\n"
-        );
-        assert_eq!(
-            rewrite_md5sums("abc  bin/ls\ndef  usr/share/x\n", &UsrMerge::all()),
-            "abc  usr/bin/ls\ndef  usr/share/x\n"
-        );
-    }
-}
+mod tests;

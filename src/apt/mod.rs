@@ -14,6 +14,8 @@
 //! - [`resolve`]: the dependency resolver; its output is the lock ([`Locked`]).
 //! - [`base`]: the base image's installed packages and merged-/usr symlinks, from its layers.
 //! - [`scripts`]: the maintainer scripts a .deb has, and its postinst's alternatives.
+//! - [`usrmerge`]: merged /usr: the base's links, or on `scratch` what the packages need.
+//! - [`dpkgdb`]: dpkg's database (`status`, `info/*.list`) for a base without one.
 //! - [`download`]: downloading locked .debs (verified), at the source's mirrors too.
 //! - [`deb`]: rewriting their data into one layer
 //!   under the determinism contract, with merged-/usr rewriting and `status.d` records.
@@ -25,6 +27,7 @@ pub mod components;
 pub mod control;
 pub mod deb;
 pub mod download;
+pub mod dpkgdb;
 pub mod fresh;
 pub mod index;
 pub mod release;
@@ -32,6 +35,7 @@ pub mod resolve;
 pub mod roots;
 pub mod scripts;
 pub mod spill;
+pub mod usrmerge;
 pub mod version;
 
 use std::io;

@@ -489,6 +489,35 @@ mod tests {
         assert_eq!(select(&b, &i).unwrap().filename, "a-1-10-py3-none-any.whl");
     }
 
+    /// trixie's python3: CPython 3.13 on glibc 2.41 takes numpy's and pillow's cp313
+    /// manylinux_2_28 wheels (and a 2_41 one first), refuses a 2_42 one and a cp312 one.
+    #[test]
+    fn trixie_cp313_on_glibc_2_41() {
+        let i = interp(13, "x86_64", Some((2, 41)));
+        let tags: Vec<String> = supported_tags(&i).iter().map(|t| t.to_string()).collect();
+        assert_eq!(tags[0], "cp313-cp313-manylinux_2_41_x86_64");
+        assert!(tags.contains(&"cp313-abi3-manylinux_2_28_x86_64".to_string()));
+        assert!(tags.contains(&"cp313-cp313-manylinux2014_x86_64".to_string()));
+        assert!(!tags.iter().any(|t| t.contains("manylinux_2_42")));
+        let c = wf(&[
+            "numpy-2.3.5-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "numpy-2.3.5-cp312-cp312-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "numpy-2.3.5-cp313-cp313t-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+        ]);
+        assert_eq!(select(&c, &i).unwrap().filename, c[0].filename);
+        let p = wf(&[
+            "pillow-12.0.0-cp313-cp313-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl",
+            "pillow-12.0.0-cp313-cp313-manylinux_2_41_x86_64.whl",
+            "pillow-12.0.0-cp313-cp313-manylinux_2_42_x86_64.whl",
+        ]);
+        assert_eq!(select(&p, &i).unwrap().filename, p[1].filename);
+        let msg = select(&p[2..], &i).unwrap_err().to_string();
+        assert!(
+            msg.contains("needs glibc 2.42, the image has glibc 2.41"),
+            "{msg}"
+        );
+    }
+
     #[test]
     fn refusals_say_why() {
         let i = interp(11, "x86_64", Some((2, 35)));

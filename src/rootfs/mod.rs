@@ -60,6 +60,10 @@ pub struct Installed {
     pub library_dirs: BTreeSet<String>,
     /// Directories `etc/ld.so.conf.d/*.conf` lists (absolute, as written).
     pub ld_conf_dirs: BTreeSet<String>,
+    /// The layer's top-level merged-/usr links (`bin` → `usr/bin`): base-files 13's, or those
+    /// the apt layer made on `scratch` for trixie's packages.
+    #[serde(default)]
+    pub links: BTreeMap<String, String>,
 }
 
 /// What [`plan`] needs.

@@ -87,7 +87,11 @@ pub fn stale(
             .iter()
             .zip(&sources)
             .all(|(a, b)| strip(a) == strip(b));
-    if !same_places {
+    if let Some((url, was, now)) = release_change(l, &sources) {
+        what.push(format!(
+            "source {url} suite {was} → {now} (another release: `ocibuild lock --update`)"
+        ));
+    } else if !same_places {
         what.push("sources changed".into());
     } else if !l
         .sources
@@ -98,6 +102,16 @@ pub fn stale(
         what.push("a source's signed-by key changed".into());
     }
     (!what.is_empty()).then(|| what.join(", "))
+}
+
+/// The first source the recipe names at the lock's URL (in the same place) with another
+/// suite: (URL, the lock's suite, the recipe's).
+fn release_change(l: &LockedApt, sources: &[LockedAptSource]) -> Option<(String, String, String)> {
+    l.sources
+        .iter()
+        .zip(sources)
+        .find(|(a, b)| a.url == b.url && a.suite != b.suite)
+        .map(|(a, b)| (b.url.clone(), a.suite.clone(), b.suite.clone()))
 }
 
 fn to_source(s: &crate::recipe::AptSource, arch: &str) -> Source {
@@ -257,6 +271,18 @@ pub fn resolve_locked(
             return Ok((l.packages.clone(), false));
         }
     }
+    // Another release (a trixie recipe, a bookworm lock): every pin is of the old one, so
+    // only `lock --update` resolves it again.
+    if let (true, Some(l)) = (pin != LockPolicy::Update, &lock.apt) {
+        if let Some((url, locked, recipe)) = release_change(l, &request_of(apt).2) {
+            return Err(SystemError::OtherRelease {
+                url,
+                locked,
+                recipe,
+                lock: Lock::path_for(recipe_path).display().to_string(),
+            });
+        }
+    }
     if pin == LockPolicy::Locked {
         return Err(SystemError::StaleLock {
             section: "[apt]".into(),
@@ -318,6 +344,7 @@ pub fn resolve_locked(
 fn cache_key(
     packages: &[LockedDeb],
     usr: &apt::UsrMerge,
+    (scratch, has_dpkg_status): (bool, bool),
     opts: &SystemOptions,
 ) -> Result<Digest, SystemError> {
     let debs: Vec<_> = packages
@@ -331,10 +358,16 @@ fn cache_key(
     Ok(layer::cache_key(
         "apt layer key",
         // Bump when what the layer holds for the same .debs changes (e.g. the CA bundle).
-        "apt-layer/2",
+        // 3: dpkg's database on a base without one, merged /usr on scratch for trixie.
+        "apt-layer/3",
         opts.compression,
         opts.epoch,
-        [("usr-merge", json!(usr_merge)), ("debs", json!(debs))],
+        [
+            ("usr-merge", json!(usr_merge)),
+            ("scratch", json!(scratch)),
+            ("base-dpkg-status", json!(has_dpkg_status)),
+            ("debs", json!(debs)),
+        ],
     )?)
 }
 
@@ -344,7 +377,7 @@ fn cache_key(
 pub fn layer(
     packages: &[LockedDeb],
     mirrors: &DebMirrors,
-    base: &apt::Base,
+    (base, scratch): (&apt::Base, bool),
     fetcher: &dyn Fetcher,
     store: &Store,
     opts: &SystemOptions,
@@ -359,7 +392,12 @@ pub fn layer(
             .collect::<Vec<_>>()
             .join(" ")
     );
-    let key = cache_key(packages, &base.usr_merge, opts)?;
+    let key = cache_key(
+        packages,
+        &base.usr_merge,
+        (scratch, base.has_dpkg_status),
+        opts,
+    )?;
     if let Some(hit) = Extra::from_cache(store, &key, opts.no_cache, &name, &created_by, reporter)?
     {
         return Ok(hit);
@@ -396,6 +434,8 @@ pub fn layer(
                 threads: opts.threads,
             },
             usr_merge: base.usr_merge.clone(),
+            scratch,
+            dpkg_db: !base.has_dpkg_status,
         },
         &|n| reporter.layer_progress(&name, n),
     )?;

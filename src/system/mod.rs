@@ -69,6 +69,17 @@ pub enum SystemError {
         what: String,
         lock: String,
     },
+    #[error(
+        "[apt] source {url}: {lock} was resolved for suite `{locked}`, the recipe names \
+         `{recipe}`: another release, whose packages replace every one the lock pins; resolve \
+         it for `{recipe}` with `ocibuild lock --update`"
+    )]
+    OtherRelease {
+        url: String,
+        locked: String,
+        recipe: String,
+        lock: String,
+    },
     #[error("python package `{package}`: {reason}")]
     Wheel { package: String, reason: String },
     // These say only their own part and leave the cause to the chain, which the CLI prints
@@ -488,7 +499,7 @@ pub fn prepare(
             sys.layers.push(apt::layer(
                 &packages,
                 &apt::DebMirrors::of(Some(apt)),
-                &scanned,
+                (&scanned, base.is_none()),
                 fetcher,
                 store,
                 opts,

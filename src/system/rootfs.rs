@@ -51,6 +51,18 @@ pub fn layer(
                 .unwrap_or_default()
                 .to_string()
         });
+    // On scratch the packages' own links (base-files 13's, or the apt layer's for trixie).
+    let packages_merge = crate::apt::UsrMerge::from_symlinks(
+        installed
+            .links
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str())),
+    );
+    let usr_merge = if scanned.usr_merge.is_empty() {
+        &packages_merge
+    } else {
+        &scanned.usr_merge
+    };
     let plan = rootfs::plan(&rootfs::Inputs {
         scratch: matches!(recipe.base, Base::Scratch),
         system: recipe.apt.is_some() || recipe.python.is_some(),
@@ -64,7 +76,7 @@ pub fn layer(
             .as_deref()
             .map(|u| (u, recipe.config.user_at.as_deref().unwrap_or(""))),
         base_alternatives: &scanned.alternatives,
-        usr_merge: &scanned.usr_merge,
+        usr_merge,
         architecture: &architecture,
     })?;
     if plan.paths.is_empty() {
@@ -126,7 +138,7 @@ fn package_scripts(
 /// What the packages' layer holds (its paths, library directories, ld.so.conf.d), from the
 /// cache or the layer itself.
 fn installed(store: &Store, l: &CachedLayer) -> Result<Installed, SystemError> {
-    let key = Digest::of(format!("apt-installed/1 {}", l.digest).as_bytes());
+    let key = Digest::of(format!("apt-installed/2 {}", l.digest).as_bytes());
     if let Some(bytes) = store.meta(&key)? {
         if let Ok(i) = serde_json::from_slice::<Installed>(&bytes) {
             return Ok(i);
@@ -146,6 +158,15 @@ fn installed(store: &Store, l: &CachedLayer) -> Result<Installed, SystemError> {
             .trim_end_matches('/')
             .to_string();
         let (dir, file) = path.rsplit_once('/').unwrap_or(("", path.as_str()));
+        if dir.is_empty() && entry.header().entry_type() == tar::EntryType::Symlink {
+            let target = entry
+                .link_name_bytes()
+                .map(|t| String::from_utf8_lossy(&t).into_owned())
+                .unwrap_or_default();
+            if crate::apt::usrmerge::merge_link(&path, &target).is_some() {
+                out.links.insert(path.clone(), target);
+            }
+        }
         if file.starts_with("lib") && file.contains(".so") {
             out.library_dirs.insert(dir.to_string());
         }

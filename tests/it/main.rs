@@ -31,6 +31,7 @@ mod hardening_podman;
 mod hardening_store;
 mod hardening_walk;
 mod layer_contract;
+mod merged_usr;
 mod online_debian;
 mod online_platforms;
 mod online_wheels;

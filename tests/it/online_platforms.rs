@@ -1,4 +1,5 @@
-//! Online (OCIBUILD_ONLINE=1): recipes/bookworm-python.toml made two-platform (amd64, arm64)
+//! Online (OCIBUILD_ONLINE=1): recipes/bookworm-python.toml and recipes/trixie-python.toml,
+//! each made two-platform (amd64, arm64)
 //! with numpy from one universal uv pylock, all from the Debian archive and PyPI. skopeo's
 //! `--override-arch arm64` takes the arm64 image; unpacked with umoci, its python3 is an
 //! aarch64 ELF and computes with numpy under qemu-aarch64-static in user mode (no binfmt, no
@@ -11,6 +12,7 @@ use std::process::Command;
 use fs_err as fs;
 
 use crate::common::{self, ocibuild, podman_run, run_ok, stdout, tempdir};
+use crate::online_debian::{Release, BOOKWORM, TRIXIE};
 
 const CHECK: &str = "import numpy, platform; a = numpy.arange(12).reshape(3, 4); \
                      print(platform.machine(), numpy.__version__, int((a @ a.T).trace()))";
@@ -38,8 +40,20 @@ fn index_digests(layout: &Path) -> (String, Vec<(String, String)>) {
 
 #[test]
 fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
-    if !common::online("the Debian archive's amd64 and arm64 packages and numpy from PyPI")
-        || !common::require_tools_all(&["podman", "skopeo", "umoci", "qemu-aarch64-static"])
+    numpy_for_amd64_and_arm64_from_one_lock(&BOOKWORM, "3.11.2");
+}
+
+#[test]
+fn trixie_numpy_for_amd64_and_arm64_from_one_lock() {
+    numpy_for_amd64_and_arm64_from_one_lock(&TRIXIE, "3.13.5");
+}
+
+/// `full`: the release's python3 version, for uv.
+fn numpy_for_amd64_and_arm64_from_one_lock(rel: &Release, full: &str) {
+    if !common::online(&format!(
+        "{}'s amd64 and arm64 packages from the Debian archive and numpy from PyPI",
+        rel.name
+    )) || !common::require_tools_all(&["podman", "skopeo", "umoci", "qemu-aarch64-static"])
     {
         return;
     }
@@ -51,10 +65,12 @@ fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
     let uv = crate::online_wheels::uv(t.path());
     let dir = t.path().join("p");
     fs::create_dir(&dir).unwrap();
-    let recipe = crate::online_wheels::bookworm_recipe(&dir);
+    let recipe = crate::online_wheels::python_recipe(&dir, rel);
+    let py = rel.python;
+    let tag = format!("tag = \"{py}\"\n");
     let text = fs::read_to_string(&recipe).unwrap().replace(
-        "tag = \"3.11\"\n",
-        "tag = \"3.11\"\nplatforms = [\"linux/amd64\", \"linux/arm64\"]\n",
+        &tag,
+        &format!("{tag}platforms = [\"linux/amd64\", \"linux/arm64\"]\n"),
     );
     fs::write(&recipe, text).unwrap();
     fs::write(dir.join("req.in"), "numpy==2.2.6\n").unwrap();
@@ -66,7 +82,7 @@ fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
         "--format",
         "pylock.toml",
         "--python-version",
-        "3.11.2",
+        full,
         "-o",
         "pylock.toml",
         "--quiet",
@@ -89,7 +105,7 @@ fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
     run_ok(
         Command::new("skopeo")
             .args(["--override-arch", "arm64", "copy", "--quiet"])
-            .arg(format!("oci:{}:3.11", img.display()))
+            .arg(format!("oci:{}:{py}", img.display()))
             .arg(format!("oci:{}:x", arm.display())),
     );
     let copied: serde_json::Value =
@@ -103,7 +119,7 @@ fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
             .arg(&unpacked),
     );
     let rootfs = unpacked.join("rootfs");
-    let python = rootfs.join("usr/bin/python3.11");
+    let python = rootfs.join(format!("usr/bin/python{py}"));
     let elf = fs::read(&python).unwrap();
     // e_machine (offset 18, little-endian): 183 is EM_AARCH64.
     assert!(
@@ -120,7 +136,7 @@ fn bookworm_numpy_for_amd64_and_arm64_from_one_lock() {
     assert_eq!(stdout(&o).trim(), "aarch64 2.2.6 506");
 
     // The amd64 image under podman (it picks the host's platform from the index).
-    let o = podman_run(&img, "3.11", &["/usr/bin/python3", "-c", CHECK]);
+    let o = podman_run(&img, py, &["/usr/bin/python3", "-c", CHECK]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o).trim(), "x86_64 2.2.6 506");
 

@@ -1,5 +1,6 @@
 //! Online (OCIBUILD_ONLINE=1): numpy, pillow and click from PyPI, locked by uv into a
-//! pylock.toml, installed without pip onto recipes/bookworm-python.toml's python3; the image
+//! pylock.toml, installed without pip onto recipes/bookworm-python.toml's python3 (CPython
+//! 3.11, glibc 2.36) and recipes/trixie-python.toml's (CPython 3.13, glibc 2.41); the image
 //! imports numpy and PIL, computes, and runs numpy's console script. Its site-packages is
 //! compared file for file with `uv pip install --target` of the same wheels.
 
@@ -11,6 +12,18 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{ocibuild, podman_run, require_tool, run_ok, stdout, tempdir};
+
+use crate::online_debian::{Release, BOOKWORM, TRIXIE};
+
+/// The release's glibc for uv's `--python-platform`: bookworm's 2.36; for trixie's 2.41, the
+/// highest uv knows (`x86_64-manylinux_2_40`: uv 0.9 has no 2_41). ocibuild itself chooses the
+/// wheels for the image's glibc 2.41 (`python::tags`).
+fn glibc(rel: &Release) -> &'static str {
+    match rel.name {
+        "trixie" => "2_40",
+        _ => "2_36",
+    }
+}
 
 /// A venv with uv in it (from PyPI): the peer and the pylock.toml generator.
 pub(crate) fn uv(dir: &Path) -> PathBuf {
@@ -65,14 +78,27 @@ fn comparable(path: &str) -> bool {
 }
 
 #[test]
-fn numpy_pillow_click_from_a_uv_pylock() {
-    if !common::online("installs numpy, pillow and click from PyPI") || !require_tool("podman") {
+fn numpy_pillow_click_from_a_uv_pylock_bookworm() {
+    numpy_pillow_click_from_a_uv_pylock(&BOOKWORM);
+}
+
+#[test]
+fn numpy_pillow_click_from_a_uv_pylock_trixie() {
+    numpy_pillow_click_from_a_uv_pylock(&TRIXIE);
+}
+
+fn numpy_pillow_click_from_a_uv_pylock(rel: &Release) {
+    if !common::online(&format!(
+        "installs numpy, pillow and click from PyPI on {}",
+        rel.name
+    )) || !require_tool("podman")
+    {
         return;
     }
     let t = tempdir();
     let uv = uv(t.path());
-    uv_lock(&uv, t.path(), "numpy\npillow\nclick\n");
-    let recipe = bookworm_recipe(t.path());
+    uv_lock(&uv, t.path(), "numpy\npillow\nclick\n", rel);
+    let recipe = python_recipe(t.path(), rel);
     let (cache, out) = (t.path().join("cache"), t.path().join("img"));
     let v = build_json(&recipe, &cache, &out);
     let names: Vec<&str> = v["layers"]
@@ -82,10 +108,17 @@ fn numpy_pillow_click_from_a_uv_pylock() {
         .map(|l| l["name"].as_str().unwrap())
         .collect();
     assert!(names.contains(&"wheel-numpy"), "{names:?}");
+    // The wheels chosen for the interpreter: CPython's ABI tag, manylinux up to its glibc.
+    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
+    let cp = format!("cp{}", rel.python.replace('.', ""));
+    assert!(
+        lock.contains(&format!("-{cp}-{cp}-manylinux")),
+        "no {cp} manylinux wheel in\n{lock}"
+    );
 
     let o = podman_run(
         &out,
-        "3.11",
+        rel.python,
         &[
             "python3",
             "-c",
@@ -95,7 +128,7 @@ fn numpy_pillow_click_from_a_uv_pylock() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o).trim(), "66 (4, 3)");
-    let o = podman_run(&out, "3.11", &["numpy-config", "--version"]);
+    let o = podman_run(&out, rel.python, &["numpy-config", "--version"]);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         stdout(&o).trim().starts_with(|c: char| c.is_ascii_digit()),
@@ -103,7 +136,7 @@ fn numpy_pillow_click_from_a_uv_pylock() {
         stdout(&o)
     );
 
-    same_as_uv_target(&uv, t.path(), &cache, &out, &v, 500);
+    same_as_uv_target(&uv, t.path(), &cache, &out, &v, 500, rel);
 }
 
 /// `uv pip install --target` of the lock's wheels (from the store) against the image's wheel
@@ -117,6 +150,7 @@ fn same_as_uv_target(
     out: &Path,
     v: &serde_json::Value,
     min_files: usize,
+    rel: &Release,
 ) {
     let lock = fs::read_to_string(dir.join("app.lock")).unwrap();
     let wheels_dir = dir.join("wheels");
@@ -141,8 +175,8 @@ fn same_as_uv_target(
                 "--target",
             ])
             .arg(&target)
-            .args(["--python-version", "3.11", "--python-platform"])
-            .arg(format!("{}-manylinux_2_36", machine()))
+            .args(["--python-version", rel.python, "--python-platform"])
+            .arg(format!("{}-manylinux_{}", machine(), glibc(rel)))
             .args(&wheel_paths),
     );
     let unpacked = dir.join("unpacked");
@@ -160,7 +194,7 @@ fn same_as_uv_target(
             );
         }
     }
-    let ours = tree(&unpacked.join("usr/local/lib/python3.11/dist-packages"));
+    let ours = tree(&unpacked.join(format!("usr/local/lib/python{}/dist-packages", rel.python)));
     let theirs: BTreeMap<String, Vec<u8>> = tree(&target)
         .into_iter()
         .filter(|(p, _)| !p.starts_with("bin/"))
@@ -204,17 +238,14 @@ fn same_as_uv_target(
     assert!(ours.len() >= min_files, "{} files compared", ours.len());
 }
 
-/// The bookworm python recipe, copied with its key into `dir`, installing `pylock.toml`.
-pub(crate) fn bookworm_recipe(dir: &Path) -> PathBuf {
+/// The release's python recipe, copied with its key into `dir`, installing `pylock.toml`.
+pub(crate) fn python_recipe(dir: &Path, rel: &Release) -> PathBuf {
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
     fs::create_dir(dir.join("keys")).unwrap();
-    fs::copy(
-        repo.join("keys/debian-bookworm.asc"),
-        dir.join("keys/debian-bookworm.asc"),
-    )
-    .unwrap();
+    let key = format!("keys/debian-{}.asc", rel.name);
+    fs::copy(repo.join(&key), dir.join(&key)).unwrap();
     let recipe = dir.join("app.toml");
-    let text = fs::read_to_string(repo.join("bookworm-python.toml"))
+    let text = fs::read_to_string(repo.join(format!("{}-python.toml", rel.name)))
         .unwrap()
         .replace("[python]\n", "[python]\nlock = \"pylock.toml\"\n");
     fs::write(&recipe, text).unwrap();
@@ -233,8 +264,9 @@ fn build_json(recipe: &Path, cache: &Path, out: &Path) -> serde_json::Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
-/// `uv pip compile` of `requirements` into `dir/pylock.toml`, for CPython 3.11 on glibc 2.36.
-fn uv_lock(uv: &Path, dir: &Path, requirements: &str) {
+/// `uv pip compile` of `requirements` into `dir/pylock.toml`, for the release's CPython on its
+/// glibc.
+fn uv_lock(uv: &Path, dir: &Path, requirements: &str, rel: &Release) {
     fs::write(dir.join("req.in"), requirements).unwrap();
     run_ok(
         Command::new(uv)
@@ -248,8 +280,8 @@ fn uv_lock(uv: &Path, dir: &Path, requirements: &str) {
                 "-o",
                 "pylock.toml",
             ])
-            .args(["--python-version", "3.11", "--python-platform"])
-            .arg(format!("{}-manylinux_2_36", machine()))
+            .args(["--python-version", rel.python, "--python-platform"])
+            .arg(format!("{}-manylinux_{}", machine(), glibc(rel)))
             .arg("--quiet"),
     );
 }
@@ -269,8 +301,9 @@ fn cuda_wheels_sharing_the_nvidia_namespace_file() {
         &uv,
         t.path(),
         "nvidia-cuda-runtime-cu12==12.8.90\nnvidia-nvjitlink-cu12==12.8.93\nnvidia-cufile-cu12==1.13.1.3\n",
+        &BOOKWORM,
     );
-    let recipe = bookworm_recipe(t.path());
+    let recipe = python_recipe(t.path(), &BOOKWORM);
     let (cache, out) = (t.path().join("cache"), t.path().join("img"));
     let v = build_json(&recipe, &cache, &out);
     let shared = v["wheels"]["sharedFiles"].as_array().unwrap();
@@ -294,5 +327,5 @@ fn cuda_wheels_sharing_the_nvidia_namespace_file() {
     );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert_eq!(stdout(&o).trim(), "loaded libcudart.so.12 True");
-    same_as_uv_target(&uv, t.path(), &cache, &out, &v, 20);
+    same_as_uv_target(&uv, t.path(), &cache, &out, &v, 20, &BOOKWORM);
 }

@@ -717,6 +717,8 @@ pub fn layer_opts() -> LayerRequest {
             threads: 2,
         },
         usr_merge: UsrMerge::all(),
+        scratch: false,
+        dpkg_db: false,
     }
 }
 
