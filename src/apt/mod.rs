@@ -17,6 +17,7 @@
 pub mod base;
 pub mod control;
 pub mod deb;
+pub mod driver;
 pub mod fresh;
 pub mod index;
 pub mod release;
@@ -37,7 +38,7 @@ pub use self::deb::{build_layer, download, AptLayer, DebInput, LayerRequest, Usr
 pub use self::index::{load_source, MultiArch, Package};
 pub(crate) use self::release::xz_stream;
 pub use self::release::Source;
-pub use self::resolve::{resolve, Installed, Locked, Request};
+pub use self::resolve::{resolve, resolve_with_host, Installed, Locked, Request, Resolution};
 pub use self::spill::SourceIndex;
 pub use self::version::{Constraint, Relation, Version};
 
@@ -144,6 +145,27 @@ pub enum AptError {
     },
     #[error("unsatisfiable dependency: {}: {reason}", .chain.join(" → "))]
     Unsatisfiable { chain: Vec<String>, reason: String },
+    #[error(
+        "{}: {} the NVIDIA GPU driver's user-space part, which belongs to the host, not the \
+         image (the test stage binds the host's driver): add `host-provides = [\"{name}\"]` to \
+         [apt]{}",
+        .chain.join(" → "),
+        match package {
+            Some(p) => format!("it would install {p}, which is"),
+            None => format!("`{name}` is"),
+        },
+        match package {
+            Some(p) => format!(" (or list {p} in `packages` to install it in the image anyway)"),
+            None => String::new(),
+        }
+    )]
+    DriverDependency {
+        chain: Vec<String>,
+        /// The driver package the resolution would have installed (`None`: no source has one).
+        package: Option<String>,
+        /// The `host-provides` name that answers the dependency.
+        name: String,
+    },
     #[error(
         "package {package} {version} ({filename}) is missing from {url}; the lock may be out of \
          date: update the lock to pick up the archive's current versions"

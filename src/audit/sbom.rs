@@ -546,6 +546,7 @@ pub(crate) mod tests {
             requests: vec!["libstdc++6".into()],
             sources: vec![],
             base_installed: None,
+            host_provides: Vec::new(),
             packages: vec![LockedDeb {
                 name: "libstdc++6".into(),
                 version: "12.2.0-14+deb12u1".into(),

@@ -29,6 +29,7 @@ mod hardening_net;
 mod hardening_podman;
 mod hardening_store;
 mod hardening_walk;
+mod host_provides;
 mod layer_contract;
 mod online_debian;
 mod online_platforms;
