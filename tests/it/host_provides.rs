@@ -143,6 +143,55 @@ fn host_provides_satisfies_without_installing_and_is_locked() {
     );
     assert_eq!(v["warnings"], serde_json::json!([]));
 
+    // The SBOM lists it as provided by the host: no checksum, a runtime dependency.
+    let sbom = |fmt: &str| -> Value {
+        let o = run_ok(
+            ocibuild()
+                .args(["sbom", "--format", fmt])
+                .arg(&r)
+                .arg("--image")
+                .arg(format!("oci:{}", out.display())),
+        );
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let doc = sbom("spdx");
+    let host = doc["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "libcuda.so.1")
+        .expect("libcuda.so.1 in the SPDX document")
+        .clone();
+    assert_eq!(host["SPDXID"], "SPDXRef-host-libcuda.so.1");
+    assert_eq!(host["filesAnalyzed"], false);
+    assert!(host.get("checksums").is_none(), "{host}");
+    assert!(
+        host["comment"]
+            .as_str()
+            .unwrap()
+            .starts_with("provided by the host at run time, not in the image"),
+        "{host}"
+    );
+    let rels = doc["relationships"].as_array().unwrap();
+    assert!(rels
+        .iter()
+        .any(|r| r["spdxElementId"] == "SPDXRef-host-libcuda.so.1"
+            && r["relationshipType"] == "RUNTIME_DEPENDENCY_OF"
+            && r["relatedSpdxElement"] == "SPDXRef-Image"));
+    assert!(!rels
+        .iter()
+        .any(|r| r["relatedSpdxElement"] == "SPDXRef-host-libcuda.so.1"));
+    let doc = sbom("cyclonedx");
+    let c = doc["components"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "libcuda.so.1")
+        .expect("libcuda.so.1 in the CycloneDX document")
+        .clone();
+    assert_eq!(c["bom-ref"], "ocibuild:host-provides:libcuda.so.1");
+    assert!(c.get("hashes").is_none(), "{c}");
+
     // The text output says it.
     let o = run_ok(
         ocibuild()
