@@ -84,6 +84,10 @@ pub struct Built {
     /// What the `rootfs` layer holds and which maintainer scripts were not run (set by the
     /// same caller; `None` without that step).
     pub rootfs: Option<crate::rootfs::Report>,
+    /// The `[apt] host-provides` names with what each satisfied, and the warnings of the
+    /// system step (set by the same caller).
+    pub host_provides: Vec<crate::lock::LockedHostProvides>,
+    pub warnings: Vec<String>,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -244,6 +248,8 @@ pub fn build(
         cached,
         interpreter: None,
         rootfs: None,
+        host_provides: Vec::new(),
+        warnings: Vec::new(),
         wheels: Default::default(),
     })
 }

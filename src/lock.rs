@@ -102,9 +102,30 @@ pub struct LockedApt {
     /// resolution stale. Absent in locks written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_installed: Option<Digest>,
+    /// The recipe's `host-provides` names (sorted), each with the dependencies it satisfied:
+    /// nothing installed for them. Absent when the recipe has none (an ocibuild from before
+    /// the key refuses a lock that has it, as an unknown field).
+    #[serde(
+        default,
+        rename = "host-provides",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub host_provides: Vec<LockedHostProvides>,
     /// Every package installed, sorted by name.
     #[serde(default, rename = "package")]
     pub packages: Vec<LockedDeb>,
+}
+
+/// One `[apt] host-provides` name as resolved: what it stood in for.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct LockedHostProvides {
+    pub name: String,
+    /// `PACKAGE: DEPENDENCY` for each dependency it satisfied, the dependency as the package
+    /// wrote it (`python3-pycuda: libcuda1 (>= 450.66) | libcuda.so.1 (>= 450.66)`); sorted.
+    /// Empty: nothing resolved depends on it (a warning).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub satisfies: Vec<String>,
 }
 
 /// An `[[apt.source]]` as resolved (what makes a resolution stale when it changes).
@@ -654,6 +675,10 @@ mod tests {
                 release_date: Some("2024-02-10T09:56:43Z".into()),
             }],
             base_installed: None,
+            host_provides: vec![LockedHostProvides {
+                name: "libcuda.so.1".into(),
+                satisfies: vec!["python3: libcuda1 | libcuda.so.1 (>= 450)".into()],
+            }],
             packages: vec![LockedDeb {
                 name: "python3".into(),
                 version: "3.11.2-1+b1".into(),
@@ -674,6 +699,13 @@ mod tests {
             "{text}"
         );
         assert_eq!(Lock::parse(&text, Path::new("x.lock")).unwrap(), lock);
+        assert!(
+            text.contains(
+                "[[apt.host-provides]]\nname = \"libcuda.so.1\"\nsatisfies = \
+                 [\"python3: libcuda1 | libcuda.so.1 (>= 450)\"]\n"
+            ),
+            "{text}"
+        );
         assert!(
             text.contains("\nrelease-date = \"2024-02-10T09:56:43Z\"\n"),
             "{text}"

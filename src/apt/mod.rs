@@ -28,6 +28,7 @@ pub mod control;
 pub mod deb;
 pub mod download;
 pub mod dpkgdb;
+pub mod driver;
 pub mod fresh;
 pub mod index;
 pub mod release;
@@ -51,7 +52,7 @@ pub use self::download::{download, download_from};
 pub use self::index::{load_source, MultiArch, Package};
 pub(crate) use self::release::xz_stream;
 pub use self::release::{Source, Verified};
-pub use self::resolve::{resolve, Installed, Locked, Request};
+pub use self::resolve::{resolve, resolve_with_host, Installed, Locked, Request, Resolution};
 pub use self::spill::SourceIndex;
 pub use self::version::{Constraint, Relation, Version};
 
@@ -191,6 +192,27 @@ pub enum AptError {
         /// The names of the failing group that no source has at all (for
         /// [`components::explain`]).
         unknown: Vec<String>,
+    },
+    #[error(
+        "{}: {} the NVIDIA GPU driver's user-space part, which belongs to the host, not the \
+         image (the test stage binds the host's driver): add `host-provides = [\"{name}\"]` to \
+         [apt]{}",
+        .chain.join(" → "),
+        match package {
+            Some(p) => format!("it would install {p}, which is"),
+            None => format!("`{name}` is"),
+        },
+        match package {
+            Some(p) => format!(" (or list {p} in `packages` to install it in the image anyway)"),
+            None => String::new(),
+        }
+    )]
+    DriverDependency {
+        chain: Vec<String>,
+        /// The driver package the resolution would have installed (`None`: no source has one).
+        package: Option<String>,
+        /// The `host-provides` name that answers the dependency.
+        name: String,
     },
     #[error(
         "package {package} {version} ({filename}) is missing from {url}{}; the lock may be out \

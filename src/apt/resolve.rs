@@ -391,21 +391,58 @@ pub fn resolve(
     requests: &[Request],
     installed: &Installed,
 ) -> Result<Vec<Locked>, AptError> {
-    resolve_reading(sources, arch, requests, installed, MAX_READ)
+    resolve_reading(sources, arch, requests, installed, &[], MAX_READ).map(|r| r.packages)
 }
 
-/// [`resolve`], reading at most `max_read` packages.
+/// What a resolution chose.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resolution {
+    /// The packages to install, sorted by name.
+    pub packages: Vec<Locked>,
+    /// Each `host-provides` name given, with the dependencies it satisfied (`PACKAGE:
+    /// DEPENDENCY` as the package wrote the group; sorted): empty when nothing depends on it.
+    pub host: BTreeMap<String, Vec<String>>,
+}
+
+/// [`resolve`] with names the host provides at run time (`[apt] host-provides`): a dependency
+/// group with an alternative naming one is satisfied by it, whatever its version constraint,
+/// and nothing is installed for it (preferred over installing another alternative; a group
+/// the base or an already chosen package satisfies stays theirs).
+///
+/// A dependency the resolution would answer with the NVIDIA driver's user-space part
+/// ([`super::driver`]), or one on the driver that no source answers, is an error naming the
+/// `host-provides` entry to add, unless the driver was asked for (a request, or what a
+/// requested driver package depends on).
+pub fn resolve_with_host(
+    sources: &[SourceIndex],
+    arch: &str,
+    requests: &[Request],
+    installed: &Installed,
+    host: &[String],
+) -> Result<Resolution, AptError> {
+    resolve_reading(sources, arch, requests, installed, host, MAX_READ)
+}
+
+/// [`resolve_with_host`], reading at most `max_read` packages.
 fn resolve_reading(
     sources: &[SourceIndex],
     arch: &str,
     requests: &[Request],
     installed: &Installed,
+    host: &[String],
     max_read: usize,
-) -> Result<Vec<Locked>, AptError> {
+) -> Result<Resolution, AptError> {
     let index = Index::new(sources, arch, max_read);
     // name → (package, the chain that brought it in)
     let mut chosen: Chosen = BTreeMap::new();
     let mut queue: VecDeque<Rc<Package>> = VecDeque::new();
+    let mut host_used: BTreeMap<String, std::collections::BTreeSet<String>> = host
+        .iter()
+        .map(|h| (h.clone(), Default::default()))
+        .collect();
+    // Packages installed because the driver was asked for: a requested driver package, and
+    // what those depend on.
+    let mut wanted_driver: std::collections::HashSet<Arc<str>> = Default::default();
 
     for r in requests {
         let dep = Dep {
@@ -434,6 +471,9 @@ fn resolve_reading(
             });
         };
         check_clash(&chosen, &p, &chain)?;
+        if super::driver::is_driver(&p) {
+            wanted_driver.insert(Arc::clone(&p.name));
+        }
         chosen.insert(Arc::clone(&p.name), (Rc::clone(&p), chain));
         queue.push_back(p);
     }
@@ -456,6 +496,14 @@ fn resolve_reading(
             {
                 continue;
             }
+            if let Some(h) = group.iter().find(|d| host_used.contains_key(&d.name)) {
+                let text: Vec<String> = group.iter().map(Dep::to_string).collect();
+                if let Some(used) = host_used.get_mut(&h.name) {
+                    used.insert(format!("{}: {}", p.name, text.join(" | ")));
+                }
+                continue;
+            }
+            let under_driver = wanted_driver.contains(&p.name);
             // A candidate must also meet the package's other single-alternative constraints
             // on the same name (`libfoo (>= 2), libfoo (<< 3)`), as there is no backtracking.
             let mut pick = None;
@@ -473,6 +521,13 @@ fn resolve_reading(
                 let mut chain = parent_chain.clone();
                 let text: Vec<String> = group.iter().map(Dep::to_string).collect();
                 chain.push(text.join(" | "));
+                if !under_driver && group.iter().any(|d| super::driver::is_driver_name(&d.name)) {
+                    return Err(AptError::DriverDependency {
+                        chain,
+                        package: None,
+                        name: super::driver::suggested_name(group),
+                    });
+                }
                 let avail = group
                     .iter()
                     .map(|d| index.available(&d.name))
@@ -491,7 +546,20 @@ fn resolve_reading(
             };
             let mut chain = parent_chain.clone();
             chain.push(dep.to_string());
+            if super::driver::is_driver(&cand) && !under_driver {
+                let text: Vec<String> = group.iter().map(Dep::to_string).collect();
+                chain.pop();
+                chain.push(text.join(" | "));
+                return Err(AptError::DriverDependency {
+                    chain,
+                    package: Some(cand.name.to_string()),
+                    name: super::driver::suggested_name(group),
+                });
+            }
             check_clash(&chosen, &cand, &chain)?;
+            if under_driver {
+                wanted_driver.insert(Arc::clone(&cand.name));
+            }
             chosen.insert(Arc::clone(&cand.name), (Rc::clone(&cand), chain));
             queue.push_back(cand);
         }
@@ -510,7 +578,13 @@ fn resolve_reading(
         })
         .collect();
     out.sort();
-    Ok(out)
+    Ok(Resolution {
+        packages: out,
+        host: host_used
+            .into_iter()
+            .map(|(h, used)| (h, used.into_iter().collect()))
+            .collect(),
+    })
 }
 
 /// Whether `cand` meets every single-alternative dependency of `depends` naming it.
@@ -765,11 +839,12 @@ mod tests {
             .collect();
         let idx = universe(chain);
         let req = [Request::parse("c0").unwrap()];
-        let err = resolve_reading(&idx, "amd64", &req, &Installed::new(), 10).unwrap_err();
+        let err = resolve_reading(&idx, "amd64", &req, &Installed::new(), &[], 10).unwrap_err();
         assert!(matches!(err, AptError::TooManyRead { limit: 10 }), "{err}");
         assert_eq!(
-            resolve_reading(&idx, "amd64", &req, &Installed::new(), 100)
+            resolve_reading(&idx, "amd64", &req, &Installed::new(), &[], 100)
                 .unwrap()
+                .packages
                 .len(),
             21
         );

@@ -235,6 +235,49 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
     out
 }
 
+/// One `[apt] host-provides` name of the lock: provided by the host at run time.
+struct HostProvided {
+    spdx_id: String,
+    name: String,
+    /// The packages whose dependency it answers.
+    dependents: Vec<String>,
+    comment: String,
+}
+
+fn host_provided(inputs: &Inputs<'_>) -> Vec<HostProvided> {
+    let Some(apt) = inputs.lock.and_then(|l| l.apt.as_ref()) else {
+        return Vec::new();
+    };
+    apt.host_provides
+        .iter()
+        .map(|h| {
+            let mut dependents: Vec<String> = h
+                .satisfies
+                .iter()
+                .map(|s| s.split_once(':').map_or(s.as_str(), |(p, _)| p).to_string())
+                .collect();
+            dependents.dedup();
+            let comment = if h.satisfies.is_empty() {
+                "provided by the host at run time, not in the image ([apt] host-provides); no \
+                 package of the image depends on it"
+                    .to_string()
+            } else {
+                format!(
+                    "provided by the host at run time, not in the image ([apt] host-provides); \
+                     it satisfies {}",
+                    h.satisfies.join("; ")
+                )
+            };
+            HostProvided {
+                spdx_id: format!("SPDXRef-host-{}", id_safe(&h.name)),
+                name: h.name.clone(),
+                dependents,
+                comment,
+            }
+        })
+        .collect()
+}
+
 /// `url` as an SPDX `downloadLocation` when it has the form SPDX 2.3 accepts (scheme, a host
 /// name with a 2-5 letter top-level domain, optional port, path); else `NOASSERTION` (a
 /// loopback address, a relative path), the URL then being kept in `sourceInfo`.
@@ -363,6 +406,36 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             }
         }
     }
+    for h in host_provided(inputs) {
+        // Not in the image: no checksum, no file, no download; a runtime dependency of the
+        // image (and of each package whose dependency it answers), never CONTAINS.
+        packages.push(json!({
+            "SPDXID": h.spdx_id,
+            "name": h.name,
+            "downloadLocation": "NOASSERTION",
+            "supplier": "NOASSERTION",
+            "filesAnalyzed": false,
+            "licenseConcluded": "NOASSERTION",
+            "licenseDeclared": "NOASSERTION",
+            "copyrightText": "NOASSERTION",
+            "primaryPackagePurpose": "LIBRARY",
+            "comment": h.comment,
+        }));
+        rels.push((
+            h.spdx_id.clone(),
+            "RUNTIME_DEPENDENCY_OF",
+            "SPDXRef-Image".into(),
+        ));
+        for d in &h.dependents {
+            if let Some(it) = items.iter().find(|i| i.kind == Kind::Deb && i.name == *d) {
+                rels.push((
+                    h.spdx_id.clone(),
+                    "RUNTIME_DEPENDENCY_OF",
+                    it.spdx_id.clone(),
+                ));
+            }
+        }
+    }
     packages.sort_by(|a, b| a["SPDXID"].as_str().cmp(&b["SPDXID"].as_str()));
     rels.sort();
     rels.dedup();
@@ -451,6 +524,20 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         }}));
         c["properties"] = json!(props);
         components.push(c);
+    }
+    for h in host_provided(inputs) {
+        // Not in the image: no hashes; required at run time, supplied by the host.
+        components.push(json!({
+            "bom-ref": format!("ocibuild:host-provides:{}", h.name),
+            "type": "library",
+            "name": h.name,
+            "scope": "required",
+            "description": h.comment,
+            "properties": [
+                {"name": "ocibuild:input", "value": "host-provides"},
+                {"name": "ocibuild:provided-by", "value": "host"},
+            ],
+        }));
     }
     components.sort_by(|a, b| a["bom-ref"].as_str().cmp(&b["bom-ref"].as_str()));
     let mut depends: Vec<&str> = components
@@ -546,6 +633,7 @@ pub(crate) mod tests {
             requests: vec!["libstdc++6".into()],
             sources: vec![],
             base_installed: None,
+            host_provides: Vec::new(),
             packages: vec![LockedDeb {
                 name: "libstdc++6".into(),
                 version: "12.2.0-14+deb12u1".into(),

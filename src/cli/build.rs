@@ -339,6 +339,11 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             "cacheRepo": cache.as_ref().map(|c| c.stats()),
             // What maintainer scripts would have done and was emulated (null: no such step).
             "rootfs": built.rootfs,
+            // `[apt] host-provides`: provided by the host at run time, not in the image.
+            "hostProvides": built.host_provides.iter().map(|h| json!({
+                "name": h.name, "satisfies": h.satisfies,
+            })).collect::<Vec<_>>(),
+            "warnings": built.warnings,
             "wheels": {
                 "sharedFiles": built.wheels.shared.iter().map(|(p, ws)| json!({
                     "path": p, "wheels": ws,
@@ -384,6 +389,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         if let Some(r) = &built.rootfs {
             report_rootfs(r);
         }
+        report_host_provides(&built.host_provides, &built.warnings);
         if !cli.quiet {
             report_wheels(&built.wheels);
             for (l, (name, cached)) in img.layers.iter().zip(&built.cached) {
@@ -433,6 +439,30 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         super::cache_repo::report(cli, &c.stats());
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `[apt] host-provides` (stdout): each name with the packages whose dependency it satisfied;
+/// the warnings (stderr).
+pub(super) fn report_host_provides(host: &[crate::lock::LockedHostProvides], warnings: &[String]) {
+    for h in host {
+        if h.satisfies.is_empty() {
+            continue;
+        }
+        let mut by: Vec<&str> = h
+            .satisfies
+            .iter()
+            .map(|s| s.split_once(':').map_or(s.as_str(), |(p, _)| p))
+            .collect();
+        by.dedup();
+        println!(
+            "host provides {} at run time (not in the image), for {}",
+            h.name,
+            by.join(", ")
+        );
+    }
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
 }
 
 /// What the `rootfs` layer holds and which maintainer scripts were not run (stdout); a needed

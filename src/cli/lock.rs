@@ -120,6 +120,7 @@ fn report(recipe: &recipe::Recipe, locked: Locked) -> PathBuf {
                 state(sys.apt_resolved)
             );
         }
+        super::build::report_host_provides(&sys.host_provides, &sys.warnings);
         if let Some(i) = &sys.interpreter {
             println!("python {} ({}) at {}", i.version, i.abi(), i.executable);
         }

@@ -124,6 +124,13 @@ pub fn run_stage(
         podman_args,
         self_exe: std::env::current_exe()?,
         force_gpu: opts.force_gpu,
+        host_libraries: recipe
+            .apt
+            .iter()
+            .flat_map(|a| &a.host_provides)
+            .filter(|h| crate::apt::driver::is_soname(h))
+            .cloned()
+            .collect(),
     };
     let report = |r: &TestResult| {
         if json_out {

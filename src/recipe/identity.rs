@@ -58,7 +58,14 @@ impl Recipe {
                     })
                 })
                 .collect();
-            json!({"sources": sources, "packages": a.packages, "architecture": a.architecture})
+            let mut v = json!({
+                "sources": sources, "packages": a.packages, "architecture": a.architecture,
+            });
+            // Only when set: the identity of every recipe without it stays as it was.
+            if !a.host_provides.is_empty() {
+                v["hostProvides"] = json!(a.host_provides);
+            }
+            v
         });
         let python = self.python.as_ref().map(|p| {
             let source = match &p.source {

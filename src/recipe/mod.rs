@@ -215,6 +215,10 @@ pub struct Apt {
     pub packages: Vec<String>,
     /// The Debian architecture (`amd64`, `arm64`), from `[image] platform`.
     pub architecture: String,
+    /// `host-provides`: package or virtual names (`libcuda.so.1`) the host provides at run
+    /// time. A dependency alternative naming one is satisfied whatever its version constraint,
+    /// and nothing is installed for it; sorted, deduplicated.
+    pub host_provides: Vec<String>,
 }
 
 /// One `[[apt.source]]`.

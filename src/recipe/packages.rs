@@ -79,11 +79,63 @@ pub(super) fn apt(
     if packages.is_empty() {
         return Err(ctx.err(span, "[apt]: `packages` is empty"));
     }
+    let host_provides = host_provides(ctx, raw.host_provides.unwrap_or_default(), &packages)?;
     Ok(Apt {
         sources,
         packages: packages.into_iter().collect(),
         architecture: architecture.to_string(),
+        host_provides,
     })
+}
+
+/// `[apt] host-provides`: bare Debian package names (real or virtual, like `libcuda.so.1`),
+/// none of them also requested in `packages`.
+fn host_provides(
+    ctx: &Ctx<'_>,
+    list: Vec<Spanned<String>>,
+    packages: &BTreeSet<String>,
+) -> Result<Vec<String>> {
+    let mut out = BTreeSet::new();
+    for h in list {
+        let name = h.get_ref();
+        if let Some(m) = check_name(name) {
+            return Err(ctx.err(
+                h.span(),
+                format!(
+                    "[apt] host-provides: invalid name `{}`: {m}",
+                    crate::bounded::clip(name)
+                ),
+            ));
+        }
+        let requested = packages.iter().any(|p| {
+            p.split(['(', '=', ' '])
+                .next()
+                .is_some_and(|n| n.trim() == name)
+        });
+        if requested {
+            return Err(ctx.err(
+                h.span(),
+                format!(
+                    "[apt] host-provides: `{name}` is also in `packages`: it is either installed \
+                     in the image or provided by the host at run time, not both"
+                ),
+            ));
+        }
+        out.insert(h.into_inner());
+    }
+    Ok(out.into_iter().collect())
+}
+
+/// Why `s` is not a bare Debian package name (real or virtual), if it is not.
+fn check_name(s: &str) -> Option<&'static str> {
+    let ok = s.len() >= 2
+        && s.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && s.chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "+-.".contains(c));
+    (!ok).then_some(
+        "expected a Debian package or virtual name (lower-case letters, digits, `+`, `-`, `.`; \
+         no version), like \"libcuda.so.1\"",
+    )
 }
 
 fn source(

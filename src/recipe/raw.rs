@@ -62,6 +62,7 @@ pub(super) struct RawApt {
     #[serde(default)]
     pub source: Vec<Spanned<RawAptSource>>,
     pub packages: Option<Vec<Spanned<String>>>,
+    pub host_provides: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Debug, Deserialize)]

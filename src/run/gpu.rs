@@ -24,8 +24,14 @@ pub const EXTRA_LIBRARIES: [&str; 2] = ["libnvidia-ptxjitcompiler.so.1", "libnvi
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum GpuAccess {
-    /// A CDI spec for `nvidia.com/gpu` exists: `--device nvidia.com/gpu=all`.
-    Cdi { spec: PathBuf },
+    /// A CDI spec for `nvidia.com/gpu` exists: `--device nvidia.com/gpu=all`, and the
+    /// recipe's `host-provides` libraries the spec does not name, bind-mounted read-only as
+    /// (host path, path in the container).
+    Cdi {
+        spec: PathBuf,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        libraries: Vec<(PathBuf, PathBuf)>,
+    },
     /// Device nodes, and driver libraries as (host path, path in the container), bind-mounted
     /// read-only.
     Devices {
@@ -45,17 +51,18 @@ impl GpuAccess {
     /// them: see [`library_dir`] and the caller, which merges it with the image's.
     pub fn podman_flags(&self) -> Vec<String> {
         match self {
-            GpuAccess::Cdi { .. } => vec!["--device".into(), CDI_DEVICE.into()],
+            GpuAccess::Cdi { libraries, .. } => {
+                let mut v = vec!["--device".into(), CDI_DEVICE.into()];
+                v.extend(mounts(libraries));
+                v
+            }
             GpuAccess::Devices { devices, libraries } => {
                 let mut v = Vec::new();
                 for d in devices {
                     v.push("--device".into());
                     v.push(d.display().to_string());
                 }
-                for (host, ctr) in libraries {
-                    v.push("-v".into());
-                    v.push(format!("{}:{}:ro", host.display(), ctr.display()));
-                }
+                v.extend(mounts(libraries));
                 v
             }
             GpuAccess::None { .. } => Vec::new(),
@@ -65,13 +72,23 @@ impl GpuAccess {
     /// The directory in the container that holds the bind-mounted libraries, if any.
     pub fn library_dir(&self) -> Option<PathBuf> {
         match self {
-            GpuAccess::Devices { libraries, .. } => libraries
+            GpuAccess::Devices { libraries, .. } | GpuAccess::Cdi { libraries, .. } => libraries
                 .first()
                 .and_then(|(_, c)| c.parent())
                 .map(Path::to_path_buf),
             _ => None,
         }
     }
+}
+
+/// `-v HOST:CONTAINER:ro` for each library.
+fn mounts(libraries: &[(PathBuf, PathBuf)]) -> Vec<String> {
+    let mut v = Vec::new();
+    for (host, ctr) in libraries {
+        v.push("-v".into());
+        v.push(format!("{}:{}:ro", host.display(), ctr.display()));
+    }
+    v
 }
 
 /// What discovery looks at; [`HostProbe::system`] is the real host, tests make their own.
@@ -99,13 +116,80 @@ impl HostProbe {
 
 /// Discovers GPU access on this host.
 pub fn discover_gpu() -> GpuAccess {
-    discover_gpu_with(&HostProbe::system())
+    discover_gpu_for(&HostProbe::system(), &[])
 }
 
 /// Discovery against an explicit probe (CDI dirs, /dev, ldconfig text).
 pub fn discover_gpu_with(probe: &HostProbe) -> GpuAccess {
+    discover_gpu_for(probe, &[])
+}
+
+/// Discovery for an image whose recipe says the host provides `host_libraries` (the
+/// `[apt] host-provides` names that are sonames, `libcuda.so.1`): each is bound from the host
+/// as the driver's libraries are (found through `ldconfig -p`), and a host that lacks one has
+/// no usable GPU for the image, the reason naming it.
+pub fn discover_gpu_for(probe: &HostProbe, host_libraries: &[String]) -> GpuAccess {
+    match discover(probe, host_libraries) {
+        GpuAccess::None { why }
+            if !host_libraries.is_empty() && !why.starts_with("host-provides") =>
+        {
+            GpuAccess::None {
+                why: format!(
+                    "{why} (the recipe's host-provides {} needs a GPU host with the NVIDIA driver)",
+                    host_libraries.join(", ")
+                ),
+            }
+        }
+        other => other,
+    }
+}
+
+/// Why the image cannot run here: a `host-provides` library this host lacks.
+fn host_lacks(name: &str, arch: &str) -> GpuAccess {
+    GpuAccess::None {
+        why: format!(
+            "host-provides {name} but this host has no {name} (`ldconfig -p` lists none for \
+             {arch}): a GPU host with the NVIDIA driver is needed"
+        ),
+    }
+}
+
+fn discover(probe: &HostProbe, host_libraries: &[String]) -> GpuAccess {
     if let Some(spec) = find_cdi_spec(&probe.cdi_dirs) {
-        return GpuAccess::Cdi { spec };
+        if host_libraries.is_empty() {
+            return GpuAccess::Cdi {
+                spec,
+                libraries: Vec::new(),
+            };
+        }
+        // The spec mounts the driver's libraries; each host-provides library must be on the
+        // host too, and is bound here unless the spec names it.
+        let text = match &probe.ldconfig {
+            Ok(t) => t,
+            Err(why) => {
+                return GpuAccess::None {
+                    why: format!(
+                        "the recipe's host-provides {} must be found on the host, but the \
+                         libraries could not be listed: {why}",
+                        host_libraries.join(", ")
+                    ),
+                }
+            }
+        };
+        let entries = parse_ldconfig(text);
+        let spec_text = fs_err::read_to_string(&spec).unwrap_or_default();
+        let libdir = container_lib_dir(&probe.arch);
+        let mut libraries = Vec::new();
+        for name in host_libraries {
+            let Some(p) = find_library(&entries, name, &probe.arch) else {
+                return host_lacks(name, &probe.arch);
+            };
+            if let (false, Some(dir)) = (spec_text.contains(name.as_str()), libdir) {
+                let host = fs_err::canonicalize(&p).unwrap_or(p);
+                libraries.push((host, Path::new(dir).join(name)));
+            }
+        }
+        return GpuAccess::Cdi { spec, libraries };
     }
     let devices = nvidia_device_nodes(&probe.dev_dir);
     let has_gpu_node = devices.iter().any(|d| {
@@ -141,12 +225,22 @@ pub fn discover_gpu_with(probe: &HostProbe) -> GpuAccess {
         };
     };
     let mut libraries = Vec::new();
-    for (i, name) in std::iter::once(LIBCUDA).chain(EXTRA_LIBRARIES).enumerate() {
+    // libcuda, then the extras the host has, then each host-provides library (required).
+    let mut names: Vec<&str> = std::iter::once(LIBCUDA).chain(EXTRA_LIBRARIES).collect();
+    for h in host_libraries {
+        if !names.contains(&h.as_str()) {
+            names.push(h);
+        }
+    }
+    for (i, name) in names.into_iter().enumerate() {
         match find_library(&entries, name, &probe.arch) {
             Some(p) => {
                 // Bind-mount the file itself, not the symlink ldconfig lists.
                 let host = fs_err::canonicalize(&p).unwrap_or(p);
                 libraries.push((host, Path::new(libdir).join(name)));
+            }
+            None if host_libraries.iter().any(|h| h == name) => {
+                return host_lacks(name, &probe.arch);
             }
             None if i == 0 => {
                 return GpuAccess::None {
@@ -373,10 +467,42 @@ Cache generated by: ldconfig (GLIBC) 2.39
         assert_eq!(
             g,
             GpuAccess::Cdi {
-                spec: t.path().join("run-cdi/nvidia.yaml")
+                spec: t.path().join("run-cdi/nvidia.yaml"),
+                libraries: Vec::new(),
             }
         );
         assert_eq!(g.podman_flags(), vec!["--device", "nvidia.com/gpu=all"]);
+        // With host-provides: each must be on the host; one the spec does not name is bound.
+        let with_ld = format!("{SAMPLE}\tlibfoo.so.1 (libc6,x86-64) => /opt/host/libfoo.so.1\n");
+        let g = discover_gpu_for(
+            &probe(t.path(), &with_ld),
+            &["libcuda.so.1".into(), "libfoo.so.1".into()],
+        );
+        assert_eq!(
+            g.podman_flags(),
+            vec![
+                "--device",
+                "nvidia.com/gpu=all",
+                // This spec names neither: both are bound.
+                "-v",
+                "/usr/local/nvidia/lib64/libcuda.so.1:/usr/lib/x86_64-linux-gnu/libcuda.so.1:ro",
+                "-v",
+                "/opt/host/libfoo.so.1:/usr/lib/x86_64-linux-gnu/libfoo.so.1:ro"
+            ]
+        );
+        let g = discover_gpu_for(&probe(t.path(), SAMPLE), &["libfoo.so.1".into()]);
+        let GpuAccess::None { why } = g else { panic!() };
+        assert!(why.starts_with("host-provides libfoo.so.1 but"), "{why}");
+        // No GPU at all: the reason says what the recipe's host-provides needs.
+        let none = tempfile::tempdir().unwrap();
+        let g = discover_gpu_for(&probe(none.path(), SAMPLE), &["libcuda.so.1".into()]);
+        let GpuAccess::None { why } = g else { panic!() };
+        assert!(
+            why.ends_with(
+                "(the recipe's host-provides libcuda.so.1 needs a GPU host with the NVIDIA driver)"
+            ),
+            "{why}"
+        );
     }
 
     #[test]
@@ -431,6 +557,41 @@ Cache generated by: ldconfig (GLIBC) 2.39
         let g = discover_gpu_with(&probe(t.path(), "0 libs found\n"));
         let GpuAccess::None { why } = g else { panic!() };
         assert!(why.contains("libcuda.so.1"), "{why}");
+
+        // The recipe's host-provides sonames: bound as the driver's are; one the host lacks
+        // makes the GPU unusable for the image, the reason naming it.
+        let g = discover_gpu_for(&probe(t.path(), SAMPLE), &["libcuda.so.1".into()]);
+        let GpuAccess::Devices { libraries, .. } = &g else {
+            panic!("{g:?}")
+        };
+        assert_eq!(libraries.len(), 3, "libcuda.so.1 once: {libraries:?}");
+        let with_ld = format!("{SAMPLE}\tlibfoo.so.1 (libc6,x86-64) => /opt/host/libfoo.so.1\n");
+        let g = discover_gpu_for(&probe(t.path(), &with_ld), &["libfoo.so.1".into()]);
+        let GpuAccess::Devices { libraries, .. } = &g else {
+            panic!("{g:?}")
+        };
+        assert_eq!(
+            libraries[3],
+            (
+                PathBuf::from("/opt/host/libfoo.so.1"),
+                PathBuf::from("/usr/lib/x86_64-linux-gnu/libfoo.so.1")
+            )
+        );
+        let g = discover_gpu_for(&probe(t.path(), SAMPLE), &["libfoo.so.1".into()]);
+        let GpuAccess::None { why } = g else { panic!() };
+        assert!(
+            why.starts_with(
+                "host-provides libfoo.so.1 but this host has no libfoo.so.1 (`ldconfig -p` lists \
+                 none for x86_64): a GPU host with the NVIDIA driver is needed"
+            ),
+            "{why}"
+        );
+        let g = discover_gpu_for(&probe(t.path(), "0 libs found\n"), &["libcuda.so.1".into()]);
+        let GpuAccess::None { why } = g else { panic!() };
+        assert!(
+            why.starts_with("host-provides libcuda.so.1 but this host has no libcuda.so.1"),
+            "{why}"
+        );
 
         // Only nvidiactl (no numbered node): no GPU.
         fs_err::remove_file(dev.join("nvidia10")).unwrap();

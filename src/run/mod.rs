@@ -23,9 +23,9 @@ use serde::Serialize;
 pub use args::split_global_args;
 pub use capture::{Matcher, OutputCapture, MAX_LINE_BYTES, TAIL_LINES};
 pub use gpu::{
-    container_lib_dir, discover_gpu, discover_gpu_with, find_cdi_spec, find_library,
-    nvidia_device_nodes, parse_ldconfig, GpuAccess, HostProbe, LdEntry, CDI_DEVICE, CDI_DIRS,
-    EXTRA_LIBRARIES, LIBCUDA,
+    container_lib_dir, discover_gpu, discover_gpu_for, discover_gpu_with, find_cdi_spec,
+    find_library, nvidia_device_nodes, parse_ldconfig, GpuAccess, HostProbe, LdEntry, CDI_DEVICE,
+    CDI_DIRS, EXTRA_LIBRARIES, LIBCUDA,
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
 pub use trust::{check_recipe_args, HostLimits, Refusal};
@@ -99,6 +99,9 @@ pub struct RunOptions {
     pub self_exe: PathBuf,
     /// Treat the GPU as present even if discovery finds none (to test failure paths).
     pub force_gpu: bool,
+    /// The recipe's `[apt] host-provides` sonames (`libcuda.so.1`): a GPU test binds each from
+    /// the host, and fails naming one the host lacks ([`gpu::discover_gpu_for`]).
+    pub host_libraries: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -358,7 +361,7 @@ pub fn run_tests(
         let result = run_one(
             t,
             &ctx,
-            || gpu.get_or_init(discover_gpu),
+            || gpu.get_or_init(|| discover_gpu_for(&HostProbe::system(), &opts.host_libraries)),
             || glibc.get_or_init(|| image_has_glibc(layout, tag).map_err(|e| e.to_string())),
             || {
                 self_exe.get_or_init(|| {

@@ -497,6 +497,8 @@ impl<'a> Session<'a> {
         built.interpreter = sys.interpreter;
         built.wheels = sys.wheel_report;
         built.rootfs = sys.rootfs;
+        built.host_provides = sys.host_provides;
+        built.warnings = sys.warnings;
         for d in self.store.repaired() {
             self.reporter.message(&format!(
                 "store blob {d} had changed since it was written (edited in place through a \

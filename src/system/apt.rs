@@ -10,7 +10,7 @@ use crate::apt::{self, DebInput, LayerRequest, Locked, Request, Source};
 use crate::digest::Digest;
 use crate::http::Fetcher;
 use crate::layer::{self, LayerOptions};
-use crate::lock::{Lock, LockPolicy, LockedApt, LockedAptSource, LockedDeb};
+use crate::lock::{Lock, LockPolicy, LockedApt, LockedAptSource, LockedDeb, LockedHostProvides};
 use crate::progress::Reporter;
 use crate::recipe::Apt;
 use crate::store::Store;
@@ -69,6 +69,17 @@ pub fn stale(
     for r in &l.requests {
         if !requests.contains(r) {
             what.push(format!("package `{r}` removed"));
+        }
+    }
+    let locked_host: Vec<&str> = l.host_provides.iter().map(|h| h.name.as_str()).collect();
+    for h in &apt.host_provides {
+        if !locked_host.contains(&h.as_str()) {
+            what.push(format!("host-provides `{h}` added"));
+        }
+    }
+    for h in &locked_host {
+        if !apt.host_provides.iter().any(|x| x == h) {
+            what.push(format!("host-provides `{h}` removed"));
         }
     }
     // A lock from before keys were pinned (no `key`, not `unsigned`) takes the recipe's key as
@@ -316,14 +327,25 @@ pub fn resolve_locked(
             .map(|p| Request::parse(p))
             .collect::<Result<Vec<_>, _>>()?;
         let dates: Vec<Option<i64>> = indices.iter().map(|i| i.release_date).collect();
-        apt::resolve(&indices, &apt.architecture, &requests, &base.installed)
-            .map(|r| (r, dates))
-            // A name no listed component has: which other component has it (read only now).
-            .map_err(|e| apt::components::explain(fetcher, &indices, e))
+        apt::resolve_with_host(
+            &indices,
+            &apt.architecture,
+            &requests,
+            &base.installed,
+            &apt.host_provides,
+        )
+        .map(|r| (r, dates))
+        // A name no listed component has: which other component has it (read only now).
+        .map_err(|e| apt::components::explain(fetcher, &indices, e))
     })();
     reporter.task_finished(&task);
     let (resolved, dates) = resolved?;
-    let packages: Vec<LockedDeb> = resolved.into_iter().map(to_locked_deb).collect();
+    let host_provides: Vec<LockedHostProvides> = resolved
+        .host
+        .into_iter()
+        .map(|(name, satisfies)| LockedHostProvides { name, satisfies })
+        .collect();
+    let packages: Vec<LockedDeb> = resolved.packages.into_iter().map(to_locked_deb).collect();
     let (architecture, requests, mut sources) = request_of(apt);
     for (s, d) in sources.iter_mut().zip(dates) {
         s.release_date = d.map(apt::fresh::format_date);
@@ -334,9 +356,24 @@ pub fn resolve_locked(
         requests,
         sources,
         base_installed: Some(base.installed.digest()),
+        host_provides,
         packages: packages.clone(),
     });
     Ok((packages, true))
+}
+
+/// A warning for each `host-provides` name that nothing resolved depends on.
+pub fn host_provides_warnings(host: &[LockedHostProvides]) -> Vec<String> {
+    host.iter()
+        .filter(|h| h.satisfies.is_empty())
+        .map(|h| {
+            format!(
+                "[apt] host-provides `{}`: no package the recipe installs depends on it (remove \
+                 it, or check its spelling)",
+                h.name
+            )
+        })
+        .collect()
 }
 
 /// The packages layer's cache key: the .debs (by digest), the merged-/usr rewrite, the contract,
@@ -467,6 +504,7 @@ mod tests {
             sources: Vec::new(),
             packages: vec!["python3".into()],
             architecture: "amd64".into(),
+            host_provides: Vec::new(),
         };
         let mut old_base = apt::Installed::new();
         old_base
@@ -481,6 +519,7 @@ mod tests {
             requests,
             sources,
             base_installed: Some(old_base.digest()),
+            host_provides: Vec::new(),
             packages: Vec::new(),
         };
         assert_eq!(stale(&recipe, Some(&locked), Some(&old_base)), None);

@@ -300,6 +300,11 @@ pub struct System {
     pub apt_resolved: Option<usize>,
     /// Packages the layer installs (after the base's were left out).
     pub apt_packages: Vec<crate::lock::LockedDeb>,
+    /// The `[apt] host-provides` names, each with the dependencies it satisfied (the lock's).
+    pub host_provides: Vec<crate::lock::LockedHostProvides>,
+    /// What the user should know but that stops nothing (a `host-provides` name nothing
+    /// depends on); printed by the CLI.
+    pub warnings: Vec<String>,
     /// Whether the wheels were resolved (and the lock changed), with their count.
     pub wheels_resolved: Option<usize>,
     /// The wheels installed.
@@ -507,6 +512,13 @@ pub fn prepare(
             )?);
         }
         sys.apt_packages = packages;
+        sys.host_provides = lock
+            .apt
+            .as_ref()
+            .map(|l| l.host_provides.clone())
+            .unwrap_or_default();
+        sys.warnings
+            .extend(apt::host_provides_warnings(&sys.host_provides));
     }
     if opts.build_layers {
         let apt_layer = sys.layers.iter().find(|l| l.name == "apt");

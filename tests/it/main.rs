@@ -30,6 +30,7 @@ mod hardening_net;
 mod hardening_podman;
 mod hardening_store;
 mod hardening_walk;
+mod host_provides;
 mod layer_contract;
 mod merged_usr;
 mod online_debian;

@@ -101,6 +101,7 @@ fn opts(force_gpu: bool) -> RunOptions {
         podman_args: podman_args(),
         self_exe: PathBuf::from(env!("CARGO_BIN_EXE_ocibuild")),
         force_gpu,
+        host_libraries: Vec::new(),
     }
 }
 
@@ -380,6 +381,7 @@ fn gpu_host_cuda_smoke_through_run_tests() {
             .unwrap_or_else(|_| env!("CARGO_BIN_EXE_ocibuild").into())
             .into(),
         force_gpu: false,
+        host_libraries: Vec::new(),
     };
     let mut smoke = spec("cuda-smoke", &[]);
     smoke.run = TestCommand::CudaSmoke;
