@@ -206,7 +206,7 @@ fn field_recipe(
 ) -> std::path::PathBuf {
     let keys = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes/keys");
     let text = format!(
-        "[image]\nname = \"localhost/ocibuild/effects\"\ntag = \"{suite}\"\n\n[[apt.source]]\nurl = \"{}\"\nsuite = \"{suite}\"\ncomponents = [\"main\"]\nsigned-by = \"{}/debian-{suite}.asc\"\n\n[apt]\npackages = [\"python3\", \"fontconfig\", \"shared-mime-info\", \"libgdk-pixbuf-2.0-0\", \"{glib}\"]\n\n[python]\nversion = \"{python}\"\n",
+        "[image]\nname = \"localhost/ocibuild/effects\"\ntag = \"{suite}\"\n\n[[apt.source]]\nurl = \"{}\"\nsuite = \"{suite}\"\ncomponents = [\"main\"]\nsigned-by = \"{}/debian-{suite}.asc\"\n\n[apt]\npackages = [\"python3\", \"ca-certificates\", \"fontconfig\", \"shared-mime-info\", \"libgdk-pixbuf-2.0-0\", \"{glib}\"]\n\n[python]\nversion = \"{python}\"\n",
         ocibuild::defaults::DEBIAN_ARCHIVE,
         keys.display()
     );
