@@ -33,6 +33,10 @@ pub struct DebScripts {
     /// Its `triggers` file's directives (`activate-noawait ldconfig`), comments left out.
     #[serde(default)]
     pub triggers: Vec<String>,
+    /// Each script's text (of [`SCRIPT_NAMES`] but `triggers`), read, never run, for the
+    /// report of what it would have done.
+    #[serde(default)]
+    pub texts: std::collections::BTreeMap<String, String>,
     /// base-passwd's `usr/share/base-passwd/passwd.master` and `group.master`.
     pub passwd_master: Option<String>,
     pub group_master: Option<String>,
@@ -74,8 +78,11 @@ pub fn read(path: &Path, package: &str) -> Result<DebScripts, AptError> {
     let mut postinst = None;
     for (name, text) in read_texts(&mut f, ctl, package, &|n| SCRIPT_NAMES.contains(&n))? {
         if name == "postinst" {
-            postinst = Some(text);
-        } else if name == "triggers" {
+            postinst = Some(text.clone());
+        }
+        if name != "triggers" {
+            out.texts.insert(name.clone(), text);
+        } else {
             out.triggers = text
                 .lines()
                 .map(str::trim)

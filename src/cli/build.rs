@@ -491,14 +491,54 @@ fn report_rootfs(r: &crate::rootfs::Report) {
         println!("rootfs: {}", parts.join("; "));
     }
     if !r.scripts_not_run.is_empty() {
+        let c = &r.script_effects;
         println!(
-            "maintainer scripts not run: {} packages have them (build --json lists them and what was done instead)",
-            r.scripts_not_run.len()
+            "maintainer scripts (none run): {} packages; {} effects emulated, {} not needed in an image, {} not done (build --json: rootfs.scriptsNotRun)",
+            c.packages, c.emulated, c.not_needed, c.not_done
         );
+        for line in not_done_lines(r) {
+            println!("  not done: {line}");
+        }
     }
     if r.ld_so_cache.needed {
         eprintln!("warning: /etc/ld.so.cache {}", r.ld_so_cache.reason);
     }
+}
+
+/// One line per package and action not done: `package: action → consequence` (the
+/// consequence up to its first `; `, a trigger's "activated by …" left out; unrecognized lines
+/// counted).
+fn not_done_lines(r: &crate::rootfs::Report) -> Vec<String> {
+    use crate::rootfs::effects::Outcome;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in &r.scripts_not_run {
+        for e in s.effects.iter().filter(|e| e.outcome == Outcome::NotDone) {
+            if !seen.insert((s.package.as_str(), e.action.as_str())) {
+                continue;
+            }
+            let detail = match e.detail.strip_prefix("activated by") {
+                Some(rest) => rest.split_once(": ").map_or(rest, |(_, d)| d),
+                None => e.detail.as_str(),
+            };
+            let short = detail.split("; ").next().unwrap_or(detail);
+            if e.action == "unrecognized" {
+                let n: usize = s
+                    .effects
+                    .iter()
+                    .filter(|x| x.action == e.action && x.outcome == Outcome::NotDone)
+                    .map(|x| x.lines.len())
+                    .sum();
+                out.push(format!(
+                    "{}: {n} unrecognized script line(s) → not run",
+                    s.package
+                ));
+            } else {
+                out.push(format!("{}: {} → {short}", s.package, e.action));
+            }
+        }
+    }
+    out
 }
 
 /// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the

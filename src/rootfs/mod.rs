@@ -15,6 +15,8 @@
 
 pub mod accounts;
 pub mod baseline;
+pub mod effects;
+mod shell;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -105,6 +107,8 @@ pub struct Report {
     pub alternatives: Vec<AlternativeReport>,
     /// Every installed package with maintainer scripts, none of which ran.
     pub scripts_not_run: Vec<ScriptsReport>,
+    /// The effects of [`Report::scripts_not_run`] counted by outcome.
+    pub script_effects: EffectCounts,
     pub ld_so_cache: LdReport,
 }
 
@@ -133,6 +137,18 @@ pub struct ScriptsReport {
     pub emulated: Vec<String>,
     /// `update-alternatives` calls that could not be read, as written.
     pub not_emulated: Vec<String>,
+    /// What each script would have done and what came of it; never empty.
+    pub effects: Vec<effects::Effect>,
+}
+
+/// How many effects were emulated, are not needed in an image, and were not done.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EffectCounts {
+    pub packages: usize,
+    pub emulated: usize,
+    pub not_needed: usize,
+    pub not_done: usize,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -290,7 +306,16 @@ pub fn plan(inp: &Inputs<'_>) -> Result<Plan, RootfsError> {
     }
     report.alternatives = alternatives(inp, &mut out);
     report.ld_so_cache = ld_report(inp);
-    report.scripts_not_run = scripts_report(inp, &report);
+    let planned: BTreeSet<String> = out.keys().cloned().collect();
+    report.scripts_not_run = scripts_report(inp, &report, &planned);
+    let all = report.scripts_not_run.iter().flat_map(|s| &s.effects);
+    let count = |o: effects::Outcome| all.clone().filter(|e| e.outcome == o).count();
+    report.script_effects = EffectCounts {
+        packages: report.scripts_not_run.len(),
+        emulated: count(effects::Outcome::Emulated),
+        not_needed: count(effects::Outcome::NotNeeded),
+        not_done: count(effects::Outcome::NotDone),
+    };
     Ok(Plan {
         paths: out.into_values().collect(),
         report,
@@ -361,7 +386,18 @@ fn alternatives(inp: &Inputs<'_>, out: &mut BTreeMap<String, Planned>) -> Vec<Al
     report
 }
 
-fn scripts_report(inp: &Inputs<'_>, report: &Report) -> Vec<ScriptsReport> {
+fn scripts_report(
+    inp: &Inputs<'_>,
+    report: &Report,
+    planned: &BTreeSet<String>,
+) -> Vec<ScriptsReport> {
+    let ctx = effects::Ctx {
+        scripts: inp.scripts,
+        installed: inp.installed,
+        planned,
+        usr_merge: inp.usr_merge,
+        report,
+    };
     let mut out = Vec::new();
     for s in inp.scripts.iter().filter(|s| !s.scripts.is_empty()) {
         let mut emulated = Vec::new();
@@ -408,6 +444,7 @@ fn scripts_report(inp: &Inputs<'_>, report: &Report) -> Vec<ScriptsReport> {
             scripts: s.scripts.clone(),
             emulated,
             not_emulated: s.unread.clone(),
+            effects: effects::of_package(s, &ctx),
         });
     }
     out

@@ -117,7 +117,7 @@ fn package_scripts(
     store: &Store,
 ) -> Result<Vec<DebScripts>, SystemError> {
     super::parallel_map(packages, READERS, |p| {
-        let key = Digest::of(format!("deb-scripts/2 {}", p.sha256).as_bytes());
+        let key = Digest::of(format!("deb-scripts/3 {}", p.sha256).as_bytes());
         if let Some(bytes) = store.meta(&key)? {
             if let Ok(s) = serde_json::from_slice::<DebScripts>(&bytes) {
                 return Ok(s);

@@ -44,6 +44,7 @@ mod registry_real;
 mod rootfs;
 mod run_stage;
 mod sbom;
+mod script_effects;
 mod secrets;
 mod seed;
 mod signing;
