@@ -7,9 +7,9 @@
 //!   `md5sums` from `control.tar.*`, and streams `data.tar.{xz,zst,gz}` entries.
 //!
 //! **Bounded memory.** Entries must be written sorted, but a data tar is in any order. Each
-//! regular file's content is spooled, while the data tar streams by, to its own temporary file
-//! in the store's `tmp/` directory (removed when done, also on error); only the metadata of the
-//! entries stays in memory. Then the sorted entries go through [`layer::write_layer`], the same
+//! regular file's content is appended, while the data tar streams by, to one unnamed spool
+//! file in the store's `tmp/` directory ([`Spool`]: gone when done, also on error or a crash);
+//! only the metadata of the entries stays in memory. Then the sorted entries go through [`layer::write_layer`], the same
 //! writer and compressors as every other layer, straight into a store blob. This reads each
 //! data tar once (the alternative, reading it twice, decompresses twice and still needs random
 //! access to contents in sorted order).
@@ -26,17 +26,18 @@
 //! that image scanners read). Maintainer scripts are not run.
 
 use std::collections::{BTreeMap, HashMap};
-use std::io::{self, BufReader, Read, Seek, SeekFrom, Write};
+use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use super::control::parse_paragraphs;
 use super::release::decoder;
 use super::resolve::Locked;
+use super::spool::{Span, Spool};
 pub use super::usrmerge::{UsrMerge, USR_MERGE_DIRS};
 use super::AptError;
 use super::{dpkgdb, usrmerge};
-use crate::digest::{Digest, HashingWriter};
-use crate::layer::{self, Entry, EntryKind, LayerOptions, StatKey};
+use crate::digest::Digest;
+use crate::layer::{self, Content, Entry, EntryKind, LayerOptions, StatKey};
 use crate::store::{CachedLayer, Store};
 
 /// Largest control.tar (decompressed) read into memory.
@@ -69,8 +70,8 @@ pub type AptLayer = CachedLayer;
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Kind {
     Dir,
-    /// Spool file, size, sha256 (to compare duplicates).
-    File(PathBuf, u64, Digest),
+    /// Where its content is in the spool, its sha256 (to compare duplicates).
+    File(Span, Digest),
     Symlink(String),
     /// Target path (normalized, rewritten).
     Hardlink(String),
@@ -97,22 +98,15 @@ pub fn build_layer(
 ) -> Result<AptLayer, AptError> {
     let mut debs: Vec<&DebInput> = debs.iter().collect();
     debs.sort_by(|a, b| a.locked.cmp(&b.locked));
-    let spool = tempfile::Builder::new()
-        .prefix("apt-spool-")
-        .tempdir_in(store.root().join("tmp"))
-        .map_err(|source| AptError::Io {
-            path: store.root().join("tmp"),
-            source,
-        })?;
+    let mut spool = Spool::new(&store.root().join("tmp"))?;
     let mut items: BTreeMap<String, Item> = BTreeMap::new();
-    let mut counter = 0u64;
     let names: Vec<String> = debs
         .iter()
         .map(|d| format!("{} {}", d.locked.name, d.locked.version))
         .collect();
     let mut reads = Vec::with_capacity(debs.len());
     for (i, deb) in debs.iter().enumerate() {
-        reads.push(read_deb(deb, i, spool.path(), &mut counter)?);
+        reads.push(read_deb(deb, i, &mut spool)?);
         progress(deb.locked.size);
     }
     // On scratch the packages say whether the system is merged-/usr (trixie's are).
@@ -147,7 +141,7 @@ pub fn build_layer(
     let mut status = Vec::new();
     for (i, r) in reads.into_iter().enumerate() {
         let package = &debs[i].locked.name;
-        let (own, control) = install(r, i, usr, req.dpkg_db, spool.path(), &mut counter, package)?;
+        let (own, control) = install(r, i, usr, req.dpkg_db, &mut spool, package)?;
         merge(&mut items, own, &names)?;
         status.push(control);
     }
@@ -167,17 +161,22 @@ pub fn build_layer(
     if req.dpkg_db && !status.is_empty() {
         let text = dpkgdb::status_file(&status.iter().collect::<Vec<_>>());
         for (path, data) in [(dpkgdb::STATUS, text.as_str()), (dpkgdb::FORMAT, "1\n")] {
-            counter += 1;
-            let sp = spool.path().join(counter.to_string());
-            items.insert(path.to_string(), small_file(&sp, data.as_bytes(), 0)?);
+            items.insert(
+                path.to_string(),
+                small_file(&mut spool, data.as_bytes(), 0)?,
+            );
         }
     }
-    ca_bundle(&mut items, spool.path())?;
-    let entries = to_entries(items, &names)?;
+    ca_bundle(&mut items, &mut spool)?;
+    let (entries, spans) = to_entries(items, &names, spool.dir())?;
     let mut w = store.prehashed_blob_writer()?;
-    let stats = layer::write_layer(&entries, &req.layer, &mut w, &|_| {})?;
+    let reader = spool.reader()?;
+    let stats =
+        layer::write_layer_with(&entries, &req.layer, &mut w, &|_| {}, &mut |i, _, sink| {
+            let mut content = BufReader::with_capacity(64 * 1024, reader.at(spans[i]));
+            sink(Content::Bytes(&mut content))
+        })?;
     w.commit(Some(stats.digest))?;
-    drop(spool);
     Ok(CachedLayer::written(req.layer.compression, &stats))
 }
 
@@ -280,12 +279,7 @@ struct DebRead {
 }
 
 /// Reads one .deb: verified against the lock, its control and md5sums, its data tar spooled.
-fn read_deb(
-    deb: &DebInput,
-    pkg: usize,
-    spool: &Path,
-    counter: &mut u64,
-) -> Result<DebRead, AptError> {
+fn read_deb(deb: &DebInput, pkg: usize, spool: &mut Spool) -> Result<DebRead, AptError> {
     let l = &deb.locked;
     let package = l.name.as_str();
     let bad = |reason: String| AptError::Deb {
@@ -405,14 +399,8 @@ fn read_deb(
                 Kind::Hardlink(t)
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
-                *counter += 1;
-                let sp = spool.join(counter.to_string());
-                let out = fs_err::File::create(&sp).map_err(io_err(&sp))?;
-                let mut w = HashingWriter::new(io::BufWriter::new(out));
-                io::copy(&mut entry, &mut w).map_err(tar_err)?;
-                let (mut bw, digest, size) = w.finish();
-                bw.flush().map_err(io_err(&sp))?;
-                Kind::File(sp, size, digest)
+                let (span, digest) = spool.append(&mut entry).map_err(tar_err)?;
+                Kind::File(span, digest)
             }
             tar::EntryType::Char | tar::EntryType::Block => {
                 return Err(bad_path("device nodes cannot be put in a layer"))
@@ -454,14 +442,12 @@ fn read_deb(
 /// One read .deb's paths where they go (through the merged-/usr links: `bin/x` at
 /// `usr/bin/x`, except the links themselves), with its `status.d` records and, with `dpkg_db`,
 /// its `info/` files. Returns them and its control paragraph.
-#[allow(clippy::too_many_arguments)]
 fn install(
     r: DebRead,
     pkg: usize,
     usr: &UsrMerge,
     dpkg_db: bool,
-    spool: &Path,
-    counter: &mut u64,
+    spool: &mut Spool,
     package: &str,
 ) -> Result<(BTreeMap<String, Item>, super::control::Paragraph), AptError> {
     let mut own: BTreeMap<String, Item> = BTreeMap::new();
@@ -505,19 +491,15 @@ fn install(
     let para = &r.control;
     let md5sums = r.md5sums;
     let record = status_record(para);
-    *counter += 1;
-    let rec_path = spool.join(counter.to_string());
     own.insert(
         format!("{dir}/{package}"),
-        small_file(&rec_path, record.as_bytes(), pkg)?,
+        small_file(spool, record.as_bytes(), pkg)?,
     );
     if let Some(md5) = &md5sums {
         let text = rewrite_md5sums(md5, usr);
-        *counter += 1;
-        let p = spool.join(counter.to_string());
         own.insert(
             format!("{dir}/{package}.md5sums"),
-            small_file(&p, text.as_bytes(), pkg)?,
+            small_file(spool, text.as_bytes(), pkg)?,
         );
     }
     if dpkg_db {
@@ -528,18 +510,16 @@ fn install(
             files.push((format!("{}/{name}.md5sums", dpkgdb::INFO), m.clone()));
         }
         for (path, text) in files {
-            *counter += 1;
-            let sp = spool.join(counter.to_string());
-            own.insert(path, small_file(&sp, text.as_bytes(), pkg)?);
+            own.insert(path, small_file(spool, text.as_bytes(), pkg)?);
         }
     }
     Ok((own, r.control))
 }
 
-fn small_file(path: &Path, data: &[u8], pkg: usize) -> Result<Item, AptError> {
-    fs_err::write(path, data).map_err(io_err(path))?;
+fn small_file(spool: &mut Spool, data: &[u8], pkg: usize) -> Result<Item, AptError> {
+    let (span, digest) = spool.append_bytes(data)?;
     Ok(Item {
-        kind: Kind::File(path.to_path_buf(), data.len() as u64, Digest::of(data)),
+        kind: Kind::File(span, digest),
         mode: 0o644,
         uid: 0,
         gid: 0,
@@ -658,8 +638,8 @@ fn merge(
             Some(prev) => {
                 let same = match (&prev.kind, &it.kind) {
                     (Kind::Dir, Kind::Dir) => true,
-                    (Kind::File(_, s1, d1), Kind::File(_, s2, d2)) => {
-                        s1 == s2
+                    (Kind::File(s1, d1), Kind::File(s2, d2)) => {
+                        s1.size == s2.size
                             && d1 == d2
                             && (prev.mode, prev.uid, prev.gid) == (it.mode, it.uid, it.gid)
                     }
@@ -688,16 +668,16 @@ pub const CA_BUNDLE: &str = "etc/ssl/certs/ca-certificates.crt";
 /// as `update-ca-certificates` would with every shipped certificate enabled: their PEM texts
 /// concatenated in path order, each ending in a newline. OpenSSL (and so Python's `ssl`) finds
 /// it through `/usr/lib/ssl/cert.pem`.
-fn ca_bundle(items: &mut BTreeMap<String, Item>, spool: &Path) -> Result<(), AptError> {
+fn ca_bundle(items: &mut BTreeMap<String, Item>, spool: &mut Spool) -> Result<(), AptError> {
     const SHARE: &str = "usr/share/ca-certificates/";
     if items.contains_key(CA_BUNDLE) {
         return Ok(());
     }
-    let certs: Vec<(String, PathBuf, usize)> = items
+    let certs: Vec<(String, Span, usize)> = items
         .iter()
         .filter_map(|(p, it)| match &it.kind {
-            Kind::File(src, _, _) if p.starts_with(SHARE) && p.ends_with(".crt") => {
-                Some((p.clone(), src.clone(), it.pkg))
+            Kind::File(span, _) if p.starts_with(SHARE) && p.ends_with(".crt") => {
+                Some((p.clone(), *span, it.pkg))
             }
             _ => None,
         })
@@ -706,25 +686,18 @@ fn ca_bundle(items: &mut BTreeMap<String, Item>, spool: &Path) -> Result<(), Apt
         return Ok(());
     };
     let mut bundle = Vec::new();
-    for (_, src, _) in &certs {
-        let mut pem = fs_err::read(src).map_err(|source| AptError::Io {
-            path: src.clone(),
-            source,
-        })?;
+    for (_, span, _) in &certs {
+        let mut pem = spool.read(*span)?;
         if !pem.ends_with(b"\n") {
             pem.push(b'\n');
         }
         bundle.extend_from_slice(&pem);
     }
-    let path = spool.join("ca-certificates.crt");
-    fs_err::write(&path, &bundle).map_err(|source| AptError::Io {
-        path: path.clone(),
-        source,
-    })?;
+    let (span, digest) = spool.append_bytes(&bundle)?;
     items.insert(
         CA_BUNDLE.to_string(),
         Item {
-            kind: Kind::File(path, bundle.len() as u64, Digest::of(&bundle)),
+            kind: Kind::File(span, digest),
             mode: 0o644,
             uid: 0,
             gid: 0,
@@ -734,7 +707,13 @@ fn ca_bundle(items: &mut BTreeMap<String, Item>, spool: &Path) -> Result<(), Apt
     Ok(())
 }
 
-fn to_entries(mut items: BTreeMap<String, Item>, names: &[String]) -> Result<Vec<Entry>, AptError> {
+/// Returns them with, for each, where its content is in the spool (`spool`: the path a file
+/// entry names; a default span for the others).
+fn to_entries(
+    mut items: BTreeMap<String, Item>,
+    names: &[String],
+    spool: &Path,
+) -> Result<(Vec<Entry>, Vec<Span>), AptError> {
     // Hardlink groups: the root file and the paths linking to it; the smallest path carries
     // the content, the others link to it.
     let mut groups: HashMap<String, Vec<String>> = HashMap::new();
@@ -798,29 +777,34 @@ fn to_entries(mut items: BTreeMap<String, Item>, names: &[String]) -> Result<Vec
             }
         }
     }
-    let mut out: Vec<Entry> = items
+    let mut out: Vec<(Entry, Span)> = items
         .into_iter()
         .map(|(path, it)| {
-            let (path, kind) = match it.kind {
-                Kind::Dir => (format!("{path}/"), EntryKind::Dir),
-                Kind::File(src, size, _) => (path, EntryKind::File { src, size }),
-                Kind::Symlink(target) => (path, EntryKind::Symlink { target }),
-                Kind::Hardlink(target) => (path, EntryKind::Hardlink { target }),
+            let (path, kind, span) = match it.kind {
+                Kind::Dir => (format!("{path}/"), EntryKind::Dir, Span::default()),
+                Kind::File(span, _) => {
+                    let src = spool.to_path_buf();
+                    let size = span.size;
+                    (path, EntryKind::File { src, size }, span)
+                }
+                Kind::Symlink(target) => (path, EntryKind::Symlink { target }, Span::default()),
+                Kind::Hardlink(target) => (path, EntryKind::Hardlink { target }, Span::default()),
             };
-            Entry {
+            let entry = Entry {
                 path,
                 kind,
                 mode: it.mode,
                 uid: it.uid,
                 gid: it.gid,
                 stat: StatKey::default(),
-            }
+            };
+            (entry, span)
         })
         .collect();
     // Directory paths end in "/", which changes byte order against siblings ("a/" vs "a-b"):
     // sort by the final tar path, as the contract requires.
-    out.sort_by(|a, b| a.path.as_bytes().cmp(b.path.as_bytes()));
-    Ok(out)
+    out.sort_by(|a, b| a.0.path.as_bytes().cmp(b.0.path.as_bytes()));
+    Ok(out.into_iter().unzip())
 }
 
 #[cfg(test)]

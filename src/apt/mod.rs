@@ -36,6 +36,7 @@ pub mod resolve;
 pub mod roots;
 pub mod scripts;
 pub mod spill;
+mod spool;
 pub mod usrmerge;
 pub mod version;
 

@@ -360,3 +360,69 @@ fn host_provides_is_validated() {
         "{err}"
     );
 }
+
+/// Online (OCIBUILD_ONLINE=1): recipes/pycuda-trixie.toml against the Debian archive (trixie
+/// main, contrib and non-free; indices only, no .deb): without `host-provides` the lock names
+/// the driver and the key to add; with the recipe's two names it locks, each name recorded with
+/// the real dependencies it answers, and neither driver package (`libcuda1`,
+/// `libnvidia-ml1`) in the lock.
+#[test]
+fn online_pycuda_trixie_lock_leaves_the_driver_to_the_host() {
+    if !crate::common::online("locks python3-pycuda from the Debian archive") {
+        return;
+    }
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let t = tempdir();
+    fs::create_dir(t.path().join("keys")).unwrap();
+    fs::copy(
+        repo.join("keys/debian-trixie.asc"),
+        t.path().join("keys/debian-trixie.asc"),
+    )
+    .unwrap();
+    let text = fs::read_to_string(repo.join("pycuda-trixie.toml")).unwrap();
+    let line = "host-provides = [\"libcuda.so.1\", \"libnvidia-ml.so.1\"]\n";
+    assert!(text.contains(line), "the recipe changed: update this test");
+    let r = t.path().join("pycuda.toml");
+    fs::write(&r, text.replace(line, "")).unwrap();
+    let o = run(ocibuild().arg("lock").arg(&r));
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("the NVIDIA GPU driver's"), "{err}");
+    assert!(err.contains("host-provides = [\"libcuda.so.1\"]"), "{err}");
+    assert!(!err.contains("unknown package"), "{err}");
+
+    fs::write(&r, &text).unwrap();
+    run_ok(ocibuild().arg("lock").arg(&r));
+    let lock = fs::read_to_string(t.path().join("pycuda.lock")).unwrap();
+    let v: toml::Value = toml::from_str(&lock).unwrap();
+    let hp = v["apt"]["host-provides"].as_array().unwrap();
+    let satisfies = |name: &str| -> Vec<String> {
+        hp.iter()
+            .find(|h| h["name"].as_str() == Some(name))
+            .unwrap_or_else(|| panic!("{name} not in the lock's host-provides: {lock}"))["satisfies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s.as_str().unwrap().to_string())
+            .collect()
+    };
+    assert!(
+        satisfies("libcuda.so.1")
+            .iter()
+            .any(|s| s.starts_with("python3-pycuda: ") && s.contains("libcuda.so.1")),
+        "{lock}"
+    );
+    assert!(
+        satisfies("libnvidia-ml.so.1")
+            .iter()
+            .any(|s| s.contains("libnvidia-ml.so.1")),
+        "{lock}"
+    );
+    let packages = lock_packages(&lock);
+    for driver in ["libcuda1", "libnvidia-ml1"] {
+        assert!(!packages.iter().any(|p| p == driver), "{driver}: {packages:?}");
+    }
+    for wanted in ["python3-pycuda", "nvidia-cuda-toolkit", "libcudart12"] {
+        assert!(packages.iter().any(|p| p == wanted), "{wanted}: {packages:?}");
+    }
+}
