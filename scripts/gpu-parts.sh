@@ -16,7 +16,8 @@
 #   4. packs the layout (xz), a podman bundle made by shared/gpu/podman-bundle.sh, the binary and
 #      the recipe's directory entry (job.env: which recipe, which tests) into one tar, split into
 #      parts that fit one device call each (PART_MIB, default 55: a call carries at most 64 MiB,
-#      working tree included), and prints the device calls to make.
+#      working tree included: a part plus `git ls-files` must stay under it), and prints the
+#      device calls to make.
 # device (the GPU host): collects the parts in /tmp/gpu-NAME (a plain path: podman rejects oci:
 #   paths with a dot-leading component); when all are there, joins them, checks the sha256,
 #   unpacks, and runs `ocibuild test RECIPE --only T` for each GPU test (the test stage's own GPU
