@@ -15,6 +15,8 @@
 //! - [`recipe`]: the recipe TOML schema and its validation.
 //! - [`lock`]: the lock file, every input pinned by digest.
 //! - [`registry`]: image references, registry auth and the OCI Distribution client.
+//! - [`imageref`]: the one parser of images named on the command line (`[oci:]DIR[:TAG]`,
+//!   archives, `docker://REF`, digests, `vendor:DIR`), with what each command takes.
 //! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
 //!   layer (driven by [`system`] for the recipe's `[apt]`).
 //! - [`python`]: the target Python interpreter and wheels.
@@ -47,6 +49,7 @@ pub mod digest;
 pub mod fsat;
 pub mod http;
 pub mod image;
+pub mod imageref;
 pub mod json;
 pub mod layer;
 pub mod lock;

@@ -4,15 +4,14 @@ use std::io;
 use std::path::PathBuf;
 
 use crate::digest::Digest;
-use crate::registry::{ReferenceError, RegistryError};
+use crate::registry::RegistryError;
 use crate::store::StoreError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
-    #[error("unknown image `{spec}`: expected DIR, oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE, docker://REF{digest}")]
-    BadSpec { spec: String, digest: &'static str },
-    #[error("`{spec}` names only a manifest digest: it can be compared with, not read (give an image: oci:DIR, an archive or docker://REF)")]
-    DigestOnly { spec: String },
+    /// An image named on the command line that is not one ([`crate::imageref`]'s message).
+    #[error(transparent)]
+    ImageRef(#[from] crate::imageref::ImageRefError),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     /// An fs-err error: its message already names the path.
@@ -45,12 +44,6 @@ pub enum AuditError {
         layer: usize,
         digest: String,
         problem: String,
-    },
-    /// `reference` as [`crate::registry::reference::shown`] gives it; the source quotes it.
-    #[error("image: {source}")]
-    Reference {
-        reference: String,
-        source: ReferenceError,
     },
     #[error("--platform `{value}`: {problem}")]
     Platform { value: String, problem: String },

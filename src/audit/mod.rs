@@ -24,5 +24,5 @@ pub mod verify;
 
 pub use diff::{diff, DiffOptions, DiffReport, Outcome};
 pub use error::AuditError;
-pub use source::{open, open_store, Image, OpenOptions, Spec};
+pub use source::{open, open_store, Image, OpenOptions};
 pub use verify::{verify, InputMismatch, VerifyReport};

@@ -7,7 +7,6 @@
 //! registry blobs are fetched, verified, into a temporary store only when a layer is opened.
 
 use std::collections::BTreeMap;
-use std::fmt;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
@@ -18,6 +17,7 @@ use super::AuditError;
 use crate::digest::Digest;
 use crate::image::read::{ReadDescriptor, ReadIndex};
 use crate::image::{annotations, AnyManifest, Platform};
+use crate::imageref::{ImageRef, ImageRefError};
 use crate::output::Layout;
 use crate::progress::Reporter;
 use crate::registry::{Client, Reference};
@@ -27,111 +27,6 @@ use crate::store::Store;
 const MAX_DOCUMENT: u64 = 64 << 20;
 /// Read buffer for layer blobs.
 const BUF: usize = 256 * 1024;
-
-/// Where an image is, as written on the command line.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Spec {
-    /// `DIR`, `oci:DIR` or `oci:DIR:TAG`: an OCI image layout.
-    Layout { dir: PathBuf, tag: Option<String> },
-    /// `oci-archive:FILE`: a tar of an OCI image layout.
-    OciArchive(PathBuf),
-    /// `docker-archive:FILE`: a `docker save` tar.
-    DockerArchive(PathBuf),
-    /// `docker://REF`: a registry.
-    Registry(String),
-    /// `sha256:HEX`: a manifest digest only (for `verify --against`).
-    Digest(Digest),
-}
-
-impl Spec {
-    /// Parse a source. `sha256:DIGEST` is accepted only with `allow_digest`.
-    pub fn parse(s: &str, allow_digest: bool) -> Result<Spec, AuditError> {
-        let bad = || AuditError::BadSpec {
-            spec: s.to_string(),
-            digest: if allow_digest {
-                " or sha256:DIGEST"
-            } else {
-                ""
-            },
-        };
-        let nonempty = |p: &str| {
-            if p.is_empty() {
-                Err(bad())
-            } else {
-                Ok(PathBuf::from(p))
-            }
-        };
-        if let Some(p) = s.strip_prefix("oci-archive:") {
-            return Ok(Spec::OciArchive(nonempty(p)?));
-        }
-        if let Some(p) = s.strip_prefix("docker-archive:") {
-            return Ok(Spec::DockerArchive(nonempty(p)?));
-        }
-        if let Some(r) = s.strip_prefix("docker://") {
-            if r.is_empty() {
-                return Err(bad());
-            }
-            // A login in it would be quoted in every message naming the source: refused here.
-            if crate::registry::reference::login_end(r).is_some() {
-                return Err(login_refused(r));
-            }
-            return Ok(Spec::Registry(r.to_string()));
-        }
-        if s.starts_with("sha256:") && !Path::new(s).exists() {
-            return match s.parse::<Digest>() {
-                Ok(d) if allow_digest => Ok(Spec::Digest(d)),
-                Ok(_) => Err(AuditError::DigestOnly {
-                    spec: s.to_string(),
-                }),
-                Err(_) => Err(bad()),
-            };
-        }
-        let (rest, explicit) = match s.strip_prefix("oci:") {
-            Some(r) => (r, true),
-            None => (s, false),
-        };
-        if rest.is_empty() {
-            return Err(bad());
-        }
-        // A plain DIR that exists is that directory, even with a colon in its name.
-        if !explicit && Path::new(rest).is_dir() {
-            return Ok(Spec::Layout {
-                dir: PathBuf::from(rest),
-                tag: None,
-            });
-        }
-        // `user:password@host/repo` that is no directory: a registry reference with a login
-        // pasted in (it would be quoted in every message naming the source).
-        if crate::registry::reference::login_end(rest).is_some() && !Path::new(rest).exists() {
-            return Err(login_refused(rest));
-        }
-        // A colon belongs to the tag only after the last `/`.
-        let slash = rest.rfind('/').map(|i| i + 1).unwrap_or(0);
-        Ok(match rest[slash..].rfind(':') {
-            Some(i) if slash + i > 0 => Spec::Layout {
-                dir: PathBuf::from(&rest[..slash + i]),
-                tag: Some(rest[slash + i + 1..].to_string()).filter(|t| !t.is_empty()),
-            },
-            _ => Spec::Layout {
-                dir: PathBuf::from(rest),
-                tag: None,
-            },
-        })
-    }
-}
-
-impl fmt::Display for Spec {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Spec::Layout { dir, tag: None } => write!(f, "oci:{}", dir.display()),
-            Spec::Layout { dir, tag: Some(t) } => write!(f, "oci:{}:{t}", dir.display()),
-            Spec::OciArchive(p) => write!(f, "oci-archive:{}", p.display()),
-            Spec::DockerArchive(p) => write!(f, "docker-archive:{}", p.display()),
-            Spec::Registry(r) => write!(f, "docker://{r}"),
-            Spec::Digest(d) => write!(f, "{d}"),
-        }
-    }
-}
 
 /// What opening a source may need.
 #[derive(Clone, Copy)]
@@ -215,26 +110,16 @@ struct DockerEntry {
     layers: Vec<String>,
 }
 
-/// The refusal of a reference with a login in it, the login masked.
-fn login_refused(reference: &str) -> AuditError {
-    let shown = crate::registry::reference::shown(reference);
-    AuditError::Reference {
-        reference: shown.clone(),
-        source: crate::registry::ReferenceError::Invalid {
-            input: shown,
-            problem: crate::registry::reference::LOGIN_PROBLEM.into(),
-        },
-    }
-}
-
 /// Open the image `spec` names.
-pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditError> {
+pub fn open<'c>(spec: &ImageRef, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditError> {
     let name = spec.to_string();
     let host = Platform::host();
     let platform = opts.platform.unwrap_or(&host);
     match spec {
-        Spec::Digest(_) => Err(AuditError::DigestOnly { spec: name }),
-        Spec::Layout { dir, tag } => {
+        ImageRef::Digest(_) | ImageRef::Vendor(_) => {
+            Err(ImageRefError::DigestOnly { input: name }.into())
+        }
+        ImageRef::Layout { dir, tag } => {
             let path = dir.join("index.json");
             if !path.is_file() {
                 return Err(AuditError::Bad {
@@ -248,7 +133,7 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
             let digest = entry_digest(&name, &entry)?;
             from_manifest(name, blobs, None, digest, platform)
         }
-        Spec::OciArchive(path) => {
+        ImageRef::OciArchive(path) => {
             let members = index_archive(path)?;
             let blobs = Blobs::Archive {
                 path: path.clone(),
@@ -260,16 +145,13 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
             let digest = entry_digest(&name, &entry)?;
             from_manifest(name, blobs, None, digest, platform)
         }
-        Spec::DockerArchive(path) => open_docker_archive(name, path),
-        Spec::Registry(r) => {
+        ImageRef::DockerArchive(path) => open_docker_archive(name, path),
+        ImageRef::Registry(r) => {
             let client = opts.client.ok_or_else(|| AuditError::Bad {
                 source_name: name.clone(),
                 problem: "no registry client configured".into(),
             })?;
-            let reference: Reference = r.parse().map_err(|source| AuditError::Reference {
-                reference: crate::registry::reference::shown(r),
-                source,
-            })?;
+            let reference = r.clone();
             let (manifest, _index) =
                 client.get_image_manifest(&reference, platform, opts.reporter)?;
             let tmp = tempfile::Builder::new()
@@ -297,13 +179,13 @@ pub fn open<'c>(spec: &Spec, opts: OpenOptions<'c>) -> Result<Image<'c>, AuditEr
 /// [`Platform::parse`] returns them); `None` when it names one
 /// image (a manifest, or a docker archive). A registry source costs one manifest request.
 pub fn index_platforms(
-    spec: &Spec,
+    spec: &ImageRef,
     opts: OpenOptions<'_>,
 ) -> Result<Option<Vec<Platform>>, AuditError> {
     let name = spec.to_string();
     let bytes = match spec {
-        Spec::Digest(_) | Spec::DockerArchive(_) => return Ok(None),
-        Spec::Layout { dir, tag } => {
+        ImageRef::Digest(_) | ImageRef::Vendor(_) | ImageRef::DockerArchive(_) => return Ok(None),
+        ImageRef::Layout { dir, tag } => {
             if !dir.join("index.json").is_file() {
                 return Ok(None); // `open` says what is wrong
             }
@@ -312,7 +194,7 @@ pub fn index_platforms(
             let blobs = Blobs::Dir(Store::view(dir.clone()));
             read_blob(&name, &blobs, &entry_digest(&name, &entry)?)?
         }
-        Spec::OciArchive(path) => {
+        ImageRef::OciArchive(path) => {
             let members = index_archive(path)?;
             let blobs = Blobs::Archive {
                 path: path.clone(),
@@ -323,15 +205,11 @@ pub fn index_platforms(
             let entry = select_entry(&name, &index, None)?;
             read_blob(&name, &blobs, &entry_digest(&name, &entry)?)?
         }
-        Spec::Registry(r) => {
+        ImageRef::Registry(r) => {
             let Some(client) = opts.client else {
                 return Ok(None);
             };
-            let reference: Reference = r.parse().map_err(|source| AuditError::Reference {
-                reference: crate::registry::reference::shown(r),
-                source,
-            })?;
-            client.get_manifest_with(&reference, opts.reporter)?.bytes
+            client.get_manifest_with(r, opts.reporter)?.bytes
         }
     };
     let manifest: AnyManifest = parse_json(&name, "manifest", &bytes)?;
@@ -733,47 +611,5 @@ pub(super) fn layer_error(image: &Image<'_>, i: usize, e: io::Error) -> AuditErr
         layer: i + 1,
         digest: image.layer_label(i),
         problem: e.to_string(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parse_specs() {
-        let p = |s: &str| Spec::parse(s, true).unwrap();
-        assert_eq!(
-            p("oci:out/app.oci:v1"),
-            Spec::Layout {
-                dir: "out/app.oci".into(),
-                tag: Some("v1".into())
-            }
-        );
-        assert_eq!(
-            p("/nonexistent/a.oci"),
-            Spec::Layout {
-                dir: "/nonexistent/a.oci".into(),
-                tag: None
-            }
-        );
-        assert_eq!(p("oci-archive:x.tar"), Spec::OciArchive("x.tar".into()));
-        assert_eq!(
-            p("docker-archive:d.tar"),
-            Spec::DockerArchive("d.tar".into())
-        );
-        assert_eq!(
-            p("docker://localhost:5000/a/b:1"),
-            Spec::Registry("localhost:5000/a/b:1".into())
-        );
-        let d = Digest::of(b"x");
-        assert_eq!(p(&d.to_string()), Spec::Digest(d));
-        assert!(matches!(
-            Spec::parse(&d.to_string(), false),
-            Err(AuditError::DigestOnly { .. })
-        ));
-        assert!(Spec::parse("oci-archive:", false).is_err());
-        assert!(Spec::parse("docker://", false).is_err());
-        assert_eq!(p("oci:a.oci:v1").to_string(), "oci:a.oci:v1");
     }
 }

@@ -6,10 +6,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use super::diff::{self, DiffOptions, DiffReport, Outcome};
-use super::source::{self, OpenOptions, Spec};
+use super::source::{self, OpenOptions};
 use super::AuditError;
 use crate::digest::Digest;
 use crate::image::annotations;
+use crate::imageref::ImageRef;
 use crate::store::Store;
 
 #[derive(Clone, Debug, Serialize)]
@@ -68,11 +69,11 @@ pub fn input_mismatches(
 pub fn verify(
     store: &Store,
     rebuilt: Digest,
-    target: &Spec,
+    target: &ImageRef,
     opts: OpenOptions<'_>,
 ) -> Result<VerifyReport, AuditError> {
     let name = target.to_string();
-    if let Spec::Digest(d) = target {
+    if let ImageRef::Digest(d) = target {
         return Ok(VerifyReport {
             rebuilt,
             target: name,

@@ -10,9 +10,10 @@ use clap::{Args, ValueEnum};
 
 use super::Cli;
 use crate::audit::attest::{self, LoadedInputs, Subject};
-use crate::audit::{provenance, sbom, Spec};
+use crate::audit::{provenance, sbom};
 use crate::digest::Digest;
 use crate::image::{Descriptor, ImageRecord};
+use crate::imageref::{ImageRef, Role};
 use crate::recipe;
 use crate::store::Store;
 
@@ -109,8 +110,8 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
             super::default_output(&args.recipe),
             recipe.image.tag.clone(),
         ),
-        Some(s) => match Spec::parse(s, false)? {
-            Spec::Layout { dir, tag } => (dir, tag.unwrap_or_else(|| recipe.image.tag.clone())),
+        Some(s) => match ImageRef::parse(s, Role::Source { digest: false })? {
+            ImageRef::Layout { dir, tag } => (dir, tag.unwrap_or_else(|| recipe.image.tag.clone())),
             other => anyhow::bail!(
                 "--image {other}: only an OCI layout (DIR or oci:DIR[:TAG]) is supported here"
             ),

@@ -121,7 +121,7 @@ impl InputOptions {
                 .push
                 .as_deref()
                 .filter(|_| args.push_only)
-                .and_then(|p| super::push::destination_ref(p).ok())
+                .and_then(|p| crate::imageref::ImageRef::parse_registry(p).ok())
                 .map(|r| r.registry().to_string()),
             outputs: Vec::new(),
             base_index: None,
@@ -212,7 +212,7 @@ pub fn build_recipe(
     // deterministic), so that `mirror` takes it along to a registry that never saw the push.
     let mut in_layout = referrers.clone();
     if let (Some(k), Some(dest), Target::Layout(_)) = (key, &args.push, &target) {
-        let identity = super::sign::identity_of(&super::push::destination_ref(dest)?);
+        let identity = super::sign::identity_of(&crate::imageref::ImageRef::parse_registry(dest)?);
         let digest = built.image.manifest.digest;
         in_layout.push(crate::sign::layout_signature(
             &store, &identity, &digest, k,
@@ -240,7 +240,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     // The destination first: a bad reference (a login pasted in it) fails before anything is
     // built.
     if let Some(dest) = &args.push {
-        super::push::destination_ref(dest)?;
+        crate::imageref::ImageRef::parse_registry(dest)?;
     }
     let whole = recipe::load(&args.recipe)?
         .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
@@ -270,7 +270,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     let mut attached = None;
     let mut signature = None;
     if let (Some(dest), true) = (&args.push, args.json) {
-        let target = super::push::destination_ref(dest)?;
+        let target = crate::imageref::ImageRef::parse_registry(dest)?;
         let client = super::push::client(cli)?;
         let report = crate::push::push(
             &client,
@@ -417,7 +417,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             &super::push::client(cli)?,
             &img.manifest,
             &referrers,
-            &super::push::destination_ref(dest)?,
+            &crate::imageref::ImageRef::parse_registry(dest)?,
         )? {
             for p in &r.pushed {
                 println!("attached {p}");
@@ -428,7 +428,7 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
             let report = super::sign::sign_pushed(
                 cli,
                 &super::push::client(cli)?,
-                &super::push::destination_ref(dest)?,
+                &crate::imageref::ImageRef::parse_registry(dest)?,
                 &img.manifest.digest,
                 k,
             )?;

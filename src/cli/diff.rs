@@ -5,8 +5,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Cli;
-use crate::audit::{self, render, DiffOptions, OpenOptions, Outcome, Spec};
+use crate::audit::{self, render, DiffOptions, OpenOptions, Outcome};
 use crate::image::Platform;
+use crate::imageref::{ImageRef, Role};
 use crate::registry::Client;
 
 pub const AFTER_HELP: &str = "\
@@ -59,8 +60,8 @@ pub fn platform(value: Option<&str>) -> anyhow::Result<Platform> {
 }
 
 /// A registry client when one of `specs` is `docker://`.
-pub fn client_for(cli: &Cli, specs: &[&Spec]) -> anyhow::Result<Option<Client>> {
-    if specs.iter().any(|s| matches!(s, Spec::Registry(_))) {
+pub fn client_for(cli: &Cli, specs: &[&ImageRef]) -> anyhow::Result<Option<Client>> {
+    if specs.iter().any(|s| matches!(s, ImageRef::Registry(_))) {
         Ok(Some(super::push::client(cli)?))
     } else {
         Ok(None)
@@ -83,8 +84,8 @@ pub fn run(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn diff(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
-    let a = Spec::parse(&args.a, false)?;
-    let b = Spec::parse(&args.b, false)?;
+    let a = ImageRef::parse(&args.a, Role::Source { digest: false })?;
+    let b = ImageRef::parse(&args.b, Role::Source { digest: false })?;
     let client = client_for(cli, &[&a, &b])?;
     let bars = cli.bars(args.json);
     let opts = OpenOptions {
@@ -120,8 +121,8 @@ fn exit_code(result: Outcome) -> ExitCode {
 
 fn diff_one(
     args: &DiffArgs,
-    a: &Spec,
-    b: &Spec,
+    a: &ImageRef,
+    b: &ImageRef,
     platform: &Platform,
     opts: OpenOptions<'_>,
 ) -> anyhow::Result<audit::DiffReport> {
@@ -144,8 +145,8 @@ fn diff_one(
 /// different), one report per platform.
 fn diff_indexes(
     args: &DiffArgs,
-    (a, pa): (&Spec, Vec<Platform>),
-    (b, pb): (&Spec, Vec<Platform>),
+    (a, pa): (&ImageRef, Vec<Platform>),
+    (b, pb): (&ImageRef, Vec<Platform>),
     opts: OpenOptions<'_>,
 ) -> anyhow::Result<ExitCode> {
     let mut all: Vec<Platform> = pa.clone();

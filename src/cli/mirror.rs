@@ -1,12 +1,13 @@
 //! `ocibuild mirror`: copy base images (from recipes' locks), built images (OCI layouts) and
 //! vendored images into a registry, digests unchanged.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use super::Cli;
+use crate::imageref::{ImageRef, ImageRefError, Role};
 use crate::mirror::{self, Image, MirrorReport};
 use crate::recipe;
 use crate::store::Store;
@@ -28,18 +29,6 @@ pub struct MirrorArgs {
     /// Print the reports as JSON on stdout.
     #[arg(long)]
     pub json: bool,
-}
-
-/// `DIR[:TAG]`: the directory when it is one, else split at the last `:`.
-fn layout_arg(s: &str) -> (PathBuf, Option<String>) {
-    let s = s.strip_prefix("oci:").unwrap_or(s);
-    if Path::new(s).is_dir() {
-        return (PathBuf::from(s), None);
-    }
-    match s.rsplit_once(':') {
-        Some((d, t)) if Path::new(d).is_dir() => (PathBuf::from(d), Some(t.to_string())),
-        _ => (PathBuf::from(s), None),
-    }
 }
 
 pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
@@ -87,37 +76,41 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
         }
     }
     for s in &args.sources {
-        if let Some(d) = s.strip_prefix("vendor:") {
-            let dir = VendorDir::open(Path::new(d), false)?;
-            for e in dir.index.entries.values() {
-                if let Entry::Oci {
-                    reference,
-                    digest,
-                    index,
-                    ..
-                } = e
-                {
-                    work.push((
-                        Store::view(d),
-                        Image::from_reference(
-                            reference,
-                            *digest,
-                            index.as_ref().map(|i| i.digest),
-                        )?,
-                    ));
+        match ImageRef::parse(s, Role::Mirror)? {
+            ImageRef::Vendor(d) => {
+                let dir = VendorDir::open(&d, false)?;
+                for e in dir.index.entries.values() {
+                    if let Entry::Oci {
+                        reference,
+                        digest,
+                        index,
+                        ..
+                    } = e
+                    {
+                        work.push((
+                            Store::view(&d),
+                            Image::from_reference(
+                                reference,
+                                *digest,
+                                index.as_ref().map(|i| i.digest),
+                            )?,
+                        ));
+                    }
                 }
             }
-        } else {
-            let (dir, tag) = layout_arg(s);
-            let fallback = format!(
-                "localhost/{}",
-                dir.file_stem()
-                    .map(|n| n.to_string_lossy().into_owned())
-                    .unwrap_or_else(|| "image".into())
-            );
-            for img in mirror::layout_images(&dir, tag.as_deref(), &fallback)? {
-                work.push((Store::view(&dir), img));
+            ImageRef::Layout { dir, tag } => {
+                let fallback = format!(
+                    "localhost/{}",
+                    dir.file_stem()
+                        .map(|n| n.to_string_lossy().into_owned())
+                        .unwrap_or_else(|| "image".into())
+                );
+                for img in mirror::layout_images(&dir, tag.as_deref(), &fallback)? {
+                    work.push((Store::view(&dir), img));
+                }
             }
+            // Never parsed for mirror.
+            _ => return Err(ImageRefError::unknown(s, Role::Mirror).into()),
         }
     }
     let mut reports: Vec<MirrorReport> = Vec::new();

@@ -84,7 +84,8 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         let mut in_layout: Vec<_> = referrers.iter().flatten().cloned().collect();
         // The signatures the push will carry (the same bytes), for `mirror` to take along.
         if let (Some(k), Some(dest)) = (&key, &args.push) {
-            let identity = super::sign::identity_of(&super::push::destination_ref(dest)?);
+            let identity =
+                super::sign::identity_of(&crate::imageref::ImageRef::parse_registry(dest)?);
             for d in &signed {
                 in_layout.push(crate::sign::layout_signature(&store, &identity, d, k)?);
             }
@@ -125,7 +126,7 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
     let mut pushed = None;
     let (mut attached, mut signatures) = (Vec::new(), Vec::new());
     if let Some(dest) = &args.push {
-        let reference = super::push::destination_ref(dest)?;
+        let reference = crate::imageref::ImageRef::parse_registry(dest)?;
         let client = super::push::client(cli)?;
         let bars = cli.bars(args.json);
         let mut uploaded = 0;

@@ -76,7 +76,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let built = session.build(&args.recipe, &recipe)?;
     let img = &built.image;
     let target = match &args.against {
-        Some(a) => Some(super::push::destination_ref(a)?),
+        Some(a) => Some(crate::imageref::ImageRef::parse_registry(a)?),
         None => None,
     };
     let client = super::push::client(cli)?;

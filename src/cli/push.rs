@@ -1,6 +1,6 @@
 //! `ocibuild push LAYOUT[:TAG] REF`, and `build --push REF`.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -25,19 +25,6 @@ pub struct PushArgs {
     pub json: bool,
 }
 
-/// `DIR[:TAG]` → (DIR, TAG). A colon belongs to the tag only after the last `/`.
-fn split_source(s: &str) -> (PathBuf, Option<String>) {
-    let s = s.strip_prefix("oci:").unwrap_or(s);
-    let slash = s.rfind('/').map(|i| i + 1).unwrap_or(0);
-    match s[slash..].rfind(':') {
-        Some(i) => (
-            PathBuf::from(&s[..slash + i]),
-            Some(s[slash + i + 1..].to_string()),
-        ),
-        None => (PathBuf::from(s), None),
-    }
-}
-
 fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
     let layout = Layout::open(dir)?;
     Ok(layout.descriptor(layout.image(tag)?)?)
@@ -51,11 +38,6 @@ pub fn client(cli: &Cli) -> anyhow::Result<Client> {
     )?)
 }
 
-/// A push destination: `docker://REF`, as diff, verify and skopeo write it, or a bare `REF`.
-pub fn destination_ref(s: &str) -> Result<Reference, crate::registry::ReferenceError> {
-    s.strip_prefix("docker://").unwrap_or(s).parse()
-}
-
 /// Push and print the outcome.
 pub fn push_and_report(
     cli: &Cli,
@@ -64,7 +46,7 @@ pub fn push_and_report(
     destination: &str,
     json: bool,
 ) -> anyhow::Result<PushReport> {
-    let target = destination_ref(destination)?;
+    let target = crate::imageref::ImageRef::parse_registry(destination)?;
     let bars = cli.bars(json);
     let report = push::push(&client(cli)?, blobs, manifest, &target, &bars)?;
     if json {
@@ -89,7 +71,7 @@ pub fn push_and_report(
 }
 
 pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
-    let (dir, tag) = split_source(&args.source);
+    let (dir, tag) = crate::imageref::ImageRef::parse_layout(&args.source)?;
     let manifest = find_manifest(&dir, tag.as_deref())?;
     if manifest.media_type == crate::image::MEDIA_TYPE_INDEX {
         return push_index(
@@ -165,7 +147,7 @@ pub fn push_index(
     destination: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let target = destination_ref(destination)?;
+    let target = crate::imageref::ImageRef::parse_registry(destination)?;
     let client = client(cli)?;
     let bars = cli.bars(json);
     let mut reports = Vec::new();
@@ -192,26 +174,4 @@ pub fn push_index(
         println!("pushed {name} ({uploaded} bytes uploaded)");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn sources() {
-        assert_eq!(split_source("out"), (PathBuf::from("out"), None));
-        assert_eq!(
-            split_source("oci:out:v1"),
-            (PathBuf::from("out"), Some("v1".into()))
-        );
-        assert_eq!(
-            split_source("/a/b.oci:latest"),
-            (PathBuf::from("/a/b.oci"), Some("latest".into()))
-        );
-        assert_eq!(
-            split_source("./x:y/dir"),
-            (PathBuf::from("./x:y/dir"), None)
-        );
-    }
 }

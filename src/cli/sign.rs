@@ -108,7 +108,7 @@ pub fn print_signed(cli: &Cli, report: &sign::SignReport) {
 
 pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
     let key = load_key(cli, &args.key, &args.passphrase)?;
-    let target = super::push::destination_ref(&args.reference)?;
+    let target = crate::imageref::ImageRef::parse_registry(&args.reference)?;
     let client = super::push::client(cli)?;
     let fetched = client.get_manifest(&target)?;
     // An image index: the index and each platform's manifest (as `cosign sign --recursive`),
@@ -155,7 +155,7 @@ pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitC
         .iter()
         .map(|k| PublicKey::load(k))
         .collect::<Result<Vec<_>, _>>()?;
-    let reference = super::push::destination_ref(&args.reference)?;
+    let reference = crate::imageref::ImageRef::parse_registry(&args.reference)?;
     let client = super::push::client(cli)?;
     let report = sign::verify_image(
         &client,

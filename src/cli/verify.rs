@@ -7,7 +7,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Cli;
-use crate::audit::{self, render, OpenOptions, Spec};
+use crate::audit::{self, render, OpenOptions};
+use crate::imageref::{ImageRef, Role};
 use crate::lock::LockPolicy;
 use crate::recipe;
 use crate::session::Session;
@@ -60,8 +61,8 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
     let target = match &args.against {
-        Some(s) => Spec::parse(s, true)?,
-        None => Spec::Layout {
+        Some(s) => ImageRef::parse(s, Role::Source { digest: true })?,
+        None => ImageRef::Layout {
             dir: super::default_output(&args.recipe),
             tag: Some(recipe.image.tag.clone()),
         },
@@ -70,7 +71,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
         None => None,
     };
-    if args.attest && !matches!(target, Spec::Registry(_)) {
+    if args.attest && !matches!(target, ImageRef::Registry(_)) {
         anyhow::bail!(
             "--attest attaches to a registry image: give --against docker://REGISTRY/REPO[:TAG]"
         );
@@ -83,9 +84,11 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let bars = cli.bars(false);
     // The image compared against is left out of the layers, as `build` left its output out.
     let outputs = match &target {
-        Spec::Layout { dir, .. } => vec![dir.clone()],
-        Spec::OciArchive(p) | Spec::DockerArchive(p) => vec![p.clone()],
-        Spec::Registry(_) | Spec::Digest(_) => Vec::new(),
+        ImageRef::Layout { dir, .. } => vec![dir.clone()],
+        ImageRef::OciArchive(p) | ImageRef::DockerArchive(p) | ImageRef::Vendor(p) => {
+            vec![p.clone()]
+        }
+        ImageRef::Registry(_) | ImageRef::Digest(_) => Vec::new(),
     };
     let session = Session {
         policy: LockPolicy::Locked,
@@ -114,7 +117,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         // --attest: a signed VSA on each platform's manifest, once all of them reproduced.
         let mut attested = Vec::new();
         for (p, r) in &reports {
-            let (Some(k), Spec::Registry(at), true) = (&key, &target, reproduced) else {
+            let (Some(k), ImageRef::Registry(at), true) = (&key, &target, reproduced) else {
                 break;
             };
             let rp = recipe.for_platform(p)?;
@@ -160,7 +163,7 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     };
     let report = audit::verify(&store, built.image.manifest.digest, &target, opts)?;
     let attested = match (&key, &target, report.reproduced) {
-        (Some(k), Spec::Registry(r), true) => Some(attest_reproduced(
+        (Some(k), ImageRef::Registry(r), true) => Some(attest_reproduced(
             cli,
             &store,
             &args.recipe,
@@ -197,11 +200,10 @@ fn attest_reproduced(
     store: &Store,
     recipe_path: &std::path::Path,
     recipe: &recipe::Recipe,
-    reference: &str,
+    target: &crate::registry::Reference,
     digest: &crate::digest::Digest,
     key: &crate::sign::PrivateKey,
 ) -> anyhow::Result<crate::push::ReferrersReport> {
-    let target = super::push::destination_ref(reference)?;
     let client = super::push::client(cli)?;
     let fetched = client.get_manifest(&target.with_digest(*digest))?;
     let name = format!("{}/{}", target.registry(), target.repository());
@@ -219,6 +221,6 @@ fn attest_reproduced(
     }];
     let referrers = crate::audit::attest::attach(store, &subject, &docs)?;
     Ok(crate::push::push_referrers(
-        &client, store, digest, &referrers, &target,
+        &client, store, digest, &referrers, target,
     )?)
 }

@@ -50,19 +50,9 @@ pub enum OutputError {
         expected: Digest,
         found: Digest,
     },
-    #[error(
-        "unknown output `{0}`: expected DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE"
-    )]
-    BadTarget(String),
-    #[error(
-        "unknown output transport `{transport}:` in `{output}`: expected DIR, oci:DIR, \
-         oci-archive:FILE or docker-archive:FILE{hint}"
-    )]
-    UnknownTransport {
-        transport: String,
-        output: String,
-        hint: &'static str,
-    },
+    /// `-o` not parsed as an output: [`crate::imageref`]'s message.
+    #[error(transparent)]
+    ImageRef(#[from] crate::imageref::ImageRefError),
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -98,48 +88,18 @@ pub enum Target {
 
 impl FromStr for Target {
     type Err = OutputError;
+    /// `DIR`, `oci:DIR`, `oci-archive:FILE` or `docker-archive:FILE`, as
+    /// [`crate::imageref`] parses an output (no tag; `NAME:` a transport).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let nonempty = |p: &str| {
-            if p.is_empty() {
-                Err(OutputError::BadTarget(s.to_string()))
-            } else {
-                Ok(PathBuf::from(p))
-            }
-        };
-        if let Some(p) = s.strip_prefix("oci-archive:") {
-            Ok(Target::OciArchive(nonempty(p)?))
-        } else if let Some(p) = s.strip_prefix("docker-archive:") {
-            Ok(Target::DockerArchive(nonempty(p)?))
-        } else if let Some(p) = s.strip_prefix("oci:") {
-            Ok(Target::Layout(nonempty(p)?))
-        } else if let Some(transport) = transport_prefix(s) {
-            // skopeo's rule: `name:` names a transport; a path with a colon is written
-            // `./a:b` or `oci:a:b`.
-            let hint = match transport {
-                "docker" | "containers-storage" | "docker-daemon" => {
-                    "; to send the image to a registry, use --push REF"
-                }
-                _ => "; a directory whose name has a colon is written ./NAME or oci:NAME",
-            };
-            Err(OutputError::UnknownTransport {
-                transport: transport.to_string(),
-                output: s.to_string(),
-                hint,
-            })
-        } else {
-            Ok(Target::Layout(nonempty(s)?))
-        }
+        use crate::imageref::{ImageRef, ImageRefError, Role};
+        Ok(match ImageRef::parse(s, Role::Output)? {
+            ImageRef::Layout { dir, .. } => Target::Layout(dir),
+            ImageRef::OciArchive(p) => Target::OciArchive(p),
+            ImageRef::DockerArchive(p) => Target::DockerArchive(p),
+            // Never parsed for an output: refused as `imageref` refuses any other form.
+            _ => return Err(ImageRefError::unknown(s, Role::Output).into()),
+        })
     }
-}
-
-/// The `name` of `name:rest` when `name` looks like a transport (a letter, then letters,
-/// digits and `-`): what skopeo would take as one.
-fn transport_prefix(s: &str) -> Option<&str> {
-    let (name, _) = s.split_once(':')?;
-    let mut chars = name.chars();
-    let ok = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '-');
-    ok.then_some(name)
 }
 
 impl Target {
