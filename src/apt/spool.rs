@@ -159,7 +159,7 @@ mod tests {
         assert_eq!(s.read(a).unwrap(), b"first file");
         assert_eq!(s.read(e).unwrap(), b"");
         // The file has no name: the directory stays empty.
-        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+        assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]

@@ -399,7 +399,8 @@ fn online_pycuda_trixie_lock_leaves_the_driver_to_the_host() {
     let satisfies = |name: &str| -> Vec<String> {
         hp.iter()
             .find(|h| h["name"].as_str() == Some(name))
-            .unwrap_or_else(|| panic!("{name} not in the lock's host-provides: {lock}"))["satisfies"]
+            .unwrap_or_else(|| panic!("{name} not in the lock's host-provides: {lock}"))
+            ["satisfies"]
             .as_array()
             .unwrap()
             .iter()
@@ -420,9 +421,15 @@ fn online_pycuda_trixie_lock_leaves_the_driver_to_the_host() {
     );
     let packages = lock_packages(&lock);
     for driver in ["libcuda1", "libnvidia-ml1"] {
-        assert!(!packages.iter().any(|p| p == driver), "{driver}: {packages:?}");
+        assert!(
+            !packages.iter().any(|p| p == driver),
+            "{driver}: {packages:?}"
+        );
     }
     for wanted in ["python3-pycuda", "nvidia-cuda-toolkit", "libcudart12"] {
-        assert!(packages.iter().any(|p| p == wanted), "{wanted}: {packages:?}");
+        assert!(
+            packages.iter().any(|p| p == wanted),
+            "{wanted}: {packages:?}"
+        );
     }
 }
