@@ -5,6 +5,7 @@
 //! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
 //! - [`bounded`]: small input files read as regular files with a bound; long values clipped in
 //!   messages.
+//! - [`diag`]: where in a TOML file a problem is, and did-you-mean for misspelt names.
 //! - [`fsat`]: trees read through directory handles, never through a symlink below the root.
 //! - [`progress`]: the one trait progress events go through.
 //! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
@@ -45,6 +46,7 @@ pub mod build;
 pub mod cache_repo;
 pub mod cli;
 pub mod defaults;
+pub mod diag;
 pub mod digest;
 pub mod fsat;
 pub mod http;

@@ -54,6 +54,14 @@ pub enum LockError {
     },
     #[error("{path}: not a valid lock file: {message}")]
     Parse { path: PathBuf, message: String },
+    /// Not TOML, or TOML that is not a lock (a key of the wrong type, a missing field): where.
+    #[error("{path}:{line}:{col}: not a valid lock file: {message}")]
+    Syntax {
+        path: PathBuf,
+        line: usize,
+        col: usize,
+        message: String,
+    },
     #[error("{path}: lock format version {found} is not supported (this ocibuild reads version {LOCK_VERSION}); update ocibuild or re-lock")]
     Version { path: PathBuf, found: u32 },
     #[error("{mode}: there is no lock file {path}: run `ocibuild lock {recipe}` first (online)")]
@@ -370,9 +378,14 @@ impl Lock {
         struct VersionOnly {
             version: Option<u32>,
         }
-        let parse_err = |e: toml::de::Error| LockError::Parse {
-            path: path.to_path_buf(),
-            message: crate::http::redact_urls(e.message()),
+        let parse_err = |e: toml::de::Error| {
+            let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
+            LockError::Syntax {
+                path: path.to_path_buf(),
+                line,
+                col,
+                message: crate::http::redact_urls(&crate::diag::one_line(e.message())),
+            }
         };
         let v: VersionOnly = toml::from_str(text).map_err(parse_err)?;
         match v.version {

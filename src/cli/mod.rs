@@ -8,6 +8,7 @@ mod diff;
 mod lock;
 mod mirror;
 mod multi;
+mod pipe;
 mod plan;
 mod progress;
 mod push;
@@ -228,6 +229,7 @@ fn with_update_value(args: Vec<OsString>) -> Vec<OsString> {
 }
 
 pub fn main() -> ExitCode {
+    pipe::quiet_panics();
     let args = with_update_value(with_default_subcommand(std::env::args_os().collect()));
     let cli = Cli::parse_from(args);
     crate::http::peers::set_budget(std::time::Duration::from_secs(cli.net_timeout));
@@ -253,6 +255,9 @@ pub fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
+            if let Some(code) = pipe::quiet_exit(&e) {
+                return code;
+            }
             eprintln!("error: {}", message(&e));
             ExitCode::FAILURE
         }

@@ -15,8 +15,14 @@ use crate::digest::Digest;
 
 #[derive(Debug, thiserror::Error)]
 pub enum PylockError {
-    #[error("pylock.toml is not valid TOML for PEP 751")]
-    Toml(#[source] toml::de::Error),
+    /// Not TOML, or not PEP 751's shape: where (1-based line and column) and the parser's
+    /// words.
+    #[error("{line}:{col}: pylock.toml is not valid TOML for PEP 751: {message}")]
+    Toml {
+        line: usize,
+        col: usize,
+        message: String,
+    },
     #[error("pylock.toml: lock-version {0} is not supported (only 1.x)")]
     LockVersion(String),
     #[error("pylock.toml: none of its environments ({environments}) is the image's")]
@@ -170,7 +176,18 @@ fn url_filename(url: &str) -> String {
 
 /// Parses `pylock.toml` and returns the packages to install for `interp`, in file order.
 pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, PylockError> {
-    let raw: RawLock = toml::from_str(text).map_err(PylockError::Toml)?;
+    let raw: RawLock = toml::from_str(text).map_err(|e| {
+        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
+        PylockError::Toml {
+            line,
+            col,
+            message: crate::bounded::clip_to(
+                &crate::http::redact_urls(&crate::diag::one_line(e.message())),
+                1000,
+            )
+            .into_owned(),
+        }
+    })?;
     if raw.lock_version.split('.').next() != Some("1") {
         return Err(PylockError::LockVersion(raw.lock_version));
     }

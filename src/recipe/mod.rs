@@ -26,6 +26,7 @@ use serde::Deserialize;
 pub use self::packages::debian_arch;
 pub use crate::image::Platform;
 
+use crate::diag::{line_col, one_line};
 use crate::layer::{Compression, CopySpec};
 
 /// Built-in test checks, usable as `check = "<name>"` in a `[[test]]`.
@@ -594,7 +595,7 @@ pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
 pub fn parse(text: &str, path: &Path, dir: &Path) -> Result<Recipe, RecipeError> {
     let ctx = Ctx { path, text };
     let root = toml::de::DeTable::parse(text).map_err(|e| {
-        let (line, col) = ctx.start_of(e.span());
+        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
         RecipeError::Syntax {
             path: path.to_path_buf(),
             line,
@@ -649,19 +650,6 @@ impl Ctx<'_> {
     }
 }
 
-/// 1-based line and column (counted in characters) of a byte offset.
-fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let col = before[line_start..].chars().count() + 1;
-    (line, col)
-}
-
 /// Keeps a message on one line, and free of terminal control characters: values from the recipe
 /// are quoted in messages, and TOML strings may hold newlines, tabs or NUL.
 fn escape_controls(message: &str) -> String {
@@ -698,24 +686,22 @@ fn clip_values(message: &str) -> String {
     out
 }
 
-/// Joins a multi-line message (from the TOML parser) into one line.
-fn one_line(message: &str) -> String {
-    message
-        .lines()
-        .map(str::trim)
-        .filter(|l| !l.is_empty())
-        .collect::<Vec<_>>()
-        .join("; ")
-}
-
 /// serde speaks of Rust types; a recipe's author thinks in TOML's.
 /// Also explains a top-level key that TOML put into the table above it.
 fn toml_words(message: &str) -> String {
     const TOP: &[&str] = &["image", "base", "layer", "config", "podman", "test"];
-    let nested_top = message
+    let unknown = message
         .strip_prefix("unknown field `")
-        .and_then(|rest| rest.split_once('`'))
-        .is_some_and(|(key, _)| TOP.contains(&key));
+        .and_then(|rest| rest.split_once('`'));
+    let nested_top = unknown.is_some_and(|(key, _)| TOP.contains(&key));
+    // serde lists the expected fields: "…, expected one of `a`, `b`" or "`a` or `b`".
+    let suggestion = unknown.and_then(|(key, rest)| {
+        let expected = rest.strip_prefix(", expected ")?;
+        let names = expected.split('`').skip(1).step_by(2);
+        crate::diag::closest(key, names)
+            .map(|s| format!("unknown field `{key}`, did you mean `{s}`?"))
+    });
+    let message = suggestion.as_deref().unwrap_or(message);
     let hint = if nested_top {
         "; keys after a `[table]` header belong to that table: move top-level keys above the \
          first header"

@@ -202,18 +202,34 @@ pub fn check_user(user: &str, at: &str, files: Option<&AccountFiles>) -> Result<
                 "the image has no /etc/passwd: declare `{}` in [[accounts.user]], or use a uid",
                 crate::bounded::clip(u)
             ),
-            Some(_) => format!(
-                "no account `{}`: declare it in [[accounts.user]]",
-                crate::bounded::clip(u)
-            ),
+            Some(f) => match crate::diag::closest(u, f.users.iter().map(|x| x.name.as_str())) {
+                Some(near) => format!(
+                    "no account `{}`: did you mean `{near}`? (else declare it in \
+                     [[accounts.user]])",
+                    crate::bounded::clip(u)
+                ),
+                None => format!(
+                    "no account `{}`: declare it in [[accounts.user]]",
+                    crate::bounded::clip(u)
+                ),
+            },
         }));
     }
     if let Some(g) = g {
         if !numeric(g) && files.is_none_or(|f| f.gid_of(g).is_none()) {
-            return Err(err(format!(
-                "no group `{}`: declare it in [[accounts.group]]",
-                crate::bounded::clip(g)
-            )));
+            let near =
+                files.and_then(|f| crate::diag::closest(g, f.groups.iter().map(|x| x.0.as_str())));
+            return Err(err(match near {
+                Some(near) => format!(
+                    "no group `{}`: did you mean `{near}`? (else declare it in \
+                     [[accounts.group]])",
+                    crate::bounded::clip(g)
+                ),
+                None => format!(
+                    "no group `{}`: declare it in [[accounts.group]]",
+                    crate::bounded::clip(g)
+                ),
+            }));
         }
     }
     Ok(())
@@ -264,6 +280,14 @@ mod tests {
         assert_eq!(
             e,
             "r.toml:9:8: [config] user `web`: no account `web`: declare it in [[accounts.user]]"
+        );
+        let e = check_user("apx", "r.toml:9:8", Some(&f))
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            e,
+            "r.toml:9:8: [config] user `apx`: no account `apx`: did you mean `app`? (else \
+             declare it in [[accounts.user]])"
         );
         let e = check_user("app:web", "r.toml:9:8", Some(&f))
             .unwrap_err()

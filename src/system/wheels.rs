@@ -159,8 +159,14 @@ fn from_pylock(
                 | pylock::PylockError::PackageRequiresPython { .. }
                 | pylock::PylockError::Environments { .. }
         );
+        // A TOML error starts with its `LINE:COL`, which follows the path with no space.
+        let sep = if matches!(e, pylock::PylockError::Toml { .. }) {
+            ":"
+        } else {
+            ": "
+        };
         SystemError::Python {
-            problem: with_relock(format!("{}: {e}", path.display()), interp, relock),
+            problem: with_relock(format!("{}{sep}{e}", path.display()), interp, relock),
         }
     })?;
     let mut out = Vec::new();

@@ -39,6 +39,7 @@ mod online_wheels;
 mod platforms;
 mod platforms_audit;
 mod readers;
+mod recipe_errors;
 mod registry_fake;
 mod registry_real;
 mod rootfs;
