@@ -636,7 +636,7 @@ impl ocibuild::http::Fetcher for Logged {
 /// Online (OCIBUILD_ONLINE=1): trixie from the Debian archive, as apt fetches it: the
 /// `by-hash` indices (its Release says `Acquire-By-Hash: yes`), binary-all not fetched
 /// (`No-Support-for-Architecture-all`), contrib and non-free packages, and the component
-/// hint for a non-free package with only `main` listed.
+/// hint for a non-free package with only `main` listed, and the same for non-free-firmware.
 #[test]
 fn online_trixie_indices_by_hash_and_components() {
     if !common::online("reads trixie's indices from the Debian archive") {
@@ -716,4 +716,27 @@ fn online_trixie_indices_by_hash_and_components() {
     ));
     assert!(locked.iter().any(|l| l.filename.contains("pool/non-free/")));
     assert!(locked.iter().any(|l| l.filename.contains("pool/contrib/")));
+
+    // non-free-firmware: not listed, the hint names it; listed, its packages resolve.
+    let err = resolve(&idx, "amd64", &[req("amd64-microcode")], &Installed::new()).unwrap_err();
+    let err = components::explain(&fetcher, &idx, err);
+    common::notice(&format!("amd64-microcode without non-free-firmware: {err}"));
+    assert!(
+        matches!(&err, AptError::OtherComponent { component, .. } if component == "non-free-firmware"),
+        "{err}"
+    );
+    let idx = vec![load_source(
+        &fetcher,
+        &trixie(&["main", "non-free-firmware"]),
+        &std::env::temp_dir(),
+    )
+    .unwrap()];
+    let locked = resolve(&idx, "amd64", &[req("amd64-microcode")], &Installed::new()).unwrap();
+    assert!(
+        locked
+            .iter()
+            .any(|l| l.filename.contains("pool/non-free-firmware/")),
+        "{}",
+        names(&locked).join(" ")
+    );
 }
