@@ -33,6 +33,7 @@
 //! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
 //! - [`sign`]: sigstore signatures and DSSE attestations (ECDSA P-256), signing and checking.
+//! - [`outcome`]: what a build did, per platform: the `build --json` document.
 //! - [`session`]: a command's inputs and one lock policy: the base, the system layers and the
 //!   vendored inputs through the lock, then [`build`]; what the CLI calls.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
@@ -56,6 +57,7 @@ pub mod json;
 pub mod layer;
 pub mod lock;
 pub mod mirror;
+pub mod outcome;
 pub mod output;
 pub mod progress;
 pub mod push;

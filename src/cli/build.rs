@@ -4,7 +4,6 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use serde_json::json;
 
 use super::Cli;
 use crate::build::Built;
@@ -292,77 +291,22 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         pushed = Some(report);
     }
     if args.json {
-        let layers: Vec<_> = img
-            .layers
-            .iter()
-            .zip(&built.cached)
-            .map(|(l, (name, cached))| {
-                json!({
-                    "name": name,
-                    "mediaType": l.descriptor.media_type,
-                    "digest": l.descriptor.digest,
-                    "size": l.descriptor.size,
-                    "diffId": l.diff_id,
-                    "uncompressedSize": l.uncompressed_size,
-                    "cached": cached,
-                })
-            })
-            .collect();
-        let doc = json!({
-            "image": img.full_name(),
+        let doc = crate::outcome::BuildOutcome::Image(Box::new(crate::outcome::ImageOutcome {
+            image: img.full_name(),
             // Where it went: outputs resolve against the current directory (not the recipe's,
             // as inputs do), so the path is said in full.
-            "output": (!args.push_only).then(|| target.absolute().to_string()),
-            "manifest": img.manifest.digest,
-            "manifestSize": img.manifest.size,
-            "config": img.config.digest,
-            "layers": layers,
-            "python": built.interpreter.as_ref().map(|i| json!({
-                "version": i.version.to_string(),
-                "abi": i.abi(),
-                "executable": i.executable,
-                "machine": i.machine,
-                "glibc": i.glibc.map(|(a, b)| format!("{a}.{b}")),
-                "purelib": i.scheme.purelib,
-                "platlib": i.scheme.platlib,
-                "scripts": i.scheme.scripts,
-            })),
-            "push": pushed,
-            "referrers": referrers.iter().map(|(d, _)| json!({
-                "artifactType": d.artifact_type,
-                "digest": d.digest,
-                "size": d.size,
-            })).collect::<Vec<_>>(),
-            "referrersPush": attached,
-            "signature": signature,
-            // What the cache repository did (null: none configured).
-            "cacheRepo": cache.as_ref().map(|c| c.stats()),
-            // What maintainer scripts would have done and was emulated (null: no such step).
-            "rootfs": built.rootfs,
-            // `[apt] host-provides`: provided by the host at run time, not in the image.
-            "hostProvides": built.host_provides.iter().map(|h| json!({
-                "name": h.name, "satisfies": h.satisfies,
-            })).collect::<Vec<_>>(),
-            "warnings": built.warnings,
-            "wheels": {
-                "sharedFiles": built.wheels.shared.iter().map(|(p, ws)| json!({
-                    "path": p, "wheels": ws,
-                })).collect::<Vec<_>>(),
-                "replacedFiles": built.wheels.replaced.iter().map(|(p, (w, others))| json!({
-                    "path": p, "installedBy": w, "leftOutBy": others,
-                })).collect::<Vec<_>>(),
-                // null: the base's layers were never downloaded (a shallow base).
-                "duplicateLibraries": built.wheels.duplicate_libraries.as_ref().map(|ds| ds.iter().map(|d| json!({
-                    "soname": d.soname,
-                    "origin": d.origin,
-                    "basePath": d.base_path,
-                    "baseSize": d.base_size,
-                    "wheel": d.wheel,
-                    "wheelPath": d.wheel_path,
-                    "wastedBytes": d.wheel_size,
-                })).collect::<Vec<_>>()),
-            },
-        });
+            output: (!args.push_only).then(|| target.absolute().to_string()),
+            manifest: crate::outcome::ManifestOutcome::new(
+                &built,
+                referrers.iter().map(|(d, _)| d),
+            ),
+            push: pushed,
+            referrers_push: attached,
+            signature,
+            cache_repo: cache.as_ref().map(|c| c.stats()),
+        }));
+        // Through a Value: its keys sorted, as they always were.
+        let doc = serde_json::to_value(&doc)?;
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if cli.quiet {
         // Only the result, as ko prints only the reference: `NAME:TAG@sha256:…` (with

@@ -9,6 +9,7 @@ use super::build::{build_in_store, BuildArgs, InputOptions};
 use super::Cli;
 use crate::digest::Digest;
 use crate::image::{IndexRecord, Platform};
+use crate::outcome::{BuildOutcome, IndexOutcome, IndexPush, ManifestOutcome, PlatformManifest};
 use crate::output::{self, Target};
 use crate::recipe::Recipe;
 
@@ -35,6 +36,8 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
     let (store, cache) =
         super::cache_repo::store(cli, &args.cache, push_only.as_deref(), args.offline)?;
     let mut images = Vec::new();
+    // Each platform's manifest as `--json` reports it.
+    let mut manifests = Vec::new();
     // Each platform's SBOMs and provenance (signed with the key), about its own manifest.
     let mut referrers = Vec::new();
     // The base index a platform's section already pins: a platform not pinned yet takes its
@@ -72,6 +75,16 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         } else {
             referrers.push(Vec::new());
         }
+        let refs = referrers.last().into_iter().flatten().map(|(d, _)| d);
+        manifests.push(PlatformManifest {
+            platform: built
+                .image
+                .manifest
+                .platform
+                .as_ref()
+                .map(|p| p.to_string()),
+            manifest: ManifestOutcome::new(&built, refs),
+        });
         images.push(built.image);
     }
     let index = IndexRecord::new(&store, images)?;
@@ -135,7 +148,10 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
                 uploaded += r.uploaded_bytes
             })?;
         if args.json {
-            pushed = Some(serde_json::json!({"pushed": name, "uploadedBytes": uploaded}));
+            pushed = Some(IndexPush {
+                pushed: name,
+                uploaded_bytes: uploaded,
+            });
         } else if cli.quiet {
             println!("{name}");
         } else {
@@ -148,7 +164,7 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
                 continue;
             };
             if args.json {
-                attached.push(serde_json::to_value(&r)?);
+                attached.push(r);
             } else if !cli.quiet {
                 for p in &r.pushed {
                     println!("attached {p}");
@@ -160,7 +176,7 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
             for d in &signed {
                 let report = super::sign::sign_pushed(cli, &client, &reference, d, k)?;
                 if args.json {
-                    signatures.push(serde_json::to_value(&report)?);
+                    signatures.push(report);
                 } else {
                     super::sign::print_signed(cli, &report);
                 }
@@ -168,42 +184,19 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
         }
     }
     if args.json {
-        let manifests: Vec<serde_json::Value> = index
-            .images
-            .iter()
-            .zip(&referrers)
-            .map(|(i, refs)| {
-                serde_json::json!({
-                    "platform": i.manifest.platform.as_ref().map(|p| p.to_string()),
-                    "manifest": i.manifest.digest,
-                    "manifestSize": i.manifest.size,
-                    "config": i.config.digest,
-                    "layers": i.layers.iter().map(|l| serde_json::json!({
-                        "name": l.descriptor.annotations.get(crate::image::annotations::LAYER_NAME),
-                        "mediaType": l.descriptor.media_type,
-                        "digest": l.descriptor.digest,
-                        "size": l.descriptor.size,
-                        "diffId": l.diff_id,
-                    })).collect::<Vec<_>>(),
-                    "referrers": refs.iter().map(|(d, _)| serde_json::json!({
-                        "artifactType": d.artifact_type,
-                        "digest": d.digest,
-                        "size": d.size,
-                    })).collect::<Vec<_>>(),
-                })
-            })
-            .collect();
-        let doc = serde_json::json!({
-            "image": index.full_name(),
-            "output": (!args.push_only).then(|| target.absolute().to_string()),
-            "index": index.index.digest,
-            "indexSize": index.index.size,
-            "manifests": manifests,
-            "push": pushed,
-            "referrersPush": attached,
-            "signatures": signatures,
-            "cacheRepo": cache.as_ref().map(|c| c.stats()),
-        });
+        let doc = BuildOutcome::Index(Box::new(IndexOutcome {
+            image: index.full_name(),
+            output: (!args.push_only).then(|| target.absolute().to_string()),
+            index: index.index.digest,
+            index_size: index.index.size,
+            manifests,
+            push: pushed,
+            referrers_push: attached,
+            signatures,
+            cache_repo: cache.as_ref().map(|c| c.stats()),
+        }));
+        // Through a Value: its keys sorted, as they always were.
+        let doc = serde_json::to_value(&doc)?;
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if let Some(c) = &cache {
         super::cache_repo::report(cli, &c.stats());

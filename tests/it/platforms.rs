@@ -581,3 +581,98 @@ fn a_pylock_per_platform() {
         stderr(&o)
     );
 }
+
+/// The keys of `a` and `b`, which must be the same, and recursively those of the objects both
+/// have under a key (an array's first elements for arrays of objects).
+fn same_keys(a: &serde_json::Value, b: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    match (a, b) {
+        (Value::Object(a), Value::Object(b)) => {
+            let (ka, kb): (Vec<_>, Vec<_>) = (a.keys().collect(), b.keys().collect());
+            assert_eq!(ka, kb, "the keys of {at}");
+            for (k, v) in a {
+                same_keys(v, &b[k], &format!("{at}.{k}"));
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            if let (Some(x), Some(y)) = (a.first(), b.first()) {
+                same_keys(x, y, &format!("{at}[0]"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `build --json` of a one-platform and of a two-platform recipe: each manifest has the same
+/// keys (the one-platform document's at its top, beside the image's; the other's under
+/// `manifests[]`, with its `platform`).
+#[test]
+fn build_json_has_the_same_manifest_keys_for_one_platform_and_several() {
+    let t = tempdir();
+    fs::create_dir_all(t.path().join("app")).unwrap();
+    fs::write(t.path().join("app/x"), "x\n").unwrap();
+    let build = |name: &str, platforms: &str| {
+        let r = t.path().join(format!("{name}.toml"));
+        fs::write(
+            &r,
+            format!(
+                "[image]\nname = \"example.com/{name}\"\n{platforms}\n\n\
+                 [[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n"
+            ),
+        )
+        .unwrap();
+        let o = run_ok(
+            ocibuild()
+                .env("OCIBUILD_CACHE", t.path().join("cache"))
+                .args(["build", "--json", "-o"])
+                .arg(t.path().join(format!("{name}.oci")))
+                .arg(&r),
+        );
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let one = build("one", "platform = \"linux/amd64\"");
+    let two = build("two", "platforms = [\"linux/amd64\", \"linux/arm64\"]");
+
+    // The one-platform document's manifest: its keys less the image's.
+    let mut manifest = one.clone();
+    for k in [
+        "image",
+        "output",
+        "push",
+        "referrersPush",
+        "signature",
+        "cacheRepo",
+    ] {
+        assert!(
+            manifest.as_object_mut().unwrap().remove(k).is_some(),
+            "{k}: {one:#}"
+        );
+    }
+    for k in [
+        "manifest",
+        "layers",
+        "python",
+        "rootfs",
+        "wheels",
+        "hostProvides",
+        "referrers",
+    ] {
+        assert!(manifest.get(k).is_some(), "{k}: {one:#}");
+    }
+    let manifests = two["manifests"].as_array().unwrap();
+    assert_eq!(manifests.len(), 2, "{two:#}");
+    for (i, m) in manifests.iter().enumerate() {
+        let mut m = m.clone();
+        assert!(m.as_object_mut().unwrap().remove("platform").is_some());
+        same_keys(&manifest, &m, &format!("manifests[{i}]"));
+    }
+    assert_eq!(manifests[1]["platform"], "linux/arm64/v8", "{two:#}");
+    assert!(manifests[1]["layers"][0]["cached"].is_boolean(), "{two:#}");
+    assert!(
+        manifests[1]["layers"][0]["uncompressedSize"].is_u64(),
+        "{two:#}"
+    );
+    for k in ["image", "output", "index", "indexSize", "push", "cacheRepo"] {
+        assert!(two.get(k).is_some(), "{k}: {two:#}");
+    }
+}
