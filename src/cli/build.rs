@@ -348,7 +348,11 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     }
     if args.test {
         if let Target::Layout(dir) = &target {
-            let code = super::test::run_stage(&recipe, dir, &args.test_opts, false, cli.quiet)?;
+            let opts = super::test::TestOptions {
+                show_commands: cli.verbose,
+                ..args.test_opts.clone()
+            };
+            let code = super::test::run_stage(&recipe, dir, &opts, false, cli.quiet)?;
             if code != ExitCode::SUCCESS {
                 return Ok(code);
             }

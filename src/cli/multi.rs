@@ -125,13 +125,12 @@ pub fn run(cli: &Cli, args: &BuildArgs, recipe: &Recipe) -> anyhow::Result<ExitC
     }
     if let (true, Target::Layout(dir)) = (args.test, &target) {
         let host = host_platform(recipe, cli.quiet)?;
-        let code = super::test::run_stage(
-            &recipe.for_platform(&host)?,
-            dir,
-            &args.test_opts,
-            false,
-            cli.quiet,
-        )?;
+        let opts = super::test::TestOptions {
+            show_commands: cli.verbose,
+            ..args.test_opts.clone()
+        };
+        let code =
+            super::test::run_stage(&recipe.for_platform(&host)?, dir, &opts, false, cli.quiet)?;
         if code != ExitCode::SUCCESS {
             return Ok(code);
         }

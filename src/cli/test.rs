@@ -11,9 +11,7 @@ use super::default_output;
 use super::Cli;
 use crate::output::Target;
 use crate::recipe::{self, Gpu, Recipe, TestRun};
-use crate::run::{
-    self, GpuPolicy, Outcome, RunOptions, Summary, TestCommand, TestResult, TestSpec,
-};
+use crate::run::{self, GpuPolicy, Outcome, RunOptions, Summary, TestCommand, TestEvent, TestSpec};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct TestOptions {
@@ -40,6 +38,9 @@ pub struct TestOptions {
     /// podman's global options (`--hooks-dir`, `--conmon`, `--root`, …) never come from a recipe.
     #[arg(long)]
     pub allow_recipe_podman_args: bool,
+    /// Print each test's podman command on stderr (`ocibuild test -v`, the global --verbose).
+    #[arg(skip)]
+    pub show_commands: bool,
 }
 
 #[derive(Args, Debug)]
@@ -132,7 +133,17 @@ pub fn run_stage(
             .cloned()
             .collect(),
     };
-    let report = |r: &TestResult| {
+    let report = |event: TestEvent<'_>| {
+        let r = match event {
+            TestEvent::Command { test, line } => {
+                // On stderr, so that stdout holds the results (or --json's document) alone.
+                if opts.show_commands {
+                    eprintln!("test {test}: {line}");
+                }
+                return;
+            }
+            TestEvent::Finished(r) => r,
+        };
         if json_out {
             return;
         }
@@ -204,7 +215,11 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         recipe
     };
     check_fresh(&recipe, &args.recipe, &layout)?;
-    run_stage(&recipe, &layout, &args.opts, args.json, cli.quiet)
+    let opts = TestOptions {
+        show_commands: cli.verbose,
+        ..args.opts.clone()
+    };
+    run_stage(&recipe, &layout, &opts, args.json, cli.quiet)
 }
 
 /// The image in `layout` (at the recipe's tag) must be the one this recipe builds now: a test

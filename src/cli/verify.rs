@@ -20,13 +20,20 @@ the cache, and the base image's blobs are fetched again (by the digests NAME.loc
 writes no output. SOURCE_DATE_EPOCH applies as it does to `build`.
 
 --against: DIR or oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE, docker://REF, or
-sha256:DIGEST (a manifest digest: compared, not read). Default: oci:<recipe name>.oci:<tag>,
-where `ocibuild build RECIPE` writes.
+sha256:DIGEST (a manifest digest: compared, not read). Default: oci:<recipe name>.oci, where
+`ocibuild build RECIPE` writes.
+
+--tag: the tag to compare with, as `build --tag` gave it: of the default layout, of
+--against DIR / oci:DIR, or of --against docker://REPO (with no tag of its own). Default: the
+recipe's [image] tag, or where the layout holds no such tag, the layout's one image of the
+recipe's [image] name (so `build --tag v2` then `verify` compares with v2); several of them
+and none with the recipe's tag is an error that lists them.
 
 Exit status: 0 bit-identical, 1 different (what differs is listed, per layer and file), 2 error.
 
 Examples:
   ocibuild verify app.toml
+  ocibuild verify app.toml --tag v2
   ocibuild verify app.toml --against oci-archive:release/app.tar
   ocibuild verify app.toml --against docker://registry.example/team/app:1.0
   ocibuild verify app.toml --against sha256:a295b31b9414131493d31b2d0e5e57fbe8e280396d6b20fa8eb8f0a7505b7da4";
@@ -39,6 +46,10 @@ pub struct VerifyArgs {
     /// The image the rebuild must match (default: the recipe's default output layout).
     #[arg(long, value_name = "IMAGE")]
     pub against: Option<String>,
+    /// The tag to compare with, as `build --tag` gave it (default: the recipe's, or the
+    /// layout's only tag for the recipe's image name).
+    #[arg(long, value_name = "TAG")]
+    pub tag: Option<String>,
     /// Print the result as JSON (rebuilt and target digests, and the diff when they differ).
     #[arg(long)]
     pub json: bool,
@@ -60,13 +71,15 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
-    let target = match &args.against {
-        Some(s) => ImageRef::parse(s, Role::Source { digest: true })?,
-        None => ImageRef::Layout {
-            dir: super::default_output(&args.recipe),
-            tag: Some(recipe.image.tag.clone()),
-        },
+    // --tag checked as build's is (the rebuild's bits do not depend on the tag).
+    let recipe = match &args.tag {
+        Some(t) => recipe.with_overrides(Some(t), None)?,
+        None => recipe,
     };
+    let (target, chosen) = target(args, &recipe)?;
+    if let (Some(c), false) = (&chosen, cli.quiet || args.json) {
+        eprintln!("comparing with {target} ({})", c.why);
+    }
     let key = match &args.sign_key {
         Some(p) => Some(super::sign::load_key(cli, p, &args.passphrase)?),
         None => None,
@@ -147,6 +160,9 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                     println!("attested {pushed} (SLSA verification summary, signed)");
                 }
             }
+            if !reproduced {
+                print_tag_hint(args, &recipe, &target, chosen.as_ref());
+            }
         }
         return Ok(if reproduced {
             ExitCode::SUCCESS
@@ -180,6 +196,9 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print!("{}", render::verify_text(&report));
+        if !report.reproduced {
+            print_tag_hint(args, &recipe, &target, chosen.as_ref());
+        }
         if let Some(a) = &attested {
             for p in &a.pushed {
                 println!("attested {p} (SLSA verification summary, signed)");
@@ -191,6 +210,126 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::from(1)
     })
+}
+
+/// How the tag compared with was chosen, when no flag named it.
+struct Chosen {
+    why: String,
+}
+
+/// The image to compare with: --against and --tag, or the default layout at the tag
+/// [`default_tag`] picks (then also why it was picked).
+fn target(
+    args: &VerifyArgs,
+    recipe: &recipe::Recipe,
+) -> anyhow::Result<(ImageRef, Option<Chosen>)> {
+    let Some(s) = &args.against else {
+        let dir = super::default_output(&args.recipe);
+        let (tag, chosen) = match &args.tag {
+            Some(t) => (t.clone(), None),
+            None => default_tag(&dir, recipe)?,
+        };
+        return Ok((
+            ImageRef::Layout {
+                dir,
+                tag: Some(tag),
+            },
+            chosen,
+        ));
+    };
+    let parsed = ImageRef::parse(s, Role::Source { digest: true })?;
+    let Some(t) = &args.tag else {
+        return Ok((parsed, None));
+    };
+    // A registry reference without a tag reads as `:latest`: whether the input gave one.
+    let last = s.rsplit('/').next().unwrap_or(s);
+    let names_one = last.contains(':') || last.contains('@');
+    Ok((
+        match parsed {
+            ImageRef::Layout { dir, tag: None } => ImageRef::Layout {
+                dir,
+                tag: Some(t.clone()),
+            },
+            ImageRef::Registry(r) if !names_one => ImageRef::Registry(r.with_tag(t)?),
+            other => anyhow::bail!(
+                "--tag {t}: --against {other} already names one image (give the tag there, or \
+                 give a layout DIR or docker://REPO without one)"
+            ),
+        },
+        None,
+    ))
+}
+
+/// The tag of the default layout `dir` to compare with: the recipe's `[image] tag` where the
+/// layout holds it (or holds no index yet: opening it then says so); else the layout's only
+/// image of the recipe's `[image] name`, which `build --tag` wrote.
+fn default_tag(
+    dir: &std::path::Path,
+    recipe: &recipe::Recipe,
+) -> anyhow::Result<(String, Option<Chosen>)> {
+    let own = recipe.image.tag.clone();
+    let Ok(layout) = crate::output::Layout::open(dir) else {
+        return Ok((own, None));
+    };
+    if layout.tags().contains(&own) {
+        return Ok((own, None));
+    }
+    let name = &recipe.image.name;
+    match layout.index().tags_of(name).as_slice() {
+        [] => Ok((own, None)),
+        [one] => Ok((
+            one.clone(),
+            Some(Chosen {
+                why: format!(
+                    "the layout has no tag `{own}`, the recipe's; `{one}` is its only image of {name}"
+                ),
+            }),
+        )),
+        many => anyhow::bail!(
+            "{} has no image tagged `{own}` (the recipe's [image] tag) but {} of {name}: {}; \
+             give one with --tag TAG",
+            dir.display(),
+            many.len(),
+            many.join(", ")
+        ),
+    }
+}
+
+/// After NOT reproduced against a layout: which tag was compared, and the layout's other
+/// tags of the recipe's image, for `--tag`.
+fn print_tag_hint(
+    args: &VerifyArgs,
+    recipe: &recipe::Recipe,
+    target: &ImageRef,
+    chosen: Option<&Chosen>,
+) {
+    let ImageRef::Layout { dir, tag } = target else {
+        return;
+    };
+    let Some(tag) = tag else {
+        return;
+    };
+    let why = match (chosen, &args.tag) {
+        (Some(c), _) => c.why.clone(),
+        (None, Some(_)) => "--tag".to_string(),
+        (None, None) if args.against.is_some() => "--against".to_string(),
+        (None, None) => "the recipe's [image] tag".to_string(),
+    };
+    let others: Vec<String> = crate::output::Layout::open(dir)
+        .map(|l| l.index().tags_of(&recipe.image.name))
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|t| t != tag)
+        .collect();
+    println!("compared with tag `{tag}` of {} ({why})", dir.display());
+    if !others.is_empty() {
+        println!(
+            "the layout also holds {} at {}: `ocibuild verify {} --tag TAG` compares with one of them",
+            recipe.image.name,
+            others.join(", "),
+            args.recipe.display()
+        );
+    }
 }
 
 /// `--attest`: the signed VSA for the image `reference` (its manifest `digest`, just rebuilt

@@ -55,6 +55,21 @@ impl ReadIndex {
             .collect()
     }
 
+    /// The tags of the images named `name` (containerd's `io.containerd.image.name` is
+    /// `name:TAG`, as `build` writes it), in index order: what builds of one recipe left here.
+    pub fn tags_of(&self, name: &str) -> Vec<String> {
+        self.images()
+            .into_iter()
+            .filter(|m| {
+                m.annotations
+                    .get(super::annotations::CONTAINERD_NAME)
+                    .and_then(|n| n.strip_prefix(name)?.strip_prefix(':'))
+                    .is_some()
+            })
+            .filter_map(|m| m.annotations.get(super::annotations::REF_NAME).cloned())
+            .collect()
+    }
+
     /// The entry tagged `tag`.
     pub fn tagged(&self, tag: &str) -> Option<&ReadDescriptor> {
         self.manifests.iter().find(|m| {

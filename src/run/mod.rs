@@ -2,14 +2,16 @@
 //! transport: no daemon, no push), GPU access (CDI, or device nodes and driver libraries), and the
 //! built-in `cuda-smoke` check ([`smoke`]).
 //!
-//! The library returns data and never prints: [`run_tests`] hands each [`TestResult`] to a
-//! reporter as it finishes; the CLI prints them (or JSON: [`TestResult`] is `Serialize`).
+//! The library returns data and never prints: [`run_tests`] hands each podman command to a
+//! reporter as it starts and each [`TestResult`] as it finishes ([`TestEvent`]); the CLI prints
+//! them (or JSON: [`TestResult`] is `Serialize`).
 
 mod args;
 mod capture;
 mod gpu;
 mod image;
 mod podman;
+mod show;
 pub mod smoke;
 mod trust;
 
@@ -28,6 +30,7 @@ pub use gpu::{
     CDI_DIRS, EXTRA_LIBRARIES, LIBCUDA,
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
+pub use show::{command_line, masked, secret_name, shell_quote};
 pub use trust::{check_recipe_args, HostLimits, Refusal};
 
 /// Where the ocibuild binary is bind-mounted for `cuda-smoke`.
@@ -143,6 +146,16 @@ impl TestResult {
     pub fn failed(&self) -> bool {
         matches!(self.outcome, Outcome::Failed { .. })
     }
+}
+
+/// What [`run_tests`] reports as it goes.
+#[derive(Debug, Clone, Copy)]
+pub enum TestEvent<'a> {
+    /// A test's podman command, about to run (a second one when podman is run again with
+    /// smaller limits): `line` is shell-quoted, credentials masked ([`command_line`]).
+    Command { test: &'a str, line: &'a str },
+    /// A test's result.
+    Finished(&'a TestResult),
 }
 
 /// Counts, for the closing line and `--json`.
@@ -329,15 +342,15 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Runs the tests in order against the image `tag` of the OCI layout, reporting each result as
-/// it is known. Errors are for what stops the whole stage (podman missing, bad layout, unknown
+/// Runs the tests in order against the image `tag` of the OCI layout, reporting each podman
+/// command as it starts and each result as it is known. Errors are for what stops the whole stage (podman missing, bad layout, unknown
 /// tag); a test that cannot run is a failed (or skipped) result.
 pub fn run_tests(
     layout: &Path,
     tag: &str,
     tests: &[TestSpec],
     opts: &RunOptions,
-    reporter: &dyn Fn(&TestResult),
+    reporter: &dyn Fn(TestEvent<'_>),
 ) -> Result<Vec<TestResult>, RunError> {
     let podman = podman::find_executable(&opts.podman, std::env::var_os("PATH"))?;
     let info = image_info(layout, tag)?;
@@ -357,6 +370,7 @@ pub fn run_tests(
             image_ref: &image_ref,
             info: &info,
             opts,
+            reporter,
         };
         let result = run_one(
             t,
@@ -375,7 +389,7 @@ pub fn run_tests(
                 })
             },
         )?;
-        reporter(&result);
+        reporter(TestEvent::Finished(&result));
         results.push(result);
     }
     // podman named the image after the (staged) layout's path: untag it so such names
@@ -397,6 +411,14 @@ struct TestContext<'a> {
     image_ref: &'a str,
     info: &'a ImageInfo,
     opts: &'a RunOptions,
+    reporter: &'a dyn Fn(TestEvent<'_>),
+}
+
+impl TestContext<'_> {
+    fn report_command(&self, test: &str, inv: &podman::Invocation) {
+        let line = command_line(&inv.podman, &inv.argv());
+        (self.reporter)(TestEvent::Command { test, line: &line });
+    }
 }
 
 fn run_one<'g>(
@@ -515,6 +537,7 @@ fn run_one<'g>(
         timeout: t.timeout,
         expect_output: t.expect_output.clone(),
     };
+    ctx.report_command(&t.name, &inv);
     let mut out = podman::execute(&inv)?;
     let ours = podman::ulimit_flags(ctx.user_run);
     if !ours.is_empty() && podman::rlimit_refused(out.exit_code, &out.tail) {
@@ -531,11 +554,13 @@ fn run_one<'g>(
             })
             .collect::<Vec<_>>();
         let run_args = rename(run_args, &inv.name, &name);
-        out = podman::execute(&podman::Invocation {
+        let again = podman::Invocation {
             run_args,
             name,
             ..inv
-        })?;
+        };
+        ctx.report_command(&t.name, &again);
+        out = podman::execute(&again)?;
     }
     Ok(judge(t, out))
 }

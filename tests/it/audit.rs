@@ -399,6 +399,7 @@ fn verify_passes_on_a_clean_rebuild_and_explains_changes() {
                 short("print(1)\n"),
                 short("print(3)\n")
             )
+            + "compared with tag `v1` of app.oci (the recipe's [image] tag)\n"
     );
     // The digest alone: compared, not explained.
     let out = ocibuild_in(&p, &["verify", "app.toml", "--against", &a.manifest]);
@@ -504,5 +505,90 @@ fn diff_a_registry_image_against_its_layout() {
         "{}{}",
         common::stdout(&out),
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// `verify --tag` compares with the tag `build --tag` wrote; without it, the recipe's tag where
+/// the layout holds it, else the layout's only image of the recipe's name.
+#[test]
+fn verify_tag_follows_build_tag() {
+    let dir = common::test_dir("w");
+    project(&dir.join("p"), 'a', "gzip");
+    let p = dir.join("p");
+    common::run_ok(
+        common::ocibuild()
+            .current_dir(&p)
+            .args(["build", "app.toml", "--tag", "v2"]),
+    );
+    let out = ocibuild_in(&p, &["verify", "app.toml", "--tag", "v2"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    let text = common::stdout(&out);
+    assert!(text.contains("(oci:app.oci:v2)\nreproduced"), "{text}");
+
+    // No `v1` (the recipe's tag) in the layout, one image of the recipe's name: that one.
+    let out = ocibuild_in(&p, &["verify", "app.toml"]);
+    assert_eq!(code(&out), 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(common::stdout(&out).contains("(oci:app.oci:v2)\nreproduced"));
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains("comparing with oci:app.oci:v2 (the layout has no tag `v1`, the recipe's; `v2` is its only image of "),
+        "{err}"
+    );
+    // A tag that is not there; --tag beside an --against that names one image.
+    let out = ocibuild_in(&p, &["verify", "app.toml", "--tag", "v9"]);
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("v2"));
+    let out = ocibuild_in(
+        &p,
+        &[
+            "verify",
+            "app.toml",
+            "--tag",
+            "v2",
+            "--against",
+            "oci:app.oci:v2",
+        ],
+    );
+    assert_eq!(code(&out), 2);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("already names one image"));
+
+    // Two tags of the image and none the recipe's: which one is for the user to say.
+    write_file(&p.join("app/main.py"), "print(3)\n", 0o644);
+    common::run_ok(
+        common::ocibuild()
+            .current_dir(&p)
+            .args(["build", "app.toml", "--tag", "v3"]),
+    );
+    let out = ocibuild_in(&p, &["verify", "app.toml"]);
+    assert_eq!(code(&out), 2);
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(
+        err.contains("has no image tagged `v1` (the recipe's [image] tag) but 2 of ")
+            && err.contains(": v2, v3; give one with --tag TAG"),
+        "{err}"
+    );
+
+    // The recipe's tag there: it is the default. NOT reproduced says which tag it compared
+    // and which others the layout holds.
+    common::run_ok(
+        common::ocibuild()
+            .current_dir(&p)
+            .args(["build", "app.toml"]),
+    );
+    let out = ocibuild_in(&p, &["verify", "app.toml"]);
+    assert_eq!(code(&out), 0, "{}", common::stdout(&out));
+    assert!(common::stdout(&out).contains("(oci:app.oci:v1)\nreproduced"));
+    let out = ocibuild_in(&p, &["verify", "app.toml", "--tag", "v2"]);
+    assert_eq!(code(&out), 1);
+    let text = common::stdout(&out);
+    assert!(
+        text.contains("compared with tag `v2` of app.oci (--tag)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            " at v1, v3: `ocibuild verify app.toml --tag TAG` compares with one of them\n"
+        ),
+        "{text}"
     );
 }

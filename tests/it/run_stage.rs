@@ -13,7 +13,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use ocibuild::run::{
-    run_tests, GpuPolicy, Outcome, RunError, RunOptions, Summary, TestCommand, TestResult, TestSpec,
+    run_tests, GpuPolicy, Outcome, RunError, RunOptions, Summary, TestCommand, TestEvent,
+    TestResult, TestSpec,
 };
 
 const DEFAULT_PODMAN_ARGS: &str =
@@ -121,9 +122,15 @@ fn spec(name: &str, argv: &[&str]) -> TestSpec {
 
 fn run(layout: &Path, tests: &[TestSpec], o: &RunOptions) -> Vec<TestResult> {
     let seen = RefCell::new(Vec::new());
-    let results = run_tests(layout, "t", tests, o, &|r| {
-        eprintln!("{}", serde_json::to_string(r).unwrap());
-        seen.borrow_mut().push(r.name.clone());
+    let commands = RefCell::new(Vec::new());
+    let results = run_tests(layout, "t", tests, o, &|e| match e {
+        TestEvent::Command { test, line } => commands
+            .borrow_mut()
+            .push((test.to_string(), line.to_string())),
+        TestEvent::Finished(r) => {
+            eprintln!("{}", serde_json::to_string(r).unwrap());
+            seen.borrow_mut().push(r.name.clone());
+        }
     })
     .unwrap();
     // the reporter saw each result, in order
@@ -131,6 +138,14 @@ fn run(layout: &Path, tests: &[TestSpec], o: &RunOptions) -> Vec<TestResult> {
         *seen.borrow(),
         results.iter().map(|r| r.name.clone()).collect::<Vec<_>>()
     );
+    // each podman command was reported, whole: `podman … run … oci:DIR:t …`
+    for (test, line) in commands.borrow().iter() {
+        assert!(results.iter().any(|r| &r.name == test), "{test}: {line}");
+        assert!(
+            line.contains(" run --rm ") && line.contains(":t"),
+            "{test}: {line}"
+        );
+    }
     results
 }
 
@@ -388,8 +403,10 @@ fn gpu_host_cuda_smoke_through_run_tests() {
     smoke.gpu = GpuPolicy::Required;
     smoke.expect_output = Some("cuda-smoke: PASSED".into());
     smoke.timeout = Duration::from_secs(300);
-    let r = run_tests(Path::new(&layout), &tag, &[smoke], &o, &|r| {
-        eprintln!("{}", serde_json::to_string_pretty(r).unwrap());
+    let r = run_tests(Path::new(&layout), &tag, &[smoke], &o, &|e| {
+        if let TestEvent::Finished(r) = e {
+            eprintln!("{}", serde_json::to_string_pretty(r).unwrap());
+        }
     })
     .unwrap();
     assert_eq!(r[0].outcome, Outcome::Passed, "{:?}", r[0]);

@@ -313,3 +313,86 @@ fn cuda_smoke_without_a_gpu_fails_cleanly() {
     assert!(text.contains("exit code 3"), "{text}");
     assert!(!text.contains("panicked"), "{text}");
 }
+
+/// `test -v` prints each test's podman command on stderr, whole and pasteable, with the value
+/// of an environment variable that may hold a credential masked.
+#[test]
+fn test_verbose_prints_the_podman_command() {
+    if !ready() {
+        return;
+    }
+    let tmp = common::tempdir();
+    let recipe = project(
+        tmp.path(),
+        r#"[image]
+name = "localhost/ocibuild-test/verbose"
+tag = "t"
+
+[[layer]]
+name = "busybox"
+src = "/bin/busybox"
+dest = "/bin/busybox"
+
+[[test]]
+name = "greets"
+run = ["/bin/busybox", "sh", "-c", "echo \"$GREETING\""]
+env = { GREETING = "hi there", API_TOKEN = "do-not-print-me" }
+expect-output = "hi there"
+"#,
+    );
+    let layout = tmp.path().join("layout");
+    common::run_ok(
+        common::ocibuild()
+            .arg("build")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let out = common::run(
+        common::ocibuild()
+            .args(["test", "-v"])
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{}\n{err}", common::stdout(&out));
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("test greets: "))
+        .unwrap_or_else(|| panic!("no command line in:\n{err}"));
+    assert!(line.contains(" run --rm "), "{line}");
+    assert!(
+        line.contains(":t "),
+        "the image reference oci:DIR:t: {line}"
+    );
+    assert!(line.contains("'GREETING=hi there'"), "quoted: {line}");
+    assert!(line.contains("'API_TOKEN=***'"), "masked: {line}");
+    assert!(!err.contains("do-not-print-me"), "{err}");
+    // the results stay on stdout, the command is not among them; without -v, no command
+    assert!(!common::stdout(&out).contains(" run --rm "));
+    let out = common::run(
+        common::ocibuild()
+            .arg("test")
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    assert!(!String::from_utf8_lossy(&out.stderr).contains(" run --rm "));
+    // build --test -v prints them the same way
+    let out = common::run(
+        common::ocibuild()
+            .args(["build", "--test", "-v"])
+            .arg(&recipe)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let err = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(out.status.success(), "{err}");
+    let line = err
+        .lines()
+        .find(|l| l.starts_with("test greets: "))
+        .unwrap_or_else(|| panic!("build --test -v printed no command line:\n{err}"));
+    assert!(line.contains("'API_TOKEN=***'"), "masked: {line}");
+    assert!(!err.contains("do-not-print-me"), "{err}");
+}
