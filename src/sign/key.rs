@@ -18,6 +18,23 @@ use super::SignError;
 /// The OID of an elliptic-curve public key (id-ecPublicKey), the algorithm of a P-256 key.
 const EC_PUBLIC_KEY: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.10045.2.1");
 
+/// A key algorithm as people name it, with its OID (`an Ed25519 key (1.3.101.112)`); an OID
+/// not listed is given as it is (`a key of algorithm 1.2.3`).
+fn algorithm(oid: ObjectIdentifier) -> String {
+    let (article, name) = match oid.to_string().as_str() {
+        "1.3.101.112" => ("an", "Ed25519"),
+        "1.3.101.113" => ("an", "Ed448"),
+        "1.3.101.110" => ("an", "X25519"),
+        "1.3.101.111" => ("an", "X448"),
+        "1.2.840.113549.1.1.1" => ("an", "RSA"),
+        "1.2.840.113549.1.1.10" => ("an", "RSA-PSS"),
+        "1.2.840.10040.4.1" => ("a", "DSA"),
+        "1.2.840.10046.2.1" => ("a", "Diffie-Hellman"),
+        _ => return format!("a key of algorithm {oid}"),
+    };
+    format!("{article} {name} key ({oid})")
+}
+
 /// A private key ready to sign, and what was noticed about its file.
 pub struct PrivateKey {
     key: SigningKey,
@@ -126,8 +143,8 @@ impl PublicKey {
                     (ocibuild verifies ECDSA P-256 signatures)"
                     .into(),
                 Some(oid) => format!(
-                    "is a key of algorithm {oid}, not ECDSA P-256 (the one sigstore \
-                     signatures use here)"
+                    "is {}, not ECDSA P-256 (the one sigstore signatures use here)",
+                    algorithm(oid)
                 ),
                 None => "is not a valid public key".into(),
             })
@@ -187,8 +204,9 @@ fn from_pkcs8(der: &[u8]) -> Result<SigningKey, String> {
                 (ocibuild signs with ECDSA P-256, as cosign and skopeo verify)"
                 .to_string(),
             Ok(oid) => format!(
-                "is a key of algorithm {oid}, not ECDSA P-256 (`openssl genpkey -algorithm EC \
-                 -pkeyopt ec_paramgen_curve:P-256` makes one)"
+                "is {}, not ECDSA P-256 (`openssl genpkey -algorithm EC -pkeyopt \
+                 ec_paramgen_curve:P-256` makes one)",
+                algorithm(oid)
             ),
             Err(_) => "is not a valid PKCS#8 private key".to_string(),
         }
@@ -296,6 +314,18 @@ pub fn passphrase(file: Option<&Path>, env_var: &str) -> Result<Option<Vec<u8>>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn algorithms_are_named() {
+        let name = |s: &str| algorithm(ObjectIdentifier::new_unwrap(s));
+        assert_eq!(name("1.3.101.112"), "an Ed25519 key (1.3.101.112)");
+        assert_eq!(
+            name("1.2.840.113549.1.1.1"),
+            "an RSA key (1.2.840.113549.1.1.1)"
+        );
+        assert_eq!(name("1.2.840.10040.4.1"), "a DSA key (1.2.840.10040.4.1)");
+        assert_eq!(name("1.2.3.4"), "a key of algorithm 1.2.3.4");
+    }
 
     #[test]
     fn signatures_are_deterministic_and_verify() {

@@ -495,7 +495,7 @@ fn unsupported_keys_are_refused_and_open_keys_warned_about() {
     let o = try_key(&ed);
     assert!(!o.status.success());
     assert!(
-        stderr(&o).contains("is a key of algorithm 1.3.101.112, not ECDSA P-256"),
+        stderr(&o).contains("is an Ed25519 key (1.3.101.112), not ECDSA P-256"),
         "{}",
         stderr(&o)
     );
