@@ -9,8 +9,9 @@
 //! **Bounded memory.** Entries must be written sorted, but a data tar is in any order. Each
 //! regular file's content is appended, while the data tar streams by, to one unnamed spool
 //! file in the store's `tmp/` directory ([`Spool`]: gone when done, also on error or a crash);
-//! only the metadata of the entries stays in memory. Then the sorted entries go through [`layer::write_layer`], the same
-//! writer and compressors as every other layer, straight into a store blob. This reads each
+//! only the metadata of the entries stays in memory. Then the sorted entries, their contents
+//! read back from the spool by offset, go through [`layer::write_layer_with`], the same writer
+//! and compressors as every other layer, straight into a store blob. This reads each
 //! data tar once (the alternative, reading it twice, decompresses twice and still needs random
 //! access to contents in sorted order).
 //!
