@@ -180,19 +180,7 @@ impl ManifestOutcome {
                         left_out_by: others.clone(),
                     })
                     .collect(),
-                duplicate_libraries: wheels.duplicate_libraries.as_ref().map(|ds| {
-                    ds.iter()
-                        .map(|d| DuplicateLibraryOutcome {
-                            soname: d.soname.clone(),
-                            origin: d.origin.clone(),
-                            base_path: d.base_path.clone(),
-                            base_size: d.base_size,
-                            wheel: d.wheel.clone(),
-                            wheel_path: d.wheel_path.clone(),
-                            wasted_bytes: d.wheel_size,
-                        })
-                        .collect()
-                }),
+                duplicate_libraries: wheels.duplicate_libraries.clone(),
             },
         }
     }
@@ -252,7 +240,7 @@ pub struct WheelsOutcome {
     pub shared_files: Vec<SharedFile>,
     pub replaced_files: Vec<ReplacedFile>,
     /// `None`: the base's layers were never downloaded (a shallow base).
-    pub duplicate_libraries: Option<Vec<DuplicateLibraryOutcome>>,
+    pub duplicate_libraries: Option<Vec<crate::system::wheelset::DuplicateLibrary>>,
 }
 
 /// A path several wheels install with the same bytes and mode.
@@ -270,19 +258,4 @@ pub struct ReplacedFile {
     pub path: String,
     pub installed_by: String,
     pub left_out_by: Vec<String>,
-}
-
-/// A shared library both an earlier part of the image and a wheel ship.
-#[derive(Clone, Debug, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct DuplicateLibraryOutcome {
-    pub soname: String,
-    /// `base` or `apt`: where the earlier copy is.
-    pub origin: String,
-    pub base_path: String,
-    pub base_size: u64,
-    pub wheel: String,
-    pub wheel_path: String,
-    /// The wheel's copy: the bytes the image carries twice.
-    pub wasted_bytes: u64,
 }

@@ -180,8 +180,10 @@ pub fn analyze(
     Ok(set)
 }
 
-/// A shared library that both the base image and a wheel ship.
+/// A shared library that both the base image and a wheel ship; as `build --json` writes it
+/// (`wheels.duplicateLibraries[]`, docs/json.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct DuplicateLibrary {
     pub soname: String,
     /// Which earlier part of the image has it: `base` (the base image's layers) or `apt` (the
@@ -196,6 +198,7 @@ pub struct DuplicateLibrary {
     /// Where the wheel installs it (absolute path).
     pub wheel_path: String,
     /// The wheel's copy: the bytes the image carries twice.
+    #[serde(rename = "wastedBytes")]
     pub wheel_size: u64,
 }
 
