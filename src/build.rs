@@ -54,13 +54,14 @@ pub enum BuildError {
     Json(#[from] JsonError),
 }
 
-/// Knobs that do not change the image (except `epoch_override`, which is SOURCE_DATE_EPOCH).
+/// Knobs that do not change the image (except `epoch`).
 #[derive(Clone, Debug)]
 pub struct BuildOptions {
     /// Worker threads for hashing and compression. Never changes any output byte.
     pub threads: usize,
-    /// SOURCE_DATE_EPOCH from the environment; wins over the recipe's `source-date-epoch`.
-    pub epoch_override: Option<u64>,
+    /// The epoch of every layer and of the config's `created`, as the session resolved it
+    /// ([`crate::session::Session::epoch`]).
+    pub epoch: u64,
     /// Ignore the layer cache (still writes into it).
     pub no_cache: bool,
     /// sha256 of the recipe file's bytes: the `dev.ocibuild.recipe.digest` annotation.
@@ -107,10 +108,7 @@ pub fn build(
             reference: reference.clone(),
         });
     }
-    let epoch = opts
-        .epoch_override
-        .or(recipe.image.source_date_epoch)
-        .unwrap_or(0);
+    let epoch = opts.epoch;
     let compression = recipe.image.compression;
     let threads = opts.threads.max(1);
     let base_layers = base.map_or(0, |b| b.layers.len());

@@ -75,7 +75,7 @@ pub struct CacheStats {
 
 /// A cache repository.
 pub struct RepoCache {
-    client: Client,
+    client: std::sync::Arc<Client>,
     repo: Reference,
     readonly: bool,
     lazy: bool,
@@ -98,7 +98,12 @@ impl RepoCache {
     /// The cache in `repo` (`REGISTRY/REPOSITORY`, no tag), through `client`. `readonly`: read,
     /// never write (untrusted jobs). `lazy`: a hit's blob is left in the registry (a push to
     /// the same registry mounts it).
-    pub fn new(client: Client, repo: Reference, readonly: bool, lazy: bool) -> RepoCache {
+    pub fn new(
+        client: std::sync::Arc<Client>,
+        repo: Reference,
+        readonly: bool,
+        lazy: bool,
+    ) -> RepoCache {
         let stats = CacheStats {
             repo: format!("{}/{}", repo.registry(), repo.repository()),
             readonly,

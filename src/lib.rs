@@ -35,8 +35,10 @@
 //! - [`sign`]: sigstore signatures and DSSE attestations (ECDSA P-256), signing and checking.
 //! - [`outcome`]: what a build did, per platform: the `build --json` document.
 //! - [`session`]: a command's inputs and one lock policy: the base, the system layers and the
-//!   vendored inputs through the lock, then [`build`]; what the CLI calls.
+//!   vendored inputs through the lock, then [`build`]; what [`ops`] calls per platform.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
+//! - [`ops`]: the commands' engine: `build`'s pipeline (every platform, attach, write, test,
+//!   push, sign) from a request to its outcome, and the one platform loop.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
 pub mod apt;
@@ -57,6 +59,7 @@ pub mod json;
 pub mod layer;
 pub mod lock;
 pub mod mirror;
+pub mod ops;
 pub mod outcome;
 pub mod output;
 pub mod progress;

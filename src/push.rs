@@ -29,6 +29,11 @@ pub enum PushError {
         tag: String,
         problem: String,
     },
+    #[error("image index {digest}")]
+    BadIndex {
+        digest: Digest,
+        source: serde_json::Error,
+    },
     #[error(transparent)]
     Json(#[from] crate::json::JsonError),
     #[error("{target} names digest {named}, but the image pushed is {manifest}: push to a tag, or to the digest of this image")]
@@ -63,6 +68,72 @@ pub struct PushedBlob {
     pub size: u64,
     /// existed | mounted | uploaded | uploaded-chunked
     pub result: &'static str,
+}
+
+/// What pushing a multi-platform image did: each platform's manifest, then the index.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct IndexPushReport {
+    /// `registry/repository:tag@digest` (`registry/repository@digest` pushed by digest).
+    pub pushed: String,
+    pub digest: Digest,
+    /// Each platform's manifest, pushed by digest.
+    pub manifests: Vec<PushReport>,
+    /// The bytes uploaded for every platform's blobs.
+    pub uploaded_bytes: u64,
+}
+
+/// Push a multi-platform image: each platform's manifest (with its blobs) by digest, then the
+/// index under `target`'s tag (`latest` when it names none), or by digest when it names one
+/// (which must be the index's).
+pub fn push_index(
+    client: &Client,
+    blobs: &Store,
+    index: &Descriptor,
+    target: &Reference,
+    reporter: &dyn Reporter,
+) -> Result<IndexPushReport, PushError> {
+    if let Some(named) = target.digest().filter(|d| *d != index.digest) {
+        return Err(PushError::DigestMismatch {
+            target: target.to_string(),
+            named,
+            manifest: index.digest,
+        });
+    }
+    let bytes = blobs.read_blob(&index.digest)?;
+    let ix: Index = serde_json::from_slice(&bytes).map_err(|source| PushError::BadIndex {
+        digest: index.digest,
+        source,
+    })?;
+    let mut manifests = Vec::with_capacity(ix.manifests.len());
+    for m in &ix.manifests {
+        // By digest alone: the tag names only the index, never one platform's manifest.
+        manifests.push(push(
+            client,
+            blobs,
+            m,
+            &target.by_digest(m.digest),
+            reporter,
+        )?);
+    }
+    let (reference, shown) = match (target.tag(), target.digest()) {
+        (_, Some(d)) => (d.to_string(), format!("@{d}")),
+        (Some(t), None) => (t.to_string(), format!(":{t}")),
+        (None, None) => ("latest".to_string(), ":latest".to_string()),
+    };
+    let digest = client.push_manifest(target, &reference, &bytes, MEDIA_TYPE_INDEX)?;
+    let repo = format!("{}/{}", target.registry(), target.repository());
+    let pushed = if target.digest().is_some() {
+        format!("{repo}{shown}")
+    } else {
+        format!("{repo}{shown}@{digest}")
+    };
+    Ok(IndexPushReport {
+        pushed,
+        digest,
+        uploaded_bytes: manifests.iter().map(|r| r.uploaded_bytes).sum(),
+        manifests,
+    })
 }
 
 /// Push the image whose manifest is `manifest` (all blobs readable from `blobs`) to `target`

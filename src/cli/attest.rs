@@ -9,13 +9,11 @@ use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use super::Cli;
-use crate::audit::attest::{self, LoadedInputs, Subject};
+use crate::audit::attest::{LoadedInputs, Subject};
 use crate::audit::{provenance, sbom};
-use crate::digest::Digest;
-use crate::image::{Descriptor, ImageRecord};
+
 use crate::imageref::{ImageRef, Role};
 use crate::recipe;
-use crate::store::Store;
 
 pub const SBOM_AFTER_HELP: &str = "\
 The SBOM is made from NAME.lock and the built image's manifest, not from a scan: the base image
@@ -174,34 +172,4 @@ pub fn run_provenance(_cli: &Cli, args: &ProvenanceArgs) -> anyhow::Result<ExitC
         &provenance::statement(&subject, &inputs.inputs())?,
     )?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// A built image's referrers: each artifact manifest's descriptor and the blobs it needs.
-pub type Referrers = Vec<(Descriptor, Vec<(Digest, u64)>)>;
-
-/// `build --attach`: the SBOMs and provenance of `image` (just built from `recipe_path` into
-/// `store`) as artifact manifests in the store; with `key`, also each as a signed DSSE
-/// attestation.
-pub fn attach_built(
-    store: &Store,
-    recipe_path: &Path,
-    recipe: &recipe::Recipe,
-    image: &ImageRecord,
-    key: Option<&crate::sign::PrivateKey>,
-) -> anyhow::Result<Referrers> {
-    let subject = Subject::from_store(store, image)?;
-    let inputs = LoadedInputs::load(recipe_path, recipe)?;
-    let mut docs = attest::documents(&subject, &inputs.inputs())?;
-    if let Some(k) = key {
-        let signed = crate::sign::attestations(&docs, &image.name, &subject.digest(), k)?;
-        docs.extend(signed);
-    }
-    let referrers = attest::attach(store, &subject, &docs)?;
-    referrers
-        .into_iter()
-        .map(|r| {
-            let blobs = attest::referrer_blobs(store, std::slice::from_ref(&r))?;
-            Ok((r, blobs))
-        })
-        .collect()
 }

@@ -7,7 +7,7 @@ use clap::Args;
 
 use super::Cli;
 use crate::cache_repo::{CacheStats, RepoCache};
-use crate::registry::Reference;
+use crate::registry::{Client, Reference};
 use crate::store::Store;
 
 #[derive(Args, Debug, Default)]
@@ -29,6 +29,7 @@ pub struct CacheRepoArgs {
 pub fn store(
     cli: &Cli,
     args: &CacheRepoArgs,
+    client: &Arc<Client>,
     push_only: Option<&str>,
     offline: bool,
 ) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
@@ -39,7 +40,13 @@ pub fn store(
         }
         return Ok((cli.store()?, None));
     }
-    open(cli, args, |repo| push_only == Some(repo.registry()), false)
+    open(
+        cli,
+        args,
+        client,
+        |repo| push_only == Some(repo.registry()),
+        false,
+    )
 }
 
 /// [`store`], with `lazy` saying whether a hit's blob stays in the registry, and `dry_run`
@@ -47,11 +54,11 @@ pub fn store(
 pub fn open(
     cli: &Cli,
     args: &CacheRepoArgs,
+    client: &Arc<Client>,
     lazy: impl FnOnce(&Reference) -> bool,
     dry_run: bool,
 ) -> anyhow::Result<(Store, Option<Arc<RepoCache>>)> {
     let store = cli.store()?;
-    let client = super::push::client(cli)?;
     let configured = client.config().cache_repo.clone();
     let (repo, readonly) = match (&args.cache_repo, configured) {
         // The registries file's `readonly` holds for its repository named again.
@@ -78,7 +85,7 @@ pub fn open(
         );
     }
     let lazy = lazy(&repo);
-    let cache = RepoCache::new(client, repo, readonly, lazy);
+    let cache = RepoCache::new(client.clone(), repo, readonly, lazy);
     let cache = Arc::new(if dry_run { cache.dry_run() } else { cache });
     Ok((store.with_remote(cache.clone()), Some(cache)))
 }

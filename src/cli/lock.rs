@@ -8,6 +8,7 @@ use clap::Args;
 use super::Cli;
 use crate::base::LockChange;
 use crate::lock::LockPolicy;
+use crate::ops;
 use crate::recipe;
 use crate::session::{Locked, Session};
 
@@ -40,6 +41,7 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     let recipe = recipe::load(&args.recipe)?;
     let store = cli.store()?;
     let bars = cli.bars(false);
+    let client = super::push::client(cli)?;
     let mut session = Session {
         policy: match args.update {
             Some(Update::All) => LockPolicy::Update,
@@ -54,34 +56,29 @@ pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         } else {
             None
         },
-        ..cli.session(&store, &bars)
+        ..cli.session(&store, &client, &bars)
     };
-    // A multi-platform recipe: each platform's section in turn.
     let multi = recipe.is_multi_platform();
-    // The base index a platform's section already pins (unless the tag is to be resolved
-    // again): a platform not pinned yet takes its manifest from the same index.
-    if multi && args.update.is_none() {
-        session.base_index = Session::base_index_of(&recipe, &args.recipe, &recipe.platforms())?;
-    }
-    let mut lock_path = None;
-    for p in recipe.platforms() {
-        let rp = recipe.for_platform(&p)?;
-        if multi {
-            println!("platform {p}");
-        }
-        let locked = session.lock(&rp, &args.recipe).map_err(anyhow::Error::from);
-        let locked = if multi {
-            locked.map_err(|e| e.context(format!("platform {p}")))?
-        } else {
-            locked?
-        };
-        lock_path = Some(report(&rp, locked));
-        // The other platforms' base tag through the index this one pinned.
-        if multi && session.base_index.is_none() {
-            session.base_index =
-                Session::base_index_of(&recipe, &args.recipe, std::slice::from_ref(&p))?;
-        }
-    }
+    // A multi-platform recipe: each platform's section in turn, its base tag through the index
+    // a section already pins (unless the tag is to be resolved again).
+    let base_index = match args.update {
+        Some(_) => ops::BaseIndex::Fresh,
+        None => ops::BaseIndex::Shared,
+    };
+    let paths = ops::for_each(
+        &mut session,
+        &args.recipe,
+        &recipe,
+        base_index,
+        |s, p, rp| {
+            if multi {
+                println!("platform {p}");
+            }
+            let locked = s.lock(rp, &args.recipe)?;
+            Ok(report(rp, locked))
+        },
+    )?;
+    let lock_path = paths.last().cloned();
     if let Some(path) = lock_path {
         // Sections of platforms the recipe no longer builds go.
         if multi {
@@ -120,7 +117,12 @@ fn report(recipe: &recipe::Recipe, locked: Locked) -> PathBuf {
                 state(sys.apt_resolved)
             );
         }
-        super::build::report_host_provides(&sys.host_provides, &sys.warnings);
+        super::render::host_provides(
+            sys.host_provides
+                .iter()
+                .map(|h| (h.name.as_str(), &h.satisfies[..])),
+            &sys.warnings,
+        );
         if let Some(i) = &sys.interpreter {
             println!("python {} ({}) at {}", i.version, i.abi(), i.executable);
         }

@@ -7,11 +7,11 @@ mod cache_repo;
 mod diff;
 mod lock;
 mod mirror;
-mod multi;
 mod pipe;
 mod plan;
 mod progress;
 mod push;
+mod render;
 mod shell;
 mod sign;
 mod test;
@@ -22,7 +22,6 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::Context;
 use clap::{Parser, Subcommand};
 
 use crate::store::Store;
@@ -283,24 +282,11 @@ fn message(e: &anyhow::Error) -> String {
 
 pub use crate::output::default_output;
 
-/// SOURCE_DATE_EPOCH from the environment, if set.
+/// SOURCE_DATE_EPOCH from the environment, if set ([`crate::session::env_epoch`]).
 pub fn env_epoch() -> anyhow::Result<Option<u64>> {
-    match std::env::var("SOURCE_DATE_EPOCH") {
-        Ok(v) if !v.trim().is_empty() => {
-            let e: u64 = v.trim().parse().with_context(|| {
-                format!("SOURCE_DATE_EPOCH={v:?} is not a non-negative integer of seconds")
-            })?;
-            if e > crate::layer::MAX_EPOCH {
-                anyhow::bail!(
-                    "SOURCE_DATE_EPOCH={e} is after 9999-12-31T23:59:59Z ({}), which an image's `created` cannot say",
-                    crate::layer::MAX_EPOCH
-                );
-            }
-            Ok(Some(e))
-        }
-        _ => Ok(None),
-    }
+    Ok(crate::session::env_epoch()?)
 }
+
 impl Cli {
     /// The progress display for a command; `silent` (its `--json`) hides bars and notes.
     fn bars(&self, silent: bool) -> progress::Bars {
@@ -321,12 +307,12 @@ impl Cli {
     fn session<'a>(
         &self,
         store: &'a Store,
+        client: &'a crate::registry::Client,
         reporter: &'a dyn crate::progress::Reporter,
     ) -> crate::session::Session<'a> {
         crate::session::Session {
             store,
-            registries: self.registries.clone(),
-            tls_verify: self.tls_verify,
+            client,
             threads: self.threads(),
             policy: crate::lock::LockPolicy::Resolve,
             allow_downgrade: false,
@@ -341,6 +327,16 @@ impl Cli {
             no_output: false,
             reporter,
         }
+    }
+
+    /// The command's one registry client: the registries file's settings, `--tls-verify`;
+    /// `offline`, one that refuses every request.
+    fn client(&self, offline: bool) -> anyhow::Result<crate::registry::Client> {
+        Ok(crate::session::registry_client(
+            self.registries.as_deref(),
+            offline,
+            self.tls_verify,
+        )?)
     }
 
     fn store_root(&self) -> anyhow::Result<PathBuf> {

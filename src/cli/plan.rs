@@ -64,14 +64,15 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     // Never downloads a layer a cache has (only the push needs it), and writes nothing to the
     // cache repository: it counts what the build will write there (and the push then mounts
     // from there).
-    let (store, cache) = super::cache_repo::open(cli, &args.cache, |_| true, true)?;
+    let client = std::sync::Arc::new(super::push::client(cli)?);
+    let (store, cache) = super::cache_repo::open(cli, &args.cache, &client, |_| true, true)?;
     let bars = cli.bars(args.json);
     let session = Session {
         policy: LockPolicy::Locked,
         locked_by: "plan",
         epoch_override: super::env_epoch()?,
         no_output: true,
-        ..cli.session(&store, &bars)
+        ..cli.session(&store, &client, &bars)
     };
     let built = session.build(&args.recipe, &recipe)?;
     let img = &built.image;
@@ -79,7 +80,6 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         Some(a) => Some(crate::imageref::ImageRef::parse_registry(a)?),
         None => None,
     };
-    let client = super::push::client(cli)?;
     let push_plan = match &target {
         Some(t) => Some(crate::push::plan(&client, &store, &img.manifest, t)?),
         None => None,

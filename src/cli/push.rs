@@ -9,7 +9,7 @@ use super::Cli;
 use crate::image::Descriptor;
 use crate::output::Layout;
 use crate::push::{self, PushReport};
-use crate::registry::{Client, Reference};
+use crate::registry::Client;
 use crate::store::Store;
 
 #[derive(Args, Debug)]
@@ -31,11 +31,7 @@ fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
 }
 
 pub fn client(cli: &Cli) -> anyhow::Result<Client> {
-    Ok(crate::session::registry_client(
-        cli.registries.as_deref(),
-        false,
-        cli.tls_verify,
-    )?)
+    cli.client(false)
 }
 
 /// Push and print the outcome.
@@ -92,53 +88,6 @@ pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// A multi-platform image: each platform's manifest (with its blobs) by digest, then the index
-/// under the destination's tag (`latest` when it names none), or by digest when it names one
-/// (which must be the index's). Each manifest's report goes to `each`. Returns the index's
-/// digest and `registry/repository[:tag]@digest`.
-pub fn push_index_to(
-    client: &Client,
-    blobs: &Store,
-    index: &Descriptor,
-    target: &Reference,
-    bars: &dyn crate::progress::Reporter,
-    mut each: impl FnMut(&PushReport),
-) -> anyhow::Result<(crate::digest::Digest, String)> {
-    if let Some(named) = target.digest().filter(|d| *d != index.digest) {
-        return Err(push::PushError::DigestMismatch {
-            target: target.to_string(),
-            named,
-            manifest: index.digest,
-        }
-        .into());
-    }
-    let bytes = blobs.read_blob(&index.digest)?;
-    let ix: crate::image::Index = serde_json::from_slice(&bytes)
-        .map_err(|e| anyhow::anyhow!("image index {}: {e}", index.digest))?;
-    for m in &ix.manifests {
-        // By digest alone: the tag names only the index, never one platform's manifest.
-        let r = push::push(client, blobs, m, &target.by_digest(m.digest), bars)?;
-        each(&r);
-    }
-    let (reference, shown) = match (target.tag(), target.digest()) {
-        (_, Some(d)) => (d.to_string(), format!("@{d}")),
-        (Some(t), None) => (t.to_string(), format!(":{t}")),
-        (None, None) => ("latest".to_string(), ":latest".to_string()),
-    };
-    let pushed =
-        client.push_manifest(target, &reference, &bytes, crate::image::MEDIA_TYPE_INDEX)?;
-    let name = if target.digest().is_some() {
-        format!("{}/{}{shown}", target.registry(), target.repository())
-    } else {
-        format!(
-            "{}/{}{shown}@{pushed}",
-            target.registry(),
-            target.repository()
-        )
-    };
-    Ok((pushed, name))
-}
-
 /// `push` of a layout's multi-platform image, printed.
 pub fn push_index(
     cli: &Cli,
@@ -148,30 +97,19 @@ pub fn push_index(
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let target = crate::imageref::ImageRef::parse_registry(destination)?;
-    let client = client(cli)?;
     let bars = cli.bars(json);
-    let mut reports = Vec::new();
-    let (pushed, name) = push_index_to(&client, blobs, index, &target, &bars, |r| {
-        reports.push(r.clone())
-    })?;
-    let uploaded: u64 = reports.iter().map(|r| r.uploaded_bytes).sum();
+    let r = push::push_index(&client(cli)?, blobs, index, &target, &bars)?;
     if json {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&serde_json::json!({
-                "pushed": name,
-                "digest": pushed,
-                "manifests": reports,
-                "uploadedBytes": uploaded,
-            }))?
-        );
+        // Through a Value: its keys sorted, as they always were.
+        let doc = serde_json::to_value(&r)?;
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else if cli.quiet {
-        println!("{name}");
+        println!("{}", r.pushed);
     } else {
-        for r in &reports {
-            println!("  manifest {}", r.pushed);
+        for m in &r.manifests {
+            println!("  manifest {}", m.pushed);
         }
-        println!("pushed {name} ({uploaded} bytes uploaded)");
+        println!("pushed {} ({} bytes uploaded)", r.pushed, r.uploaded_bytes);
     }
     Ok(ExitCode::SUCCESS)
 }

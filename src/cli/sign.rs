@@ -65,14 +65,6 @@ pub fn load_key(cli: &Cli, path: &Path, pass: &PassphraseArgs) -> anyhow::Result
     Ok(key)
 }
 
-/// The identity an image pushed to `target` is signed as: `registry/repository[:tag]`.
-pub fn identity_of(target: &crate::registry::Reference) -> String {
-    match target.tag() {
-        Some(t) => format!("{}/{}:{t}", target.registry(), target.repository()),
-        None => format!("{}/{}", target.registry(), target.repository()),
-    }
-}
-
 /// Signs `digest` in `target`'s repository, as `target` names it (its tag kept, a digest
 /// left out: the identity is the name the image is pulled by).
 pub fn sign_pushed(
@@ -82,7 +74,7 @@ pub fn sign_pushed(
     digest: &crate::digest::Digest,
     key: &PrivateKey,
 ) -> anyhow::Result<sign::SignReport> {
-    let identity = identity_of(target);
+    let identity = sign::identity_of(target);
     Ok(sign::sign_image(
         client,
         &cli.store()?,
@@ -96,14 +88,19 @@ pub fn sign_pushed(
 /// The line a signature gets (unless `-q`).
 pub fn print_signed(cli: &Cli, report: &sign::SignReport) {
     if !cli.quiet {
-        println!(
-            "signed {} as {} ({}{})",
-            report.image,
-            report.identity,
-            report.signature_tag,
-            if report.added { "" } else { ", already there" }
-        );
+        print_signed_line(report);
     }
+}
+
+/// `signed IMAGE as IDENTITY (TAG[, already there])`.
+pub fn print_signed_line(report: &sign::SignReport) {
+    println!(
+        "signed {} as {} ({}{})",
+        report.image,
+        report.identity,
+        report.signature_tag,
+        if report.added { "" } else { ", already there" }
+    );
 }
 
 pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {

@@ -2,16 +2,16 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
 use clap::Args;
 use serde_json::json;
 
 use super::default_output;
 use super::Cli;
+use crate::image::Platform;
 use crate::output::Target;
-use crate::recipe::{self, Gpu, Recipe, TestRun};
-use crate::run::{self, GpuPolicy, Outcome, RunOptions, Summary, TestCommand, TestEvent, TestSpec};
+use crate::recipe;
+use crate::run::{self, Outcome, StageOptions, Summary, TestEvent, TestResult, TestedPlatform};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct TestOptions {
@@ -38,9 +38,6 @@ pub struct TestOptions {
     /// podman's global options (`--hooks-dir`, `--conmon`, `--root`, …) never come from a recipe.
     #[arg(long)]
     pub allow_recipe_podman_args: bool,
-    /// Print each test's podman command on stderr (`ocibuild test -v`, the global --verbose).
-    #[arg(skip)]
-    pub show_commands: bool,
 }
 
 #[derive(Args, Debug)]
@@ -57,99 +54,51 @@ pub struct TestArgs {
     pub opts: TestOptions,
 }
 
-/// The recipe's tests in the test stage's terms.
-fn specs(recipe: &Recipe) -> Result<Vec<TestSpec>, run::RunError> {
-    recipe
-        .tests
-        .iter()
-        .map(|t| {
-            Ok(TestSpec {
-                name: t.name.clone(),
-                run: match &t.run {
-                    TestRun::Command(argv) => TestCommand::Argv(argv.clone()),
-                    TestRun::Check(name) => TestCommand::check(name)?,
-                },
-                env: t.env.clone(),
-                workdir: t.workdir.clone(),
-                user: t.user.clone(),
-                exit_code: t.exit_code,
-                expect_output: t.expect_output.clone(),
-                timeout: Duration::from_secs(t.timeout_secs),
-                gpu: match t.gpu {
-                    Gpu::Required => GpuPolicy::Required,
-                    Gpu::Optional => GpuPolicy::Optional,
-                    Gpu::Off => GpuPolicy::Off,
-                },
-            })
-        })
-        .collect()
-}
-
-/// The recipe's `[podman] args` as the test stage may take them (see `run::check_recipe_args`):
-/// checked before anything runs, and before `build --test` builds.
-pub fn check_recipe_podman_args(recipe: &Recipe, opts: &TestOptions) -> Result<(), run::RunError> {
-    run::check_recipe_args(
-        &recipe.podman.args,
-        opts.allow_recipe_podman_args,
-        &run::HostLimits::current(),
-    )
-    .map_err(|refusal| run::RunError::RecipePodmanArg {
-        recipe: recipe.path.clone(),
-        refusal,
-    })
-}
-
-/// Run `recipe`'s tests against the image tagged `recipe.image.tag` in `layout`; prints each
-/// result and the closing counts, or with `quiet` only the failures (on stderr), so stdout
-/// holds only the build's result. Returns the exit code.
-pub fn run_stage(
-    recipe: &Recipe,
-    layout: &std::path::Path,
-    opts: &TestOptions,
-    json_out: bool,
-    quiet: bool,
-) -> anyhow::Result<ExitCode> {
-    let all = specs(recipe)?;
-    let selected: Vec<TestSpec> = run::select_tests(&all, &opts.only)?
-        .into_iter()
-        .cloned()
-        .collect();
-    check_recipe_podman_args(recipe, opts)?;
-    let mut podman_args = recipe.podman.args.clone();
-    if let Ok(env) = std::env::var("OCIBUILD_PODMAN_ARGS") {
-        podman_args.extend(env.split_whitespace().map(String::from));
+impl TestOptions {
+    /// The stage's options: podman's flags after the recipe's are `OCIBUILD_PODMAN_ARGS`
+    /// (whitespace-separated), then the `--podman-arg`s.
+    pub fn stage(&self) -> StageOptions {
+        let mut podman_args: Vec<String> = std::env::var("OCIBUILD_PODMAN_ARGS")
+            .map(|env| env.split_whitespace().map(String::from).collect())
+            .unwrap_or_default();
+        podman_args.extend(self.podman_args.iter().cloned());
+        StageOptions {
+            only: self.only.clone(),
+            podman: self.podman.clone(),
+            podman_args,
+            force_gpu: self.force_gpu,
+            allow_recipe_podman_args: self.allow_recipe_podman_args,
+        }
     }
-    podman_args.extend(opts.podman_args.iter().cloned());
-    let run_opts = RunOptions {
-        podman: opts.podman.clone(),
-        podman_args,
-        self_exe: std::env::current_exe()?,
-        force_gpu: opts.force_gpu,
-        host_libraries: recipe
-            .apt
-            .iter()
-            .flat_map(|a| &a.host_provides)
-            .filter(|h| crate::apt::driver::is_soname(h))
-            .cloned()
-            .collect(),
-    };
-    let report = |event: TestEvent<'_>| {
+}
+
+/// How the test stage's events are printed: each result (with `quiet` only the failures, on
+/// stderr, so that stdout holds only the build's result), each podman command on stderr with
+/// `show_commands`; nothing but the commands with `json` (the document comes at the end).
+pub struct Printer {
+    pub show_commands: bool,
+    pub json: bool,
+    pub quiet: bool,
+}
+
+impl Printer {
+    pub fn event(&self, event: TestEvent<'_>) {
         let r = match event {
             TestEvent::Command { test, line } => {
                 // On stderr, so that stdout holds the results (or --json's document) alone.
-                if opts.show_commands {
+                if self.show_commands {
                     eprintln!("test {test}: {line}");
                 }
                 return;
             }
             TestEvent::Finished(r) => r,
         };
-        if json_out {
+        if self.json {
             return;
         }
         let secs = r.duration.as_secs_f64();
         match &r.outcome {
-            _ if quiet && !matches!(r.outcome, Outcome::Failed { .. }) => {}
+            _ if self.quiet && !matches!(r.outcome, Outcome::Failed { .. }) => {}
             Outcome::Passed => println!("test {} ... passed ({secs:.1}s)", r.name),
             Outcome::Skipped { reason } => println!("test {} ... skipped: {reason}", r.name),
             Outcome::Failed { reason } => {
@@ -160,7 +109,7 @@ pub fn run_stage(
                 let text = format!("test {} ... FAILED ({secs:.1}s{code}): {reason}", r.name);
                 let tail = r.output_tail.iter().map(|l| format!("    | {l}"));
                 for line in std::iter::once(text).chain(tail) {
-                    if quiet {
+                    if self.quiet {
                         eprintln!("{line}");
                     } else {
                         println!("{line}");
@@ -168,22 +117,33 @@ pub fn run_stage(
                 }
             }
         }
-    };
-    let results = run::run_tests(layout, &recipe.image.tag, &selected, &run_opts, &report)?;
-    let summary = Summary::of(&results);
-    if json_out {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"summary": summary, "tests": results}))?
-        );
-    } else if !quiet {
-        println!("{summary}");
     }
-    Ok(if summary.any_failed() {
-        ExitCode::FAILURE
+
+    /// The closing counts (or `--json`'s document).
+    pub fn summary(&self, results: &[TestResult]) -> anyhow::Result<()> {
+        let summary = Summary::of(results);
+        if self.json {
+            println!(
+                "{}",
+                serde_json::to_string_pretty(&json!({"summary": summary, "tests": results}))?
+            );
+        } else if !self.quiet {
+            println!("{summary}");
+        }
+        Ok(())
+    }
+}
+
+/// A platform of the recipe that the test stage does not run, said on stdout (stderr with
+/// `-q`).
+pub fn print_untested(platform: &Platform, host: &Platform, quiet: bool) {
+    let line =
+        format!("skipped: {platform} is not this host's platform ({host}); nothing is emulated");
+    if quiet {
+        eprintln!("{line}");
     } else {
-        ExitCode::SUCCESS
-    })
+        println!("{line}");
+    }
 }
 
 pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
@@ -197,7 +157,8 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         None => default_output(&args.recipe),
     };
     let recipe = recipe::load(&args.recipe)?;
-    check_recipe_podman_args(&recipe, &args.opts)?;
+    let stage = args.opts.stage();
+    run::check_podman_args(&recipe, &stage)?;
     if !layout.join("index.json").is_file() {
         anyhow::bail!(
             "no OCI layout at {}: build it first with `ocibuild build {} --output {}`",
@@ -209,17 +170,27 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     // A multi-platform image: the host's platform runs (podman picks it from the index);
     // nothing is emulated.
     let recipe = if recipe.is_multi_platform() {
-        let host = super::multi::host_platform(&recipe, cli.quiet || args.json)?;
-        recipe.for_platform(&host)?
+        let tested = TestedPlatform::of(&recipe);
+        for p in &tested.untested {
+            print_untested(p, &tested.host, cli.quiet || args.json);
+        }
+        recipe.for_platform(tested.require()?)?
     } else {
         recipe
     };
     check_fresh(&recipe, &args.recipe, &layout)?;
-    let opts = TestOptions {
+    let printer = Printer {
         show_commands: cli.verbose,
-        ..args.opts.clone()
+        json: args.json,
+        quiet: cli.quiet,
     };
-    run_stage(&recipe, &layout, &opts, args.json, cli.quiet)
+    let results = run::run_stage(&recipe, &layout, &stage, &|e| printer.event(e))?;
+    printer.summary(&results)?;
+    Ok(if Summary::of(&results).any_failed() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 /// The image in `layout` (at the recipe's tag) must be the one this recipe builds now: a test

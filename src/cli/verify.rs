@@ -10,6 +10,7 @@ use super::Cli;
 use crate::audit::{self, render, OpenOptions};
 use crate::imageref::{ImageRef, Role};
 use crate::lock::LockPolicy;
+use crate::ops;
 use crate::recipe;
 use crate::session::Session;
 use crate::store::Store;
@@ -103,43 +104,52 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         }
         ImageRef::Registry(_) | ImageRef::Digest(_) => Vec::new(),
     };
-    let session = Session {
+    let client = super::push::client(cli)?;
+    let mut session = Session {
         policy: LockPolicy::Locked,
         no_cache: true,
         epoch_override: super::env_epoch()?,
         outputs,
-        ..cli.session(&store, &bars)
+        ..cli.session(&store, &client, &bars)
     };
-    let client = super::diff::client_for(cli, &[&target])?;
-    if recipe.is_multi_platform() {
-        // Each platform rebuilt as built, and compared with that platform's manifest of the
-        // target's index.
-        let mut reports = Vec::new();
-        for p in recipe.platforms() {
-            let rp = recipe.for_platform(&p)?;
-            let built = session.build(&args.recipe, &rp)?;
+    let registry = matches!(target, ImageRef::Registry(_)).then_some(&client);
+    // Each platform rebuilt as built, and compared with the target (for a multi-platform
+    // recipe, with that platform's manifest of the target's index).
+    let reports = ops::for_each(
+        &mut session,
+        &args.recipe,
+        &recipe,
+        ops::BaseIndex::Shared,
+        |s, p, rp| {
+            let built = s.build(&args.recipe, rp)?;
             let opts = OpenOptions {
-                client: client.as_ref(),
-                platform: Some(&p),
+                client: registry,
+                platform: Some(p),
                 reporter: &bars,
             };
             let report = audit::verify(&store, built.image.manifest.digest, &target, opts)?;
-            reports.push((p, report));
+            Ok((p.clone(), rp.clone(), report))
+        },
+    )?;
+    let reproduced = reports.iter().all(|(_, _, r)| r.reproduced);
+    // --attest: a signed VSA on each platform's manifest, once all of them reproduced.
+    let mut attested = Vec::new();
+    for (_, rp, r) in &reports {
+        let (Some(k), ImageRef::Registry(at), true) = (&key, &target, reproduced) else {
+            break;
+        };
+        let a = attest_reproduced(&client, &store, &args.recipe, rp, at, &r.rebuilt, k)?;
+        attested.push(a);
+    }
+    let attested_lines = |i: usize| {
+        for pushed in attested.get(i).map(|a| &a.pushed[..]).unwrap_or_default() {
+            println!("attested {pushed} (SLSA verification summary, signed)");
         }
-        let reproduced = reports.iter().all(|(_, r)| r.reproduced);
-        // --attest: a signed VSA on each platform's manifest, once all of them reproduced.
-        let mut attested = Vec::new();
-        for (p, r) in &reports {
-            let (Some(k), ImageRef::Registry(at), true) = (&key, &target, reproduced) else {
-                break;
-            };
-            let rp = recipe.for_platform(p)?;
-            let a = attest_reproduced(cli, &store, &args.recipe, &rp, at, &r.rebuilt, k)?;
-            attested.push(a);
-        }
+    };
+    if recipe.is_multi_platform() {
         if args.json {
             let mut platforms = Vec::new();
-            for (i, (p, r)) in reports.iter().enumerate() {
+            for (i, (p, _, r)) in reports.iter().enumerate() {
                 let mut v = serde_json::to_value(r)?;
                 v["platform"] = serde_json::json!(p.to_string());
                 v["attestation"] = serde_json::to_value(attested.get(i))?;
@@ -153,59 +163,30 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
                 }))?
             );
         } else {
-            for (i, (p, r)) in reports.iter().enumerate() {
+            for (i, (p, _, r)) in reports.iter().enumerate() {
                 println!("platform {p}:");
                 print!("{}", render::verify_text(r));
-                for pushed in attested.get(i).map(|a| &a.pushed[..]).unwrap_or_default() {
-                    println!("attested {pushed} (SLSA verification summary, signed)");
-                }
+                attested_lines(i);
             }
             if !reproduced {
                 print_tag_hint(args, &recipe, &target, chosen.as_ref());
             }
         }
-        return Ok(if reproduced {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::from(1)
-        });
-    }
-    let built = session.build(&args.recipe, &recipe)?;
-    let platform = recipe.image.platform.clone();
-    let opts = OpenOptions {
-        client: client.as_ref(),
-        platform: Some(&platform),
-        reporter: &bars,
-    };
-    let report = audit::verify(&store, built.image.manifest.digest, &target, opts)?;
-    let attested = match (&key, &target, report.reproduced) {
-        (Some(k), ImageRef::Registry(r), true) => Some(attest_reproduced(
-            cli,
-            &store,
-            &args.recipe,
-            &recipe,
-            r,
-            &report.rebuilt,
-            k,
-        )?),
-        _ => None,
-    };
-    if args.json {
-        let mut doc = serde_json::to_value(&report)?;
-        doc["attestation"] = serde_json::to_value(&attested)?;
-        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", render::verify_text(&report));
-        if !report.reproduced {
-            print_tag_hint(args, &recipe, &target, chosen.as_ref());
-        }
-        if let Some(a) = &attested {
-            for p in &a.pushed {
-                println!("attested {p} (SLSA verification summary, signed)");
+        let (_, _, report) = &reports[0];
+        if args.json {
+            let mut doc = serde_json::to_value(report)?;
+            doc["attestation"] = serde_json::to_value(attested.first())?;
+            println!("{}", serde_json::to_string_pretty(&doc)?);
+        } else {
+            print!("{}", render::verify_text(report));
+            if !report.reproduced {
+                print_tag_hint(args, &recipe, &target, chosen.as_ref());
             }
+            attested_lines(0);
         }
     }
-    Ok(if report.reproduced {
+    Ok(if reproduced {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(1)
@@ -335,7 +316,7 @@ fn print_tag_hint(
 /// `--attest`: the signed VSA for the image `reference` (its manifest `digest`, just rebuilt
 /// bit-identically), attached as a referrer in its repository.
 fn attest_reproduced(
-    cli: &Cli,
+    client: &crate::registry::Client,
     store: &Store,
     recipe_path: &std::path::Path,
     recipe: &recipe::Recipe,
@@ -343,7 +324,6 @@ fn attest_reproduced(
     digest: &crate::digest::Digest,
     key: &crate::sign::PrivateKey,
 ) -> anyhow::Result<crate::push::ReferrersReport> {
-    let client = super::push::client(cli)?;
     let fetched = client.get_manifest(&target.with_digest(*digest))?;
     let name = format!("{}/{}", target.registry(), target.repository());
     // The lock as the manifest records it (a multi-platform lock: this platform's section).
@@ -360,6 +340,6 @@ fn attest_reproduced(
     }];
     let referrers = crate::audit::attest::attach(store, &subject, &docs)?;
     Ok(crate::push::push_referrers(
-        &client, store, digest, &referrers, target,
+        client, store, digest, &referrers, target,
     )?)
 }

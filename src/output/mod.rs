@@ -21,7 +21,7 @@ use crate::layer::LayerError;
 use crate::store::{Store, StoreError};
 
 pub(crate) use dest::{check_dirs, holds, inode};
-pub use layout::{read_index, write_layout, write_layout_with};
+pub use layout::{read_index, write_layout, write_layout_with, Tagged};
 pub use read::{Layout, ReadError};
 
 #[derive(Debug, thiserror::Error)]

@@ -13,6 +13,7 @@ mod image;
 mod podman;
 mod show;
 pub mod smoke;
+mod stage;
 mod trust;
 
 use std::cell::OnceCell;
@@ -31,6 +32,7 @@ pub use gpu::{
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
 pub use show::{command_line, masked, secret_name, shell_quote};
+pub use stage::{check_podman_args, run_stage, StageOptions, TestedPlatform};
 pub use trust::{check_recipe_args, HostLimits, Refusal};
 
 /// Where the ocibuild binary is bind-mounted for `cuda-smoke`.
@@ -233,6 +235,10 @@ pub enum RunError {
     UnknownTest { name: String, known: Vec<String> },
     #[error("unknown check `{name}` (checks: {})", known.join(", "))]
     UnknownCheck { name: String, known: Vec<String> },
+    #[error(
+        "none of the recipe's platforms is this host's ({host}): nothing to test without emulation"
+    )]
+    NoHostPlatform { host: crate::image::Platform },
 }
 
 /// The tests named in `names`, in recipe order (all of them when `names` is empty); an unknown

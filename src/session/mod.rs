@@ -1,8 +1,8 @@
-//! A command's inputs and policy in one place: the store, the registries file, the vendor
-//! directory, the threads, the reporter, and one [`LockPolicy`] for every input the lock pins.
-//! The CLI parses its flags into a [`Session`] and calls it; the session resolves the base and
-//! the system layers through the lock, stages vendored inputs, and calls [`build::build`]
-//! (cargo's `commands/*` calling `ops::*`). Nothing here prints: notes go to the reporter's
+//! A command's inputs and policy in one place: the store, the command's one registry client,
+//! the vendor directory, the threads, the reporter, `SOURCE_DATE_EPOCH`, and one
+//! [`LockPolicy`] for every input the lock pins. The CLI parses its flags into a [`Session`];
+//! [`crate::ops`] calls it per platform; the session resolves the base and the system layers
+//! through the lock, stages vendored inputs, and calls [`build::build`]. Nothing here prints: notes go to the reporter's
 //! [`Reporter::message`].
 
 use std::io;
@@ -58,6 +58,35 @@ pub enum SessionError {
         #[source]
         source: io::Error,
     },
+    #[error("SOURCE_DATE_EPOCH={value:?} is not a non-negative integer of seconds")]
+    EpochNotANumber {
+        value: String,
+        #[source]
+        source: std::num::ParseIntError,
+    },
+    #[error("SOURCE_DATE_EPOCH={value} is after 9999-12-31T23:59:59Z ({max}), which an image's `created` cannot say", max = crate::layer::MAX_EPOCH)]
+    EpochTooLate { value: u64 },
+}
+
+/// `SOURCE_DATE_EPOCH` from the environment, if set (empty is unset): the one place it is
+/// read. [`Session::epoch`] then resolves it against the recipe's.
+pub fn env_epoch() -> Result<Option<u64>, SessionError> {
+    match std::env::var("SOURCE_DATE_EPOCH") {
+        Ok(v) if !v.trim().is_empty() => {
+            let e: u64 = v
+                .trim()
+                .parse()
+                .map_err(|source| SessionError::EpochNotANumber {
+                    value: v.clone(),
+                    source,
+                })?;
+            if e > crate::layer::MAX_EPOCH {
+                return Err(SessionError::EpochTooLate { value: e });
+            }
+            Ok(Some(e))
+        }
+        _ => Ok(None),
+    }
 }
 
 macro_rules! boxed_from {
@@ -124,10 +153,9 @@ pub fn credentials(recipe: &Recipe) -> crate::http::Credentials {
 /// A command's inputs and policy.
 pub struct Session<'a> {
     pub store: &'a Store,
-    /// The registries file (`--registries`); `None`: the default locations.
-    pub registries: Option<PathBuf>,
-    /// `--tls-verify` (true unless `--tls-verify=false`).
-    pub tls_verify: bool,
+    /// The command's one registry client ([`registry_client`]): its logins and the schemes
+    /// it found are kept for every step (the base, the cache repository, the push).
+    pub client: &'a Client,
     pub threads: usize,
     pub policy: LockPolicy,
     /// `lock --allow-downgrade`: an `[apt]` resolution may lower a version the lock pins.
@@ -174,11 +202,6 @@ impl<'a> Session<'a> {
         ) && !self.offline
     }
 
-    /// The registry client of this session ([`registry_client`]).
-    pub fn registry_client(&self) -> Result<Client, SessionError> {
-        registry_client(self.registries.as_deref(), self.offline, self.tls_verify)
-    }
-
     /// The fetcher of this session for `recipe` ([`fetcher`]).
     pub fn fetcher(&self, recipe: &Recipe) -> Result<HttpFetcher<'a>, SessionError> {
         Ok(fetcher(recipe, self.offline)?.with_reporter(self.reporter))
@@ -193,8 +216,9 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// The epoch of the recipe's layers: `SOURCE_DATE_EPOCH`, else the recipe's, else 0.
-    fn epoch(&self, recipe: &Recipe) -> u64 {
+    /// The epoch of the recipe's layers and config: `SOURCE_DATE_EPOCH`, else the recipe's,
+    /// else 0. The one place it is resolved: the system layers and [`build::build`] take it.
+    pub fn epoch(&self, recipe: &Recipe) -> u64 {
         self.epoch_override
             .or(recipe.image.source_date_epoch)
             .unwrap_or(0)
@@ -293,14 +317,14 @@ impl<'a> Session<'a> {
         let lock_path = Lock::path_for(recipe_path);
         let mut lock =
             Lock::load_view(&lock_path, recipe.lock_view().as_deref())?.unwrap_or_else(Lock::new);
-        let client = self.registry_client()?;
+        let client = self.client;
         let shallow = self.shallow_base(recipe);
         let (image, change) = base::resolve(
             reference,
             &recipe.image.platform,
             &mut lock,
             self.policy,
-            &client,
+            client,
             self.store,
             (!shallow, self.base_index),
             self.reporter,
@@ -314,7 +338,7 @@ impl<'a> Session<'a> {
                     image.reference
                 ));
             } else {
-                base::fetch_layers(&client, &image, self.store, self.reporter)?;
+                base::fetch_layers(client, &image, self.store, self.reporter)?;
             }
         }
         if (change != LockChange::Unchanged || lock.had_logins) && self.writes_lock() {
@@ -459,7 +483,7 @@ impl<'a> Session<'a> {
         self.stage_vendored(lock, recipe_path, recipe)?;
         let mut opts = BuildOptions {
             threads: self.threads,
-            epoch_override: self.epoch_override,
+            epoch: self.epoch(recipe),
             no_cache: self.no_cache,
             // What defines the image, not the file's bytes: a comment or a changed [[test]]
             // leaves the manifest as it is.

@@ -208,6 +208,15 @@ pub fn layout_signature(
     Ok((entry, blobs))
 }
 
+/// The identity an image pushed to `target` is signed as: `registry/repository[:tag]` (its
+/// tag kept, a digest left out: the identity is the name the image is pulled by).
+pub fn identity_of(target: &Reference) -> String {
+    match target.tag() {
+        Some(t) => format!("{}/{}:{t}", target.registry(), target.repository()),
+        None => format!("{}/{}", target.registry(), target.repository()),
+    }
+}
+
 /// Signs the image `digest` in `target`'s repository as `identity` (`registry/repo[:tag]`)
 /// and pushes the signature ([`push_signature`]). Blobs go through `store`.
 pub fn sign_image(

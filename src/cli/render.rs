@@ -1,0 +1,270 @@
+//! The text a person reads of a build ([`crate::outcome::BuildOutcome`]): what was built as it
+//! is known (before the test stage), then what the push did. `--json` prints the outcome
+//! itself instead.
+
+use crate::outcome::{BuildOutcome, ManifestOutcome, WheelsOutcome};
+
+/// The build's result, before its tests and push: where it went, the manifest (or the index
+/// and each platform's manifest), the interpreter, the rootfs step, the layers; with `quiet`
+/// only `NAME:TAG@DIGEST` (nothing when the push will print the pushed reference).
+pub fn built(outcome: &BuildOutcome, quiet: bool, pushing: bool) {
+    let (image, output, digest) = match outcome {
+        BuildOutcome::Image(o) => (&o.image, &o.output, o.manifest.manifest),
+        BuildOutcome::Index(o) => (&o.image, &o.output, o.index),
+    };
+    if quiet {
+        // Only the result, as ko prints only the reference (with --push, the pushed
+        // reference instead, printed once pushed).
+        if !pushing {
+            println!("{image}@{digest}");
+        }
+        return;
+    }
+    match output {
+        Some(o) => println!("{image} -> {o}"),
+        None => println!("{image} (no local output: --push-only)"),
+    }
+    match outcome {
+        BuildOutcome::Image(o) => {
+            println!("manifest {}", o.manifest.manifest);
+            manifest(&o.manifest, "  ");
+        }
+        BuildOutcome::Index(o) => {
+            println!("index {}", o.index);
+            for m in &o.manifests {
+                println!(
+                    "  {}: manifest {}",
+                    m.platform.as_deref().unwrap_or_default(),
+                    m.manifest.manifest
+                );
+                manifest(&m.manifest, "    ");
+            }
+        }
+    }
+}
+
+/// One manifest's interpreter, rootfs step, host-provided names, wheel notes and layers.
+fn manifest(m: &ManifestOutcome, indent: &str) {
+    if let Some(i) = &m.python {
+        println!(
+            "{}python {} ({}, {}, glibc {}) at {}; packages go to {}",
+            &indent[2..],
+            i.version,
+            i.abi,
+            i.machine,
+            i.glibc.as_deref().unwrap_or("none"),
+            i.executable,
+            i.purelib
+        );
+    }
+    if let Some(r) = &m.rootfs {
+        rootfs(r);
+    }
+    host_provides(
+        m.host_provides
+            .iter()
+            .map(|h| (h.name.as_str(), &h.satisfies[..])),
+        &m.warnings,
+    );
+    wheels(&m.wheels);
+    for l in &m.layers {
+        println!(
+            "{indent}layer {}: {} ({} bytes{})",
+            l.name,
+            l.digest,
+            l.size,
+            if l.cached { ", cached" } else { "" }
+        );
+    }
+}
+
+/// What the push did: each blob and the reference pushed (with `quiet` only the reference),
+/// each referrer and the referrers tag, each signature.
+pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
+    let (referrers, signatures) = match outcome {
+        BuildOutcome::Image(o) => {
+            let Some(r) = &o.push else { return };
+            if quiet {
+                println!("{}", r.pushed);
+            } else {
+                for b in &r.blobs {
+                    println!("  blob {} ({} bytes): {}", b.digest, b.size, b.result);
+                }
+                println!("pushed {} ({} bytes uploaded)", r.pushed, r.uploaded_bytes);
+            }
+            (
+                o.referrers_push.iter().collect::<Vec<_>>(),
+                o.signature.iter().collect::<Vec<_>>(),
+            )
+        }
+        BuildOutcome::Index(o) => {
+            let Some(r) = &o.push else { return };
+            if quiet {
+                println!("{}", r.pushed);
+            } else {
+                println!("pushed {} ({} bytes uploaded)", r.pushed, r.uploaded_bytes);
+            }
+            (
+                o.referrers_push.iter().collect(),
+                o.signatures.iter().collect(),
+            )
+        }
+    };
+    if quiet {
+        return;
+    }
+    for r in referrers {
+        for p in &r.pushed {
+            println!("attached {p}");
+        }
+        println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
+    }
+    for s in signatures {
+        super::sign::print_signed_line(s);
+    }
+}
+
+/// `[apt] host-provides` (stdout): each name with the packages whose dependency it satisfied;
+/// the warnings (stderr).
+pub fn host_provides<'a>(host: impl Iterator<Item = (&'a str, &'a [String])>, warnings: &[String]) {
+    for (name, satisfies) in host {
+        if satisfies.is_empty() {
+            continue;
+        }
+        let mut by: Vec<&str> = satisfies
+            .iter()
+            .map(|s| s.split_once(':').map_or(s.as_str(), |(p, _)| p))
+            .collect();
+        by.dedup();
+        println!(
+            "host provides {name} at run time (not in the image), for {}",
+            by.join(", ")
+        );
+    }
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
+/// What the `rootfs` layer holds and which maintainer scripts were not run (stdout); a needed
+/// `ld.so.cache` as a warning (stderr).
+fn rootfs(r: &crate::rootfs::Report) {
+    let mut parts = Vec::new();
+    if r.baseline {
+        parts.push("the Debian baseline directories".to_string());
+    }
+    if let Some(a) = &r.accounts {
+        parts.push(format!(
+            "{} users, {} groups",
+            a.users.len(),
+            a.groups.len()
+        ));
+    }
+    if !r.alternatives.is_empty() {
+        let names: Vec<String> = r
+            .alternatives
+            .iter()
+            .map(|a| format!("{} -> {}", a.link, a.path))
+            .collect();
+        parts.push(format!("alternatives {}", names.join(", ")));
+    }
+    if !parts.is_empty() {
+        println!("rootfs: {}", parts.join("; "));
+    }
+    if !r.scripts_not_run.is_empty() {
+        let c = &r.script_effects;
+        println!(
+            "maintainer scripts (none run): {} packages; {} effects emulated, {} not needed in an image, {} not done (build --json: rootfs.scriptsNotRun)",
+            c.packages, c.emulated, c.not_needed, c.not_done
+        );
+        for line in not_done_lines(r) {
+            println!("  not done: {line}");
+        }
+    }
+    if r.ld_so_cache.needed {
+        eprintln!("warning: /etc/ld.so.cache {}", r.ld_so_cache.reason);
+    }
+}
+
+/// One line per package and action not done: `package: action → consequence` (the
+/// consequence up to its first `; `, a trigger's "activated by …" left out; unrecognized lines
+/// counted).
+fn not_done_lines(r: &crate::rootfs::Report) -> Vec<String> {
+    use crate::rootfs::effects::Outcome;
+    let mut seen = std::collections::BTreeSet::new();
+    let mut out = Vec::new();
+    for s in &r.scripts_not_run {
+        for e in s.effects.iter().filter(|e| e.outcome == Outcome::NotDone) {
+            if !seen.insert((s.package.as_str(), e.action.as_str())) {
+                continue;
+            }
+            let detail = match e.detail.strip_prefix("activated by") {
+                Some(rest) => rest.split_once(": ").map_or(rest, |(_, d)| d),
+                None => e.detail.as_str(),
+            };
+            let short = detail.split("; ").next().unwrap_or(detail);
+            if e.action == "unrecognized" {
+                let n: usize = s
+                    .effects
+                    .iter()
+                    .filter(|x| x.action == e.action && x.outcome == Outcome::NotDone)
+                    .map(|x| x.lines.len())
+                    .sum();
+                out.push(format!(
+                    "{}: {n} unrecognized script line(s) → not run",
+                    s.package
+                ));
+            } else {
+                out.push(format!("{}: {} → {short}", s.package, e.action));
+            }
+        }
+    }
+    out
+}
+
+/// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the
+/// shared libraries that the base and a wheel both ship.
+fn wheels(r: &WheelsOutcome) {
+    if !r.shared_files.is_empty() {
+        let wheels: std::collections::BTreeSet<&String> =
+            r.shared_files.iter().flat_map(|f| &f.wheels).collect();
+        eprintln!(
+            "note: {} path(s) installed with the same content by several wheels ({}): kept once \
+             per layer",
+            r.shared_files.len(),
+            wheels.into_iter().cloned().collect::<Vec<_>>().join(", ")
+        );
+    }
+    for f in &r.replaced_files {
+        eprintln!(
+            "note: {}: installed from {} (overlap = \"last\"), left out of {}",
+            f.path,
+            f.installed_by,
+            f.left_out_by.join(", ")
+        );
+    }
+    let dups = r.duplicate_libraries.as_deref().unwrap_or_default();
+    let wasted: u64 = dups.iter().map(|d| d.wheel_size).sum();
+    for d in dups {
+        eprintln!(
+            "note: {} is in the {} at {} and installed again by wheel {} at {} ({} bytes twice)",
+            d.soname,
+            if d.origin == "apt" {
+                "apt layer"
+            } else {
+                "base"
+            },
+            d.base_path,
+            d.wheel,
+            d.wheel_path,
+            d.wheel_size
+        );
+    }
+    if dups.len() > 1 {
+        eprintln!(
+            "note: {} shared libraries of the base or the apt layer are shipped again by wheels: \
+             {wasted} bytes",
+            dups.len()
+        );
+    }
+}
