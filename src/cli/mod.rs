@@ -61,7 +61,7 @@ Environment:
   OCIBUILD_KEY_PASSPHRASE  a cosign signing key's passphrase (else --passphrase-file)
   REGISTRY_AUTH_FILE    registry credentials (else containers' auth.json, else ~/.docker/config.json)
 
-Docs: README.md and docs/recipe.md in the ocibuild repository.";
+Docs: README.md, docs/recipe.md and docs/cli/ (a page per subcommand) in the ocibuild repository.";
 
 #[derive(Parser, Debug)]
 #[command(name = "ocibuild", version, about = "Daemonless, reproducible OCI image builder", after_help = AFTER_HELP)]
