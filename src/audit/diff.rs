@@ -19,7 +19,7 @@ use super::AuditError;
 use crate::digest::Digest;
 use crate::image::annotations;
 
-/// Version of the JSON report's schema (README.md § diff documents it).
+/// Version of the JSON report's schema (docs/commands.md § diff and verify documents it).
 pub const SCHEMA: &str = "ocibuild-diff/1";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

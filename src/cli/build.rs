@@ -19,64 +19,53 @@ use crate::session::Session;
 pub struct BuildArgs {
     /// The recipe (TOML).
     pub recipe: PathBuf,
-    /// Where to write the image: DIR or oci:DIR (OCI image layout), oci-archive:FILE, or
-    /// docker-archive:FILE (for `docker load` / `podman load`). Default: ./<recipe name>.oci
-    #[arg(short, long, value_name = "TARGET")]
+    /// DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE (./NAME.oci).
+    #[arg(short, long, value_name = "TARGET", help_heading = "Output")]
     pub output: Option<String>,
     /// Rebuild every layer instead of taking it from the layer cache.
-    #[arg(long)]
+    #[arg(long, help_heading = "Inputs")]
     pub no_cache: bool,
     /// The image's tag instead of the recipe's `[image] tag`.
-    #[arg(long, value_name = "TAG")]
+    #[arg(long, value_name = "TAG", help_heading = "Output")]
     pub tag: Option<String>,
-    /// The platform to build for instead of the recipe's `[image] platform` (`linux/arm64`);
-    /// for a recipe with `[image] platforms`, the ones to build (`P[,P…]`, a subset).
-    #[arg(long, value_name = "OS/ARCH")]
+    /// The platform(s) to build instead of the recipe's (`P[,P…]`).
+    #[arg(long, value_name = "OS/ARCH", help_heading = "Inputs")]
     pub platform: Option<String>,
-    /// Fail when NAME.lock is missing or does not match the recipe (base reference or platform,
-    /// [apt] request, python archive), naming what changed; never write the lock.
-    #[arg(long, conflicts_with = "frozen")]
+    /// Fail if NAME.lock is missing or stale; never write it.
+    #[arg(long, conflicts_with = "frozen", help_heading = "Inputs")]
     pub locked: bool,
-    /// Use NAME.lock as it is, without checking it against the recipe; never write it.
-    #[arg(long)]
+    /// Use NAME.lock as it is, unchecked; never write it.
+    #[arg(long, help_heading = "Inputs")]
     pub frozen: bool,
-    /// Never touch the network (no registry, apt archive or URL): every input must be in the
-    /// store or the --vendor directory. Implies --locked unless --frozen is given.
-    #[arg(long, conflicts_with = "push")]
+    /// No network: every input from the store or --vendor (implies --locked).
+    #[arg(long, conflicts_with = "push", help_heading = "Inputs")]
     pub offline: bool,
-    /// Take the lock's inputs from this vendor directory (`ocibuild vendor`), each verified by
-    /// digest before use.
-    #[arg(long, value_name = "DIR")]
+    /// Take the lock's inputs from this vendor directory, each verified.
+    #[arg(long, value_name = "DIR", help_heading = "Inputs")]
     pub vendor: Option<PathBuf>,
-    /// Print the result as JSON (manifest digest, layers with diff_id, digest, size) on stdout.
-    #[arg(long)]
+    /// Print the result as JSON on stdout (docs/json.md).
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
-    /// After building, run the recipe's [[test]] entries (the image must go to an OCI layout).
-    #[arg(long)]
+    /// After building, run the recipe's [[test]] entries (needs a layout).
+    #[arg(long, help_heading = "Test")]
     pub test: bool,
-    /// After building (and testing, with --test), push the image to this registry reference.
-    #[arg(long, value_name = "REF")]
+    /// After building (and testing), push the image to this reference.
+    #[arg(long, value_name = "REF", help_heading = "Output")]
     pub push: Option<String>,
-    /// Push without writing a local image. Pushing to the base image's own registry, the base's
-    /// layers are then never downloaded (they are mounted), unless [apt] or a [python]
-    /// interpreter from the base needs to read them.
-    #[arg(long, requires = "push", conflicts_with_all = ["output", "test", "attach"])]
+    /// With --push: write no local image (a base there is mounted).
+    #[arg(long, requires = "push", conflicts_with_all = ["output", "test", "attach"], help_heading = "Output")]
     pub push_only: bool,
-    /// Attach SBOMs (SPDX, CycloneDX) and a provenance statement to the image as OCI 1.1
-    /// artifacts: listed in the layout's index.json, and pushed with --push (plus the
-    /// `sha256-<digest>` referrers tag). Off by default: the layout then holds the image alone.
-    #[arg(long)]
+    /// Attach SBOMs and provenance as OCI 1.1 artifacts (layout and --push).
+    #[arg(long, help_heading = "Output")]
     pub attach: bool,
-    /// Sign the pushed image with this private key (PKCS#8 or SEC1 PEM, or a cosign key): a
-    /// sigstore signature under `sha256-<digest>.sig`; with --attach, the SBOMs and the
-    /// provenance are also attached as DSSE envelopes signed with it.
-    #[arg(long, value_name = "FILE", requires = "push")]
+    /// Sign the pushed image (and the --attach documents) with this key.
+    #[arg(long, value_name = "FILE", requires = "push", help_heading = "Output")]
     pub sign_key: Option<PathBuf>,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Output")]
     pub passphrase: super::sign::PassphraseArgs,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Inputs")]
     pub cache: super::cache_repo::CacheRepoArgs,
-    #[command(flatten)]
+    #[command(flatten, next_help_heading = "Test")]
     pub test_opts: super::test::TestOptions,
 }
 

@@ -12,10 +12,7 @@ use crate::store::Store;
 
 #[derive(Args, Debug, Default)]
 pub struct CacheRepoArgs {
-    /// A repository to use as a layer cache shared between machines: a layer it has for the
-    /// same inputs is taken from it (with --push-only to the same registry, mounted, never
-    /// downloaded); a layer built is recorded there. Default: `[cache] repo` in the
-    /// registries file.
+    /// A registry repository as the layer cache shared by machines.
     #[arg(long, value_name = "REG/REPO")]
     pub cache_repo: Option<String>,
     /// Read the cache repository, never write to it (an untrusted job).

@@ -11,6 +11,7 @@ mod pipe;
 mod plan;
 mod progress;
 mod push;
+mod reference;
 mod render;
 mod shell;
 mod sign;
@@ -60,38 +61,57 @@ Environment:
   OCIBUILD_KEY_PASSPHRASE  a cosign signing key's passphrase (else --passphrase-file)
   REGISTRY_AUTH_FILE    registry credentials (else containers' auth.json, else ~/.docker/config.json)
 
-Docs: README.md and docs/recipe.md in the ocibuild repository.";
+Docs: README.md, docs/recipe.md and docs/cli/ (a page per subcommand) in the ocibuild repository.";
 
 #[derive(Parser, Debug)]
 #[command(name = "ocibuild", version, about = "Daemonless, reproducible OCI image builder", after_help = AFTER_HELP)]
 pub struct Cli {
     /// No progress output; only results and errors.
-    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        conflicts_with = "verbose",
+        help_heading = "Global"
+    )]
     quiet: bool,
     /// Also print what each step decided and why: cache hits and their keys, mirrors tried,
     /// lock entries kept or re-resolved, blobs already in the store.
-    #[arg(short, long, global = true)]
+    #[arg(short, long, global = true, help_heading = "Global")]
     verbose: bool,
     /// Content store and layer cache directory.
-    #[arg(long, global = true, env = "OCIBUILD_CACHE", value_name = "DIR")]
+    #[arg(
+        long,
+        global = true,
+        env = "OCIBUILD_CACHE",
+        value_name = "DIR",
+        help_heading = "Global"
+    )]
     cache_dir: Option<PathBuf>,
     /// Worker threads for hashing and compression (default: all cores). Never changes the output.
-    #[arg(short, long, global = true, env = "OCIBUILD_JOBS", value_name = "N")]
+    #[arg(
+        short,
+        long,
+        global = true,
+        env = "OCIBUILD_JOBS",
+        value_name = "N",
+        help_heading = "Global"
+    )]
     jobs: Option<usize>,
     /// Registries file: per-registry plain HTTP / CA settings and mirrors (default:
     /// $OCIBUILD_REGISTRIES, else ~/.config/ocibuild/registries.toml when it exists).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", help_heading = "Global")]
     registries: Option<PathBuf>,
     /// `--tls-verify=false`: registries' certificates are not checked, and a registry that does
     /// not speak TLS is spoken to in plain HTTP (skopeo's flag). A loopback registry
     /// (localhost, 127.0.0.1, ::1) falls back to plain HTTP without it.
-    #[arg(long, global = true, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set)]
+    #[arg(long, global = true, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, help_heading = "Global")]
     tls_verify: bool,
     /// The longest a network host (registry, apt archive, package index) may keep this command
     /// waiting for an answer, all retries together (its silent waits add up until it answers):
     /// past it, the command fails naming the host. A host that cannot be resolved or refuses
     /// connections fails at once, and is not tried again in this command.
-    #[arg(long, global = true, env = "OCIBUILD_NET_TIMEOUT", value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    #[arg(long, global = true, env = "OCIBUILD_NET_TIMEOUT", value_name = "SECS", default_value_t = 60, value_parser = clap::value_parser!(u64).range(1..=86_400), help_heading = "Global")]
     net_timeout: u64,
     #[command(subcommand)]
     command: Command,
@@ -101,7 +121,8 @@ pub struct Cli {
 enum Command {
     /// Build an image from a recipe and write it to an OCI layout or archive.
     Build(build::BuildArgs),
-    /// Pin the recipe's inputs (the base image's digests) into NAME.lock without building.
+    /// Pin the recipe's inputs (the base's digests, every .deb and wheel) into NAME.lock without
+    /// building.
     Lock(lock::LockArgs),
     /// Push an image from an OCI layout to a registry.
     Push(push::PushArgs),
@@ -132,11 +153,41 @@ enum Command {
     Cache(cache::CacheArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(shell::CompletionsArgs),
-    /// Print the man page (roff) on stdout.
+    /// Print the man page (roff) on stdout, or write one per subcommand into a directory.
     Man(shell::ManArgs),
     /// The built-in GPU check (a cudarc vector-add kernel); run inside containers by `test`.
     #[command(name = "cuda-smoke", hide = true)]
     CudaSmoke(test::SmokeArgs),
+}
+
+/// After each subcommand's help: the global options, which only `ocibuild --help` lists.
+const GLOBALS_NOTE: &str =
+    "Global options (ocibuild --help): -q -v -j --cache-dir --registries --tls-verify --net-timeout";
+
+/// The command definition as parsed and as its help, man pages and reference show it: each
+/// subcommand carries the global options hidden (clap then propagates nothing over them), so
+/// that its help lists its own options and [`GLOBALS_NOTE`] names the global ones. They are
+/// accepted there all the same.
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let globals: Vec<clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| a.is_global_set())
+        .map(|a| a.clone().hide(true))
+        .collect();
+    with_hidden(cmd, &globals)
+}
+
+fn with_hidden(cmd: clap::Command, globals: &[clap::Arg]) -> clap::Command {
+    cmd.mut_subcommands(|sub| {
+        let note = match sub.get_after_help() {
+            Some(h) => format!("{h}\n\n{GLOBALS_NOTE}"),
+            None => GLOBALS_NOTE.to_string(),
+        };
+        let sub = globals.iter().fold(sub, |sub, a| sub.arg(a.clone()));
+        with_hidden(sub.after_help(note), globals)
+    })
 }
 
 /// Subcommand names, for the `ocibuild RECIPE.toml` shorthand.
@@ -230,7 +281,11 @@ fn with_update_value(args: Vec<OsString>) -> Vec<OsString> {
 pub fn main() -> ExitCode {
     pipe::quiet_panics();
     let args = with_update_value(with_default_subcommand(std::env::args_os().collect()));
-    let cli = Cli::parse_from(args);
+    let matches = command().get_matches_from(args);
+    let cli = match <Cli as clap::FromArgMatches>::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     crate::http::peers::set_budget(std::time::Duration::from_secs(cli.net_timeout));
     let result = match &cli.command {
         Command::Build(a) => build::run(&cli, a),
@@ -405,5 +460,6 @@ mod tests {
     fn clap_definition_is_valid() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
+        command().debug_assert();
     }
 }

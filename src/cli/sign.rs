@@ -15,7 +15,7 @@ pub const PASSPHRASE_ENV: &str = "OCIBUILD_KEY_PASSPHRASE";
 /// How a private key's passphrase is given (cosign keys only).
 #[derive(Args, Debug, Clone, Default)]
 pub struct PassphraseArgs {
-    /// A cosign key's passphrase: the first line of FILE (else $OCIBUILD_KEY_PASSPHRASE).
+    /// A cosign key's passphrase file (else $OCIBUILD_KEY_PASSPHRASE).
     #[arg(long, value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
 }

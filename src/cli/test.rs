@@ -15,10 +15,10 @@ use crate::run::{self, Outcome, StageOptions, Summary, TestEvent, TestResult, Te
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct TestOptions {
-    /// Run only these tests (repeatable); default: all of the recipe's [[test]] entries.
+    /// Run only these tests (repeatable; default: all of the recipe's).
     #[arg(long = "only", value_name = "NAME")]
     pub only: Vec<String>,
-    /// The podman to use (a path, or a name looked up on PATH).
+    /// The podman to use.
     #[arg(
         long,
         value_name = "PATH",
@@ -26,16 +26,13 @@ pub struct TestOptions {
         env = "OCIBUILD_PODMAN"
     )]
     pub podman: PathBuf,
-    /// An extra `podman run` flag (repeatable), after the recipe's [podman] args and
-    /// OCIBUILD_PODMAN_ARGS (whitespace-separated).
+    /// An extra `podman run` flag (repeatable).
     #[arg(long = "podman-arg", value_name = "ARG", allow_hyphen_values = true)]
     pub podman_args: Vec<String>,
-    /// Run GPU tests even where no GPU is found (to see how the check fails there).
+    /// Run GPU tests even where no GPU is found.
     #[arg(long)]
     pub force_gpu: bool,
-    /// Take the recipe's [podman] args even where they can reach the host (mounts, devices,
-    /// privileges, host namespaces); by default only flags that act inside the container are.
-    /// podman's global options (`--hooks-dir`, `--conmon`, `--root`, …) never come from a recipe.
+    /// Take the recipe's [podman] args even where they reach the host.
     #[arg(long)]
     pub allow_recipe_podman_args: bool,
 }

@@ -20,6 +20,7 @@ mod base_image;
 mod build_core;
 mod cache_repo;
 mod cli_progress;
+mod cli_reference;
 mod cli_ux;
 mod concurrency;
 mod features;
