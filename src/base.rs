@@ -27,7 +27,7 @@ const OCI_MANIFEST: &str = crate::image::MEDIA_TYPE_MANIFEST;
 #[derive(Debug, thiserror::Error)]
 pub enum BaseError {
     /// `reference` as [`crate::registry::reference::shown`] gives it; the source quotes it.
-    #[error("base image: {source}")]
+    #[error("base image")]
     Reference {
         reference: String,
         source: ReferenceError,
@@ -60,7 +60,7 @@ pub enum BaseError {
         found: String,
         wanted: String,
     },
-    #[error("base image {reference} for {platform}, through the index {index} that another platform of this build pinned: {source} (`ocibuild lock --update` resolves the tag again for every platform)")]
+    #[error("base image {reference} for {platform}, through the index {index} that another platform of this build pinned (`ocibuild lock --update` resolves the tag again for every platform)")]
     ThroughIndex {
         reference: String,
         platform: String,

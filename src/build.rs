@@ -34,9 +34,9 @@ pub enum BuildError {
     RegistryBase { reference: String },
     #[error("base image config: {problem}")]
     BaseConfig { problem: String },
-    #[error("layer `{layer}`: {source}")]
+    #[error("layer `{layer}`")]
     Layer { layer: String, source: LayerError },
-    #[error("layer `{layer}`: reading {path}: {source}")]
+    #[error("layer `{layer}`: reading {path}")]
     Read {
         layer: String,
         path: PathBuf,

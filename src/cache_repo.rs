@@ -20,6 +20,7 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::json;
 
+use crate::diag::chain;
 use crate::digest::Digest;
 use crate::image::{self, Descriptor, Manifest};
 use crate::progress::Silent;
@@ -175,7 +176,7 @@ impl RepoCache {
         match self.repo.with_tag(tag) {
             Ok(r) => Some(r),
             Err(e) => {
-                self.failed("a tag", &e);
+                self.failed("a tag", &chain(&e));
                 None
             }
         }
@@ -208,7 +209,7 @@ impl RepoCache {
         *asked.get_or_insert_with(|| match self.client.check_push(&self.repo) {
             Ok(()) => true,
             Err(e) => {
-                self.failed_write("the build's writes would fail", &e);
+                self.failed_write("the build's writes would fail", &chain(&e));
                 false
             }
         })
@@ -254,7 +255,7 @@ impl RepoCache {
             },
             Err(e) if crate::push::is_manifest_unknown(&e) => None,
             Err(e) => {
-                self.failed("reading an entry", &e);
+                self.failed("reading an entry", &chain(&e));
                 None
             }
         }
@@ -270,8 +271,8 @@ impl RepoCache {
         annotations: serde_json::Value,
         store: &Store,
     ) -> Result<u64, String> {
-        let e = |e: RegistryError| e.to_string();
-        let at = self.repo.with_tag(tag).map_err(|e| e.to_string())?;
+        let e = |e: RegistryError| chain(&e);
+        let at = self.repo.with_tag(tag).map_err(|e| chain(&e))?;
         let mut uploaded = 0;
         let pushed = self
             .client
@@ -284,9 +285,7 @@ impl RepoCache {
         ) {
             uploaded += layer.size;
         }
-        let empty = store
-            .put_bytes(image::EMPTY_JSON)
-            .map_err(|e| e.to_string())?;
+        let empty = store.put_bytes(image::EMPTY_JSON).map_err(|e| chain(&e))?;
         let empty_size = image::EMPTY_JSON.len() as u64;
         self.client
             .push_blob(&self.repo, &empty, empty_size, store, None, &Silent)
@@ -305,7 +304,7 @@ impl RepoCache {
             "annotations": annotations,
         });
         let bytes =
-            crate::json::to_canonical_vec("cache entry", &manifest).map_err(|e| e.to_string())?;
+            crate::json::to_canonical_vec("cache entry", &manifest).map_err(|e| chain(&e))?;
         self.client
             .push_manifest(&at, tag, &bytes, image::MEDIA_TYPE_MANIFEST)
             .map_err(e)?;
@@ -375,7 +374,7 @@ impl Remote for RepoCache {
                 true
             }
             Err(e) => {
-                self.failed(&format!("downloading {}", layer.digest), &e);
+                self.failed(&format!("downloading {}", layer.digest), &chain(&e));
                 false
             }
         }
@@ -489,7 +488,7 @@ impl Remote for RepoCache {
                 Some(bytes)
             }
             Err(e) => {
-                self.failed(&format!("downloading the fact {}", l.digest), &e);
+                self.failed(&format!("downloading the fact {}", l.digest), &chain(&e));
                 None
             }
         }
@@ -533,9 +532,9 @@ impl Remote for RepoCache {
             }
         };
         let put = Store::open(scratch.path())
-            .map_err(|e| e.to_string())
+            .map_err(|e| chain(&e))
             .and_then(|store| {
-                let digest = store.put_bytes(data).map_err(|e| e.to_string())?;
+                let digest = store.put_bytes(data).map_err(|e| chain(&e))?;
                 let layer = Descriptor::new(FACT_ENTRY, digest, data.len() as u64);
                 let notes = json!({ annotations::KEY: key.to_string() });
                 self.put_entry(&tag, FACT_ENTRY, layer, notes, &store)

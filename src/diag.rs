@@ -1,7 +1,21 @@
 //! Helpers for messages about TOML input files (recipes, locks, pylock.toml): where in the file
-//! a problem is (1-based line and column), and which known name a misspelt one was meant to be.
+//! a problem is (1-based line and column), and which known name a misspelt one was meant to be;
+//! and [`chain`], an error with its causes as one line.
 
 use std::ops::Range;
+
+/// An error and each of its causes once, joined by ": " (each level's message says only its own
+/// context, so the whole chain is what a report or a JSON document needs).
+pub fn chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        s.push_str(": ");
+        s.push_str(&c.to_string());
+        cause = c.source();
+    }
+    s
+}
 
 /// 1-based line and column (counted in characters) of a byte offset.
 pub fn line_col(text: &str, offset: usize) -> (usize, usize) {

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 #[derive(Debug, thiserror::Error)]
 pub enum JsonError {
-    #[error("cannot encode {what} as JSON: {source}")]
+    #[error("cannot encode {what} as JSON")]
     Encode {
         what: &'static str,
         source: serde_json::Error,

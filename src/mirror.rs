@@ -25,7 +25,7 @@ pub enum MirrorError {
     #[error(transparent)]
     Store(#[from] StoreError),
     /// `target` as [`crate::registry::reference::shown`] gives it; the source quotes it.
-    #[error("mirror target: {source}")]
+    #[error("mirror target")]
     Target {
         target: String,
         source: ReferenceError,
@@ -228,7 +228,7 @@ pub fn mirror(
             Err(e) if image.subject.is_some() => return Err(e.into()),
             // A registry that checks an index's manifests refuses one whose other platforms
             // were not copied; builds need only the platform manifest, which is there.
-            Err(e) => report.index = Some(format!("not copied: {e}")),
+            Err(e) => report.index = Some(format!("not copied: {}", crate::diag::chain(&e))),
         }
     }
     if let (Some(tag), false) = (&image.tag, tag_done) {

@@ -18,7 +18,7 @@ pub enum PushError {
     Registry(Box<RegistryError>),
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("manifest {digest} is not an image manifest: {source}")]
+    #[error("manifest {digest} is not an image manifest")]
     BadManifest {
         digest: Digest,
         source: serde_json::Error,

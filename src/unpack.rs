@@ -36,9 +36,9 @@ use fs_err as fs;
 pub enum UnpackError {
     #[error("entry `{entry}`: {reason}")]
     Entry { entry: String, reason: String },
-    #[error("reading the tar: {0}")]
+    #[error("reading the tar")]
     Read(#[source] io::Error),
-    #[error("`{entry}`: {source}")]
+    #[error("`{entry}`")]
     Io {
         entry: String,
         #[source]

@@ -20,7 +20,7 @@ pub enum ControlError {
     LineTooLong { line: usize, limit: usize },
     #[error("dependency `{text}`: {reason}")]
     Dependency { text: String, reason: &'static str },
-    #[error("dependency `{text}`: {source}")]
+    #[error("dependency `{text}`")]
     Version {
         text: String,
         #[source]

@@ -446,7 +446,7 @@ fn package_of(p: &Paragraph, what: &str, shared: &Shared) -> Result<Option<Packa
     let mut depends = String::new();
     for f in ["Pre-Depends", "Depends"] {
         if let Some(v) = p.get(f) {
-            parse_depends(v).map_err(|e| bad(format!("{f}: {e}")))?;
+            parse_depends(v).map_err(|e| bad(format!("{f}: {}", crate::diag::chain(&e))))?;
             if !depends.is_empty() {
                 depends.push(',');
             }
@@ -454,7 +454,9 @@ fn package_of(p: &Paragraph, what: &str, shared: &Shared) -> Result<Option<Packa
         }
     }
     let provides = match p.get("Provides") {
-        Some(v) => parse_provides(v).map_err(|e| bad(format!("Provides: {e}")))?,
+        Some(v) => {
+            parse_provides(v).map_err(|e| bad(format!("Provides: {}", crate::diag::chain(&e))))?
+        }
         None => Vec::new(),
     };
     let multi_arch = match p.get("Multi-Arch").unwrap_or("no") {

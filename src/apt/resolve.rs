@@ -127,7 +127,7 @@ impl Installed {
             let version =
                 Version::parse(p.get("Version").unwrap_or("")).map_err(|e| bad(e.to_string()))?;
             let provides = match p.get("Provides") {
-                Some(v) => parse_provides(v).map_err(|e| bad(e.to_string()))?,
+                Some(v) => parse_provides(v).map_err(|e| bad(crate::diag::chain(&e)))?,
                 None => Vec::new(),
             };
             self.pkgs.insert(name, InstalledPkg { version, provides });
@@ -487,7 +487,7 @@ fn resolve_reading(
         let depends = p.depends().map_err(|e| AptError::Field {
             what: format!("index of {}", p.source_url),
             package: p.name.to_string(),
-            reason: format!("Depends: {e}"),
+            reason: format!("Depends: {}", crate::diag::chain(&e)),
         })?;
         for group in &depends {
             if group

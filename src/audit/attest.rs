@@ -24,7 +24,7 @@ pub const PYTHON_LAYER: &str = "python";
 
 #[derive(Debug, thiserror::Error)]
 pub enum AttestError {
-    #[error("manifest {digest} is not an image manifest: {source}")]
+    #[error("manifest {digest} is not an image manifest")]
     BadManifest {
         digest: Digest,
         source: serde_json::Error,

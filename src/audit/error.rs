@@ -12,7 +12,7 @@ pub enum AuditError {
     /// An image named on the command line that is not one ([`crate::imageref`]'s message).
     #[error(transparent)]
     ImageRef(#[from] crate::imageref::ImageRefError),
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: io::Error },
     /// An fs-err error: its message already names the path.
     #[error(transparent)]

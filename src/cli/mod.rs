@@ -318,21 +318,10 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// An error and its causes, each said once: a cause whose text the message already holds (a
-/// library error that names its source in its own text) is not repeated.
+/// An error and its causes, each said once: every level's message says only its own context
+/// (never its source's text), so the chain is printed whole, joined by ": ".
 fn message(e: &anyhow::Error) -> String {
-    let mut s = String::new();
-    for cause in e.chain() {
-        let c = cause.to_string();
-        if s.contains(&c) {
-            continue;
-        }
-        if !s.is_empty() {
-            s.push_str(": ");
-        }
-        s.push_str(&c);
-    }
-    s
+    crate::diag::chain(e.as_ref())
 }
 
 pub use crate::output::default_output;

@@ -245,7 +245,7 @@ pub fn smoke(args: &SmokeArgs) -> ExitCode {
             println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default())
         }
         Ok(rep) => println!("{rep}"),
-        Err(e) => eprintln!("cuda-smoke: {e}"),
+        Err(e) => eprintln!("cuda-smoke: {}", crate::diag::chain(e)),
     }
     ExitCode::from(run::smoke::exit_code(&r))
 }

@@ -26,7 +26,7 @@ pub use read::{Layout, ReadError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum OutputError {
-    #[error("{path}: {source}")]
+    #[error("{path}")]
     Io { path: PathBuf, source: io::Error },
     /// An fs-err error: its message already names the path.
     #[error(transparent)]
@@ -37,9 +37,9 @@ pub enum OutputError {
     NotALayout { path: PathBuf },
     #[error("refusing to write {path}: it is {kind}; outputs are written only to a regular file or directory path")]
     Destination { path: PathBuf, kind: &'static str },
-    #[error("locking the image layout {path}: {source}")]
+    #[error("locking the image layout {path}")]
     Lock { path: PathBuf, source: io::Error },
-    #[error("{path}: invalid index.json: {source}")]
+    #[error("{path}: invalid index.json")]
     BadIndex {
         path: PathBuf,
         source: serde_json::Error,

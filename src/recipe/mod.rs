@@ -487,7 +487,7 @@ pub struct Podman {
 #[derive(Debug, thiserror::Error)]
 pub enum RecipeError {
     /// The recipe file could not be read.
-    #[error("{}: cannot read recipe: {source}", crate::bounded::clip_path(path))]
+    #[error("{}: cannot read recipe", crate::bounded::clip_path(path))]
     Read { path: PathBuf, source: io::Error },
     /// The recipe path names something other than a small regular file (a FIFO, a device).
     #[error("{}: cannot read recipe: {reason}", path.display())]

@@ -209,7 +209,7 @@ pub enum RunError {
         if podman.components().count() > 1 { "" } else { " on PATH" }
     )]
     PodmanMissing { podman: PathBuf },
-    #[error("cannot run {}: {source}", program.display())]
+    #[error("cannot run {}", program.display())]
     Spawn {
         program: PathBuf,
         source: std::io::Error,
@@ -220,13 +220,13 @@ pub enum RunError {
     Read(#[from] crate::output::ReadError),
     #[error("reading layer {}: {detail}", layer.display())]
     Layer { layer: PathBuf, detail: String },
-    #[error("copying the layout {} to {} (podman needs a plain path): {source}", from.display(), to.display())]
+    #[error("copying the layout {} to {} (podman needs a plain path)", from.display(), to.display())]
     Stage {
         from: PathBuf,
         to: PathBuf,
         source: std::io::Error,
     },
-    #[error("the ocibuild binary {} for cuda-smoke is not there: {source}", path.display())]
+    #[error("the ocibuild binary {} for cuda-smoke is not there", path.display())]
     SelfExe {
         path: PathBuf,
         source: std::io::Error,
@@ -382,7 +382,11 @@ pub fn run_tests(
             t,
             &ctx,
             || gpu.get_or_init(|| discover_gpu_for(&HostProbe::system(), &opts.host_libraries)),
-            || glibc.get_or_init(|| image_has_glibc(layout, tag).map_err(|e| e.to_string())),
+            || {
+                glibc.get_or_init(|| {
+                    image_has_glibc(layout, tag).map_err(|e| crate::diag::chain(&e))
+                })
+            },
             || {
                 self_exe.get_or_init(|| {
                     fs_err::canonicalize(&opts.self_exe).map_err(|e| {

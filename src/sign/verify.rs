@@ -233,8 +233,10 @@ fn fetch_document(
     }
     client
         .pull_blob(at, &d.digest, Some(d.size), store, &Silent)
-        .map_err(|e| e.to_string())?;
-    store.read_blob(&d.digest).map_err(|e| e.to_string())
+        .map_err(|e| crate::diag::chain(&e))?;
+    store
+        .read_blob(&d.digest)
+        .map_err(|e| crate::diag::chain(&e))
 }
 
 fn check_signatures(
@@ -322,7 +324,7 @@ fn check_attestation(
         Err(e) if crate::push::is_manifest_unknown(&e) => {
             return bad("listed in the referrers tag, but not in the registry".into())
         }
-        Err(e) => return bad(e.to_string()),
+        Err(e) => return bad(crate::diag::chain(&e)),
     };
     let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
         return bad("not a manifest".into());

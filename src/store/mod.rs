@@ -82,7 +82,7 @@ pub enum StoreError {
         kind: &'static str,
         action: &'static str,
     },
-    #[error("cache entry {path} is corrupt: {source}")]
+    #[error("cache entry {path} is corrupt")]
     CorruptEntry {
         path: PathBuf,
         source: serde_json::Error,

@@ -33,7 +33,7 @@ use crate::store::{CachedLayer, Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum SystemError {
-    #[error("[apt]: {0}")]
+    #[error("[apt]")]
     Apt(#[from] AptError),
     #[error(transparent)]
     Store(#[from] StoreError),
@@ -41,7 +41,7 @@ pub enum SystemError {
     Layer(#[from] LayerError),
     #[error(transparent)]
     Json(#[from] JsonError),
-    #[error("base layer {digest}: {source}")]
+    #[error("base layer {digest}")]
     BaseLayer {
         digest: Digest,
         #[source]
@@ -161,7 +161,7 @@ pub fn fetch_verified(
     };
     let r = fetcher
         .open(url)
-        .map_err(|e| fetch_err(e.to_string()))?
+        .map_err(|e| fetch_err(crate::diag::chain(&e)))?
         .ok_or_else(|| fetch_err("not found (HTTP 404, or no such file)".into()))?;
     let mut w = store.blob_writer()?;
     let mut hr = crate::digest::HashingReader::new(r);

@@ -246,7 +246,7 @@ fn unpack(archive: &Path, strip: u32, dir: &Path, url: &str) -> Result<(), Syste
     };
     let f = fs::File::open(archive).map_err(|e| err(e.to_string()))?;
     let tar = decompress(io::BufReader::new(f)).map_err(|e| err(format!("decompressing: {e}")))?;
-    crate::unpack::unpack_tar(tar, strip as usize, dir).map_err(|e| err(e.to_string()))
+    crate::unpack::unpack_tar(tar, strip as usize, dir).map_err(|e| err(crate::diag::chain(&e)))
 }
 
 /// The Python version of an unpacked archive: its `bin/python3.N`.

@@ -166,7 +166,11 @@ fn from_pylock(
             ": "
         };
         SystemError::Python {
-            problem: with_relock(format!("{}{sep}{e}", path.display()), interp, relock),
+            problem: with_relock(
+                format!("{}{sep}{}", path.display(), crate::diag::chain(&e)),
+                interp,
+                relock,
+            ),
         }
     })?;
     let mut out = Vec::new();
@@ -176,7 +180,7 @@ fn from_pylock(
                 e,
                 tags::TagError::NoneCompatible { .. } | tags::TagError::OnlySdist { .. }
             );
-            wheel_err(&p.name, with_relock(e.to_string(), interp, relock))
+            wheel_err(&p.name, with_relock(crate::diag::chain(&e), interp, relock))
         })?;
         let url = match (&w.url, &w.path) {
             (Some(u), _) => u.clone(),
@@ -202,7 +206,7 @@ fn from_requirements(
     fetcher: &dyn Fetcher,
 ) -> Result<Vec<LockedWheel>, SystemError> {
     let reqs = requirements::parse(text).map_err(|e| SystemError::Python {
-        problem: format!("requirements: {e}"),
+        problem: format!("requirements: {}", crate::diag::chain(&e)),
     })?;
     let env = MarkerEnv::for_interpreter(interp);
     let client = IndexClient::new(fetcher);

@@ -1,8 +1,6 @@
 //! A lock's inputs ([`Input`]), fetched into the store and copied into a vendor directory;
 //! merging and checking vendor directories.
 
-#![allow(clippy::result_large_err)]
-
 use super::*;
 
 // ---------------------------------------------------------------------------------------------
@@ -255,8 +253,10 @@ pub fn merge(dir: &mut VendorDir, src: &VendorDir, stats: &mut Stats) -> Result<
                     dir: dir.root.clone(),
                     from: src.root.display().to_string(),
                     entry: key.clone(),
-                    existing: old.digest(),
-                    incoming: e.digest(),
+                    digests: Box::new(super::Conflicting {
+                        existing: old.digest(),
+                        incoming: e.digest(),
+                    }),
                 });
             }
         }

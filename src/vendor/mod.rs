@@ -18,10 +18,6 @@
 //!
 //! Nothing here prints; results are returned as [`Stats`].
 
-// `VendorError` carries its context (directory, entry, digests) as fields, so it is larger than
-// clippy's 128-byte threshold; it is built only on the failure path (as `RegistryError`).
-#![allow(clippy::result_large_err)]
-
 use std::collections::BTreeMap;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
@@ -99,13 +95,13 @@ pub enum VendorError {
         expected: Digest,
         found: Digest,
     },
-    #[error("vendor {dir}: entry `{entry}` is {existing} there but {incoming} in {from}: the same origin with different content; remove one of them")]
+    #[error("vendor {dir}: entry `{entry}` is {} there but {} in {from}: the same origin with different content; remove one of them", digests.existing, digests.incoming)]
     Conflict {
         dir: PathBuf,
         from: String,
         entry: String,
-        existing: Digest,
-        incoming: Digest,
+        /// Boxed: two digests inline would make every `VendorError` larger.
+        digests: Box<Conflicting>,
     },
     #[error("offline: {input} is not in the store or the vendor directory")]
     Offline { input: String },
@@ -123,6 +119,13 @@ pub enum VendorError {
         digest: Digest,
         problem: String,
     },
+}
+
+/// The two digests of a [`VendorError::Conflict`]: the one there, the one coming in.
+#[derive(Debug)]
+pub struct Conflicting {
+    pub existing: Digest,
+    pub incoming: Digest,
 }
 
 impl From<RegistryError> for VendorError {
@@ -479,8 +482,10 @@ impl VendorDir {
                     dir: self.root.clone(),
                     from: "the lock".into(),
                     entry: key,
-                    existing: old.digest(),
-                    incoming: entry.digest(),
+                    digests: Box::new(Conflicting {
+                        existing: old.digest(),
+                        incoming: entry.digest(),
+                    }),
                 });
             }
         }

@@ -1,8 +1,6 @@
 //! Staging for a build: the lock's inputs the store lacks, copied in from a vendor directory
 //! (verified), all or nothing.
 
-#![allow(clippy::result_large_err)]
-
 use super::inputs::{deb_url, parse_manifest};
 use super::*;
 

@@ -194,3 +194,24 @@ fn a_closed_stdout_ends_quietly_with_141() {
         assert_eq!(o.status.code(), Some(141), "{args:?}: {err}");
     }
 }
+
+/// A chained error is printed once, each cause once: the recipe's message says only its own
+/// context (`cannot read recipe`), the CLI adds the I/O error it came from.
+#[test]
+fn a_chained_error_says_each_cause_once() {
+    let dir = tempdir();
+    let recipe = dir.path().join("missing.toml");
+    let line = build_error(&recipe);
+    assert_eq!(
+        line,
+        format!(
+            "error: {}: cannot read recipe: No such file or directory (os error 2)",
+            recipe.display()
+        )
+    );
+    assert_eq!(
+        line.matches("No such file or directory").count(),
+        1,
+        "{line}"
+    );
+}

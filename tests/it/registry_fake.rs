@@ -765,7 +765,8 @@ fn bearer_with_credentials_expiry_and_auth_failure() {
     let client = fake.client_with(env, |_| {});
     let e = client.get_manifest(&r).unwrap_err();
     assert!(matches!(e, RegistryError::Auth { .. }), "{e:?}");
-    let msg = e.to_string();
+    // The message with its causes, as the CLI prints it.
+    let msg = ocibuild::diag::chain(&e);
     assert!(
         msg.contains(&format!("{}/app", fake.addr))
             && msg.contains("401")

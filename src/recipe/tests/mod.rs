@@ -326,8 +326,13 @@ fn load_errors() {
     let e = load(&missing).unwrap_err();
     assert!(matches!(e, RecipeError::Read { .. }));
     assert_eq!(e.location(), None);
+    // The message says this level's context; the I/O error is its source.
     assert_eq!(
         e.to_string(),
+        format!("{}: cannot read recipe", missing.display())
+    );
+    assert_eq!(
+        crate::diag::chain(&e),
         format!(
             "{}: cannot read recipe: No such file or directory (os error 2)",
             missing.display()

@@ -28,9 +28,9 @@ pub use token::{fetch_token, parse_challenges, Challenge, Scopes, Token, TokenCa
 
 #[derive(Debug, thiserror::Error)]
 pub enum AuthError {
-    #[error("reading credentials from {path}: {source}")]
+    #[error("reading credentials from {path}")]
     ReadFile { path: PathBuf, source: io::Error },
-    #[error("credentials file {path} is not valid JSON: {source}; fix or remove it")]
+    #[error("credentials file {path} is not valid JSON (fix or remove it)")]
     ParseFile {
         path: PathBuf,
         source: serde_json::Error,
@@ -56,7 +56,7 @@ pub enum AuthError {
         registry: String,
         problem: String,
     },
-    #[error("running credential helper `{helper}`: {source}")]
+    #[error("running credential helper `{helper}`")]
     HelperIo { helper: String, source: io::Error },
     #[error("credential helper `{helper}` gave no answer for {registry} within {secs} s: stopped it (a helper waiting for a desktop prompt or a locked keyring?)")]
     HelperTimeout {
@@ -74,7 +74,7 @@ pub enum AuthError {
         status: u16,
         detail: String,
     },
-    #[error("token endpoint {realm}: {source}")]
+    #[error("token endpoint {realm}")]
     TokenTransport {
         realm: String,
         source: reqwest::Error,

@@ -17,7 +17,7 @@ impl Client {
                     .map_err(|source| RegistryError::Auth {
                         registry: ep.registry.clone(),
                         repository: ep.repository.clone(),
-                        source,
+                        source: Box::new(source),
                         hint: "fix the credentials configuration".into(),
                     })?;
             state.credential = Some(found);
@@ -66,7 +66,7 @@ impl Client {
             RegistryError::Auth {
                 registry: ep.registry.clone(),
                 repository: ep.repository.clone(),
-                source,
+                source: Box::new(source),
                 hint,
             }
         })?;
@@ -109,7 +109,7 @@ impl Client {
         let challenges = auth::parse_challenges(header).map_err(|source| RegistryError::Auth {
             registry: ep.registry.clone(),
             repository: ep.repository.clone(),
-            source,
+            source: Box::new(source),
             hint: "the registry's authentication is not supported".into(),
         })?;
         let bearer = challenges

@@ -32,11 +32,11 @@ pub enum RegistryError {
         detail: String,
         hint: String,
     },
-    #[error("{registry}/{repository}: authentication failed: {source}; {hint}")]
+    #[error("{registry}/{repository}: authentication failed ({hint})")]
     Auth {
         registry: String,
         repository: String,
-        source: AuthError,
+        source: Box<AuthError>,
         hint: String,
     },
     #[error("{registry}/{repository}: manifest `{reference}` not found (HTTP {status}{detail}); check that the tag or digest exists (`skopeo list-tags docker://{registry}/{repository}`)")]
@@ -62,13 +62,13 @@ pub enum RegistryError {
         limit: u64,
         size: Option<u64>,
     },
-    #[error("{registry}/{repository}: {what} has digest {found}, expected {expected}; nothing was kept: the registry (or something in between) served other bytes than asked for; retry, and report it to the registry's operator if it persists")]
+    #[error("{registry}/{repository}: {what} has digest {}, expected {}; nothing was kept: the registry (or something in between) served other bytes than asked for; retry, and report it to the registry's operator if it persists", digests.found, digests.expected)]
     DigestMismatch {
         registry: String,
         repository: String,
         what: String,
-        expected: Digest,
-        found: Digest,
+        /// Boxed: two digests inline would make every `RegistryError` larger.
+        digests: Box<Digests>,
     },
     #[error("{registry}/{repository}: blob {digest} is {found} bytes (or more), expected {expected}; nothing was kept: the manifest and the blob disagree, or the registry served other bytes")]
     SizeMismatch {
@@ -122,18 +122,25 @@ pub enum RegistryError {
     },
     #[error("registry {registry}: TLS settings: {problem}")]
     Tls { registry: String, problem: String },
-    #[error("{registry}/{repository}: blob {digest}: {source}")]
+    #[error("{registry}/{repository}: blob {digest}")]
     Store {
         registry: String,
         repository: String,
         digest: Digest,
-        source: StoreError,
+        source: Box<StoreError>,
     },
-    #[error("{registry}/{repository}: reading blob {digest} from the store: {source}")]
+    #[error("{registry}/{repository}: reading blob {digest} from the store")]
     Io {
         registry: String,
         repository: String,
         digest: Digest,
         source: io::Error,
     },
+}
+
+/// What a [`RegistryError::DigestMismatch`] expected and found.
+#[derive(Debug)]
+pub struct Digests {
+    pub expected: Digest,
+    pub found: Digest,
 }

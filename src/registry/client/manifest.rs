@@ -5,8 +5,8 @@ use std::io::Read;
 
 use reqwest::{Method, StatusCode};
 
-use super::RegistryError;
 use super::{header_str, Client, Endpoint, Reporter, Request, Silent};
+use super::{Digests, RegistryError};
 use crate::digest::Digest;
 use crate::image::{Descriptor, Platform, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST};
 use crate::registry::auth::Scopes;
@@ -115,8 +115,10 @@ impl Client {
             registry: ep.registry.clone(),
             repository: ep.repository.clone(),
             what: format!("manifest `{mref}`"),
-            expected,
-            found: digest,
+            digests: Box::new(Digests {
+                expected,
+                found: digest,
+            }),
         };
         if let Some(expected) = reference.digest() {
             if expected != digest {

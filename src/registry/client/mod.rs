@@ -24,10 +24,6 @@
 //! replies); `config` its settings; `authorize` the auth handshake;
 //! `manifest`, `pull` and `push` the operations; `error` the [`RegistryError`].
 
-// `RegistryError` carries its context (registry, repository, what failed, a hint) as fields, so
-// it is larger than clippy's 128-byte threshold; it is built only on the failure path.
-#![allow(clippy::result_large_err)]
-
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::PathBuf;
@@ -53,7 +49,7 @@ mod scheme;
 
 pub(crate) use crate::progress::{Reporter, Silent};
 pub use config::{ClientConfig, Mirror, RegistrySettings};
-pub use error::RegistryError;
+pub use error::{Digests, RegistryError};
 pub use manifest::{
     select_platform, FetchedManifest, MANIFEST_MEDIA_TYPES, MEDIA_TYPE_DOCKER_LIST,
     MEDIA_TYPE_DOCKER_MANIFEST,
@@ -346,10 +342,10 @@ impl Client {
                         HeaderValue::from_str(a.expose()).map_err(|_| RegistryError::Auth {
                             registry: ep.registry.clone(),
                             repository: ep.repository.clone(),
-                            source: AuthError::TokenResponse {
+                            source: Box::new(AuthError::TokenResponse {
                                 realm: ep.registry.clone(),
                                 problem: "the token has characters not allowed in a header".into(),
-                            },
+                            }),
                             hint: "report this to the registry's operator".into(),
                         })?;
                     v.set_sensitive(true);

@@ -8,7 +8,8 @@ use reqwest::blocking::Response;
 use reqwest::{Method, StatusCode};
 
 use super::{
-    header_str, parse_content_range_start, Client, Endpoint, RegistryError, Reporter, Request,
+    header_str, parse_content_range_start, Client, Digests, Endpoint, RegistryError, Reporter,
+    Request,
 };
 use crate::digest::Digest;
 use crate::image::Descriptor;
@@ -91,7 +92,7 @@ impl Client {
             registry: ep.registry.clone(),
             repository: ep.repository.clone(),
             digest: *digest,
-            source,
+            source: Box::new(source),
         };
         let action = format!("GET blob {digest}");
         let url = ep.url(&format!("blobs/{digest}"));
@@ -189,8 +190,7 @@ impl Client {
                     registry: ep.registry.clone(),
                     repository: ep.repository.clone(),
                     what: format!("blob {digest} ({found_size} bytes)"),
-                    expected,
-                    found,
+                    digests: Box::new(Digests { expected, found }),
                 })
             }
             Err(e) => return Err(store_err(e)),

@@ -11,7 +11,8 @@ use reqwest::blocking::{Body, Response};
 use reqwest::{Method, StatusCode, Url};
 
 use super::{
-    header_str, parse_range_end, Client, Endpoint, RegistryError, Reporter, Request, Silent,
+    header_str, parse_range_end, Client, Digests, Endpoint, RegistryError, Reporter, Request,
+    Silent,
 };
 use crate::digest::Digest;
 use crate::registry::auth::Scopes;
@@ -297,8 +298,10 @@ impl Client {
                     registry: ep.registry.clone(),
                     repository: ep.repository.clone(),
                     what: format!("{action}: the registry's record"),
-                    expected: *digest,
-                    found: claimed,
+                    digests: Box::new(Digests {
+                        expected: *digest,
+                        found: claimed,
+                    }),
                 });
             }
         }
