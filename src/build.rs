@@ -89,6 +89,8 @@ pub struct Built {
     /// system step (set by the same caller).
     pub host_provides: Vec<crate::lock::LockedHostProvides>,
     pub warnings: Vec<String>,
+    /// What each `[[step]]` did (set by the same caller; empty without steps).
+    pub steps: Vec<crate::steps::StepReport>,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -249,6 +251,7 @@ pub fn build(
         host_provides: Vec::new(),
         warnings: Vec::new(),
         wheels: Default::default(),
+        steps: Vec::new(),
     })
 }
 
@@ -261,6 +264,39 @@ fn build_layer(
     store: &Store,
     reporter: &dyn Reporter,
 ) -> Result<(LayerRecord, bool), BuildError> {
+    let opts = CopyLayer {
+        epoch,
+        compression,
+        threads,
+        no_cache,
+    };
+    let (layer, cached) = copy_layer(l, &opts, store, reporter)?;
+    Ok((record(&l.name, layer), cached))
+}
+
+/// How [`copy_layer`] writes a layer.
+#[derive(Clone, Copy, Debug)]
+pub struct CopyLayer {
+    pub epoch: u64,
+    pub compression: Compression,
+    pub threads: usize,
+    pub no_cache: bool,
+}
+
+/// The layer of `l`'s files (a recipe's layer, a step's input or output) into `store`, from
+/// the layer cache when its files' content key is there; whether it was.
+pub fn copy_layer(
+    l: &crate::recipe::Layer,
+    opts: &CopyLayer,
+    store: &Store,
+    reporter: &dyn Reporter,
+) -> Result<(CachedLayer, bool), BuildError> {
+    let CopyLayer {
+        epoch,
+        compression,
+        threads,
+        no_cache,
+    } = *opts;
     let lerr = |source| BuildError::Layer {
         layer: l.name.clone(),
         source,
@@ -288,7 +324,7 @@ fn build_layer(
                     hit.digest
                 ));
                 reporter.layer_finished(name, true);
-                return Ok((record(name, hit), true));
+                return Ok((hit, true));
             }
         }
     }
@@ -303,7 +339,7 @@ fn build_layer(
             ));
             store.put_fingerprint(&fp, &key)?;
             reporter.layer_finished(name, true);
-            return Ok((record(name, hit), true));
+            return Ok((hit, true));
         }
         reporter.detail(&format!(
             "layer {name}: building (no layer cache entry for key {key})"
@@ -335,7 +371,7 @@ fn build_layer(
     store.put_cached_layer(&key, &cached)?;
     store.put_fingerprint(&fp, &key)?;
     reporter.layer_finished(&l.name, false);
-    Ok((record(&l.name, cached), false))
+    Ok((cached, false))
 }
 
 fn record(name: &str, c: CachedLayer) -> LayerRecord {

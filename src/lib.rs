@@ -27,16 +27,19 @@
 //! - [`base`]: the base image, resolved through the lock and fetched into the store.
 //! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
 //! - [`build`]: the planner: recipe → layers → image → output.
+//! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check; the
+//!   sandbox a build step runs in.
 //! - [`vendor`]: vendor directories (every locked input, content-addressed).
 //! - [`push`]: pushing a built image to a registry.
 //! - [`cache_repo`]: the registry as a shared layer cache (entries as small OCI artifacts).
 //! - [`mirror`]: copying images into a registry, digests unchanged.
 //! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
+//! - [`steps`]: `[[step]]`, commands run at build time in a podman sandbox whose inputs are
+//!   declared; their outputs read back as layers, cached by key and pinned in the lock.
 //! - [`sign`]: sigstore signatures and DSSE attestations (ECDSA P-256), signing and checking.
 //! - [`outcome`]: what a build did, per platform: the `build --json` document.
 //! - [`session`]: a command's inputs and one lock policy: the base, the system layers and the
 //!   vendored inputs through the lock, then [`build`]; what [`ops`] calls per platform.
-//! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check.
 //! - [`ops`]: the commands' engine: `build`'s pipeline (every platform, attach, write, test,
 //!   push, sign) from a request to its outcome, and the one platform loop.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
@@ -71,6 +74,7 @@ pub mod rootfs;
 pub mod run;
 pub mod session;
 pub mod sign;
+pub mod steps;
 pub mod store;
 pub mod system;
 pub mod tarbound;

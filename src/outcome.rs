@@ -109,6 +109,8 @@ pub struct ManifestOutcome {
     /// The system step's warnings.
     pub warnings: Vec<String>,
     pub wheels: WheelsOutcome,
+    /// Each `[[step]]`: cached or run (and for how long), its key and output layer digests.
+    pub steps: Vec<crate::steps::StepReport>,
 }
 
 impl ManifestOutcome {
@@ -182,6 +184,7 @@ impl ManifestOutcome {
                     .collect(),
                 duplicate_libraries: wheels.duplicate_libraries.clone(),
             },
+            steps: built.steps.clone(),
         }
     }
 }

@@ -25,6 +25,9 @@ pub struct BuildArgs {
     /// Rebuild every layer instead of taking it from the layer cache.
     #[arg(long, help_heading = "Inputs")]
     pub no_cache: bool,
+    /// Give the network to the [[step]]s that ask for it (`network = true`).
+    #[arg(long, help_heading = "Inputs")]
+    pub allow_network: bool,
     /// The image's tag instead of the recipe's `[image] tag`.
     #[arg(long, value_name = "TAG", help_heading = "Output")]
     pub tag: Option<String>,
@@ -149,7 +152,14 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         vendor: args.vendor.clone(),
         push_only_to,
         no_cache: args.no_cache,
+        allow_network: args.allow_network,
         ..cli.session(&store, &client, &bars)
+    };
+    // Steps run with the test stage's podman and the command line's podman flags.
+    let stage = args.test_opts.stage();
+    session.sandbox = crate::run::SandboxOptions {
+        podman: stage.podman.clone(),
+        podman_args: stage.podman_args.clone(),
     };
     let request = BuildRequest {
         recipe_path: &args.recipe,

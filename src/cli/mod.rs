@@ -370,6 +370,16 @@ impl Cli {
             base_index: None,
             no_output: false,
             reporter,
+            sandbox: crate::run::SandboxOptions {
+                podman: std::env::var_os("OCIBUILD_PODMAN")
+                    .map(PathBuf::from)
+                    .unwrap_or_else(|| PathBuf::from("podman")),
+                podman_args: std::env::var("OCIBUILD_PODMAN_ARGS")
+                    .map(|a| a.split_whitespace().map(String::from).collect())
+                    .unwrap_or_default(),
+            },
+            allow_network: false,
+            building: Vec::new(),
         }
     }
 

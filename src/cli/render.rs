@@ -67,6 +67,12 @@ fn manifest(m: &ManifestOutcome, indent: &str) {
         &m.warnings,
     );
     wheels(&m.wheels);
+    for st in &m.steps {
+        match st.duration_secs {
+            Some(d) => println!("{}step {}: ran in {d:.1}s", &indent[2..], st.name),
+            None => println!("{}step {}: cached", &indent[2..], st.name),
+        }
+    }
     for l in &m.layers {
         println!(
             "{indent}layer {}: {} ({} bytes{})",

@@ -104,7 +104,7 @@ impl Recipe {
                 json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": u.shell})
             })
             .collect();
-        json!({
+        let mut v = json!({
             "identity": IDENTITY,
             // Not the tag: the index entry carries it, and `build --tag` gives the same image.
             "image": {
@@ -117,6 +117,43 @@ impl Recipe {
             "apt": apt,
             "python": python,
             "accounts": {"groups": groups, "users": users},
-        })
+        });
+        // Only when there are steps: the identity of every recipe without them stays as it was.
+        if !self.steps.is_empty() {
+            v["steps"] = json!(self.steps.iter().map(step_identity).collect::<Vec<_>>());
+        }
+        v
     }
+}
+
+fn step_identity(s: &super::Step) -> Value {
+    use super::{StepImage, StepInput};
+    let image = match &s.image {
+        StepImage::Registry(r) => json!(r),
+        StepImage::Recipe { written, .. } => json!({ "recipe": written }),
+        StepImage::Step(n) => json!({ "step": n }),
+    };
+    let inputs: Vec<Value> = s
+        .inputs
+        .iter()
+        .map(|i| match i {
+            StepInput::Files { src, spec } => json!({ "src": src, "dest": spec.dest }),
+            StepInput::Step(n) => json!({ "step": n }),
+        })
+        .collect();
+    let fetch: Vec<Value> = s
+        .fetch
+        .iter()
+        .map(|f| json!({ "url": f.url, "sha256": f.sha256, "dest": f.dest }))
+        .collect();
+    let outputs: Vec<Value> = s
+        .outputs
+        .iter()
+        .map(|o| json!({ "path": o.path, "dest": o.dest, "image": o.in_image }))
+        .collect();
+    json!({
+        "name": s.name, "image": image, "inputs": inputs, "fetch": fetch, "run": s.run,
+        "env": s.env, "workdir": s.workdir, "user": s.user, "outputs": outputs,
+        "network": s.network,
+    })
 }

@@ -11,6 +11,7 @@ mod grammar;
 mod identity;
 mod packages;
 mod raw;
+mod step;
 mod validate;
 
 #[cfg(test)]
@@ -24,6 +25,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use self::packages::debian_arch;
+pub use self::step::{Fetch, Step, StepImage, StepInput, StepOutput};
 pub use crate::image::Platform;
 
 use crate::diag::{line_col, one_line};
@@ -54,6 +56,9 @@ pub struct Recipe {
     /// `[accounts]`: groups and users the image gets (on top of the base's, or of root and
     /// nobody).
     pub accounts: Accounts,
+    /// `[[step]]`, in recipe order: commands run at build time in a sandbox, their outputs
+    /// layers above the system layers and below the recipe's own.
+    pub steps: Vec<Step>,
     /// The logins taken out of the recipe's URLs (`https://user:password@host/…`): every URL
     /// above is without them.
     pub credentials: crate::http::Credentials,

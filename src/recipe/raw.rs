@@ -28,6 +28,8 @@ pub(super) struct RawRecipe {
     pub apt: Option<Spanned<RawApt>>,
     pub python: Option<Spanned<RawPython>>,
     pub accounts: Option<RawAccounts>,
+    #[serde(default)]
+    pub step: Vec<Spanned<super::step::RawStep>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -64,6 +64,8 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
     for (i, t) in raw.test.into_iter().enumerate() {
         tests.push(test(ctx, t, i, &mut seen)?);
     }
+    let layer_names: Vec<&str> = layers.iter().map(|l| l.name.as_str()).collect();
+    let steps = super::step::steps(ctx, raw.step, dir, &layer_names)?;
     let mut recipe = Recipe {
         path: ctx.path.to_path_buf(),
         dir: dir.to_path_buf(),
@@ -76,6 +78,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         apt,
         python,
         accounts,
+        steps,
         credentials: crate::http::Credentials::default(),
     };
     take_credentials(&mut recipe);
@@ -683,7 +686,11 @@ fn test(
 
 // ---- shared field checks ---------------------------------------------------------------------
 
-fn env_map(ctx: &Ctx<'_>, what: &str, m: Option<SpannedMap>) -> Result<BTreeMap<String, String>> {
+pub(super) fn env_map(
+    ctx: &Ctx<'_>,
+    what: &str,
+    m: Option<SpannedMap>,
+) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for (k, v) in m.unwrap_or_default() {
         let key = k.get_ref();
@@ -721,7 +728,7 @@ fn keyed_map(ctx: &Ctx<'_>, kind: &str, m: Option<SpannedMap>) -> Result<BTreeMa
     Ok(out)
 }
 
-fn opt_abs(
+pub(super) fn opt_abs(
     ctx: &Ctx<'_>,
     what: &str,
     key: &str,
@@ -738,7 +745,11 @@ fn opt_abs(
     .transpose()
 }
 
-fn opt_user(ctx: &Ctx<'_>, what: &str, v: Option<Spanned<String>>) -> Result<Option<String>> {
+pub(super) fn opt_user(
+    ctx: &Ctx<'_>,
+    what: &str,
+    v: Option<Spanned<String>>,
+) -> Result<Option<String>> {
     match v {
         None => Ok(None),
         Some(u) => {

@@ -11,6 +11,7 @@ mod capture;
 mod gpu;
 mod image;
 mod podman;
+mod sandbox;
 mod show;
 pub mod smoke;
 mod stage;
@@ -31,6 +32,7 @@ pub use gpu::{
     CDI_DIRS, EXTRA_LIBRARIES, LIBCUDA,
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
+pub use sandbox::{run_sandboxed, SandboxOptions, SandboxOutcome, SandboxRun};
 pub use show::{command_line, masked, secret_name, shell_quote};
 pub use stage::{check_podman_args, run_stage, StageOptions, TestedPlatform};
 pub use trust::{check_recipe_args, HostLimits, Refusal};

@@ -24,6 +24,7 @@ use crate::vendor::{self, VendorError};
 
 mod exclude;
 mod lockcheck;
+mod steps;
 
 pub use self::lockcheck::{load_checked_lock, lock_changes};
 
@@ -58,6 +59,26 @@ pub enum SessionError {
         #[source]
         source: io::Error,
     },
+    #[error(transparent)]
+    Step(Box<crate::steps::StepError>),
+    #[error("step `{step}`: its builder")]
+    StepBuilder {
+        step: String,
+        #[source]
+        source: Box<SessionError>,
+    },
+    #[error("step `{step}`: its builder recipe builds itself: {}", chain.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(" → "))]
+    BuilderCycle { step: String, chain: Vec<PathBuf> },
+    #[error("step `{step}`: its builder's config is not valid JSON")]
+    BuilderConfig {
+        step: String,
+        #[source]
+        source: serde_json::Error,
+    },
+    #[error(transparent)]
+    Recipe(Box<crate::recipe::RecipeError>),
+    #[error(transparent)]
+    Store(Box<crate::store::StoreError>),
     #[error("SOURCE_DATE_EPOCH={value:?} is not a non-negative integer of seconds")]
     EpochNotANumber {
         value: String,
@@ -99,6 +120,7 @@ macro_rules! boxed_from {
     )*};
 }
 boxed_from!(
+    Store(crate::store::StoreError),
     Vendor(VendorError),
     Base(BaseError),
     System(SystemError),
@@ -183,6 +205,13 @@ pub struct Session<'a> {
     /// step reads them and their facts are not cached.
     pub no_output: bool,
     pub reporter: &'a dyn Reporter,
+    /// The podman `[[step]]`s run with, and the command line's flags for it.
+    pub sandbox: crate::run::SandboxOptions,
+    /// `--allow-network`: a step that asks for the network gets it.
+    pub allow_network: bool,
+    /// The builder recipes being built (a step's `image = { recipe = … }`), outermost first:
+    /// a recipe that needs itself is refused.
+    pub building: Vec<PathBuf>,
 }
 
 /// What [`Session::lock`] pinned.
@@ -195,7 +224,7 @@ pub struct Locked {
 
 impl<'a> Session<'a> {
     /// Whether the lock may be written.
-    fn writes_lock(&self) -> bool {
+    pub(super) fn writes_lock(&self) -> bool {
         matches!(
             self.policy,
             LockPolicy::Resolve | LockPolicy::Update | LockPolicy::UpdateBase
@@ -416,6 +445,8 @@ impl<'a> Session<'a> {
         } else {
             None
         };
+        // Steps are pinned by running them: their outputs' digests are what the lock records.
+        self.prepare_steps(recipe, recipe_path)?;
         if base.is_none() && Lock::load(&lock_path)?.is_none() {
             Lock::new().save(&lock_path)?;
         }
@@ -514,6 +545,9 @@ impl<'a> Session<'a> {
             }
             other => other?,
         };
+        let (step_layers, step_reports) = self.prepare_steps(recipe, recipe_path)?;
+        let mut sys = sys;
+        sys.layers.extend(step_layers);
         // After resolving: the lock as this build leaves it (written by the first build).
         opts.lock_digest =
             Lock::digest_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?;
@@ -523,6 +557,7 @@ impl<'a> Session<'a> {
         built.rootfs = sys.rootfs;
         built.host_provides = sys.host_provides;
         built.warnings = sys.warnings;
+        built.steps = step_reports;
         for d in self.store.repaired() {
             self.reporter.message(&format!(
                 "store blob {d} had changed since it was written (edited in place through a \

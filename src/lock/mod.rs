@@ -14,6 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::bounded;
 use crate::digest::Digest;
 
+mod step;
+
+pub use step::LockedStep;
+
 /// The lock format version this ocibuild reads and writes.
 pub const LOCK_VERSION: u32 = 1;
 
@@ -228,6 +232,8 @@ pub struct Lock {
     pub python_packages: Option<LockedPythonPackages>,
     #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
     pub wheels: Vec<LockedWheel>,
+    #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<LockedStep>,
     /// A multi-platform recipe's inputs, one section per platform (`[platform."linux/arm64"…]`),
     /// each what the lock of a one-platform recipe for it would hold ([`Lock::view`]).
     #[serde(
@@ -260,6 +266,8 @@ pub struct PlatformLock {
     pub python_packages: Option<LockedPythonPackages>,
     #[serde(default, rename = "wheel", skip_serializing_if = "Vec::is_empty")]
     pub wheels: Vec<LockedWheel>,
+    #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<LockedStep>,
 }
 
 impl Lock {
@@ -271,6 +279,7 @@ impl Lock {
             python: None,
             python_packages: None,
             wheels: Vec::new(),
+            steps: Vec::new(),
             platforms: BTreeMap::new(),
             had_logins: false,
         }
@@ -294,6 +303,7 @@ impl Lock {
             python: p.python,
             python_packages: p.python_packages,
             wheels: p.wheels,
+            steps: p.steps,
             platforms: BTreeMap::new(),
             had_logins: self.had_logins,
         }
@@ -309,6 +319,7 @@ impl Lock {
                 python: view.python,
                 python_packages: view.python_packages,
                 wheels: view.wheels,
+                steps: view.steps,
             },
         );
     }
@@ -340,6 +351,7 @@ impl Lock {
         whole.python = None;
         whole.python_packages = None;
         whole.wheels.clear();
+        whole.steps.clear();
         whole.save(path)
     }
 
@@ -536,6 +548,14 @@ impl Lock {
                 .unwrap_or_default(),
             );
         }
+        if !self.steps.is_empty() {
+            #[derive(Serialize)]
+            struct Wrap<'a> {
+                step: &'a [LockedStep],
+            }
+            out.push('\n');
+            out.push_str(&toml::to_string(&Wrap { step: &self.steps }).unwrap_or_default());
+        }
         if !self.platforms.is_empty() {
             // `[platform."linux/amd64".base]`, … one platform after the other, sorted.
             #[derive(Serialize)]
@@ -667,6 +687,7 @@ mod tests {
             python: None,
             python_packages: None,
             wheels: Vec::new(),
+            steps: Vec::new(),
             platforms: BTreeMap::new(),
             had_logins: false,
         }

@@ -1,0 +1,127 @@
+//! A build step's container: podman runs the step's image from an OCI layout with no network
+//! (unless the command line allowed it), a read-only root filesystem, a tmpfs `/tmp`, and one
+//! writable directory per output, bind-mounted from the host, where the step's result is read
+//! from afterwards. Nothing of the host is mounted but those empty directories, and a recipe
+//! adds no podman flag: only the command line's (`OCIBUILD_PODMAN_ARGS`, `--podman-arg`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::podman::{self, Invocation};
+use super::{command_line, split_global_args, RunError};
+
+/// One step's container.
+pub struct SandboxRun<'a> {
+    /// The step's name, for messages.
+    pub step: &'a str,
+    /// The OCI layout holding the step's image (builder and inputs), at a podman-safe path.
+    pub layout: &'a Path,
+    pub tag: &'a str,
+    pub argv: &'a [String],
+    pub env: &'a BTreeMap<String, String>,
+    pub workdir: Option<&'a str>,
+    pub user: Option<&'a str>,
+    /// Each output: the (empty) host directory and where the step sees it.
+    pub outputs: &'a [(PathBuf, String)],
+    /// Whether the container gets a network (the command line allowed the step's request).
+    pub network: bool,
+    pub timeout: Duration,
+    /// `SOURCE_DATE_EPOCH` in the container.
+    pub epoch: u64,
+}
+
+/// The podman to run and the flags the command line gave it.
+#[derive(Clone, Debug, Default)]
+pub struct SandboxOptions {
+    pub podman: PathBuf,
+    pub podman_args: Vec<String>,
+}
+
+/// How a step's container ended.
+#[derive(Clone, Debug)]
+pub struct SandboxOutcome {
+    /// `None`: killed by a signal, or timed out.
+    pub exit_code: Option<i32>,
+    pub timed_out: bool,
+    pub duration: Duration,
+    /// The last lines of its output (stdout and stderr, interleaved).
+    pub tail: Vec<String>,
+}
+
+/// Runs the step's container to its end; `report` gets the podman command line (credentials
+/// masked) before it starts.
+pub fn run_sandboxed(
+    run: &SandboxRun<'_>,
+    opts: &SandboxOptions,
+    report: &dyn Fn(&str),
+) -> Result<SandboxOutcome, RunError> {
+    let podman = podman::find_executable(&opts.podman, std::env::var_os("PATH"))?;
+    let (global, user_run) = split_global_args(&opts.podman_args);
+    let name = podman::container_name();
+    let mut run_args: Vec<String> = vec![
+        "--rm".into(),
+        "--quiet".into(),
+        "--name".into(),
+        name.clone(),
+        "--read-only".into(),
+        "--tmpfs".into(),
+        "/tmp".into(),
+        "-e".into(),
+        format!("SOURCE_DATE_EPOCH={}", run.epoch),
+    ];
+    // No network unless allowed (then podman's default), or the command line's own flag.
+    let own_network = user_run.iter().any(|a| {
+        a == "--network" || a == "--net" || a.starts_with("--network=") || a.starts_with("--net=")
+    });
+    if !run.network && !own_network {
+        run_args.push("--network=none".into());
+    }
+    run_args.extend(podman::ulimit_flags(&user_run));
+    run_args.extend(user_run.iter().cloned());
+    for (host, inside) in run.outputs {
+        run_args.push("--mount".into());
+        run_args.push(format!(
+            "type=bind,src={},dst={inside},rw=true",
+            host.display()
+        ));
+    }
+    for (k, v) in run.env {
+        run_args.push("-e".into());
+        run_args.push(format!("{k}={v}"));
+    }
+    if let Some(w) = run.workdir {
+        run_args.push("-w".into());
+        run_args.push(w.to_string());
+    }
+    if let Some(u) = run.user {
+        run_args.push("-u".into());
+        run_args.push(u.to_string());
+    }
+    // JSON form: podman takes `--entrypoint=[...]` as an exec array, so spaces are safe.
+    let entrypoint = serde_json::to_string(&run.argv[..1.min(run.argv.len())]).unwrap_or_default();
+    run_args.push(format!("--entrypoint={entrypoint}"));
+    let inv = Invocation {
+        podman,
+        global,
+        run_args,
+        image: format!("oci:{}:{}", run.layout.display(), run.tag),
+        args: run.argv.iter().skip(1).cloned().collect(),
+        name,
+        timeout: run.timeout,
+        expect_output: None,
+    };
+    report(&command_line(&inv.podman, &inv.argv()));
+    let out = podman::execute(&inv)?;
+    podman::remove_image(
+        &inv.podman,
+        &inv.global,
+        &format!("localhost{}:{}", run.layout.display(), run.tag),
+    );
+    Ok(SandboxOutcome {
+        exit_code: out.exit_code,
+        timed_out: out.timed_out,
+        duration: out.duration,
+        tail: out.tail,
+    })
+}
