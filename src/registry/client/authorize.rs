@@ -11,6 +11,12 @@ impl Client {
         ep: &Endpoint,
         state: &mut RegistryAuth,
     ) -> Result<Option<FoundCredential>, RegistryError> {
+        if let Some(c) = &self.config.creds {
+            return Ok(Some(FoundCredential {
+                credential: c.clone(),
+                source: "--creds".into(),
+            }));
+        }
         if state.credential.is_none() {
             let found =
                 auth::lookup_credentials(&self.config.auth_env, &ep.registry, &ep.repository)
