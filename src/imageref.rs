@@ -66,7 +66,7 @@ pub enum Role {
     Source { digest: bool },
     /// Where a build is written (`build -o`, `test -o`): a layout (no tag) or an archive.
     Output,
-    /// `push SRC`: a layout, with an optional tag.
+    /// `push SRC`: a layout, with an optional tag, or an archive.
     Push,
     /// `mirror SRC`: a layout with an optional tag, or `vendor:DIR`.
     Mirror,
@@ -93,7 +93,7 @@ impl Role {
                  sha256:DIGEST"
             }
             Role::Output => "DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE",
-            Role::Push => "DIR[:TAG] or oci:DIR[:TAG]",
+            Role::Push => "DIR[:TAG], oci:DIR[:TAG], oci-archive:FILE or docker-archive:FILE",
             Role::Mirror => "DIR[:TAG], oci:DIR[:TAG] or vendor:DIR",
             Role::Registry => "[docker://]REGISTRY/REPOSITORY[:TAG][@sha256:DIGEST]",
         }
@@ -107,6 +107,7 @@ impl Role {
             (Role::Output, ImageRef::Layout { tag: None, .. })
             | (Role::Output, ImageRef::OciArchive(_) | ImageRef::DockerArchive(_)) => true,
             (Role::Push | Role::Mirror, ImageRef::Layout { .. }) => true,
+            (Role::Push, ImageRef::OciArchive(_) | ImageRef::DockerArchive(_)) => true,
             (Role::Mirror, ImageRef::Vendor(_)) => true,
             (Role::Registry, ImageRef::Registry(_)) => true,
             _ => false,
@@ -549,7 +550,7 @@ mod tests {
             ("docker-daemon:x", SRC, "docker-daemon"),
             ("localhost:5000/a/b:tag", SRC, "localhost"),
             ("vendor:v", SRC, "vendor"),
-            ("oci-archive:x.tar", Role::Push, "oci-archive"),
+            ("vendor:x", Role::Push, "vendor"),
             ("docker://h/x", Role::Push, "docker"),
             ("docker-archive:x.tar", Role::Mirror, "docker-archive"),
             ("oci:x", Role::Registry, "oci"),

@@ -2,6 +2,8 @@
 //!
 //! - [`source`]: open an image from an OCI layout, an oci-archive or docker-archive tar, a
 //!   registry, or a store, as one uniform view (manifest, config, layers as tar streams).
+//! - [`import`]: an oci-archive or docker-archive copied into a store as an OCI image (for
+//!   `push`).
 //! - [`tarmeta`]: one streaming pass over a layer tar → per-file metadata and content digests.
 //! - [`diff`]: the comparison of two images, down to files; [`render`]: its text form.
 //! - [`verify`]: a rebuild against a target.
@@ -15,6 +17,7 @@ mod error;
 
 pub mod attest;
 pub mod diff;
+pub mod import;
 pub mod provenance;
 pub mod render;
 pub mod sbom;

@@ -24,7 +24,7 @@ use crate::registry::{Client, Reference};
 use crate::store::Store;
 
 /// JSON documents (index, manifest, config, manifest.json) larger than this are refused.
-const MAX_DOCUMENT: u64 = 64 << 20;
+pub(super) const MAX_DOCUMENT: u64 = 64 << 20;
 /// Read buffer for layer blobs.
 const BUF: usize = 256 * 1024;
 
@@ -77,7 +77,7 @@ enum BlobRef {
 }
 
 /// Where blobs are read from.
-enum Blobs {
+pub(super) enum Blobs {
     Dir(Store),
     Archive {
         path: PathBuf,
@@ -103,11 +103,11 @@ pub struct Image<'c> {
 }
 
 #[derive(Deserialize)]
-struct DockerEntry {
+pub(super) struct DockerEntry {
     #[serde(rename = "Config")]
-    config: String,
+    pub(super) config: String,
     #[serde(rename = "Layers")]
-    layers: Vec<String>,
+    pub(super) layers: Vec<String>,
 }
 
 /// Open the image `spec` names.
@@ -235,7 +235,7 @@ pub fn open_store(name: &str, store: &Store, digest: Digest) -> Result<Image<'st
     from_manifest(name.to_string(), blobs, None, digest, &platform)
 }
 
-fn parse_json<T: serde::de::DeserializeOwned>(
+pub(super) fn parse_json<T: serde::de::DeserializeOwned>(
     source_name: &str,
     what: &str,
     bytes: &[u8],
@@ -247,7 +247,7 @@ fn parse_json<T: serde::de::DeserializeOwned>(
 }
 
 /// The digest an index entry names, parsed before it is followed (it becomes a path).
-fn entry_digest(name: &str, entry: &ReadDescriptor) -> Result<Digest, AuditError> {
+pub(super) fn entry_digest(name: &str, entry: &ReadDescriptor) -> Result<Digest, AuditError> {
     entry.digest.parse().map_err(|_| AuditError::Bad {
         source_name: name.to_string(),
         problem: format!("index.json names a bad digest `{}`", entry.digest),
@@ -255,7 +255,7 @@ fn entry_digest(name: &str, entry: &ReadDescriptor) -> Result<Digest, AuditError
 }
 
 /// The index entry for `tag`, or the only image.
-fn select_entry(
+pub(super) fn select_entry(
     name: &str,
     index: &ReadIndex,
     tag: Option<&str>,
@@ -468,7 +468,7 @@ fn normalize_member(name: &str) -> String {
 }
 
 /// Every regular member of a tar: name → (data offset, size).
-fn index_archive(path: &Path) -> Result<BTreeMap<String, (u64, u64)>, AuditError> {
+pub(super) fn index_archive(path: &Path) -> Result<BTreeMap<String, (u64, u64)>, AuditError> {
     let file = fs::File::open(path)?;
     let io_err = |source| AuditError::Io {
         path: path.to_path_buf(),
@@ -495,7 +495,7 @@ fn member_size(blobs: &Blobs, member: &str) -> Option<u64> {
 }
 
 /// A member of the archive, as a bounded reader.
-fn open_member(blobs: &Blobs, member: &str) -> Result<Box<dyn Read + Send>, AuditError> {
+pub(super) fn open_member(blobs: &Blobs, member: &str) -> Result<Box<dyn Read + Send>, AuditError> {
     let Blobs::Archive { path, members } = blobs else {
         return Err(AuditError::MissingMember {
             archive: PathBuf::new(),
@@ -514,7 +514,7 @@ fn open_member(blobs: &Blobs, member: &str) -> Result<Box<dyn Read + Send>, Audi
     Ok(Box::new(f.take(size)))
 }
 
-fn read_member(blobs: &Blobs, member: &str) -> Result<Vec<u8>, AuditError> {
+pub(super) fn read_member(blobs: &Blobs, member: &str) -> Result<Vec<u8>, AuditError> {
     let mut r = open_member(blobs, member)?.take(MAX_DOCUMENT);
     let mut data = Vec::new();
     r.read_to_end(&mut data)?;

@@ -35,7 +35,7 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
     if args.sources.is_empty() && args.recipe.is_empty() {
         anyhow::bail!("nothing to mirror: give SRC (an OCI layout or vendor:DIR) or --recipe");
     }
-    let client = crate::session::registry_client(cli.registries.as_deref(), false, cli.tls_verify)?;
+    let client = cli.client(false)?;
     let bars = cli.bars(args.json);
     // (blobs, image) pairs, in argument order.
     let mut work: Vec<(Store, Image)> = Vec::new();

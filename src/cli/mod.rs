@@ -16,6 +16,7 @@ mod render;
 mod shell;
 mod sign;
 mod test;
+mod usage;
 mod vendor;
 mod verify;
 
@@ -107,6 +108,20 @@ pub struct Cli {
     /// (localhost, 127.0.0.1, ::1) falls back to plain HTTP without it.
     #[arg(long, global = true, value_name = "BOOL", default_value_t = true, action = clap::ArgAction::Set, help_heading = "Global")]
     tls_verify: bool,
+    /// The credentials file (auth.json, as podman and docker write it): the only one consulted,
+    /// in place of $REGISTRY_AUTH_FILE and the default locations. It must be a readable file.
+    #[arg(long, global = true, value_name = "FILE", help_heading = "Global")]
+    authfile: Option<PathBuf>,
+    /// The login for every registry this command talks to (skopeo's --creds), in place of any
+    /// credentials file. Both parts must be given; it is never printed. Other users of this
+    /// machine may see a command line: prefer --authfile where that matters.
+    #[arg(long, global = true, value_name = "USER:PASSWORD", value_parser = usage::CredsArg::parse, help_heading = "Global")]
+    creds: Option<usage::CredsArg>,
+    /// A certificate directory for every registry, laid out as /etc/containers/certs.d/HOST/
+    /// (*.crt CA certificates, NAME.cert + NAME.key a client certificate), in place of the
+    /// registries file's cert-dir entries. It must exist.
+    #[arg(long, global = true, value_name = "DIR", help_heading = "Global")]
+    cert_dir: Option<PathBuf>,
     /// The longest a network host (registry, apt archive, package index) may keep this command
     /// waiting for an answer, all retries together (its silent waits add up until it answers):
     /// past it, the command fails naming the host. A host that cannot be resolved or refuses
@@ -162,7 +177,8 @@ enum Command {
 
 /// After each subcommand's help: the global options, which only `ocibuild --help` lists.
 const GLOBALS_NOTE: &str =
-    "Global options (ocibuild --help): -q -v -j --cache-dir --registries --tls-verify --net-timeout";
+    "Global options (ocibuild --help): -q -v -j --cache-dir --registries --tls-verify --authfile\n\
+     --creds --cert-dir --net-timeout";
 
 /// The command definition as parsed and as its help, man pages and reference show it: each
 /// subcommand carries the global options hidden (clap then propagates nothing over them), so
@@ -222,6 +238,10 @@ fn with_default_subcommand(args: Vec<OsString>) -> Vec<OsString> {
         "--jobs",
         "--registries",
         "--tls-verify",
+        "--authfile",
+        "--creds",
+        "--cert-dir",
+        "--net-timeout",
     ];
     let mut i = 1;
     while i < args.len() {
@@ -287,6 +307,10 @@ pub fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     crate::http::peers::set_budget(std::time::Duration::from_secs(cli.net_timeout));
+    if let Err(e) = cli.registry_flags() {
+        eprintln!("error: {}", crate::diag::chain(&e));
+        return ExitCode::from(usage::EXIT_USAGE);
+    }
     let result = match &cli.command {
         Command::Build(a) => build::run(&cli, a),
         Command::Lock(a) => lock::run(&cli, a),
@@ -313,6 +337,9 @@ pub fn main() -> ExitCode {
                 return code;
             }
             eprintln!("error: {}", message(&e));
+            if usage::is_usage(&e) {
+                return ExitCode::from(usage::EXIT_USAGE);
+            }
             ExitCode::FAILURE
         }
     }
@@ -383,14 +410,32 @@ impl Cli {
         }
     }
 
-    /// The command's one registry client: the registries file's settings, `--tls-verify`;
+    /// The command's one registry client: the registries file's settings, with `--tls-verify`,
+    /// `--authfile`, `--creds` and `--cert-dir` over them (each checked first: a usage error);
     /// `offline`, one that refuses every request.
     fn client(&self, offline: bool) -> anyhow::Result<crate::registry::Client> {
         Ok(crate::session::registry_client(
             self.registries.as_deref(),
             offline,
-            self.tls_verify,
+            self.registry_flags()?,
         )?)
+    }
+
+    /// `--tls-verify`, `--authfile`, `--creds` and `--cert-dir`, checked (before any command
+    /// runs, and again for its client).
+    fn registry_flags(&self) -> Result<crate::registry::RegistryFlags, usage::UsageError> {
+        if let Some(f) = &self.authfile {
+            usage::check_authfile(f)?;
+        }
+        if let Some(d) = &self.cert_dir {
+            usage::check_cert_dir(d)?;
+        }
+        Ok(crate::registry::RegistryFlags {
+            tls_verify: self.tls_verify,
+            authfile: self.authfile.clone(),
+            creds: self.creds.as_ref().map(|c| c.credential()).transpose()?,
+            cert_dir: self.cert_dir.clone(),
+        })
     }
 
     fn store_root(&self) -> anyhow::Result<PathBuf> {

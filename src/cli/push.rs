@@ -1,4 +1,5 @@
-//! `ocibuild push LAYOUT[:TAG] REF`, and `build --push REF`.
+//! `ocibuild push SRC REF` (SRC a layout, an oci-archive or a docker-archive), and
+//! `build --push REF`.
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -14,8 +15,9 @@ use crate::store::Store;
 
 #[derive(Args, Debug)]
 pub struct PushArgs {
-    /// The image to push: an OCI layout `DIR[:TAG]` (or `oci:DIR[:TAG]`); TAG may be left out
-    /// when the layout holds one image.
+    /// The image to push: an OCI layout `DIR[:TAG]` (or `oci:DIR[:TAG]`; TAG may be left out
+    /// when the layout holds one image), `oci-archive:FILE` or `docker-archive:FILE` (given an
+    /// OCI manifest; its config and layers unchanged).
     pub source: String,
     /// Where to: `[docker://]registry/repository[:tag|@sha256:…]` (tag default: latest); a
     /// digest must be the image's own.
@@ -67,24 +69,24 @@ pub fn push_and_report(
 }
 
 pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
-    let (dir, tag) = crate::imageref::ImageRef::parse_layout(&args.source)?;
-    let manifest = find_manifest(&dir, tag.as_deref())?;
+    use crate::imageref::{ImageRef, Role};
+    // Both checked before anything is read.
+    let source = ImageRef::parse(&args.source, Role::Push)?;
+    ImageRef::parse_registry(&args.destination)?;
+    let imported;
+    let (blobs, manifest) = match &source {
+        ImageRef::Layout { dir, tag } => (Store::view(dir), find_manifest(dir, tag.as_deref())?),
+        archive => {
+            // Copied into a temporary store beside the content store (on its disk).
+            let tmp = cli.store()?.tmp_dir();
+            imported = crate::audit::import::import_archive(archive, Some(&tmp))?;
+            (Store::view(imported.store.root()), imported.image.clone())
+        }
+    };
     if manifest.media_type == crate::image::MEDIA_TYPE_INDEX {
-        return push_index(
-            cli,
-            &Store::view(&dir),
-            &manifest,
-            &args.destination,
-            args.json,
-        );
+        return push_index(cli, &blobs, &manifest, &args.destination, args.json);
     }
-    push_and_report(
-        cli,
-        &Store::view(&dir),
-        &manifest,
-        &args.destination,
-        args.json,
-    )?;
+    push_and_report(cli, &blobs, &manifest, &args.destination, args.json)?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -103,8 +103,7 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
             vendor::merge(&mut dir, &src, &mut stats)?;
         }
     } else {
-        let client =
-            crate::session::registry_client(cli.registries.as_deref(), false, cli.tls_verify)?;
+        let client = cli.client(false)?;
         let bars = cli.bars(false);
         for r in &args.recipes {
             vendor_recipe(cli, &mut dir, r, &client, &bars, &mut stats)?;

@@ -13,5 +13,5 @@ pub mod client;
 pub mod reference;
 pub mod settings;
 
-pub use client::{Client, ClientConfig, RegistryError, RegistrySettings};
+pub use client::{Client, ClientConfig, RegistryError, RegistryFlags, RegistrySettings};
 pub use reference::{Reference, ReferenceError};

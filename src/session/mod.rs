@@ -129,15 +129,16 @@ boxed_from!(
 );
 
 /// The registry client, with the registries file's settings (mirrors, TLS; `None`: the
-/// default locations); offline, one that refuses every request.
+/// default locations) and the command line's `flags` over them (`--tls-verify`, `--authfile`,
+/// `--creds`, `--cert-dir`); offline, one that refuses every request.
 pub fn registry_client(
     registries: Option<&Path>,
     offline: bool,
-    tls_verify: bool,
+    flags: crate::registry::RegistryFlags,
 ) -> Result<Client, SessionError> {
     let mut config = settings::load(settings::locate(registries).as_deref())?;
     config.offline = offline;
-    config.tls_verify = tls_verify;
+    flags.apply(&mut config);
     Ok(Client::new(config))
 }
 

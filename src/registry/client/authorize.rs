@@ -12,14 +12,22 @@ impl Client {
         state: &mut RegistryAuth,
     ) -> Result<Option<FoundCredential>, RegistryError> {
         if state.credential.is_none() {
-            let found =
-                auth::lookup_credentials(&self.config.auth_env, &ep.registry, &ep.repository)
-                    .map_err(|source| RegistryError::Auth {
-                        registry: ep.registry.clone(),
-                        repository: ep.repository.clone(),
-                        source: Box::new(source),
-                        hint: "fix the credentials configuration".into(),
-                    })?;
+            let found = match &self.config.creds {
+                // `--creds`: the login for every registry, no file consulted.
+                Some(c) => Some(FoundCredential {
+                    credential: c.clone(),
+                    source: "--creds".into(),
+                }),
+                None => {
+                    auth::lookup_credentials(&self.config.auth_env, &ep.registry, &ep.repository)
+                        .map_err(|source| RegistryError::Auth {
+                            registry: ep.registry.clone(),
+                            repository: ep.repository.clone(),
+                            source: Box::new(source),
+                            hint: "fix the credentials configuration".into(),
+                        })?
+                }
+            };
             state.credential = Some(found);
         }
         Ok(state.credential.clone().flatten())

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::registry::auth::AuthEnv;
+use crate::registry::auth::{AuthEnv, Credential};
 
 /// Settings of one registry (keyed by its name as in references: `ghcr.io`, `127.0.0.1:5000`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -65,6 +65,54 @@ pub struct ClientConfig {
     /// `--tls-verify=false` makes it false: certificates are not checked, and a registry
     /// that does not speak TLS is spoken to in plain HTTP.
     pub tls_verify: bool,
+    /// `--cert-dir`: the certificate directory of every registry, in place of the registries
+    /// file's `cert-dir` entries (its `ca-file` entries still apply).
+    pub cert_dir: Option<PathBuf>,
+    /// `--creds`: the login for every registry this client talks to, in place of any auth
+    /// file or credential helper. Its password is a [`crate::registry::auth::Secret`].
+    pub creds: Option<Credential>,
+}
+
+/// A command line's registry flags, as skopeo and podman spell them, applied over the
+/// registries file's settings by [`RegistryFlags::apply`].
+#[derive(Clone, Debug)]
+pub struct RegistryFlags {
+    /// `--tls-verify` (default true).
+    pub tls_verify: bool,
+    /// `--authfile FILE`: the only credentials file consulted (as `$REGISTRY_AUTH_FILE`, which
+    /// it wins over).
+    pub authfile: Option<PathBuf>,
+    /// `--creds USER:PASSWORD`.
+    pub creds: Option<Credential>,
+    /// `--cert-dir DIR`.
+    pub cert_dir: Option<PathBuf>,
+}
+
+impl Default for RegistryFlags {
+    fn default() -> Self {
+        RegistryFlags {
+            tls_verify: true,
+            authfile: None,
+            creds: None,
+            cert_dir: None,
+        }
+    }
+}
+
+impl RegistryFlags {
+    /// `config` with these flags over it.
+    pub fn apply(self, config: &mut ClientConfig) {
+        config.tls_verify = self.tls_verify;
+        if let Some(f) = self.authfile {
+            config.auth_env = config.auth_env.clone().with("REGISTRY_AUTH_FILE", f);
+        }
+        if self.creds.is_some() {
+            config.creds = self.creds;
+        }
+        if self.cert_dir.is_some() {
+            config.cert_dir = self.cert_dir;
+        }
+    }
 }
 
 impl Default for ClientConfig {
@@ -87,6 +135,8 @@ impl Default for ClientConfig {
             concurrency: 4,
             offline: false,
             tls_verify: true,
+            cert_dir: None,
+            creds: None,
         }
     }
 }

@@ -48,7 +48,7 @@ mod push;
 mod scheme;
 
 pub(crate) use crate::progress::{Reporter, Silent};
-pub use config::{ClientConfig, Mirror, RegistrySettings};
+pub use config::{ClientConfig, Mirror, RegistryFlags, RegistrySettings};
 pub use error::{Digests, RegistryError};
 pub use manifest::{
     select_platform, FetchedManifest, MANIFEST_MEDIA_TYPES, MEDIA_TYPE_DOCKER_LIST,
@@ -155,12 +155,19 @@ impl Client {
         &self.config
     }
 
+    /// `registry`'s settings: the registries file's entry, with `--cert-dir` in place of its
+    /// `cert-dir`.
     fn settings(&self, registry: &str) -> RegistrySettings {
-        self.config
+        let mut s = self
+            .config
             .registries
             .get(registry)
             .cloned()
-            .unwrap_or_default()
+            .unwrap_or_default();
+        if let Some(d) = &self.config.cert_dir {
+            s.cert_dir = Some(d.clone());
+        }
+        s
     }
 
     fn endpoint(&self, registry: &str, repository: &str) -> Result<Endpoint, RegistryError> {
