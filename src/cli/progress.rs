@@ -80,7 +80,11 @@ impl Bars {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
         bar.set_style(style);
-        bar.set_prefix(cut_label(label, LABEL_WIDTH));
+        // A bar's label is in a column; a task's spinner line has room for all of it.
+        bar.set_prefix(match total {
+            Some(0) => label.to_string(),
+            _ => cut_label(label, LABEL_WIDTH),
+        });
         // Drawn at once: a step shorter than a tick is still seen.
         bar.tick();
         bar.enable_steady_tick(Duration::from_millis(120));

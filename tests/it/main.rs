@@ -21,6 +21,7 @@ mod build_core;
 mod cache_repo;
 mod cli_progress;
 mod cli_reference;
+mod cli_text;
 mod cli_ux;
 mod concurrency;
 mod features;
