@@ -7,7 +7,8 @@
 //! bound: one error names the file and what it is instead.
 //!
 //! [`clip`] cuts a value quoted in a message (a 20 MB recipe string, an 8 KB path) to a length a
-//! terminal can show, saying how long it was.
+//! terminal can show, saying how long it was; [`human_bytes`] says a size the way a person
+//! reads it (`26.7 MB`), for text output (`--json` keeps exact byte counts).
 
 use std::borrow::Cow;
 use std::io::Read;
@@ -133,6 +134,31 @@ pub fn clip_path(p: &Path) -> String {
     clip(&p.display().to_string()).into_owned()
 }
 
+/// A byte count for a person: `116 B`, `4.20 kB`, `26.7 MB`, `1.23 GB`. Decimal SI units
+/// (1 kB = 1000 bytes, 1 MB = 1000 kB), as podman, skopeo and docker print sizes; three
+/// significant digits above 1000 bytes, exact below.
+pub fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
+    if n < 1000 {
+        return format!("{n} B");
+    }
+    let mut v = n as f64 / 1000.0;
+    let mut unit = 0;
+    // Rounding may carry into the next unit (999.7 kB is `1.00 MB`, not `1000 kB`).
+    while v >= 999.5 && unit + 1 < UNITS.len() {
+        v /= 1000.0;
+        unit += 1;
+    }
+    let digits = if v < 9.995 {
+        2
+    } else if v < 99.95 {
+        1
+    } else {
+        0
+    };
+    format!("{v:.digits$} {}", UNITS[unit])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -175,5 +201,30 @@ mod tests {
         let c = clip(&long);
         assert!(c.len() < 260, "{c}");
         assert!(c.ends_with("… (2000 bytes in all)"), "{c}");
+    }
+
+    #[test]
+    fn sizes_for_people() {
+        let cases = [
+            (0, "0 B"),
+            (116, "116 B"),
+            (999, "999 B"),
+            (1000, "1.00 kB"),
+            (1234, "1.23 kB"),
+            (9_994, "9.99 kB"),
+            (9_995, "10.0 kB"),
+            (26_700_000, "26.7 MB"),
+            (99_949, "99.9 kB"),
+            (99_950, "100 kB"),
+            (116_000, "116 kB"),
+            (999_499, "999 kB"),
+            (999_500, "1.00 MB"),
+            (1_000_000, "1.00 MB"),
+            (1_230_000_000, "1.23 GB"),
+            (u64::MAX, "18.4 EB"),
+        ];
+        for (n, want) in cases {
+            assert_eq!(human_bytes(n), want, "{n}");
+        }
     }
 }

@@ -328,12 +328,40 @@ fn blob_source<'a>(
 pub struct ReferrersReport {
     /// `registry/repository@digest` of each artifact manifest pushed.
     pub pushed: Vec<String>,
+    /// What each of `pushed` is, in the same order.
+    pub documents: Vec<PushedDocument>,
     /// The referrers tag fallback (`sha256-<hex of the subject digest>`) and the digest of the
     /// index now under it.
     pub fallback_tag: String,
     pub fallback_digest: Digest,
     pub uploaded_bytes: u64,
 }
+
+/// One artifact manifest pushed as a referrer, and what it holds.
+#[derive(Clone, Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushedDocument {
+    /// `registry/repository@digest`, as in [`ReferrersReport::pushed`].
+    pub reference: String,
+    /// Its `artifactType` (`application/spdx+json`, `application/vnd.dsse.envelope.v1+json`).
+    pub artifact_type: Option<String>,
+    /// For a signed attestation (a DSSE envelope): its in-toto statement's predicate type.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub predicate_type: Option<String>,
+}
+
+impl PushedDocument {
+    /// What it is, for a person: `SPDX SBOM`, `SLSA provenance, signed attestation`.
+    pub fn describe(&self) -> String {
+        crate::audit::attest::document_name(
+            self.artifact_type.as_deref(),
+            self.predicate_type.as_deref(),
+        )
+    }
+}
+
+/// Largest DSSE envelope read to name what it attests.
+const MAX_ENVELOPE: u64 = 16 << 20;
 
 /// The tag of an image's sigstore signatures (cosign's and containers/image's layout):
 /// `sha256-<hex>.sig`.
@@ -456,6 +484,7 @@ pub fn push_referrers(
 ) -> Result<ReferrersReport, PushError> {
     let name = format!("{}/{}", target.registry(), target.repository());
     let mut pushed = Vec::new();
+    let mut documents = Vec::new();
     let mut uploaded_bytes = 0;
     for r in referrers {
         let bytes = blobs.read_blob(&r.digest)?;
@@ -474,6 +503,22 @@ pub fn push_referrers(
             .media_type
             .unwrap_or_else(|| MEDIA_TYPE_MANIFEST.to_string());
         let digest = client.push_manifest(target, &r.digest.to_string(), &bytes, &media_type)?;
+        // A signed attestation is named by what it states (read only to name it).
+        let predicate_type = head
+            .layers
+            .iter()
+            .filter(|l| {
+                l.media_type == crate::sign::payload::DSSE_MEDIA_TYPE && l.size <= MAX_ENVELOPE
+            })
+            .find_map(|l| {
+                let envelope = blobs.read_blob(&l.digest).ok()?;
+                crate::sign::payload::envelope_predicate_type(&envelope)
+            });
+        documents.push(PushedDocument {
+            reference: format!("{name}@{digest}"),
+            artifact_type: r.artifact_type.clone(),
+            predicate_type,
+        });
         pushed.push(format!("{name}@{digest}"));
     }
     let tag = referrers_tag(subject);
@@ -501,6 +546,7 @@ pub fn push_referrers(
     let fallback_digest = client.push_manifest(target, &tag, &bytes, MEDIA_TYPE_INDEX)?;
     Ok(ReferrersReport {
         pushed,
+        documents,
         fallback_tag: tag,
         fallback_digest,
         uploaded_bytes,

@@ -298,6 +298,38 @@ pub fn documents(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<Document>
     ])
 }
 
+/// What an attached document is, for a person, from its artifact type and, for a signed
+/// attestation (a DSSE envelope), its statement's predicate type: `SPDX SBOM`,
+/// `CycloneDX SBOM`, `SLSA provenance`, `SPDX SBOM, signed attestation`,
+/// `SLSA verification summary, signed attestation`; another type named as it is.
+pub fn document_name(artifact_type: Option<&str>, predicate_type: Option<&str>) -> String {
+    use super::{provenance, sbom};
+    let dsse = crate::sign::payload::DSSE_MEDIA_TYPE;
+    let of_predicate = |p: &str| match p {
+        "https://spdx.dev/Document" => Some("SPDX SBOM"),
+        "https://cyclonedx.org/bom" => Some("CycloneDX SBOM"),
+        p if p == provenance::PREDICATE_TYPE || p.starts_with("https://slsa.dev/provenance/") => {
+            Some("SLSA provenance")
+        }
+        p if p == crate::sign::VSA_V1 => Some("SLSA verification summary"),
+        _ => None,
+    };
+    match artifact_type {
+        Some(t) if t == sbom::SPDX_MEDIA_TYPE => "SPDX SBOM".into(),
+        Some(t) if t == sbom::CYCLONEDX_MEDIA_TYPE => "CycloneDX SBOM".into(),
+        Some(t) if t == provenance::MEDIA_TYPE => "SLSA provenance".into(),
+        Some(t) if t == dsse => match predicate_type {
+            Some(p) => match of_predicate(p) {
+                Some(name) => format!("{name}, signed attestation"),
+                None => format!("signed attestation of {p}"),
+            },
+            None => "signed attestation".into(),
+        },
+        Some(t) => format!("artifact type {t}"),
+        None => "no artifact type".into(),
+    }
+}
+
 /// One document to attach: its artifact type (also its layer's media type) and bytes.
 #[derive(Clone, Debug)]
 pub struct Document {
@@ -484,5 +516,48 @@ mod tests {
         assert_eq!(&u[14..15], "5");
         assert!("89ab".contains(&u[19..20]), "{u}");
         assert_eq!(id_safe("a_b+c.d"), "a-b-c.d");
+    }
+
+    #[test]
+    fn documents_are_named() {
+        use crate::sign::payload::{self, DSSE_MEDIA_TYPE};
+        let name = |a: &str, p: Option<&str>| document_name(Some(a), p);
+        assert_eq!(name(super::super::sbom::SPDX_MEDIA_TYPE, None), "SPDX SBOM");
+        assert_eq!(
+            name(super::super::sbom::CYCLONEDX_MEDIA_TYPE, None),
+            "CycloneDX SBOM"
+        );
+        assert_eq!(
+            name(super::super::provenance::MEDIA_TYPE, None),
+            "SLSA provenance"
+        );
+        // A DSSE envelope is named by its statement's predicate type.
+        use base64::Engine;
+        let statement = payload::statement(
+            "r/a",
+            &Digest::of(b"m"),
+            "https://cyclonedx.org/bom",
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let env = payload::Envelope {
+            payload_type: payload::IN_TOTO_PAYLOAD.into(),
+            payload: base64::engine::general_purpose::STANDARD.encode(&statement),
+            signatures: Vec::new(),
+        }
+        .to_bytes()
+        .unwrap();
+        let p = payload::envelope_predicate_type(&env);
+        assert_eq!(
+            name(DSSE_MEDIA_TYPE, p.as_deref()),
+            "CycloneDX SBOM, signed attestation"
+        );
+        assert_eq!(
+            name(DSSE_MEDIA_TYPE, Some(crate::sign::VSA_V1)),
+            "SLSA verification summary, signed attestation"
+        );
+        assert_eq!(name(DSSE_MEDIA_TYPE, None), "signed attestation");
+        assert_eq!(name("x/y", None), "artifact type x/y");
+        assert_eq!(payload::envelope_predicate_type(b"{}"), None);
     }
 }

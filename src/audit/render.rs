@@ -42,7 +42,11 @@ fn attribute(a: &AttrDiff) -> String {
 fn entry(m: &FileMeta) -> String {
     match (&m.link, m.kind.as_str()) {
         (Some(t), k) => format!("{k} → {t}"),
-        (None, "file") => format!("file, {} bytes, mode {:04o}", m.size, m.mode),
+        (None, "file") => format!(
+            "file, {}, mode {:04o}",
+            crate::bounded::human_bytes(m.size),
+            m.mode
+        ),
         (None, k) => format!("{k}, mode {:04o}", m.mode),
     }
 }

@@ -44,9 +44,9 @@ pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
                     println!("not a blob: {f} (left alone)");
                 }
                 println!(
-                    "{} blobs ({} bytes) checked in {}: {} changed, {} dangling cache entries removed",
+                    "{} blobs ({}) checked in {}: {} changed, {} dangling cache entries removed",
                     report.blobs,
-                    report.bytes,
+                    crate::bounded::human_bytes(report.bytes),
                     store.root().display(),
                     report.changed.len(),
                     report.dangling_entries
@@ -68,10 +68,10 @@ pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
                     println!("not the store's: tmp/{f} (left alone)");
                 }
                 println!(
-                    "pruned {}: {} temporary entries ({} bytes), {} dangling cache entries, {} stray seals, {} cache repository marks",
+                    "pruned {}: {} temporary entries ({}), {} dangling cache entries, {} stray seals, {} cache repository marks",
                     root.display(),
                     report.temporary,
-                    report.temporary_bytes,
+                    crate::bounded::human_bytes(report.temporary_bytes),
                     report.dangling_entries,
                     report.seals,
                     report.shared_marks

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use clap::Args;
 
 use super::Cli;
+use crate::bounded::human_bytes;
 use crate::cache_repo::{CacheStats, RepoCache};
 use crate::registry::{Client, Reference};
 use crate::store::Store;
@@ -99,17 +100,25 @@ pub fn report(cli: &Cli, stats: &CacheStats) {
         "read-only".to_string()
     } else if stats.dry_run {
         format!(
-            "the build will write {} layers and {} facts ({} bytes to upload)",
-            stats.layers_written, stats.facts_written, stats.uploaded_bytes
+            "the build will write {} layers and {} facts ({} to upload)",
+            stats.layers_written,
+            stats.facts_written,
+            human_bytes(stats.uploaded_bytes)
         )
     } else {
         format!(
-            "{} layers and {} facts written ({} bytes uploaded)",
-            stats.layers_written, stats.facts_written, stats.uploaded_bytes
+            "{} layers and {} facts written ({} uploaded)",
+            stats.layers_written,
+            stats.facts_written,
+            human_bytes(stats.uploaded_bytes)
         )
     };
     println!(
-        "cache repo {}: {} layers found ({} bytes downloaded), {} not there, {} facts found; {written}",
-        stats.repo, stats.layer_hits, stats.downloaded_bytes, stats.layer_misses, stats.fact_hits
+        "cache repo {}: {} layers found ({} downloaded), {} not there, {} facts found; {written}",
+        stats.repo,
+        stats.layer_hits,
+        human_bytes(stats.downloaded_bytes),
+        stats.layer_misses,
+        stats.fact_hits
     );
 }

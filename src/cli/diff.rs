@@ -25,7 +25,7 @@ Examples:
 Output (one line per difference):
   config Env[GREETING]: hello → hi
   layer 1 (app): ~ srv/app/main.py: content sha256:2cf24dba5fb0… → sha256:486ea46224d1…, mode 0644 → 0755
-  layer 1 (app): + srv/app/new.txt (file, 4 bytes, mode 0644)
+  layer 1 (app): + srv/app/new.txt (file, 4 B, mode 0644)
   result: different";
 
 #[derive(Args, Debug)]

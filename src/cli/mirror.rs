@@ -119,13 +119,13 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
         if !args.json {
             let copied = r.blobs.iter().filter(|b| b.result == "copied").count();
             println!(
-                "{} -> {}: {} blobs copied ({} bytes), {} skipped ({} bytes, already there){}",
+                "{} -> {}: {} blobs copied ({}), {} skipped ({}, already there){}",
                 r.source,
                 r.target,
                 copied,
-                r.copied_bytes,
+                crate::bounded::human_bytes(r.copied_bytes),
                 r.blobs.len() - copied,
-                r.skipped_bytes,
+                crate::bounded::human_bytes(r.skipped_bytes),
                 r.index
                     .as_ref()
                     .map(|i| format!("; index {i}"))
@@ -138,8 +138,8 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
                     println!("  signature {sig}");
                 }
                 if let Some(refs) = referrers {
-                    for p in &refs.pushed {
-                        println!("  attached {p}");
+                    for d in &refs.documents {
+                        println!("  attached {} ({})", d.reference, d.describe());
                     }
                     println!(
                         "  referrers tag {} ({})",

@@ -176,19 +176,19 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             .map(|p| format!("; push: {p}"))
             .unwrap_or_default();
         println!(
-            "  {}: {} ({} bytes, {}{changed}{push})",
+            "  {}: {} ({}, {}{changed}{push})",
             l["name"].as_str().unwrap_or_default(),
             l["digest"].as_str().unwrap_or_default(),
-            l["size"],
+            crate::bounded::human_bytes(l["size"].as_u64().unwrap_or_default()),
             l["status"].as_str().unwrap_or_default(),
         );
     }
     if let Some(p) = &push_plan {
         let count = |a: &str| p.blobs.iter().filter(|b| b.action == a).count();
         println!(
-            "push to {}: uploads {} bytes ({} blobs), mounts {}, {} already there{}",
+            "push to {}: uploads {} ({} blobs), mounts {}, {} already there{}",
             p.target,
-            p.upload_bytes,
+            crate::bounded::human_bytes(p.upload_bytes),
             count("upload"),
             count("mount"),
             count("existing"),

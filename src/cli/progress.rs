@@ -17,6 +17,9 @@ use crate::progress::Reporter;
 /// flicker); their bytes still count in the layer they go into.
 const FILE_BAR_MIN: u64 = 1 << 20;
 
+/// The width of a bar's label: a longer one is cut in the middle ([`cut_label`]).
+const LABEL_WIDTH: usize = 24;
+
 pub struct Bars {
     enabled: bool,
     quiet: bool,
@@ -64,12 +67,12 @@ impl Bars {
         let (bar, template) = match total {
             Some(t) if t > 0 => (
                 ProgressBar::new(t),
-                "{prefix:>24!} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+                "{prefix:>24} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
             ),
             Some(_) => (ProgressBar::new_spinner(), "{spinner} {prefix} {elapsed}"),
             None => (
                 ProgressBar::new_spinner(),
-                "{prefix:>24!} {spinner} {bytes} {bytes_per_sec}",
+                "{prefix:>24} {spinner} {bytes} {bytes_per_sec}",
             ),
         };
         let bar = self.multi.add(bar);
@@ -77,7 +80,11 @@ impl Bars {
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> ");
         bar.set_style(style);
-        bar.set_prefix(label.to_string());
+        // A bar's label is in a column; a task's spinner line has room for all of it.
+        bar.set_prefix(match total {
+            Some(0) => label.to_string(),
+            _ => cut_label(label, LABEL_WIDTH),
+        });
         // Drawn at once: a step shorter than a tick is still seen.
         bar.tick();
         bar.enable_steady_tick(Duration::from_millis(120));
@@ -233,7 +240,24 @@ impl Reporter for Bars {
     }
 }
 
-/// A download's bar label: its URL's last path segment, percent-decoded.
+/// `label` in at most `width` characters: a longer one keeps its start (a package's or wheel's
+/// name) and its end (version, architecture, extension), cut in the middle with `…`.
+/// (indicatif's own truncation keeps only the end, which drops the package name.)
+fn cut_label(label: &str, width: usize) -> String {
+    let chars: Vec<char> = label.chars().collect();
+    if chars.len() <= width || width < 5 {
+        return label.to_string();
+    }
+    // A little more of the start than of the end: the name is what a person looks for.
+    let tail = (width - 1) / 2 - 1;
+    let head = width - 1 - tail;
+    let mut out: String = chars[..head].iter().collect();
+    out.push('…');
+    out.extend(&chars[chars.len() - tail..]);
+    out
+}
+
+/// A download's bar label: its URL's last path segment (the file's name), percent-decoded.
 fn file_label(url: &str) -> String {
     let last = url.trim_end_matches('/').rsplit('/').next().unwrap_or(url);
     percent_encoding::percent_decode_str(last)
@@ -244,4 +268,26 @@ fn file_label(url: &str) -> String {
 /// The bar name of a blob: `sha256:` and its first 12 hex digits.
 fn blob_name(digest: &Digest) -> String {
     format!("sha256:{}", &digest.hex()[..12])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_keep_the_file_name() {
+        let url = "http://deb.debian.org/debian/pool/main/p/python3.13/libpython3.13-stdlib_3.13.5-2_amd64.deb";
+        let label = cut_label(&file_label(url), LABEL_WIDTH);
+        assert_eq!(label, "libpython3.13…_amd64.deb");
+        assert_eq!(label.chars().count(), LABEL_WIDTH);
+        let wheel = "https://files.example/packages/ab/cd/numpy-2.3.1-cp313-cp313-manylinux_2_28_x86_64.whl";
+        assert_eq!(
+            cut_label(&file_label(wheel), LABEL_WIDTH),
+            "numpy-2.3.1-c…x86_64.whl"
+        );
+        // Short labels and multibyte names are left whole or cut on characters.
+        assert_eq!(cut_label("app", LABEL_WIDTH), "app");
+        assert_eq!(cut_label(&"é".repeat(30), 10).chars().count(), 10);
+        assert_eq!(file_label("https://h/p/caf%C3%A9.deb"), "café.deb");
+    }
 }

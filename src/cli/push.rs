@@ -52,7 +52,12 @@ pub fn push_and_report(
     } else {
         if !cli.quiet {
             for b in &report.blobs {
-                println!("  blob {} ({} bytes): {}", b.digest, b.size, b.result);
+                println!(
+                    "  blob {} ({}): {}",
+                    b.digest,
+                    crate::bounded::human_bytes(b.size),
+                    b.result
+                );
             }
         }
         if cli.quiet {
@@ -60,8 +65,9 @@ pub fn push_and_report(
             println!("{}", report.pushed);
         } else {
             println!(
-                "pushed {} ({} bytes uploaded)",
-                report.pushed, report.uploaded_bytes
+                "pushed {} ({} uploaded)",
+                report.pushed,
+                crate::bounded::human_bytes(report.uploaded_bytes)
             );
         }
     }
@@ -111,7 +117,11 @@ pub fn push_index(
         for m in &r.manifests {
             println!("  manifest {}", m.pushed);
         }
-        println!("pushed {} ({} bytes uploaded)", r.pushed, r.uploaded_bytes);
+        println!(
+            "pushed {} ({} uploaded)",
+            r.pushed,
+            crate::bounded::human_bytes(r.uploaded_bytes)
+        );
     }
     Ok(ExitCode::SUCCESS)
 }

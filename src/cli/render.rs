@@ -2,6 +2,7 @@
 //! is known (before the test stage), then what the push did. `--json` prints the outcome
 //! itself instead.
 
+use crate::bounded::human_bytes;
 use crate::outcome::{BuildOutcome, ManifestOutcome, WheelsOutcome};
 
 /// The build's result, before its tests and push: where it went, the manifest (or the index
@@ -75,10 +76,10 @@ fn manifest(m: &ManifestOutcome, indent: &str) {
     }
     for l in &m.layers {
         println!(
-            "{indent}layer {}: {} ({} bytes{})",
+            "{indent}layer {}: {} ({}{})",
             l.name,
             l.digest,
-            l.size,
+            human_bytes(l.size),
             if l.cached { ", cached" } else { "" }
         );
     }
@@ -94,9 +95,18 @@ pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
                 println!("{}", r.pushed);
             } else {
                 for b in &r.blobs {
-                    println!("  blob {} ({} bytes): {}", b.digest, b.size, b.result);
+                    println!(
+                        "  blob {} ({}): {}",
+                        b.digest,
+                        human_bytes(b.size),
+                        b.result
+                    );
                 }
-                println!("pushed {} ({} bytes uploaded)", r.pushed, r.uploaded_bytes);
+                println!(
+                    "pushed {} ({} uploaded)",
+                    r.pushed,
+                    human_bytes(r.uploaded_bytes)
+                );
             }
             (
                 o.referrers_push.iter().collect::<Vec<_>>(),
@@ -108,7 +118,11 @@ pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
             if quiet {
                 println!("{}", r.pushed);
             } else {
-                println!("pushed {} ({} bytes uploaded)", r.pushed, r.uploaded_bytes);
+                println!(
+                    "pushed {} ({} uploaded)",
+                    r.pushed,
+                    human_bytes(r.uploaded_bytes)
+                );
             }
             (
                 o.referrers_push.iter().collect(),
@@ -120,8 +134,8 @@ pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
         return;
     }
     for r in referrers {
-        for p in &r.pushed {
-            println!("attached {p}");
+        for d in &r.documents {
+            println!("attached {} ({})", d.reference, d.describe());
         }
         println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
     }
@@ -253,7 +267,7 @@ fn wheels(r: &WheelsOutcome) {
     let wasted: u64 = dups.iter().map(|d| d.wheel_size).sum();
     for d in dups {
         eprintln!(
-            "note: {} is in the {} at {} and installed again by wheel {} at {} ({} bytes twice)",
+            "note: {} is in the {} at {} and installed again by wheel {} at {} ({} twice)",
             d.soname,
             if d.origin == "apt" {
                 "apt layer"
@@ -263,14 +277,15 @@ fn wheels(r: &WheelsOutcome) {
             d.base_path,
             d.wheel,
             d.wheel_path,
-            d.wheel_size
+            human_bytes(d.wheel_size)
         );
     }
     if dups.len() > 1 {
         eprintln!(
             "note: {} shared libraries of the base or the apt layer are shipped again by wheels: \
-             {wasted} bytes",
-            dups.len()
+             {}",
+            dups.len(),
+            human_bytes(wasted)
         );
     }
 }

@@ -7,6 +7,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Cli;
+use crate::bounded::human_bytes;
 use crate::recipe::{self, PythonSource};
 use crate::vendor::{self, Online, Stats, VendorDir};
 
@@ -80,11 +81,11 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
             println!(
-                "vendor {}: {} entries, {} blobs ({} bytes) verified",
+                "vendor {}: {} entries, {} blobs ({}) verified",
                 d.display(),
                 report.entries,
                 report.blobs,
-                report.bytes
+                crate::bounded::human_bytes(report.bytes)
             );
             for f in &report.unreferenced {
                 eprintln!("note: blobs/sha256/{f} is named by no entry");
@@ -115,16 +116,16 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&stats)?);
     } else {
         println!(
-            "vendor {}: {} entries ({} new); blobs: {} copied ({} bytes), {} linked ({} bytes), {} already there; {} bytes written",
+            "vendor {}: {} entries ({} new); blobs: {} copied ({}), {} linked ({}), {} already there; {} written",
             into.display(),
             stats.entries,
             stats.new_entries,
             stats.copied,
-            stats.copied_bytes,
+            human_bytes(stats.copied_bytes),
             stats.linked,
-            stats.linked_bytes,
+            human_bytes(stats.linked_bytes),
             stats.present,
-            stats.bytes_written
+            human_bytes(stats.bytes_written)
         );
         if stats.replaced > 0 {
             println!(

@@ -47,10 +47,12 @@ pub struct ReadIndex {
 }
 
 impl ReadIndex {
-    /// The entries' tags (`org.opencontainers.image.ref.name`), in index order.
+    /// The images' tags (`org.opencontainers.image.ref.name`), in index order: the tags of
+    /// signatures and attestations ([`is_attachment_tag`], entries with an `artifactType`) are
+    /// not listed.
     pub fn tags(&self) -> Vec<String> {
-        self.manifests
-            .iter()
+        self.images()
+            .into_iter()
             .filter_map(|m| m.annotations.get(super::annotations::REF_NAME).cloned())
             .collect()
     }
@@ -81,13 +83,34 @@ impl ReadIndex {
     }
 
     /// The entries that are images: referrers (SBOMs, provenance, signatures: entries with an
-    /// `artifactType`) are not.
+    /// `artifactType`) are not, nor entries under a signature's or the referrers fallback's
+    /// tag ([`is_attachment_tag`]) that another tool wrote without one.
     pub fn images(&self) -> Vec<&ReadDescriptor> {
         self.manifests
             .iter()
-            .filter(|m| m.artifact_type.is_none())
+            .filter(|m| {
+                m.artifact_type.is_none()
+                    && !m
+                        .annotations
+                        .get(super::annotations::REF_NAME)
+                        .is_some_and(|t| is_attachment_tag(t))
+            })
             .collect()
     }
+}
+
+/// Whether `tag` names what is attached to an image rather than an image: `sha256-<hex>` (the
+/// OCI referrers tag fallback) or that with `.sig`, `.att` or `.sbom` (sigstore's signatures,
+/// attestations and SBOMs).
+pub fn is_attachment_tag(tag: &str) -> bool {
+    let Some(rest) = tag.strip_prefix("sha256-") else {
+        return false;
+    };
+    let hex = [".sig", ".att", ".sbom"]
+        .iter()
+        .find_map(|s| rest.strip_suffix(s))
+        .unwrap_or(rest);
+    hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f'))
 }
 
 /// A descriptor of an index or a manifest, as read: the digest is checked when followed.
@@ -141,5 +164,27 @@ mod tests {
         assert_eq!(images, ["sha256:bb", "sha256:cc"]);
         assert_eq!(index.tagged("v2").unwrap().size, Some(7));
         assert!(index.tagged("v3").is_none());
+    }
+
+    #[test]
+    fn signatures_and_attestations_are_not_images() {
+        let hex = "ab".repeat(32);
+        let index: ReadIndex = serde_json::from_str(&format!(
+            r#"{{"manifests":[
+              {{"digest":"sha256:aa","annotations":{{"org.opencontainers.image.ref.name":"v1"}}}},
+              {{"digest":"sha256:bb","artifactType":"application/vnd.dev.cosign.simplesigning.v1+json",
+                "annotations":{{"org.opencontainers.image.ref.name":"sha256-{hex}.sig"}}}},
+              {{"digest":"sha256:cc","annotations":{{"org.opencontainers.image.ref.name":"sha256-{hex}"}}}},
+              {{"digest":"sha256:dd","annotations":{{"org.opencontainers.image.ref.name":"sha256-{hex}.att"}}}},
+              {{"digest":"sha256:ee","annotations":{{"org.opencontainers.image.ref.name":"sha256-latest"}}}}]}}"#
+        ))
+        .unwrap();
+        assert_eq!(index.tags(), ["v1", "sha256-latest"]);
+        let images: Vec<&str> = index.images().iter().map(|d| d.digest.as_str()).collect();
+        assert_eq!(images, ["sha256:aa", "sha256:ee"]);
+        // Asked for by its tag, a signature is still found.
+        assert!(index.tagged(&format!("sha256-{hex}.sig")).is_some());
+        assert!(is_attachment_tag(&format!("sha256-{hex}.sbom")));
+        assert!(!is_attachment_tag(&format!("sha256-{}", "AB".repeat(32))));
     }
 }

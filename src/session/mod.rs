@@ -266,7 +266,19 @@ impl<'a> Session<'a> {
             LockPolicy::Frozen => {
                 let path = Lock::path_for(recipe_path);
                 match Lock::load_view(&path, recipe.lock_view().as_deref())? {
-                    Some(l) => Ok(Some(l)),
+                    Some(l) => {
+                        // Used as it is; what no longer matches is said, not acted on.
+                        let changes = lock_changes(&l, recipe);
+                        if !changes.is_empty() {
+                            self.reporter.message(&format!(
+                                "warning: {} no longer matches the recipe ({}); --frozen ignores \
+                                 this and builds from the lock as it is",
+                                path.display(),
+                                changes.join("; ")
+                            ));
+                        }
+                        Ok(Some(l))
+                    }
                     None if lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
                     None => Err(LockError::Missing {
                         mode: "--frozen",

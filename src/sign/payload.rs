@@ -147,6 +147,17 @@ pub fn statement(
     crate::json::to_canonical_vec("in-toto statement", &doc)
 }
 
+/// The predicate type of the in-toto statement that a DSSE envelope carries, its signatures
+/// not checked: to say what the envelope is, not to trust it.
+pub fn envelope_predicate_type(bytes: &[u8]) -> Option<String> {
+    let envelope: Envelope = serde_json::from_slice(bytes).ok()?;
+    if envelope.payload_type != IN_TOTO_PAYLOAD {
+        return None;
+    }
+    let body = b64().decode(&envelope.payload).ok()?;
+    statement_claims(&body).map(|(_, t)| t)
+}
+
 /// The subject digests (`sha256` hex) and predicate type of a statement.
 pub fn statement_claims(bytes: &[u8]) -> Option<(Vec<String>, String)> {
     let v: serde_json::Value = serde_json::from_slice(bytes).ok()?;

@@ -523,14 +523,24 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
     }
     // --frozen uses the lock as it is: the locked base, the locked packages. The manifest
     // records the (edited) recipe's digest, so only it differs: the config and every layer are
-    // the locked build's.
+    // the locked build's. What it ignores is a warning.
     p.write_recipe(BASE, &f.repo.url, &f.key, "\"tool\", \"extra\"", &py);
-    let v8 = json(&common::run(
+    let o8 = common::run(
         p.cmd(&online, &cache1)
             .args(["build", "--json", "--frozen", "-o"])
             .arg(root.join("out8"))
             .arg(&p.recipe),
-    ));
+    );
+    let err8 = String::from_utf8_lossy(&o8.stderr);
+    assert!(
+        err8.contains(&format!(
+            "warning: {} no longer matches the recipe ([apt] package `extra` added); --frozen \
+             ignores this and builds from the lock as it is",
+            lock_path.display()
+        )),
+        "{err8}"
+    );
+    let v8 = json(&o8);
     assert_eq!(v8["config"], v1["config"]);
     let digests = |v: &Value| -> Vec<Value> {
         v["layers"]

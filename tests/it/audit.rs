@@ -179,8 +179,8 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
             short("print(1)\n"),
             short("print(2)\n")
         )
-        + "layer 1 (app): + srv/app/new.txt (file, 4 bytes, mode 0644)\n"
-        + "layer 1 (app): - srv/app/old.txt (file, 4 bytes, mode 0644)\n"
+        + "layer 1 (app): + srv/app/new.txt (file, 4 B, mode 0644)\n"
+        + "layer 1 (app): - srv/app/old.txt (file, 4 B, mode 0644)\n"
         + "layer 1 (app): ~ srv/app/run.sh: mode 0644 → 0755\n"
         + "result: different\n";
     assert_eq!(common::stdout(&out), expected);

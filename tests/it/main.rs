@@ -22,6 +22,7 @@ mod cache_repo;
 mod cli_progress;
 mod cli_reference;
 mod cli_registry_flags;
+mod cli_text;
 mod cli_ux;
 mod concurrency;
 mod features;

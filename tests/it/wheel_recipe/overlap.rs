@@ -328,7 +328,7 @@ fn a_library_the_base_already_ships_is_reported() {
     common::assert_success(&o, "second build");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains(&format!("note: libcudart.so.12 is in the base at /usr/local/cuda/lib64/libcudart.so.12.8.90 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 ({} bytes twice)", 9 << 20)),
+        err.contains(&format!("note: libcudart.so.12 is in the base at /usr/local/cuda/lib64/libcudart.so.12.8.90 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 (9.44 MB twice)")),
         "{err}"
     );
 }
@@ -387,7 +387,7 @@ fn a_library_a_debian_package_ships_is_reported() {
     common::assert_success(&o, "second build");
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
-        err.contains(&format!("note: libcudart.so.12 is in the apt layer at /usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 ({} bytes twice)", 9 << 20)),
+        err.contains(&format!("note: libcudart.so.12 is in the apt layer at /usr/lib/x86_64-linux-gnu/libcudart.so.12.4.127 and installed again by wheel nvidia-cudart at /{SITE}/nvidia/cudart/lib/libcudart.so.12 (9.44 MB twice)")),
         "{err}"
     );
 }
