@@ -177,8 +177,7 @@ enum Command {
 
 /// After each subcommand's help: the global options, which only `ocibuild --help` lists.
 const GLOBALS_NOTE: &str =
-    "Global options (ocibuild --help): -q -v -j --cache-dir --registries --tls-verify --authfile\n\
-     --creds --cert-dir --net-timeout";
+    "Global: -q -v -j --cache-dir --registries --tls-verify --authfile --creds --cert-dir --net-timeout";
 
 /// The command definition as parsed and as its help, man pages and reference show it: each
 /// subcommand carries the global options hidden (clap then propagates nothing over them), so

@@ -52,6 +52,7 @@ mod script_effects;
 mod secrets;
 mod seed;
 mod signing;
+mod steps;
 mod test_stage_cli;
 mod thread_independence;
 mod tools_smoke;

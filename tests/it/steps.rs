@@ -1,0 +1,313 @@
+//! `[[step]]`: build steps under real podman, in a builder recipe made from Debian's static
+//! busybox. A podman wrapper counts the containers run, so a cache hit is seen to run nothing.
+
+use std::path::{Path, PathBuf};
+
+use fs_err as fs;
+use serde_json::Value;
+
+use crate::common;
+
+/// A scratch image with busybox: the builder every step here runs in.
+fn builder(busybox: &Path) -> String {
+    format!(
+        "[image]\nname = \"localhost/ocibuild-test/builder\"\n\n[[layer]]\nname = \"busybox\"\n\
+         src = \"{}\"\ndest = \"/bin/busybox\"\n\n[config]\nenv = {{ PATH = \"/bin\" }}\n",
+        busybox.display()
+    )
+}
+
+/// A project in `dir`: `builder.toml`, `app.toml` (with `steps`), and `a/x`, `c/y`.
+fn project(dir: &Path, steps: &str) -> Option<PathBuf> {
+    if !common::require_tool("podman") {
+        return None;
+    }
+    let busybox = common::require_static_busybox()?;
+    fs::create_dir_all(dir.join("a")).unwrap();
+    fs::create_dir_all(dir.join("c")).unwrap();
+    fs::write(dir.join("a/x"), "alpha\n").unwrap();
+    fs::write(dir.join("c/y"), "gamma\n").unwrap();
+    fs::write(dir.join("builder.toml"), builder(&busybox)).unwrap();
+    let app = dir.join("app.toml");
+    fs::write(
+        &app,
+        format!("[image]\nname = \"localhost/ocibuild-test/steps\"\n\n{steps}"),
+    )
+    .unwrap();
+    Some(app)
+}
+
+/// A podman that appends a line to `dir/runs` for each container it starts.
+fn counting_podman(dir: &Path) -> PathBuf {
+    let real = common::which("podman").expect("podman on PATH");
+    let script = dir.join("podman");
+    fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\ncase \" $* \" in *\" run \"*) echo run >> '{}';; esac\nexec '{}' \"$@\"\n",
+            dir.join("runs").display(),
+            real.display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    script
+}
+
+fn runs(dir: &Path) -> usize {
+    fs::read_to_string(dir.join("runs"))
+        .map(|s| s.lines().count())
+        .unwrap_or(0)
+}
+
+/// `build --json` of `recipe` into `dir/img` through the counting podman: the document.
+fn build(dir: &Path, recipe: &Path, extra: &[&str]) -> std::process::Output {
+    common::run(
+        common::ocibuild()
+            .env("OCIBUILD_PODMAN", counting_podman(dir))
+            .arg("build")
+            .arg(recipe)
+            .arg("-o")
+            .arg(dir.join("img"))
+            .args(extra),
+    )
+}
+
+fn json(out: &std::process::Output) -> Value {
+    common::assert_success(out, "build");
+    serde_json::from_str(&common::stdout(out)).expect("build --json")
+}
+
+fn step_cached(doc: &Value, name: &str) -> bool {
+    doc["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == name)
+        .unwrap_or_else(|| panic!("no step {name} in {doc:#}"))["cached"]
+        .as_bool()
+        .unwrap()
+}
+
+const THREE: &str = r#"
+[[step]]
+name = "a"
+image = { recipe = "builder.toml" }
+inputs = [{ src = "a", dest = "/in" }]
+run = ["/bin/busybox", "sh", "-c", "/bin/busybox cp /in/x /out/x && echo made >> /out/x"]
+outputs = [{ path = "/out", dest = "/opt/a", image = false }]
+
+[[step]]
+name = "b"
+image = { step = "a" }
+run = ["/bin/busybox", "sh", "-c", "/bin/busybox cat /opt/a/x > /out/b.txt"]
+outputs = [{ path = "/out", dest = "/opt/b" }]
+
+[[step]]
+name = "c"
+image = { recipe = "builder.toml" }
+inputs = [{ src = "c", dest = "/in" }, { step = "b" }]
+run = ["/bin/busybox", "sh", "-c", "/bin/busybox cat /in/y /opt/b/b.txt > /out/c.txt"]
+outputs = [{ path = "/out", dest = "/opt/c" }]
+"#;
+
+/// Three steps (b in a's container, c taking b's output): the first build runs all three, a
+/// rebuild none, and a changed input of `a` runs `a` and the steps after it that use it.
+#[test]
+fn a_cache_hit_runs_nothing_and_a_changed_input_reruns_the_steps_after_it() {
+    let t = common::tempdir();
+    let Some(app) = project(t.path(), THREE) else {
+        return;
+    };
+    let doc = json(&build(t.path(), &app, &["--json"]));
+    assert_eq!(runs(t.path()), 3, "{doc:#}");
+    let names: Vec<&str> = doc["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .collect();
+    // `a`'s output is for later steps only.
+    assert_eq!(names, ["b", "c"], "{doc:#}");
+    let (_, blob) = common::layer_named(&t.path().join("img"), &doc, "c");
+    let listing = common::tar_listing(&blob);
+    assert!(
+        listing.contains(&"f 0644 0:0 opt/c/c.txt".to_string()),
+        "{listing:?}"
+    );
+
+    let again = json(&build(t.path(), &app, &["--json"]));
+    assert_eq!(runs(t.path()), 3, "a rebuild runs no container");
+    assert_eq!(again["manifest"], doc["manifest"]);
+    assert!(["a", "b", "c"].iter().all(|s| step_cached(&again, s)));
+
+    fs::write(t.path().join("a/x"), "alpha, changed\n").unwrap();
+    let changed = json(&build(t.path(), &app, &["--json"]));
+    assert_eq!(runs(t.path()), 6, "a, b and c ran again: {changed:#}");
+    assert!(!step_cached(&changed, "a") && !step_cached(&changed, "b"));
+    assert_ne!(changed["manifest"], doc["manifest"]);
+
+    fs::write(t.path().join("c/y"), "gamma, changed\n").unwrap();
+    let only_c = json(&build(t.path(), &app, &["--json"]));
+    assert_eq!(runs(t.path()), 7, "only c ran: {only_c:#}");
+    assert!(step_cached(&only_c, "a") && step_cached(&only_c, "b"));
+    assert!(!step_cached(&only_c, "c"));
+}
+
+/// The same recipe built in two empty stores gives the same image, owners and times
+/// normalized; `verify` reruns the steps in an empty store and finds it reproduced.
+#[test]
+fn steps_rebuild_bit_for_bit_and_verify_reruns_them() {
+    let t = common::tempdir();
+    let Some(app) = project(t.path(), THREE) else {
+        return;
+    };
+    let first = json(&build(t.path(), &app, &["--json"]));
+    let other_store = t.path().join("other-store");
+    let second = json(&common::run(
+        common::ocibuild()
+            .env("OCIBUILD_CACHE", &other_store)
+            .args(["build", "--json", "--locked", "-o"])
+            .arg(t.path().join("img2"))
+            .arg(&app),
+    ));
+    assert_eq!(first["manifest"], second["manifest"]);
+    let before = runs(t.path());
+    let out = common::run(
+        common::ocibuild()
+            .env("OCIBUILD_PODMAN", counting_podman(t.path()))
+            .arg("verify")
+            .arg(&app)
+            .arg("--against")
+            .arg(t.path().join("img")),
+    );
+    common::assert_success(&out, "verify");
+    assert_eq!(runs(t.path()), before + 3, "verify ran every step again");
+}
+
+/// A step whose output is not a function of its inputs: `--locked` runs it again (no cache)
+/// and fails naming the step and the file that differs.
+#[test]
+fn locked_says_which_step_is_not_reproducible_and_which_files_differ() {
+    let t = common::tempdir();
+    let Some(app) = project(
+        t.path(),
+        r#"[[step]]
+name = "stamp"
+image = { recipe = "builder.toml" }
+run = ["/bin/busybox", "sh", "-c", "/bin/busybox cat /proc/sys/kernel/random/uuid > /out/id; echo same > /out/same"]
+outputs = [{ path = "/out", dest = "/etc/stamp" }]
+"#,
+    ) else {
+        return;
+    };
+    common::assert_success(&build(t.path(), &app, &[]), "first build");
+    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
+    assert!(lock.contains("[[step]]\nname = \"stamp\""), "{lock}");
+    let out = build(t.path(), &app, &["--locked", "--no-cache"]);
+    let err = common::stderr(&out);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("step `stamp` is not reproducible")
+            && err.contains("files that differ:")
+            && err.contains("etc/stamp/id: content sha256:"),
+        "{err}"
+    );
+    assert!(!err.contains("etc/stamp/same"), "{err}");
+    assert_eq!(
+        fs::read_to_string(t.path().join("app.lock")).unwrap(),
+        lock,
+        "--locked leaves the lock as it was"
+    );
+}
+
+fn one_step(body: &str) -> String {
+    format!("[[step]]\nname = \"s\"\n{body}\n")
+}
+
+/// What a step cannot do, each refused with one message naming the step; a failed step
+/// caches nothing (the next build runs it again).
+#[test]
+fn bad_steps_are_refused_naming_the_step() {
+    let t = common::tempdir();
+    let img = "image = { recipe = \"builder.toml\" }\n";
+    let out = "outputs = [{ path = \"/out\", dest = \"/o\" }]";
+    let cases: Vec<(String, Vec<&str>)> = vec![
+        (
+            one_step(&format!(
+                "{img}run = [\"/bin/busybox\", \"sh\", \"-c\", \"echo going; exit 3\"]\n{out}"
+            )),
+            vec!["step `s` failed (exit code 3)", "| going"],
+        ),
+        (
+            one_step(&format!("{img}run = [\"/bin/busybox\", \"true\"]\n{out}")),
+            vec!["step `s` wrote nothing to its output /out"],
+        ),
+        (
+            one_step(&format!(
+                "{img}network = true\nrun = [\"/bin/busybox\", \"true\"]\n{out}"
+            )),
+            vec!["step `s` asks for the network", "--allow-network"],
+        ),
+        (
+            one_step(&format!(
+                "{img}run = [\"/bin/busybox\", \"wget\", \"-q\", \"-O\", \"/out/x\", \"http://example.com/\"]\n{out}"
+            )),
+            vec!["step `s` failed", "the step has no network"],
+        ),
+        (
+            one_step(&format!("run = [\"/bin/busybox\", \"true\"]\n{out}")),
+            vec!["app.toml:", "step `s`: missing required key `image`"],
+        ),
+        (
+            one_step(&format!(
+                "image = {{ step = \"s\" }}\nrun = [\"/bin/busybox\", \"true\"]\n{out}"
+            )),
+            vec!["step `s` uses itself"],
+        ),
+        (
+            one_step(&format!(
+                "image = {{ recipe = \"app.toml\" }}\nrun = [\"/bin/busybox\", \"true\"]\n{out}"
+            )),
+            vec!["its builder recipe builds itself", "app.toml → "],
+        ),
+        (
+            one_step(&format!(
+                "{img}args = [\"--privileged\"]\nrun = [\"/bin/busybox\", \"true\"]\n{out}"
+            )),
+            vec!["unknown field `args`"],
+        ),
+        (
+            one_step(&format!(
+                "{img}fetch = [{{ url = \"file:///etc/hostname\", sha256 = \"{}\", dest = \"/f\" }}]\nrun = [\"/bin/busybox\", \"true\"]\n{out}",
+                "0".repeat(64)
+            )),
+            vec!["step `s`: fetching file:///etc/hostname"],
+        ),
+    ];
+    for (i, (steps, wanted)) in cases.into_iter().enumerate() {
+        let dir = t.path().join(format!("case{i}"));
+        let Some(app) = project(&dir, &steps) else {
+            return;
+        };
+        let before = runs(&dir);
+        let o = build(&dir, &app, &[]);
+        let err = common::stderr(&o);
+        assert!(!o.status.success(), "{steps}\n{err}");
+        for w in &wanted {
+            assert!(err.contains(w), "`{w}` missing for\n{steps}\n{err}");
+        }
+        assert!(!dir.join("img").exists(), "nothing written for\n{steps}");
+        if runs(&dir) > before {
+            // It ran and failed: nothing cached, so it runs again.
+            let o = build(&dir, &app, &[]);
+            assert!(!o.status.success());
+            assert_eq!(
+                runs(&dir),
+                before + 2,
+                "a failed step is not cached\n{steps}"
+            );
+        }
+    }
+}
