@@ -153,6 +153,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             "config": img.config.digest,
             "configSize": img.config.size,
             "layers": layers,
+            "steps": built.steps,
             "push": push_plan,
             "baseMoved": base_moved.as_ref().map(|(a, b)| json!({"from": a, "to": b})),
             "cacheRepo": cache.as_ref().map(|c| c.stats()),
@@ -163,6 +164,12 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     println!("{} manifest {}", img.full_name(), img.manifest.digest);
     if let Some((a, b)) = &base_moved {
         println!("base: {a} at the target, {b} now (rebased)");
+    }
+    for st in &built.steps {
+        match st.duration_secs {
+            Some(d) => println!("  step {}: ran in {d:.1}s (not cached)", st.name),
+            None => println!("  step {}: cached", st.name),
+        }
     }
     for l in &layers {
         let changed = match (l["changedFromTarget"].as_bool(), l["reason"].as_str()) {
