@@ -38,6 +38,7 @@ mod layer_contract;
 mod merged_usr;
 mod online_debian;
 mod online_platforms;
+mod online_steps;
 mod online_wheels;
 mod platforms;
 mod platforms_audit;
