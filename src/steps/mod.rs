@@ -126,6 +126,10 @@ pub struct Mismatch {
 fn outcome(code: Option<i32>, timed_out: bool) -> String {
     match (code, timed_out) {
         (_, true) => "timed out; the container was killed".into(),
+        // podman's own codes, as `podman run` documents them.
+        (Some(125), _) => "podman could not run the container: exit code 125".into(),
+        (Some(126), _) => "the command could not be executed in the builder: exit code 126".into(),
+        (Some(127), _) => "the command was not found in the builder: exit code 127".into(),
         (Some(c), _) => format!("exit code {c}"),
         (None, _) => "killed by a signal".into(),
     }

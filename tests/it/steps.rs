@@ -211,7 +211,8 @@ outputs = [{ path = "/out", dest = "/etc/stamp" }]
     assert!(
         err.contains("step `stamp` is not reproducible")
             && err.contains("files that differ:")
-            && err.contains("etc/stamp/id: content sha256:"),
+            && err.contains("etc/stamp/id: content sha256:")
+            && err.contains(", line 1: \""),
         "{err}"
     );
     assert!(!err.contains("etc/stamp/same"), "{err}");
