@@ -8,17 +8,26 @@ use std::path::{Path, PathBuf};
 
 use crate::recipe::Recipe;
 
-/// `recipe` with every layer's `ignore` extended to leave `paths` (absolute) out, each with
-/// the directories above it (below the layer's source) that hold nothing else: `-o out/img`
-/// makes `out/`, which the next build would otherwise take in.
+/// `recipe` with every layer's (and every step's file input's) `ignore` extended to leave
+/// `paths` (absolute) out, each with the directories above it (below the layer's source) that
+/// hold nothing else: `-o out/img` makes `out/`, which the next build would otherwise take in.
 pub fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
     let mut out = recipe.clone();
-    for l in &mut out.layers {
-        let src = lexical(&l.spec.src);
+    let step_inputs = out.steps.iter_mut().flat_map(|s| &mut s.inputs);
+    let specs = out
+        .layers
+        .iter_mut()
+        .map(|l| &mut l.spec)
+        .chain(step_inputs.filter_map(|i| match i {
+            crate::recipe::StepInput::Files { spec, .. } => Some(spec),
+            crate::recipe::StepInput::Step(_) => None,
+        }));
+    for spec in specs {
+        let src = lexical(&spec.src);
         for p in paths {
             let p = lexical(p);
             if let Some(pattern) = pattern_for(&src, &only_holder(&src, &p)) {
-                l.spec.ignore.push(pattern);
+                spec.ignore.push(pattern);
             }
         }
     }

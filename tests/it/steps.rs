@@ -312,3 +312,38 @@ fn bad_steps_are_refused_naming_the_step() {
         }
     }
 }
+
+/// A step whose input is the recipe's whole directory does not take in the build's own files
+/// (the lock it writes, the output, the store): the rebuild is a cache hit.
+#[test]
+fn a_step_input_of_the_recipes_directory_leaves_the_builds_own_files_out() {
+    let t = common::tempdir();
+    // The project in `p`, the podman counter (which writes on each run) outside it.
+    let p = t.path().join("p");
+    let Some(app) = project(
+        &p,
+        r#"[[step]]
+name = "list"
+image = { recipe = "builder.toml" }
+inputs = [{ src = ".", dest = "/src" }]
+run = ["/bin/busybox", "sh", "-c", "cd /src && /bin/busybox find . | /bin/busybox sort > /out/files"]
+outputs = [{ path = "/out", dest = "/files" }]
+"#,
+    ) else {
+        return;
+    };
+    let build_in_p = || {
+        json(&common::run(
+            common::ocibuild()
+                .env("OCIBUILD_PODMAN", counting_podman(t.path()))
+                .args(["build", "--json", "-o"])
+                .arg(p.join("img"))
+                .arg(&app),
+        ))
+    };
+    let first = build_in_p();
+    let again = build_in_p();
+    assert!(step_cached(&again, "list"), "{again:#}");
+    assert_eq!(first["manifest"], again["manifest"]);
+    assert_eq!(runs(t.path()), 1);
+}

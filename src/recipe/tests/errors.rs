@@ -286,10 +286,31 @@ fn docs_examples_parse() {
         .collect();
     assert_eq!(
         blocks.len(),
-        6,
-        "a complete and a minimal example, [accounts], several platforms, an archive each, \
-         a pylock each"
+        7,
+        "a complete and a minimal example, [accounts], a step, several platforms, an archive \
+         each, a pylock each"
     );
+    // The [[step]] example: a builder recipe and the step's input beside it.
+    let ds = fixture();
+    fs::create_dir(ds.path().join("ext")).unwrap();
+    fs::write(ds.path().join("builder.toml"), "[image]\nname = \"b\"\n").unwrap();
+    let r = parse_in(&ds, &format!("[image]\nname = \"a\"\n{}", blocks[3])).unwrap();
+    let step = &r.steps[0];
+    assert_eq!(step.name, "ext");
+    assert!(
+        matches!(&step.image, crate::recipe::StepImage::Recipe { written, .. } if written == "builder.toml")
+    );
+    assert_eq!(
+        step.outputs[0].dest,
+        "/usr/local/lib/python3.13/dist-packages"
+    );
+    assert!(step.outputs[0].in_image && !step.network);
+    let blocks: Vec<&str> = blocks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 3)
+        .map(|(_, b)| *b)
+        .collect();
     let d0 = fixture();
     let multi = parse_in(&d0, blocks[3]).unwrap();
     let names: Vec<String> = multi.platforms().iter().map(|p| p.to_string()).collect();
