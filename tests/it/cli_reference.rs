@@ -82,7 +82,7 @@ fn build_help_is_short_and_grouped() {
         "Inputs:",
         "Output:",
         "Test:",
-        "Global options (ocibuild --help)",
+        "Global: -q -v -j --cache-dir",
     ] {
         assert!(help.contains(heading), "no `{heading}` in\n{help}");
     }
