@@ -405,6 +405,7 @@ impl Cli {
                     .unwrap_or_default(),
             },
             allow_network: false,
+            locks: Default::default(),
             building: Vec::new(),
         }
     }

@@ -14,8 +14,10 @@ use serde::{Deserialize, Serialize};
 use crate::bounded;
 use crate::digest::Digest;
 
+mod file;
 mod step;
 
+pub use file::LockFile;
 pub use step::LockedStep;
 
 /// The lock format version this ocibuild reads and writes.

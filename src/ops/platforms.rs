@@ -36,7 +36,7 @@ pub fn for_each<T>(
     }
     let platforms = recipe.platforms();
     session.base_index = match base_index {
-        BaseIndex::Shared => Session::base_index_of(recipe, recipe_path, &platforms)?,
+        BaseIndex::Shared => session.base_index_of(recipe, recipe_path, &platforms)?,
         BaseIndex::Fresh => None,
     };
     let mut out = Vec::with_capacity(platforms.len());
@@ -50,7 +50,7 @@ pub fn for_each<T>(
         // The other platforms' base tag through the index this one pinned.
         if session.base_index.is_none() {
             session.base_index =
-                Session::base_index_of(recipe, recipe_path, std::slice::from_ref(p))?;
+                session.base_index_of(recipe, recipe_path, std::slice::from_ref(p))?;
         }
     }
     Ok(out)

@@ -104,7 +104,19 @@ pub fn load_checked_lock(
     mode: &'static str,
 ) -> Result<Lock, LockError> {
     let path = Lock::path_for(recipe_path);
-    let Some(lock) = Lock::load_view(&path, recipe.lock_view().as_deref())? else {
+    let loaded = Lock::load_view(&path, recipe.lock_view().as_deref())?;
+    check_lock(loaded, recipe, recipe_path, mode)
+}
+
+/// [`load_checked_lock`] of a lock already read (`None`: there is no lock file).
+pub fn check_lock(
+    loaded: Option<Lock>,
+    recipe: &crate::recipe::Recipe,
+    recipe_path: &Path,
+    mode: &'static str,
+) -> Result<Lock, LockError> {
+    let path = Lock::path_for(recipe_path);
+    let Some(lock) = loaded else {
         // No lock is fine for a recipe with nothing to pin (scratch base, no [apt]/[python]).
         if lock_changes(&Lock::new(), recipe).is_empty() {
             return Ok(Lock::new());

@@ -9,24 +9,26 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::apt::AptError;
-use crate::base::{self, BaseError, BaseImage, LockChange};
+use crate::base::{BaseError, BaseImage, LockChange};
 use crate::build::{self, BuildError, BuildOptions, Built};
 use crate::digest::Digest;
 use crate::http::{HttpError, HttpFetcher};
-use crate::lock::{Lock, LockError, LockPolicy};
+use crate::lock::{Lock, LockError, LockFile, LockPolicy};
 use crate::progress::Reporter;
 use crate::recipe::{self, Recipe};
 use crate::registry::settings::{self, SettingsError};
 use crate::registry::{Client, Reference};
 use crate::store::Store;
-use crate::system::{self, System, SystemError, SystemOptions};
+use crate::system::{System, SystemError};
 use crate::vendor::{self, VendorError};
 
 mod exclude;
 mod lockcheck;
+mod resolve;
 mod steps;
 
-pub use self::lockcheck::{load_checked_lock, lock_changes};
+pub use self::lockcheck::{check_lock, load_checked_lock, lock_changes};
+pub use self::resolve::LockFiles;
 
 /// Everything a session's steps can fail with: the module's own error, whose message says it.
 #[derive(Debug, thiserror::Error)]
@@ -210,6 +212,9 @@ pub struct Session<'a> {
     pub sandbox: crate::run::SandboxOptions,
     /// `--allow-network`: a step that asks for the network gets it.
     pub allow_network: bool,
+    /// The lock files this command has read, each read once and written at most once per
+    /// resolution (shared with the sessions of builder recipes).
+    pub locks: std::sync::Arc<LockFiles>,
     /// The builder recipes being built (a step's `image = { recipe = … }`), outermost first:
     /// a recipe that needs itself is refused.
     pub building: Vec<PathBuf>,
@@ -258,37 +263,36 @@ impl<'a> Session<'a> {
     /// it is (`Frozen`), or `None` (resolve what it lacks).
     fn checked_lock(
         &self,
+        file: &LockFile,
         recipe_path: &Path,
         recipe: &Recipe,
     ) -> Result<Option<Lock>, SessionError> {
         let mode = self.locked_by;
+        let loaded = file.view(recipe.lock_view().as_deref());
         match self.policy {
-            LockPolicy::Frozen => {
-                let path = Lock::path_for(recipe_path);
-                match Lock::load_view(&path, recipe.lock_view().as_deref())? {
-                    Some(l) => {
-                        // Used as it is; what no longer matches is said, not acted on.
-                        let changes = lock_changes(&l, recipe);
-                        if !changes.is_empty() {
-                            self.reporter.message(&format!(
-                                "warning: {} no longer matches the recipe ({}); --frozen ignores \
-                                 this and builds from the lock as it is",
-                                path.display(),
-                                changes.join("; ")
-                            ));
-                        }
-                        Ok(Some(l))
+            LockPolicy::Frozen => match loaded {
+                Some(l) => {
+                    // Used as it is; what no longer matches is said, not acted on.
+                    let changes = lock_changes(&l, recipe);
+                    if !changes.is_empty() {
+                        self.reporter.message(&format!(
+                            "warning: {} no longer matches the recipe ({}); --frozen ignores \
+                             this and builds from the lock as it is",
+                            file.path().display(),
+                            changes.join("; ")
+                        ));
                     }
-                    None if lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
-                    None => Err(LockError::Missing {
-                        mode: "--frozen",
-                        path,
-                        recipe: recipe_path.to_path_buf(),
-                    }
-                    .into()),
+                    Ok(Some(l))
                 }
-            }
-            LockPolicy::Locked => Ok(Some(load_checked_lock(recipe, recipe_path, mode)?)),
+                None if lock_changes(&Lock::new(), recipe).is_empty() => Ok(Some(Lock::new())),
+                None => Err(LockError::Missing {
+                    mode: "--frozen",
+                    path: file.path().to_path_buf(),
+                    recipe: recipe_path.to_path_buf(),
+                }
+                .into()),
+            },
+            LockPolicy::Locked => Ok(Some(check_lock(loaded, recipe, recipe_path, mode)?)),
             LockPolicy::Resolve | LockPolicy::Update | LockPolicy::UpdateBase => Ok(None),
         }
     }
@@ -323,176 +327,19 @@ impl<'a> Session<'a> {
                 .is_some_and(|p| !matches!(p.source, recipe::PythonSource::Archive(_)))
     }
 
-    /// The base index that the lock at `recipe_path` pins for the recipe's base in the first of
-    /// `platforms`' sections that pins one (a multi-platform recipe), to resolve the other
-    /// platforms through ([`Session::base_index`]).
-    pub fn base_index_of(
-        recipe: &Recipe,
-        recipe_path: &Path,
-        platforms: &[crate::image::Platform],
-    ) -> Result<Option<Digest>, SessionError> {
-        let recipe::Base::Image { reference } = &recipe.base else {
-            return Ok(None);
-        };
-        let (true, Ok(name)) = (recipe.is_multi_platform(), reference.parse::<Reference>()) else {
-            return Ok(None);
-        };
-        let Some(lock) = Lock::load(&Lock::path_for(recipe_path))? else {
-            return Ok(None);
-        };
-        Ok(platforms.iter().find_map(|p| {
-            let b = lock.view(&p.to_string()).base?;
-            (b.reference == name.to_string()).then_some(b.index_digest)?
-        }))
-    }
-
-    /// Resolves the recipe's base through its lock (writing the lock when it changed and the
-    /// policy allows) and fetches what the store lacks. `None` for a scratch base.
-    pub fn resolve_base(
-        &self,
-        recipe: &Recipe,
-        recipe_path: &Path,
-    ) -> Result<Option<(BaseImage, LockChange)>, SessionError> {
-        let recipe::Base::Image { reference } = &recipe.base else {
-            return Ok(None);
-        };
-        let lock_path = Lock::path_for(recipe_path);
-        let mut lock =
-            Lock::load_view(&lock_path, recipe.lock_view().as_deref())?.unwrap_or_else(Lock::new);
-        let client = self.client;
-        let shallow = self.shallow_base(recipe);
-        let (image, change) = base::resolve(
-            reference,
-            &recipe.image.platform,
-            &mut lock,
-            self.policy,
-            client,
-            self.store,
-            (!shallow, self.base_index),
-            self.reporter,
-        )?;
-        // A shallow base that a step reads: its cached facts do, else its layers are needed.
-        if shallow && Self::reads_base(recipe) {
-            if system::base_facts_known(self.store, &image)? {
-                self.reporter.detail(&format!(
-                    "base {}: its facts cached (dpkg status, merged /usr, accounts); its layers \
-                     not downloaded",
-                    image.reference
-                ));
-            } else {
-                base::fetch_layers(client, &image, self.store, self.reporter)?;
-            }
-        }
-        if (change != LockChange::Unchanged || lock.had_logins) && self.writes_lock() {
-            lock.save_view(&lock_path, recipe.lock_view().as_deref())?;
-            self.note_logins_removed(&lock, &lock_path);
-            let path = lock_path.display();
-            match &change {
-                LockChange::Pinned { digest } => self.reporter.message(&format!(
-                    "pinned base {} to {digest} in {path}",
-                    image.reference
-                )),
-                LockChange::Moved { from, to } => self.reporter.message(&format!(
-                    "base {} moved: {from} -> {to} (updated {path})",
-                    image.reference
-                )),
-                LockChange::Unchanged => {}
-            }
-        }
-        Ok(Some((image, change)))
-    }
-
-    /// Resolves the system inputs (`[apt]`, `[python]`) through the lock, building their layers
-    /// when `build_layers`, and saves the lock when something was resolved again.
-    fn prepare_system(
-        &self,
-        recipe: &Recipe,
-        recipe_path: &Path,
-        base: Option<&BaseImage>,
-        build_layers: bool,
-    ) -> Result<System, SessionError> {
-        if !system::needs_rootfs(recipe) {
-            return Ok(System::default());
-        }
-        let opts = SystemOptions {
-            epoch: self.epoch(recipe),
-            compression: recipe.image.compression,
-            threads: self.threads,
-            no_cache: self.no_cache,
-            pin: self.policy,
-            allow_downgrade: self.allow_downgrade,
-            build_layers,
-        };
-        let lock_path = Lock::path_for(recipe_path);
-        let mut lock =
-            Lock::load_view(&lock_path, recipe.lock_view().as_deref())?.unwrap_or_else(Lock::new);
-        let sys = system::prepare(
-            recipe,
-            base,
-            &mut lock,
-            &self.fetcher(recipe)?,
-            self.store,
-            &opts,
-            self.reporter,
-        )?;
-        if (sys.lock_changed || lock.had_logins) && self.writes_lock() {
-            lock.save_view(&lock_path, recipe.lock_view().as_deref())?;
-            self.note_logins_removed(&lock, &lock_path);
-        }
-        if let (Some(n), true) = (sys.apt_resolved, build_layers) {
-            self.reporter.message(&format!(
-                "resolved [apt]: {n} packages to install, pinned in {}",
-                lock_path.display()
-            ));
-        }
-        Ok(sys)
-    }
-
-    /// `ocibuild lock`: pins the base and the system inputs into the lock, building nothing.
-    pub fn lock(&self, recipe: &Recipe, recipe_path: &Path) -> Result<Locked, SessionError> {
-        let lock_path = Lock::path_for(recipe_path);
-        let base = self.resolve_base(recipe, recipe_path)?;
-        let system = if recipe.apt.is_some() || recipe.python.is_some() {
-            let b = base.as_ref().map(|(b, _)| b);
-            Some(self.prepare_system(recipe, recipe_path, b, false)?)
-        } else {
-            None
-        };
-        // Steps are pinned by running them: their outputs' digests are what the lock records.
-        self.prepare_steps(recipe, recipe_path)?;
-        if base.is_none() && Lock::load(&lock_path)?.is_none() {
-            Lock::new().save(&lock_path)?;
-        }
-        Ok(Locked {
-            base,
-            system,
-            lock_path,
-        })
-    }
-
     /// Copies the lock's inputs the store lacks from the vendor directory (verified); offline,
     /// an input in neither is an error. Nothing to do without `--vendor` or `--offline`.
-    fn stage_vendored(
-        &self,
-        lock: Option<Lock>,
-        recipe_path: &Path,
-        recipe: &Recipe,
-    ) -> Result<(), SessionError> {
+    fn stage_vendored(&self, lock: &Lock) -> Result<(), SessionError> {
         if self.vendor.is_none() && !self.offline {
             return Ok(());
         }
-        let lock = match lock {
-            Some(l) => l,
-            None => Lock::load_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?
-                .unwrap_or_else(Lock::new),
-        };
         let dir = self
             .vendor
             .as_deref()
             .map(|d| vendor::VendorDir::open(d, false).map_err(SessionError::from))
             .transpose()?;
         let staged = vendor::stage(
-            &vendor::inputs(&lock, None),
+            &vendor::inputs(lock, None),
             dir.as_ref(),
             self.store,
             self.offline,
@@ -523,47 +370,27 @@ impl<'a> Session<'a> {
         )));
         own.push(exclude::absolute(self.store.root()));
         let recipe = &exclude::without_own_files(recipe, &own);
-        let lock = self.checked_lock(recipe_path, recipe)?;
-        self.stage_vendored(lock, recipe_path, recipe)?;
-        let mut opts = BuildOptions {
+        let file = self.lock_file(&Lock::path_for(recipe_path))?;
+        let checked = self.checked_lock(&file, recipe_path, recipe)?;
+        let staged = checked
+            .or_else(|| file.view(recipe.lock_view().as_deref()))
+            .unwrap_or_else(Lock::new);
+        self.stage_vendored(&staged)?;
+        let r = self.resolve(recipe, recipe_path, true)?;
+        let opts = BuildOptions {
             threads: self.threads,
             epoch: self.epoch(recipe),
             no_cache: self.no_cache,
             // What defines the image, not the file's bytes: a comment or a changed [[test]]
             // leaves the manifest as it is.
             recipe_digest: Some(identity),
-            lock_digest: None,
+            // The lock as this build leaves it (written by the first build).
+            lock_digest: r.lock_digest,
         };
-        let lock_path = Lock::path_for(recipe_path);
-        let lock_before =
-            crate::bounded::read_regular(&lock_path, crate::bounded::MAX_TEXT_FILE).ok();
-        let base = self.resolve_base(recipe, recipe_path)?;
-        let base = base.as_ref().map(|(b, _)| b);
-        let sys = match self.prepare_system(recipe, recipe_path, base, true) {
-            Err(SessionError::System(e)) if matches!(*e, SystemError::Rootfs(_)) => {
-                // A recipe refused for its accounts leaves the lock as it found it, though the
-                // base had to be resolved (and pinned) to find the collision.
-                match &lock_before {
-                    Some(bytes) => Lock::write_bytes(&lock_path, bytes).map_err(|source| {
-                        SessionError::Write {
-                            path: lock_path.clone(),
-                            source,
-                        }
-                    })?,
-                    None => {
-                        let _ = fs_err::remove_file(&lock_path);
-                    }
-                }
-                return Err(SessionError::System(e));
-            }
-            other => other?,
-        };
-        let (step_layers, step_reports) = self.prepare_steps(recipe, recipe_path)?;
-        let mut sys = sys;
-        sys.layers.extend(step_layers);
-        // After resolving: the lock as this build leaves it (written by the first build).
-        opts.lock_digest =
-            Lock::digest_view(&Lock::path_for(recipe_path), recipe.lock_view().as_deref())?;
+        let base = r.base.as_ref().map(|(b, _)| b);
+        let mut sys = r.system;
+        sys.layers.extend(r.step_layers);
+        let step_reports = r.steps;
         let mut built = build::build(recipe, base, &sys.layers, &opts, self.store, self.reporter)?;
         built.interpreter = sys.interpreter;
         built.wheels = sys.wheel_report;

@@ -17,14 +17,12 @@ impl Session<'_> {
         &self,
         recipe: &Recipe,
         recipe_path: &Path,
+        lock: &mut Lock,
     ) -> Result<(Vec<Extra>, Vec<StepReport>), SessionError> {
         if recipe.steps.is_empty() {
             return Ok((Vec::new(), Vec::new()));
         }
         let lock_path = Lock::path_for(recipe_path);
-        let view = recipe.lock_view();
-        let mut lock = Lock::load_view(&lock_path, view.as_deref())?.unwrap_or_else(Lock::new);
-        let before = lock.steps.clone();
         let mut pinned = Vec::new();
         let mut builders = Vec::with_capacity(recipe.steps.len());
         for step in &recipe.steps {
@@ -59,9 +57,6 @@ impl Session<'_> {
             }
         }
         lock.steps = ordered;
-        if lock.steps != before && self.writes_lock() {
-            lock.save_view(&lock_path, view.as_deref())?;
-        }
         Ok((extras, reports))
     }
 
@@ -167,6 +162,7 @@ impl Session<'_> {
             base_index: None,
             no_output: false,
             reporter: self.reporter,
+            locks: self.locks.clone(),
             sandbox: self.sandbox.clone(),
             allow_network: self.allow_network,
             building,
