@@ -92,7 +92,7 @@ if [[ -n ${OCIBUILD:-} ]]; then
 else
     log "cargo build --release"
     cargo build --release
-    exe=$PWD/target/release/ocibuild
+    exe=${CARGO_TARGET_DIR:-$PWD/target}/release/ocibuild
 fi
 "$exe" --version
 
