@@ -10,6 +10,14 @@
 # Environment: OCIBUILD (a binary; default: cargo build --release), XZ_LEVEL, PART_MIB as for
 # gpu-parts.sh. The first build downloads the builder's .debs (~2.5 GB) and the sdist; the
 # step (extract, configure.py, pip wheel, nvcc --ptx) takes about 2 minutes on 2 cores.
+#
+# As it ran on 2026-12-03 (H200, driver 580.159.04; image manifest
+# sha256:5c9a66bbab813376a4bde191329edfc2e4b9364443198d4fabf74a75d6766b09, 215 MB layout, two
+# parts; `ocibuild verify` in an empty store reran the step and got the same digest):
+#   pycuda 2025.1.3 driver 13000 built against (12, 4, 0)
+#   device NVIDIA H200 sm_90
+#   saxpy over 1048576 floats: max|gpu-cpu| 9.5367431640625e-07
+#   pycuda-ptx-saxpy ok
 set -euo pipefail
 cd "$(dirname "$0")/.."
 recipe=recipes/pycuda-sdist.toml
