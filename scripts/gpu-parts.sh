@@ -14,15 +14,16 @@
 #   3. runs LOCAL_TESTS (tests that need no GPU) under the local podman, so a broken image is
 #      caught before any GPU time is spent;
 #   4. packs the layout (xz), a podman bundle made by shared/gpu/podman-bundle.sh, the binary and
-#      the recipe's directory entry (job.env: which recipe, which tests) into one tar, split into
+#      the recipe's directory entry (job.env: which recipe, which tests) and the recipe itself
+#      (recipe.tar: RECIPE, its lock and the directory of its name) into one tar, split into
 #      parts that fit one device call each (PART_MIB, default 55: a call carries at most 64 MiB,
 #      working tree included: a part plus `git ls-files` must stay under it), and prints the
 #      device calls to make.
 # device (the GPU host): collects the parts in /tmp/gpu-NAME (a plain path: podman rejects oci:
 #   paths with a dot-leading component); when all are there, joins them, checks the sha256,
-#   unpacks, and runs `ocibuild test RECIPE --only T` for each GPU test (the test stage's own GPU
-#   discovery: device nodes, and the driver's libraries from `ldconfig -p`, bind-mounted), then
-#   prints each test's --json result. The host forgets /tmp after ~30 s idle: send the parts
+#   unpacks (the packed recipe over the tree's copy), and runs `ocibuild test RECIPE --only T`
+#   for each GPU test (the test stage's own GPU discovery: device nodes, and the driver's
+#   libraries from `ldconfig -p`, bind-mounted), then prints each test's --json result. The host forgets /tmp after ~30 s idle: send the parts
 #   back to back, in one batch of calls.
 set -euo pipefail
 
@@ -55,6 +56,10 @@ if [[ $mode == device ]]; then
     fi
     rm -f "$d/image.tar.gz" "$d/image.tar.xz"
     tar -C "$d" -xJf "$d/podman.tar.xz"
+    # The recipe as it was packed, over the device's copy of the tree: that copy is the session's
+    # checkout as it was when the session started, which lacks a recipe written since (or in a
+    # helper's worktree). Payloads packed before recipe.tar existed have none.
+    if [[ -f $d/recipe.tar ]]; then tar -xf "$d/recipe.tar" && rm -f "$d/recipe.tar"; fi
     # shellcheck source=/dev/null
     source "$d/job.env"   # RECIPE, GPU_TESTS
     log "host: $(uname -r), $(nvidia-smi -L 2>&1 | head -1)"
@@ -92,7 +97,7 @@ if [[ -n ${OCIBUILD:-} ]]; then
 else
     log "cargo build --release"
     cargo build --release
-    exe=$PWD/target/release/ocibuild
+    exe=${CARGO_TARGET_DIR:-$PWD/target}/release/ocibuild
 fi
 "$exe" --version
 
@@ -132,7 +137,12 @@ bash "$bundle_sh" "$work/podman" >&2
 tar -C "$work" -cJf "$work/pack/podman.tar.xz" podman
 cp "$exe" "$work/pack/ocibuild"
 printf 'RECIPE=%q\nGPU_TESTS=%q\n' "$recipe" "$gpu_tests" > "$work/pack/job.env"
-tar -C "$work/pack" -cf "$work/payload.tar" "$image" podman.tar.xz ocibuild job.env
+# The recipe travels too (device mode puts it over the device's tree): with its lock and the
+# directory of the same name (its builder recipe, files its steps take), when they exist.
+recipe_files=("$recipe")
+for f in "${recipe%.toml}.lock" "${recipe%.toml}"; do [[ -e $f ]] && recipe_files+=("$f"); done
+tar -cf "$work/pack/recipe.tar" "${recipe_files[@]}"
+tar -C "$work/pack" -cf "$work/payload.tar" "$image" podman.tar.xz ocibuild job.env recipe.tar
 (cd "$work" && sha256sum payload.tar) > "$work/parts/payload.sha256"
 split -b "${part_mib}M" -d -a 2 "$work/payload.tar" "$work/parts/part-"
 rm -f "$work/payload.tar"
@@ -145,6 +155,8 @@ ls -l "$work/pack" "$work/parts" >&2
 n=${#parts[@]}
 echo
 echo "Device calls, in the repo root, in one batch (the GPU host forgets /tmp after ~30 s idle):"
+echo "(the device copies the session's own checkout: packed in another worktree, copy $work/parts"
+echo " to the same path in that checkout first; .gpu/ is ignored there too)"
 for i in "${!parts[@]}"; do
     echo "  call $((i + 1)) of $n: run(command=\"bash scripts/gpu-parts.sh device $name 2>&1\", carry=[\"${parts[$i]}\", \"$work/parts/payload.sha256\"], timeout_s=420)"
 done

@@ -347,3 +347,44 @@ outputs = [{ path = "/out", dest = "/files" }]
     assert_eq!(first["manifest"], again["manifest"]);
     assert_eq!(runs(t.path()), 1);
 }
+
+/// The shipped recipe that builds PyCUDA from its sdist (recipes/pycuda-sdist.toml; its
+/// builder is ~2 GB of .debs, so it is built by scripts/gpu-pycuda-sdist.sh, not here): it and
+/// its builder recipe still load, the step takes the sdist by sha256 with no network, and its
+/// two outputs land where the image's python3 and GPU test look.
+#[test]
+fn shipped_pycuda_sdist_recipe_loads_with_its_builder() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let recipe = ocibuild::recipe::load(&repo.join("pycuda-sdist.toml")).unwrap();
+    ocibuild::recipe::load(&repo.join("pycuda-sdist/builder.toml")).unwrap();
+    assert_eq!(recipe.steps.len(), 1);
+    let s = &recipe.steps[0];
+    assert!(
+        matches!(&s.image, ocibuild::recipe::StepImage::Recipe { written, .. } if written == "pycuda-sdist/builder.toml"),
+        "{:?}",
+        s.image
+    );
+    assert!(!s.network);
+    assert_eq!(s.fetch.len(), 1);
+    assert!(s.fetch[0].url.ends_with("/pycuda-2025.1.3.tar.gz"));
+    let dests: Vec<&str> = s.outputs.iter().map(|o| o.dest.as_str()).collect();
+    assert_eq!(
+        dests,
+        [
+            "/usr/local/lib/python3.13/dist-packages",
+            "/opt/pycuda-sdist"
+        ]
+    );
+    let gpu: Vec<(&str, ocibuild::recipe::Gpu)> = recipe
+        .tests
+        .iter()
+        .map(|t| (t.name.as_str(), t.gpu))
+        .collect();
+    assert_eq!(
+        gpu,
+        [
+            ("pycuda-links", ocibuild::recipe::Gpu::Off),
+            ("pycuda-ptx-saxpy", ocibuild::recipe::Gpu::Required)
+        ]
+    );
+}
