@@ -4,7 +4,9 @@
 #   ./scripts/test.sh [ARGS...]     ARGS go to `cargo test` (e.g. a test name filter)
 #
 # 1. Installs, only when missing, the Debian packages that the tests drive (podman, skopeo,
-#    umoci, ...) with apt-get (through sudo when not root). OCIBUILD_NO_INSTALL=1 skips this.
+#    umoci, ...) with apt-get (through sudo when not root); as root, creates the user
+#    ocibuild-rootless with /etc/subuid and /etc/subgid ranges (the rootless test stage's).
+#    OCIBUILD_NO_INSTALL=1 skips this.
 # 2. Exports the settings the tests read (each can be overridden from the environment):
 #      OCIBUILD_REQUIRE_TOOLS=1   a missing tool fails a test instead of skipping it
 #      OCIBUILD_PODMAN_ARGS       flags for `podman run` that work in a sandboxed host
@@ -75,6 +77,29 @@ elif ! command -v apt-get >/dev/null; then
     log "no apt-get: install by hand: ${PACKAGES[*]}"
 else
     install_missing_packages
+fi
+
+# The rootless test stage (tests/it/test_stage_rootless.rs) runs `ocibuild test` as a user who
+# is not root: as root, create it once, with subordinate uid/gid ranges for rootless podman
+# (useradd may add them itself; one range each, after any other user's, is added otherwise).
+ROOTLESS_USER=ocibuild-rootless
+setup_rootless_user() {
+    if ! id -u "$ROOTLESS_USER" >/dev/null 2>&1; then
+        log "creating the user $ROOTLESS_USER (for the rootless test stage)"
+        useradd -m "$ROOTLESS_USER"
+    fi
+    local f start
+    for f in /etc/subuid /etc/subgid; do
+        touch "$f"
+        if ! grep -q "^$ROOTLESS_USER:" "$f"; then
+            start=$(awk -F: 'NF >= 3 && $2 + $3 > m { m = $2 + $3 } END { print (m > 100000 ? m : 100000) }' "$f")
+            log "$f: $ROOTLESS_USER:$start:65536"
+            echo "$ROOTLESS_USER:$start:65536" >>"$f"
+        fi
+    done
+}
+if [[ ${OCIBUILD_NO_INSTALL:-0} != 1 && $(id -u) -eq 0 ]] && command -v useradd >/dev/null; then
+    setup_rootless_user
 fi
 
 # Debian 12's skopeo has sigstore signatures compiled out (a Debian patch: "Debian-local

@@ -459,6 +459,9 @@ pub struct Test {
     pub expect_output: Option<String>,
     pub timeout_secs: u64,
     pub gpu: Gpu,
+    /// `network = true`: the test's container gets podman's default network; otherwise it
+    /// runs with `--network=none` (unless the podman flags name a network themselves).
+    pub network: bool,
 }
 
 /// What a test runs.

@@ -170,6 +170,7 @@ pub(super) struct RawTest {
     pub expect_output: Option<String>,
     pub timeout: Option<Spanned<i64>>,
     pub gpu: Option<Spanned<String>>,
+    pub network: Option<bool>,
 }
 
 /// An argv: an array of strings. Its own type so that `run = "make test"` (a shell string) fails

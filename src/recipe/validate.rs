@@ -681,6 +681,7 @@ fn test(
         expect_output: t.expect_output,
         timeout_secs,
         gpu,
+        network: t.network.unwrap_or(false),
     })
 }
 

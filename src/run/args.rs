@@ -443,6 +443,17 @@ pub fn split_global_args(args: &[String]) -> (Vec<String>, Vec<String>) {
     (global, run)
 }
 
+/// Whether podman `run` flags name a network themselves (`--network`/`--net`, with its value
+/// inline or next): the test stage and the step sandbox then add no `--network=none`.
+pub(crate) fn names_network(run_args: &[String]) -> bool {
+    parse(run_args).iter().any(|p| match &p.unit {
+        Unit::Flags(uses) => uses
+            .iter()
+            .any(|u| u.spelled == "--network" || u.spelled == "--net"),
+        _ => false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -541,6 +552,29 @@ mod tests {
                 "A=1"
             ]
         );
+    }
+
+    #[test]
+    fn network_flags_are_found() {
+        for args in [
+            &["--network", "none"][..],
+            &["--network=bridge"],
+            &["--net", "pasta"],
+            &["--net=slirp4netns"],
+            &["-e", "A=1", "--network=private"],
+        ] {
+            assert!(names_network(&v(args)), "{args:?}");
+        }
+        for args in [
+            &[][..],
+            &["--ulimit", "nofile=1:1"],
+            &["-e", "--network=none"],
+            &["--label", "--net"],
+            &["--network-alias", "x"],
+            &["--", "--network=none"],
+        ] {
+            assert!(!names_network(&v(args)), "{args:?}");
+        }
     }
 
     #[test]

@@ -32,6 +32,7 @@ pub use gpu::{
     CDI_DIRS, EXTRA_LIBRARIES, LIBCUDA,
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
+pub use podman::exit_reason;
 pub use sandbox::{run_sandboxed, SandboxOptions, SandboxOutcome, SandboxRun};
 pub use show::{command_line, masked, secret_name, shell_quote};
 pub use stage::{check_podman_args, run_stage, StageOptions, TestedPlatform};
@@ -59,6 +60,9 @@ pub struct TestSpec {
     pub expect_output: Option<String>,
     pub timeout: Duration,
     pub gpu: GpuPolicy,
+    /// The container gets podman's default network; otherwise `--network=none`, unless the
+    /// podman flags name a network ([`args::names_network`]).
+    pub network: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -509,6 +513,11 @@ fn run_one<'g>(
         "--name".into(),
         name.clone(),
     ];
+    // No network unless the test asks for one (podman's default then), or the podman flags
+    // (the recipe's, the command line's) name one.
+    if !t.network && !args::names_network(ctx.user_run) {
+        run_args.push("--network=none".into());
+    }
     run_args.extend(podman::ulimit_flags(ctx.user_run));
     run_args.extend(ctx.user_run.iter().cloned());
     run_args.extend(gpu_flags);
@@ -622,12 +631,15 @@ fn judge(t: &TestSpec, out: podman::RunOutcome) -> TestResult {
                 )),
             },
             Some(c) if c != t.exit_code => Outcome::Failed {
-                reason: with_last(match c {
-                    125 => "podman could not run the container (exit 125)".to_string(),
-                    126 => "the command could not be executed in the image (exit 126)".to_string(),
-                    127 => "the command was not found in the image (exit 127)".to_string(),
-                    c => format!("exit code {c}, expected {}", t.exit_code),
-                }),
+                reason: match podman::exit_reason(Some(c), &out.tail, "image") {
+                    // podman's own line is the text: the last line would repeat it.
+                    Some((s, true)) => match hint {
+                        Some(h) => format!("{s}; {h}"),
+                        None => s,
+                    },
+                    Some((s, false)) => with_last(s),
+                    None => with_last(format!("exit code {c}, expected {}", t.exit_code)),
+                },
             },
             Some(_) if !out.matched => Outcome::Failed {
                 reason: format!(
@@ -675,6 +687,7 @@ mod tests {
             expect_output: None,
             timeout: Duration::from_secs(1),
             gpu: GpuPolicy::Off,
+            network: false,
         };
         let tests = vec![spec("a"), spec("b")];
         assert_eq!(select_tests(&tests, &[]).unwrap().len(), 2);

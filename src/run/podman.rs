@@ -321,6 +321,51 @@ pub fn rlimit_hint(tail: &[String]) -> Option<&'static str> {
     )
 }
 
+/// podman's `Error: ` line (the last one, without the prefix), when the container ended with
+/// one of podman's own exit codes (125 to 127): podman prints its errors at a line's start.
+fn podman_error(code: i32, tail: &[String]) -> Option<&str> {
+    if !(125..=127).contains(&code) {
+        return None;
+    }
+    tail.iter()
+        .rev()
+        .find_map(|l| l.strip_prefix("Error: "))
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+}
+
+/// What an exit code of podman's own (125 to 127) means, the container's image called `what`
+/// ("image", "builder"); `None` for any other code, which is the command's. With podman's
+/// `Error: ` line in the output, it is in the text, and the second value is true: podman could
+/// not run the container (rootless networking missing, a limit refused, …), or its OCI runtime
+/// could not find or execute the command; without one, the command itself exited so.
+pub fn exit_reason(code: Option<i32>, tail: &[String], what: &str) -> Option<(String, bool)> {
+    let code = code.filter(|c| (125..=127).contains(c))?;
+    let not_found = format!("the command was not found in the {what} (exit {code})");
+    let not_executable = format!("the command could not be executed in the {what} (exit {code})");
+    Some(match podman_error(code, tail) {
+        // podman's texts for its runtime's ENOENT and EACCES on the command.
+        Some(e) if code == 127 && e.ends_with("invoke a command that was not found") => {
+            (format!("{not_found}: {e}"), true)
+        }
+        Some(e) if code == 126 && e.contains("OCI") && e.ends_with("permission denied") => {
+            (format!("{not_executable}: {e}"), true)
+        }
+        Some(e) => (
+            format!("podman could not run the container (exit {code}): {e}"),
+            true,
+        ),
+        None => (
+            match code {
+                125 => format!("podman could not run the container (exit {code})"),
+                126 => not_executable,
+                _ => not_found,
+            },
+            false,
+        ),
+    })
+}
+
 #[cfg(test)]
 mod limit_tests {
     use super::*;
@@ -351,5 +396,74 @@ mod limit_tests {
             Some(126),
             &["a test that prints error setting rlimit".into()]
         ));
+    }
+
+    fn lines(l: &[&str]) -> Vec<String> {
+        l.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn podman_failures_are_told_apart_from_the_command() {
+        let slirp = lines(&[
+            "Storing signatures",
+            "Error: /usr/bin/slirp4netns failed: \"open(\\\"/dev/net/tun\\\"): Permission denied\"",
+        ]);
+        assert_eq!(
+            exit_reason(Some(126), &slirp, "image").unwrap(),
+            (
+                "podman could not run the container (exit 126): /usr/bin/slirp4netns failed: \"open(\\\"/dev/net/tun\\\"): Permission denied\"".into(),
+                true
+            )
+        );
+        let uidmap =
+            lines(&["Error: cannot set up namespace using \"/usr/bin/newuidmap\": exit status 1"]);
+        for code in [125, 127] {
+            let (text, line) = exit_reason(Some(code), &uidmap, "builder").unwrap();
+            assert!(line);
+            assert_eq!(text, format!("podman could not run the container (exit {code}): cannot set up namespace using \"/usr/bin/newuidmap\": exit status 1"));
+        }
+        // The last `Error: ` line is podman's; one mid-line is not.
+        let two = lines(&[
+            "Error: first",
+            "Error: second",
+            "warn: Error: not at the start",
+        ]);
+        assert!(exit_reason(Some(125), &two, "image")
+            .unwrap()
+            .0
+            .ends_with("(exit 125): second"));
+        // The OCI runtime's own not-found and permission-denied: the command's fault.
+        let nf = lines(&["Error: runc: runc create failed: unable to start container process: exec: \"/nope\": stat /nope: no such file or directory: OCI runtime attempted to invoke a command that was not found"]);
+        let (text, line) = exit_reason(Some(127), &nf, "image").unwrap();
+        assert!(
+            line && text.starts_with("the command was not found in the image (exit 127): runc: "),
+            "{text}"
+        );
+        let pd = lines(&["Error: runc: runc create failed: unable to start container process: exec: \"/bin\": permission denied: OCI permission denied"]);
+        let (text, _) = exit_reason(Some(126), &pd, "builder").unwrap();
+        assert!(
+            text.starts_with("the command could not be executed in the builder (exit 126): runc: "),
+            "{text}"
+        );
+        // No podman line: the command itself exited so (a shell's 127, an exec's 126).
+        let plain = lines(&["sh: nosuch: not found"]);
+        assert_eq!(
+            exit_reason(Some(127), &plain, "image").unwrap(),
+            (
+                "the command was not found in the image (exit 127)".into(),
+                false
+            )
+        );
+        assert_eq!(
+            exit_reason(Some(126), &[], "builder").unwrap().0,
+            "the command could not be executed in the builder (exit 126)"
+        );
+        assert_eq!(
+            exit_reason(Some(125), &[], "image").unwrap().0,
+            "podman could not run the container (exit 125)"
+        );
+        // Any other code is the command's, `Error: ` line or not.
+        assert_eq!(exit_reason(Some(1), &uidmap, "image"), None);
+        assert_eq!(exit_reason(None, &uidmap, "image"), None);
     }
 }

@@ -71,10 +71,7 @@ pub fn run_sandboxed(
         format!("SOURCE_DATE_EPOCH={}", run.epoch),
     ];
     // No network unless allowed (then podman's default), or the command line's own flag.
-    let own_network = user_run.iter().any(|a| {
-        a == "--network" || a == "--net" || a.starts_with("--network=") || a.starts_with("--net=")
-    });
-    if !run.network && !own_network {
+    if !run.network && !super::args::names_network(&user_run) {
         run_args.push("--network=none".into());
     }
     run_args.extend(podman::ulimit_flags(&user_run));

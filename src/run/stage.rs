@@ -49,6 +49,7 @@ fn specs(recipe: &Recipe) -> Result<Vec<TestSpec>, RunError> {
                     Gpu::Optional => GpuPolicy::Optional,
                     Gpu::Off => GpuPolicy::Off,
                 },
+                network: t.network,
             })
         })
         .collect()

@@ -44,7 +44,7 @@ const FAILED_TAIL: usize = 20;
 pub enum StepError {
     #[error("step `{step}` asks for the network (`network = true`), which a build gives only when the command line allows it: `--allow-network` (declared `fetch` downloads need no network in the step)")]
     NetworkNotAllowed { step: String },
-    #[error("step `{step}` failed ({}){}{}", outcome(*exit_code, *timed_out), tail_text(tail), if *offline { NO_NETWORK } else { "" })]
+    #[error("step `{step}` failed ({}){}{}", outcome(*exit_code, *timed_out, tail), tail_text(tail), if *offline { NO_NETWORK } else { "" })]
     Failed {
         step: String,
         exit_code: Option<i32>,
@@ -123,15 +123,15 @@ pub struct Mismatch {
     pub files: Vec<String>,
 }
 
-fn outcome(code: Option<i32>, timed_out: bool) -> String {
-    match (code, timed_out) {
-        (_, true) => "timed out; the container was killed".into(),
-        // podman's own codes, as `podman run` documents them.
-        (Some(125), _) => "podman could not run the container: exit code 125".into(),
-        (Some(126), _) => "the command could not be executed in the builder: exit code 126".into(),
-        (Some(127), _) => "the command was not found in the builder: exit code 127".into(),
-        (Some(c), _) => format!("exit code {c}"),
-        (None, _) => "killed by a signal".into(),
+fn outcome(code: Option<i32>, timed_out: bool, tail: &[String]) -> String {
+    // podman's own codes (125 to 127): its `Error: ` line tells podman's failure from the
+    // command's, as in the test stage.
+    let podman = crate::run::exit_reason(code, tail, "builder");
+    match (code, timed_out, podman) {
+        (_, true, _) => "timed out; the container was killed".into(),
+        (_, _, Some((text, _))) => text,
+        (Some(c), _, _) => format!("exit code {c}"),
+        (None, _, _) => "killed by a signal".into(),
     }
 }
 

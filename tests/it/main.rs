@@ -55,6 +55,7 @@ mod seed;
 mod signing;
 mod steps;
 mod test_stage_cli;
+mod test_stage_rootless;
 mod thread_independence;
 mod tools_smoke;
 mod wheel_recipe;

@@ -117,6 +117,7 @@ fn spec(name: &str, argv: &[&str]) -> TestSpec {
         expect_output: None,
         timeout: Duration::from_secs(60),
         gpu: GpuPolicy::Off,
+        network: false,
     }
 }
 
@@ -410,4 +411,91 @@ fn gpu_host_cuda_smoke_through_run_tests() {
     })
     .unwrap();
     assert_eq!(r[0].outcome, Outcome::Passed, "{:?}", r[0]);
+}
+
+#[test]
+fn no_network_unless_asked_and_podman_errors_named() {
+    if !tools(&["podman", "runc", "umoci", "busybox"]) {
+        return;
+    }
+    let t = tempfile::tempdir().unwrap();
+    let layout = make_layout(t.path(), false);
+    // The suite's flags less their `--network`: the test stage's own choice is tested.
+    let mut o = opts(false);
+    let args = std::mem::take(&mut o.podman_args);
+    let mut skip_value = false;
+    for a in args {
+        if std::mem::take(&mut skip_value) {
+            continue;
+        }
+        match a.as_str() {
+            "--network" | "--net" => skip_value = true,
+            a if a.starts_with("--network=") || a.starts_with("--net=") => {}
+            _ => o.podman_args.push(a),
+        }
+    }
+    let mut offline = spec(
+        "offline",
+        &[
+            "sh",
+            "-c",
+            "/bin/busybox ip -o link | /bin/busybox grep -q link/ether || echo loopback only",
+        ],
+    );
+    offline.expect_output = Some("loopback only".into());
+    let mut online = spec("online", &["/bin/busybox", "ip", "-o", "link"]);
+    online.expect_output = Some("link/ether".into());
+    online.network = true;
+    let shell_127 = spec(
+        "shell-127",
+        &["sh", "-c", "echo 'nosuch: not found'; exit 127"],
+    );
+    let tests = [offline, online, shell_127];
+    let commands = RefCell::new(Vec::new());
+    let r = run_tests(&layout, "t", &tests, &o, &|e| {
+        if let TestEvent::Command { test, line } = e {
+            commands.borrow_mut().push(format!("{test}: {line}"));
+        }
+    })
+    .unwrap();
+    let commands = commands.into_inner();
+    let line = |n: &str| {
+        commands
+            .iter()
+            .find(|l| l.starts_with(&format!("{n}: ")))
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(r[0].outcome, Outcome::Passed, "{:?}", r[0]);
+    assert!(line("offline").contains(" --network=none "), "{commands:?}");
+    // Root's default network here (a bridge) gives the container an interface.
+    assert_eq!(r[1].outcome, Outcome::Passed, "{:?}", r[1]);
+    assert!(!line("online").contains("--network"), "{commands:?}");
+    // A command's own 127 (no podman `Error: ` line) is the command's.
+    assert_eq!(
+        reason(&r[2]),
+        "the command was not found in the image (exit 127): nosuch: not found",
+        "{:?}",
+        r[2]
+    );
+
+    // The command line's own network flag is taken, and none added, even for a test that
+    // asks for the network.
+    let mut o2 = o.clone();
+    o2.podman_args
+        .extend(["--net".to_string(), "none".to_string()]);
+    let commands = RefCell::new(Vec::new());
+    let r = run_tests(&layout, "t", &tests[..2], &o2, &|e| {
+        if let TestEvent::Command { line, .. } = e {
+            commands.borrow_mut().push(line.to_string());
+        }
+    })
+    .unwrap();
+    let commands = commands.into_inner();
+    assert!(
+        commands.iter().all(|l| !l.contains("--network")),
+        "{commands:?}"
+    );
+    assert_eq!(r[0].outcome, Outcome::Passed, "{:?}", r[0]);
+    assert!(r[1].failed(), "no interface but lo: {:?}", r[1]);
 }

@@ -112,6 +112,7 @@ name = "maybe gpu"
 check = "cuda-smoke"
 gpu = "optional"
 exit-code = 3
+network = true
 "#;
 
 #[test]
@@ -214,6 +215,7 @@ fn full_recipe() {
             expect_output: Some("Python 3".into()),
             timeout_secs: 30,
             gpu: Gpu::Off,
+            network: false,
         }
     );
     assert_eq!(r.tests[1].run, TestRun::Check("cuda-smoke".into()));
@@ -222,6 +224,7 @@ fn full_recipe() {
     assert_eq!(r.tests[2].name, "maybe gpu");
     assert_eq!(r.tests[2].gpu, Gpu::Optional);
     assert_eq!(r.tests[2].exit_code, 3);
+    assert!(r.tests[2].network && !r.tests[1].network);
 }
 
 #[test]

@@ -203,6 +203,12 @@ fn missing(what: &str) -> bool {
     false
 }
 
+/// `ok`, or a missing prerequisite `what` of this machine's setup (a user, a file that
+/// scripts/test.sh provides): panics under `OCIBUILD_REQUIRE_TOOLS=1`, else says SKIPPED.
+pub fn require_setup(ok: bool, what: &str) -> bool {
+    ok || missing(what)
+}
+
 /// A line on stderr that libtest's output capture does not swallow (eprintln! would be hidden
 /// for a passing test): skips must show in CI's log.
 pub fn notice(line: &str) {
