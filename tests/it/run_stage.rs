@@ -468,8 +468,21 @@ fn no_network_unless_asked_and_podman_errors_named() {
     };
     assert_eq!(r[0].outcome, Outcome::Passed, "{:?}", r[0]);
     assert!(line("offline").contains(" --network=none "), "{commands:?}");
-    // Root's default network here (a bridge) gives the container an interface.
-    assert_eq!(r[1].outcome, Outcome::Passed, "{:?}", r[1]);
+    // Root's default network (a bridge) gives the container an interface where the host lets
+    // podman make one; where it does not (a sandbox without NET_ADMIN), podman's own error is
+    // what the result says, not the command's exit status.
+    if r[1].outcome != Outcome::Passed {
+        let why = reason(&r[1]);
+        assert!(
+            why.starts_with("podman could not run the container"),
+            "{:?}",
+            r[1]
+        );
+        crate::common::notice(&format!(
+            "NOTE: {}: podman's default network is not usable here: {why}",
+            crate::common::test_name()
+        ));
+    }
     assert!(!line("online").contains("--network"), "{commands:?}");
     // A command's own 127 (no podman `Error: ` line) is the command's.
     assert_eq!(
