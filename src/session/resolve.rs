@@ -61,11 +61,15 @@ impl Session<'_> {
         let mut file = self.lock_file(&lock_path)?;
         let mut lock = file.view(view.as_deref()).unwrap_or_else(Lock::new);
         let before = lock.clone();
-        let result = self.resolve_into(recipe, recipe_path, build_layers, &mut lock);
+        // The lock as the last step that succeeded left it: what a failed resolution keeps
+        // (a failed step's half-resolved pins are not written).
+        let mut done = lock.clone();
+        let result = self.resolve_into(recipe, recipe_path, build_layers, &mut lock, &mut done);
         let refused = matches!(
             &result,
             Err(SessionError::System(e)) if matches!(**e, SystemError::Rootfs(_))
         );
+        let lock = if result.is_ok() { lock } else { done };
         if !refused && (lock != before || lock.had_logins) && self.writes_lock() {
             let saved = file.save_view(&lock, view.as_deref());
             match (saved, &result) {
@@ -87,17 +91,21 @@ impl Session<'_> {
         Ok(r)
     }
 
+    /// Each step of the resolution into `lock`; `done` follows it after each one that succeeds.
     fn resolve_into(
         &self,
         recipe: &Recipe,
         recipe_path: &Path,
         build_layers: bool,
         lock: &mut Lock,
+        done: &mut Lock,
     ) -> Result<Resolved, SessionError> {
         let lock_path = Lock::path_for(recipe_path);
         let base = self.resolve_base(recipe, lock, &lock_path)?;
+        done.clone_from(lock);
         let b = base.as_ref().map(|(b, _)| b);
         let system = self.prepare_system(recipe, b, build_layers, lock)?;
+        done.clone_from(lock);
         let (step_layers, steps) = self.prepare_steps(recipe, recipe_path, lock)?;
         Ok(Resolved {
             base,

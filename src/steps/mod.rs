@@ -221,7 +221,7 @@ pub fn run_steps(
                         src: src.clone(),
                         spec: spec.clone(),
                     };
-                    inputs.push(record(&l.name, layer(ctx, step, &l, false)?.0));
+                    inputs.push(record(&l.name, layer(ctx, step, &l)?.0));
                 }
                 StepInput::Step(n) => {
                     if let Some(d) = earlier(n) {
@@ -250,7 +250,7 @@ pub fn run_steps(
                 src: f.url.clone(),
                 spec: spec(blob, &f.dest),
             };
-            inputs.push(record(&l.name, layer(ctx, step, &l, false)?.0));
+            inputs.push(record(&l.name, layer(ctx, step, &l)?.0));
         }
         let key = key(ctx, step, &builder, &inputs)?;
         let container = builder.with_layers(key, &inputs);
@@ -331,17 +331,13 @@ fn record(name: &str, c: CachedLayer) -> LayerRecord {
     }
 }
 
-fn layer(
-    ctx: &StepContext<'_>,
-    step: &Step,
-    l: &Layer,
-    no_cache: bool,
-) -> Result<(CachedLayer, bool), StepError> {
+/// A step's input or output layer of host files, through the layer cache (`--no-cache`: not).
+fn layer(ctx: &StepContext<'_>, step: &Step, l: &Layer) -> Result<(CachedLayer, bool), StepError> {
     let opts = CopyLayer {
         epoch: ctx.epoch,
         compression: ctx.compression,
         threads: ctx.threads,
-        no_cache,
+        no_cache: ctx.no_cache,
     };
     copy_layer(l, &opts, ctx.store, ctx.reporter).map_err(|e| StepError::Layer {
         step: step.name.clone(),
@@ -486,7 +482,7 @@ fn run_one(
             src: inside.clone(),
             spec: spec(host.clone(), &o.dest),
         };
-        let (cached, _) = layer(ctx, step, &l, true)?;
+        let (cached, _) = layer(ctx, step, &l)?;
         layers.push(cached);
     }
     // Only once every output is a layer: cached under the key, so a failed step caches nothing.
