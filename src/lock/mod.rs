@@ -18,7 +18,7 @@ mod file;
 mod step;
 
 pub use file::LockFile;
-pub use step::LockedStep;
+pub use step::{LockedFetch, LockedStep};
 
 /// The lock format version this ocibuild reads and writes.
 pub const LOCK_VERSION: u32 = 1;

@@ -102,11 +102,12 @@ pub enum StepInput {
     Step(String),
 }
 
-/// A download the step gets as a file at `dest`, checked against `sha256` before it runs.
+/// A download the step gets as a file at `dest`, checked against `sha256` before it runs;
+/// without one, pinned in the lock at its first resolution.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Fetch {
     pub url: String,
-    pub sha256: Digest,
+    pub sha256: Option<Digest>,
     pub dest: String,
 }
 
@@ -411,24 +412,25 @@ fn fetch_entry(ctx: &Ctx<'_>, what: &str, f: Spanned<RawFetch>) -> Result<Fetch>
             format!("{what}: fetch url `{u}` is not http(s):// or file://"),
         ));
     }
-    let sha256 = f.sha256.ok_or_else(|| {
-        ctx.err(
-            span.clone(),
-            format!("{what}: fetch `{u}` needs its `sha256` (the download is checked against it before the step runs; `sha256sum FILE` gives it)"),
-        )
-    })?;
-    let hex = sha256.get_ref();
-    let digest = format!("sha256:{}", hex.strip_prefix("sha256:").unwrap_or(hex))
-        .parse::<Digest>()
-        .map_err(|_| {
-            ctx.err(
-                sha256.span(),
-                format!(
-                    "{what}: invalid sha256 `{}`: expected 64 hex digits",
-                    sha256.get_ref()
-                ),
+    let digest = match f.sha256 {
+        None => None,
+        Some(sha256) => {
+            let hex = sha256.get_ref();
+            Some(
+                format!("sha256:{}", hex.strip_prefix("sha256:").unwrap_or(hex))
+                    .parse::<Digest>()
+                    .map_err(|_| {
+                        ctx.err(
+                            sha256.span(),
+                            format!(
+                                "{what}: invalid sha256 `{}`: expected 64 hex digits",
+                                sha256.get_ref()
+                            ),
+                        )
+                    })?,
             )
-        })?;
+        }
+    };
     let dest = f.dest.ok_or_else(|| {
         ctx.err(
             span.clone(),

@@ -11,6 +11,7 @@
 //! `--locked` build (and `verify`) that runs the step again and gets other bytes says
 //! `step NAME is not reproducible`, with the files that differ when the old layer is at hand.
 
+mod fetch;
 mod image;
 mod report;
 
@@ -80,6 +81,19 @@ pub enum StepError {
         step: String,
         #[source]
         source: Box<crate::run::RunError>,
+    },
+    #[error("{mode}: step `{step}`'s download {url} has no sha256 in the recipe and none pinned in {lock}: give its `sha256`, or build without {mode} (or `ocibuild lock`) to pin it")]
+    FetchNotPinned {
+        mode: &'static str,
+        step: String,
+        url: String,
+        lock: String,
+    },
+    #[error("step `{step}`: downloading {url}: {reason}")]
+    Download {
+        step: String,
+        url: String,
+        reason: String,
     },
     #[error("step `{step}`: fetching {url}")]
     Fetch {
@@ -230,21 +244,13 @@ pub fn run_steps(
                 }
             }
         }
+        let mut pins = locked
+            .iter()
+            .find(|l| l.name == step.name)
+            .map(|l| l.fetch.clone())
+            .unwrap_or_default();
         for (i, f) in step.fetch.iter().enumerate() {
-            let what = format!("step `{}` download", step.name);
-            let blob = crate::system::fetch_verified(
-                ctx.fetcher,
-                ctx.store,
-                &f.url,
-                f.sha256,
-                None,
-                &what,
-            )
-            .map_err(|e| StepError::Fetch {
-                step: step.name.clone(),
-                url: f.url.clone(),
-                source: Box::new(e),
-            })?;
+            let blob = fetch::fetch(ctx, step, f, &mut pins)?;
             let l = Layer {
                 name: format!("{}.fetch{}", step.name, i + 1),
                 src: f.url.clone(),
@@ -266,7 +272,18 @@ pub fn run_steps(
                 (o, Some(started.elapsed()))
             }
         };
+        // Pins of downloads the recipe still has and gives no sha256 for.
+        pins.retain(|p| {
+            step.fetch
+                .iter()
+                .any(|f| f.url == p.url && f.sha256.is_none())
+        });
         check_lock(ctx, step, &key, &outputs, locked)?;
+        if let Some(e) = locked.iter_mut().find(|l| l.name == step.name) {
+            if ctx.policy != LockPolicy::Locked && ctx.policy != LockPolicy::Frozen {
+                e.fetch = pins;
+            }
+        }
         let records: Vec<LayerRecord> = outputs
             .iter()
             .enumerate()
@@ -545,6 +562,7 @@ fn check_lock(
                 image: None,
                 key: *key,
                 outputs: found,
+                fetch: Vec::new(),
             });
             Ok(())
         }

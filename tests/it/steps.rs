@@ -388,3 +388,67 @@ fn shipped_pycuda_sdist_recipe_loads_with_its_builder() {
         ]
     );
 }
+
+/// A download given without its sha256 is fetched once and pinned in the lock: the next
+/// build takes the pin (and refuses a file that changed under it), and `--locked` without the
+/// pin says how to get one.
+#[test]
+fn a_fetch_without_sha256_is_pinned_in_the_lock() {
+    let t = common::tempdir();
+    let file = t.path().join("payload.txt");
+    fs::write(&file, "first\n").unwrap();
+    let Some(app) = project(
+        &t.path().join("p"),
+        &format!(
+            r#"[[step]]
+name = "get"
+image = {{ recipe = "builder.toml" }}
+fetch = [{{ url = "file://{}", dest = "/dl/payload.txt" }}]
+run = ["/bin/busybox", "cp", "/dl/payload.txt", "/out/"]
+outputs = [{{ path = "/out", dest = "/data" }}]
+"#,
+            file.display()
+        ),
+    ) else {
+        return;
+    };
+    let lock_path = t.path().join("p/app.lock");
+    let locked_build = |extra: &[&str]| build(t.path(), &app, extra);
+    // --locked with nothing pinned: refused, naming the download.
+    let o = locked_build(&["--locked"]);
+    assert!(!o.status.success());
+    assert!(
+        common::stderr(&o).contains("has no sha256 in the recipe and none pinned"),
+        "{}",
+        common::stderr(&o)
+    );
+    common::assert_success(&locked_build(&[]), "first build");
+    let lock = fs::read_to_string(&lock_path).unwrap();
+    let want = common::sha256_bytes(b"first\n");
+    assert!(
+        lock.contains(&format!(
+            "[[step.fetch]]\nurl = \"file://{}\"\nsha256 = \"{want}\"",
+            file.display()
+        )),
+        "{lock}"
+    );
+    common::assert_success(&locked_build(&["--locked"]), "--locked with the pin");
+    // The file changed under its pin: a store that has the pinned bytes builds from them; an
+    // empty one fetches it again and refuses what it got, the pin kept.
+    fs::write(&file, "second\n").unwrap();
+    common::assert_success(
+        &locked_build(&["--no-cache"]),
+        "the pinned bytes, from the store",
+    );
+    let o = common::run(
+        common::ocibuild()
+            .env("OCIBUILD_CACHE", t.path().join("empty-store"))
+            .arg("build")
+            .arg(&app)
+            .arg("-o")
+            .arg(t.path().join("img2")),
+    );
+    let err = common::stderr(&o);
+    assert!(!o.status.success() && err.contains(&want), "{err}");
+    assert_eq!(fs::read_to_string(&lock_path).unwrap(), lock);
+}
