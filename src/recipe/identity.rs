@@ -109,7 +109,8 @@ impl Recipe {
             // Not the tag: the index entry carries it, and `build --tag` gives the same image.
             "image": {
                 "name": i.name, "compression": i.compression.describe(),
-                "sourceDateEpoch": i.source_date_epoch, "platform": i.platform.to_string(),
+                "sourceDateEpoch": if i.epoch_from_git { json!("git") } else { json!(i.source_date_epoch) },
+                "platform": i.platform.to_string(),
             },
             "base": base,
             "layers": layers,

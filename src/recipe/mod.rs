@@ -389,6 +389,9 @@ pub struct Image {
     pub compression: Compression,
     /// From the recipe only; `SOURCE_DATE_EPOCH` in the environment wins (decided by `build`).
     pub source_date_epoch: Option<u64>,
+    /// `source-date-epoch = "git"`: the time of the last commit of the recipe's directory
+    /// (`git log -1 --format=%ct`), resolved at build time.
+    pub epoch_from_git: bool,
     /// The platform built: `[image] platform`, or the one of `platforms` being built.
     pub platform: Platform,
     /// `[image] platforms`: every platform of a multi-platform recipe, in order (empty for a

@@ -114,7 +114,8 @@ pub(super) struct RawImage {
     pub tag: Option<Spanned<String>>,
     pub compression: Option<Spanned<String>>,
     pub compression_level: Option<Spanned<i64>>,
-    pub source_date_epoch: Option<Spanned<i64>>,
+    /// Seconds, or `"git"`: the last commit's time.
+    pub source_date_epoch: Option<Spanned<toml::Value>>,
     pub platform: Option<Spanned<String>>,
     pub platforms: Option<Spanned<Vec<Spanned<String>>>>,
 }

@@ -173,9 +173,26 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
         };
         ctx.err(span, m)
     })?;
+    let mut epoch_from_git = false;
     let source_date_epoch = match raw.source_date_epoch {
         None => None,
+        Some(s) if s.get_ref().as_str() == Some("git") => {
+            epoch_from_git = true;
+            None
+        }
         Some(s) => {
+            let span = s.span();
+            let Some(n) = s.get_ref().as_integer() else {
+                return Err(ctx.err(
+                    span,
+                    format!(
+                        "invalid source-date-epoch {}: expected seconds since 1970-01-01 UTC (an \
+                         integer >= 0), or \"git\" (the time of the recipe's last git commit)",
+                        s.get_ref()
+                    ),
+                ));
+            };
+            let s = Spanned::new(span, n);
             let v = u64::try_from(*s.get_ref()).map_err(|_| {
                 ctx.err(
                     s.span(),
@@ -232,6 +249,7 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
         tag,
         compression,
         source_date_epoch,
+        epoch_from_git,
         platform,
         platforms,
     })

@@ -89,6 +89,37 @@ pub enum SessionError {
     },
     #[error("SOURCE_DATE_EPOCH={value} is after 9999-12-31T23:59:59Z ({max}), which an image's `created` cannot say", max = crate::layer::MAX_EPOCH)]
     EpochTooLate { value: u64 },
+    #[error("source-date-epoch = \"git\": no commit time for {}: {reason} (commit the recipe, or set a number or SOURCE_DATE_EPOCH)", dir.display())]
+    GitEpoch { dir: PathBuf, reason: String },
+}
+
+/// The committer time of the last commit of `dir`'s git repository (`git log -1
+/// --format=%ct`), for `source-date-epoch = "git"`.
+fn git_epoch(dir: &Path) -> Result<u64, SessionError> {
+    let failed = |reason: String| SessionError::GitEpoch {
+        dir: dir.to_path_buf(),
+        reason,
+    };
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["log", "-1", "--format=%ct"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| failed(format!("cannot run git: {e}")))?;
+    let text = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() {
+        let err = String::from_utf8_lossy(&out.stderr);
+        return Err(failed(crate::diag::one_line(err.trim())));
+    }
+    let e: u64 = text
+        .trim()
+        .parse()
+        .map_err(|_| failed(format!("git printed {:?}, not a time", text.trim())))?;
+    if e > crate::layer::MAX_EPOCH {
+        return Err(SessionError::EpochTooLate { value: e });
+    }
+    Ok(e)
 }
 
 /// `SOURCE_DATE_EPOCH` from the environment, if set (empty is unset): the one place it is
@@ -251,12 +282,18 @@ impl<'a> Session<'a> {
         }
     }
 
-    /// The epoch of the recipe's layers and config: `SOURCE_DATE_EPOCH`, else the recipe's,
-    /// else 0. The one place it is resolved: the system layers and [`build::build`] take it.
-    pub fn epoch(&self, recipe: &Recipe) -> u64 {
-        self.epoch_override
-            .or(recipe.image.source_date_epoch)
-            .unwrap_or(0)
+    /// The epoch of the recipe's layers and config: `SOURCE_DATE_EPOCH`, else the recipe's
+    /// (seconds, or with `source-date-epoch = "git"` the time of the last commit of the
+    /// recipe's directory), else 0. The one place it is resolved: the system layers, the steps
+    /// and [`build::build`] take it.
+    pub fn epoch(&self, recipe: &Recipe) -> Result<u64, SessionError> {
+        if let Some(e) = self.epoch_override.or(recipe.image.source_date_epoch) {
+            return Ok(e);
+        }
+        if recipe.image.epoch_from_git {
+            return git_epoch(&recipe.dir);
+        }
+        Ok(0)
     }
 
     /// The lock as the policy asks for it: checked against the recipe (`Locked`), required as
@@ -379,7 +416,7 @@ impl<'a> Session<'a> {
         let r = self.resolve(recipe, recipe_path, true)?;
         let opts = BuildOptions {
             threads: self.threads,
-            epoch: self.epoch(recipe),
+            epoch: self.epoch(recipe)?,
             no_cache: self.no_cache,
             // What defines the image, not the file's bytes: a comment or a changed [[test]]
             // leaves the manifest as it is.

@@ -180,7 +180,7 @@ impl Session<'_> {
             return Ok(System::default());
         }
         let opts = SystemOptions {
-            epoch: self.epoch(recipe),
+            epoch: self.epoch(recipe)?,
             compression: recipe.image.compression,
             threads: self.threads,
             no_cache: self.no_cache,

@@ -34,7 +34,7 @@ impl Session<'_> {
             reporter: self.reporter,
             policy: self.policy,
             locked_by: self.locked_by,
-            epoch: self.epoch(recipe),
+            epoch: self.epoch(recipe)?,
             compression: recipe.image.compression,
             threads: self.threads,
             no_cache: self.no_cache,

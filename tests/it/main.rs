@@ -25,6 +25,7 @@ mod cli_registry_flags;
 mod cli_text;
 mod cli_ux;
 mod concurrency;
+mod epoch;
 mod features;
 mod hardening;
 mod hardening_apt;

@@ -128,6 +128,7 @@ fn full_recipe() {
             tag: "1.0".into(),
             compression: Compression::ZSTD,
             source_date_epoch: Some(1_700_000_000),
+            epoch_from_git: false,
             platform: Platform {
                 os: "linux".into(),
                 architecture: "arm64".into(),
