@@ -219,6 +219,9 @@ pub struct Apt {
     pub sources: Vec<AptSource>,
     /// As written: `name`, `name (>= 1.2)` or `name=1.2-3`; sorted, deduplicated.
     pub packages: Vec<String>,
+    /// Where each of `packages` is written (`recipe.toml:LINE:COL`), for the resolver's
+    /// errors about a request. Where, not what: not part of the image's identity.
+    pub package_at: BTreeMap<String, String>,
     /// The Debian architecture (`amd64`, `arm64`), from `[image] platform`.
     pub architecture: String,
     /// `host-provides`: package or virtual names (`libcuda.so.1`) the host provides at run

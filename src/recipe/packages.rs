@@ -67,6 +67,7 @@ pub(super) fn apt(
         ));
     };
     let mut packages = BTreeSet::new();
+    let mut package_at = BTreeMap::new();
     for p in list {
         check_package(p.get_ref()).map_err(|m| {
             ctx.err(
@@ -74,7 +75,10 @@ pub(super) fn apt(
                 format!("[apt] packages: invalid package `{}`: {m}", p.get_ref()),
             )
         })?;
-        packages.insert(p.into_inner().trim().to_string());
+        let at = ctx.at(p.span());
+        let text = p.into_inner().trim().to_string();
+        package_at.entry(text.clone()).or_insert(at);
+        packages.insert(text);
     }
     if packages.is_empty() {
         return Err(ctx.err(span, "[apt]: `packages` is empty"));
@@ -83,6 +87,7 @@ pub(super) fn apt(
     Ok(Apt {
         sources,
         packages: packages.into_iter().collect(),
+        package_at,
         architecture: architecture.to_string(),
         host_provides,
     })

@@ -339,7 +339,7 @@ pub fn resolve_locked(
         .map_err(|e| apt::components::explain(fetcher, &indices, e))
     })();
     reporter.task_finished(&task);
-    let (resolved, dates) = resolved?;
+    let (resolved, dates) = resolved.map_err(|e| placed(apt, e))?;
     let host_provides: Vec<LockedHostProvides> = resolved
         .host
         .into_iter()
@@ -494,6 +494,25 @@ fn download_all(
         .collect()
 }
 
+/// An unknown package the recipe asked for by name, placed at its request in the recipe.
+fn placed(apt: &crate::recipe::Apt, e: apt::AptError) -> SystemError {
+    let apt::AptError::UnknownPackage { name, .. } = &e else {
+        return e.into();
+    };
+    let request_name = |r: &str| r.split([' ', '=', '(']).next().unwrap_or(r).to_string();
+    match apt
+        .package_at
+        .iter()
+        .find(|(r, _)| request_name(r) == *name)
+    {
+        Some((_, at)) => SystemError::AptRequest {
+            at: at.clone(),
+            source: Box::new(e),
+        },
+        None => e.into(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -503,6 +522,7 @@ mod tests {
         let recipe = Apt {
             sources: Vec::new(),
             packages: vec!["python3".into()],
+            package_at: Default::default(),
             architecture: "amd64".into(),
             host_provides: Vec::new(),
         };

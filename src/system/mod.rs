@@ -35,6 +35,13 @@ use crate::store::{CachedLayer, Store, StoreError};
 pub enum SystemError {
     #[error("[apt]")]
     Apt(#[from] AptError),
+    /// A resolver error about one of the recipe's own requests, with where it is written.
+    #[error("{at}: [apt]")]
+    AptRequest {
+        at: String,
+        #[source]
+        source: Box<AptError>,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]

@@ -543,9 +543,13 @@ fn messages_say_each_cause_once_and_outputs_are_said_in_full() {
         .arg(t.path().join("img"))
         .arg(&r));
     let err = stderr(&o);
+    // Where the request is written, then what is wrong with it, each once.
     assert_eq!(
         err.trim(),
-        "error: [apt]: unknown package `pyhton3` (did you mean python3?)"
+        format!(
+            "error: {}:12:13: [apt]: unknown package `pyhton3` (did you mean python3?)",
+            r.display()
+        )
     );
     let p = app(&t.path().join("p"));
     let o = run_ok(
