@@ -258,37 +258,7 @@ fn step(
             ))
         }
     };
-    let mut outputs = Vec::new();
-    for o in s.outputs.unwrap_or_default() {
-        let ospan = o.span();
-        let o = o.into_inner();
-        let path = opt_abs(ctx, &what, "output path", o.path)?.ok_or_else(|| {
-            ctx.err(
-                ospan.clone(),
-                format!("{what}: an output needs `path`, the directory in the step's container it writes, like `/out`"),
-            )
-        })?;
-        if path == "/" {
-            return Err(ctx.err(ospan, format!("{what}: an output path cannot be `/`")));
-        }
-        let dest = opt_abs(ctx, &what, "output dest", o.dest)?.ok_or_else(|| {
-            ctx.err(
-                ospan.clone(),
-                format!("{what}: an output needs `dest`, where its files go in the image, like `/app/lib`"),
-            )
-        })?;
-        outputs.push(StepOutput {
-            path,
-            dest,
-            in_image: o.image.unwrap_or(true),
-        });
-    }
-    if outputs.is_empty() {
-        return Err(ctx.err(
-            span.clone(),
-            format!("{what}: no `outputs`: a step's result is the directories it writes, like outputs = [{{ path = \"/out\", dest = \"/app/lib\" }}]"),
-        ));
-    }
+    let outputs = outputs(ctx, &what, span.clone(), s.outputs.unwrap_or_default())?;
     let timeout_secs = match s.timeout {
         None => DEFAULT_STEP_TIMEOUT_SECS,
         Some(t) if *t.get_ref() >= 1 => *t.get_ref() as u64,
@@ -316,6 +286,47 @@ fn step(
         at: ctx.at(span),
         name: ns,
     })
+}
+
+/// A step's `outputs`: at least one, each an absolute `path` (not `/`) and `dest`.
+fn outputs(
+    ctx: &Ctx<'_>,
+    what: &str,
+    span: Range<usize>,
+    raw: Vec<Spanned<RawStepOutput>>,
+) -> Result<Vec<StepOutput>> {
+    let mut outputs = Vec::new();
+    for o in raw {
+        let ospan = o.span();
+        let o = o.into_inner();
+        let path = opt_abs(ctx, what, "output path", o.path)?.ok_or_else(|| {
+            ctx.err(
+                ospan.clone(),
+                format!("{what}: an output needs `path`, the directory in the step's container it writes, like `/out`"),
+            )
+        })?;
+        if path == "/" {
+            return Err(ctx.err(ospan, format!("{what}: an output path cannot be `/`")));
+        }
+        let dest = opt_abs(ctx, what, "output dest", o.dest)?.ok_or_else(|| {
+            ctx.err(
+                ospan.clone(),
+                format!("{what}: an output needs `dest`, where its files go in the image, like `/app/lib`"),
+            )
+        })?;
+        outputs.push(StepOutput {
+            path,
+            dest,
+            in_image: o.image.unwrap_or(true),
+        });
+    }
+    if outputs.is_empty() {
+        return Err(ctx.err(
+            span.clone(),
+            format!("{what}: no `outputs`: a step's result is the directories it writes, like outputs = [{{ path = \"/out\", dest = \"/app/lib\" }}]"),
+        ));
+    }
+    Ok(outputs)
 }
 
 fn step_image(
