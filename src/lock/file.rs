@@ -61,31 +61,9 @@ impl LockFile {
     }
 
     /// Writes `lock` as the file, or with `view` as that platform's section of it (the other
-    /// platforms' kept, as [`Lock::save_view`] does), and holds what was written.
+    /// platforms' kept, as [`Lock::written_into`] says), and holds what was written.
     pub fn save_view(&mut self, lock: &Lock, view: Option<&str>) -> Result<(), LockError> {
-        let new = match view {
-            None => {
-                let mut one = lock.clone();
-                one.platforms.clear();
-                one
-            }
-            Some(p) => {
-                // Not `Lock::default()`, whose version is 0.
-                let mut whole = match self.whole.clone() {
-                    Some(w) => w,
-                    None => Lock::new(),
-                };
-                whole.set_view(p, lock.clone());
-                // A multi-platform lock: no one-platform sections stay.
-                whole.base = None;
-                whole.apt = None;
-                whole.python = None;
-                whole.python_packages = None;
-                whole.wheels.clear();
-                whole.steps.clear();
-                whole
-            }
-        };
+        let new = lock.written_into(self.whole.clone(), view);
         let text = new.to_toml();
         new.save(&self.path)?;
         self.bytes = Some(text.into_bytes());

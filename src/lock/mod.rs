@@ -216,7 +216,7 @@ pub struct LockedWheel {
 }
 
 /// A lock file's content.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Lock {
     pub version: u32,
@@ -270,6 +270,13 @@ pub struct PlatformLock {
     pub wheels: Vec<LockedWheel>,
     #[serde(default, rename = "step", skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<LockedStep>,
+}
+
+/// An empty lock of this format version ([`Lock::new`]), never version 0.
+impl Default for Lock {
+    fn default() -> Self {
+        Lock::new()
+    }
 }
 
 impl Lock {
@@ -336,25 +343,24 @@ impl Lock {
         })
     }
 
-    /// Writes `self` as the lock at `path`, or with `view` as that platform's section of the
-    /// lock there (the other platforms' kept).
-    pub fn save_view(&self, path: &Path, view: Option<&str>) -> Result<(), LockError> {
+    /// The whole lock that `self` makes of the lock file `whole` (`None`: no file): `self`
+    /// alone (no platform sections), or with `view` as that platform's section of `whole`
+    /// (the other platforms' kept, no one-platform sections).
+    pub fn written_into(&self, whole: Option<Lock>, view: Option<&str>) -> Lock {
         let Some(p) = view else {
-            // A one-platform lock: no platform sections stay.
             let mut one = self.clone();
             one.platforms.clear();
-            return one.save(path);
+            return one;
         };
-        let mut whole = Lock::load(path)?.unwrap_or_else(Lock::new);
+        let mut whole = whole.unwrap_or_default();
         whole.set_view(p, self.clone());
-        // A multi-platform lock: no one-platform sections stay.
         whole.base = None;
         whole.apt = None;
         whole.python = None;
         whole.python_packages = None;
         whole.wheels.clear();
         whole.steps.clear();
-        whole.save(path)
+        whole
     }
 
     /// The lock digest an image records (`dev.ocibuild.lock.digest`): the sha256 of the lock

@@ -452,3 +452,53 @@ outputs = [{{ path = "/out", dest = "/data" }}]
     assert!(!o.status.success() && err.contains(&want), "{err}");
     assert_eq!(fs::read_to_string(&lock_path).unwrap(), lock);
 }
+
+/// A hostile step's output: a symlink to a host secret and one climbing out are kept as links
+/// (the host's files are never read), the set-uid bit and a mode-000 directory are normalized,
+/// and a FIFO is refused with nothing written.
+#[test]
+fn a_hostile_output_is_normalized_and_never_followed() {
+    let t = common::tempdir();
+    let Some(app) = project(
+        t.path(),
+        r#"[[step]]
+name = "evil"
+image = { recipe = "builder.toml" }
+run = ['/bin/busybox', 'sh', '-c', 'cd /out && /bin/busybox ln -s /etc/shadow abs && /bin/busybox ln -s ../../../../etc/passwd rel && echo x > f && /bin/busybox chmod 4755 f && /bin/busybox mkdir locked && echo s > locked/secret && /bin/busybox chmod 000 locked']
+outputs = [{ path = "/out", dest = "/o" }]
+"#,
+    ) else {
+        return;
+    };
+    let doc = json(&build(t.path(), &app, &["--json"]));
+    let (_, blob) = common::layer_named(&t.path().join("img"), &doc, "evil");
+    let listing = common::tar_listing(&blob);
+    for want in [
+        "l 0777 0:0 o/abs -> /etc/shadow",
+        "l 0777 0:0 o/rel -> ../../../../etc/passwd",
+        "f 0755 0:0 o/f",
+        "d 0755 0:0 o/locked/",
+        "f 0644 0:0 o/locked/secret",
+    ] {
+        assert!(
+            listing.contains(&want.to_string()),
+            "{want} not in {listing:?}"
+        );
+    }
+    fs::write(
+        &app,
+        fs::read_to_string(&app)
+            .unwrap()
+            .replace("cd /out && ", "cd /out && /bin/busybox mkfifo pipe && "),
+    )
+    .unwrap();
+    fs::remove_dir_all(t.path().join("img")).unwrap();
+    let o = build(t.path(), &app, &[]);
+    assert!(!o.status.success());
+    assert!(!t.path().join("img").exists(), "nothing written");
+    assert!(
+        common::stderr(&o).contains("a FIFO cannot be put in a layer"),
+        "{}",
+        common::stderr(&o)
+    );
+}
