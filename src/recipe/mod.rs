@@ -301,6 +301,8 @@ pub struct Python {
     pub locks: BTreeMap<Platform, PythonPackages>,
     /// An expected `major.minor`: the build fails when the interpreter found is another.
     pub version: Option<String>,
+    /// Where `version` is written (`recipe.toml:LINE:COL`), for the interpreter check.
+    pub version_at: Option<String>,
     /// The packages to install as wheels, when any.
     pub packages: Option<PythonPackages>,
     /// What to do when two wheels install one path with different content.

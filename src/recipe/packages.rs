@@ -351,6 +351,7 @@ pub(super) fn python(
         }
         None => BTreeMap::new(),
     };
+    let version_at = raw.version.as_ref().map(|v| ctx.at(v.span()));
     let version = match raw.version {
         None => None,
         Some(v) => {
@@ -489,6 +490,7 @@ pub(super) fn python(
         archives,
         locks,
         version,
+        version_at,
         packages,
         overlap,
         max_layer_size,

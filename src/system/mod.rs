@@ -65,6 +65,16 @@ pub enum SystemError {
     Archive { url: String, reason: String },
     #[error("[python]: {problem}")]
     Python { problem: String },
+    #[error(
+        "{at}: [python]: the recipe asks for Python {want}, but the interpreter found is {found} \
+         ({exe})"
+    )]
+    PythonVersion {
+        at: String,
+        want: String,
+        found: String,
+        exe: String,
+    },
     #[error("--frozen: {lock} has no [apt] section, but the recipe has one: run `ocibuild lock` (online)")]
     NotLocked { lock: String },
     #[error(

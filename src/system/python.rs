@@ -165,11 +165,11 @@ pub fn prepare(
     };
     if let Some(want) = &py.version {
         if PyVersion::parse(want) != Some(version) {
-            return Err(SystemError::Python {
-                problem: format!(
-                    "the recipe asks for Python {want}, but the interpreter found is {version} \
-                     ({exe})"
-                ),
+            return Err(SystemError::PythonVersion {
+                at: py.version_at.clone().unwrap_or_else(|| "recipe".into()),
+                want: want.clone(),
+                found: version.to_string(),
+                exe,
             });
         }
     }

@@ -201,6 +201,34 @@ fn apt_bad_input_is_a_clear_error_and_writes_nothing() {
     }
 }
 
+/// `[python] version` that the interpreter found does not have: the error is placed at the
+/// recipe's `version` (file:line:col), names both versions and the interpreter, writes nothing.
+#[test]
+fn a_python_version_mismatch_is_placed_at_the_recipes_version() {
+    let f = fixture(&universe(), false);
+    let t = tempdir();
+    let r = recipe(t.path(), &f, &["python3"], &f.key);
+    let text = fs::read_to_string(&r)
+        .unwrap()
+        .replace("version = \"3.12\"", "version = \"3.11\"");
+    fs::write(&r, &text).unwrap();
+    let line = text
+        .lines()
+        .position(|l| l == "version = \"3.11\"")
+        .unwrap()
+        + 1;
+    let out = t.path().join("img");
+    let o = run(ocibuild().args(["build", "-o"]).arg(&out).arg(&r));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success());
+    let want = format!(
+        "app.toml:{line}:11: [python]: the recipe asks for Python 3.11, but the interpreter found \
+         is 3.12 (/usr/bin/python3.12)"
+    );
+    assert!(err.contains(&want), "{err}");
+    assert!(!out.exists(), "output written");
+}
+
 /// A python-build-standalone style `install_only` archive: `python/bin/python3.13`, a
 /// `python3` symlink, a hardlink, a library directory.
 fn pbs_archive(path: &Path, evil: bool) -> String {
