@@ -163,7 +163,7 @@ pub fn build(
 
     let c = &recipe.config;
     let run = RunConfig {
-        env: c.env.iter().map(|(k, v)| format!("{k}={v}")).collect(),
+        env: config_env(&c.env, base.is_none()),
         entrypoint: c.entrypoint.clone(),
         cmd: c.cmd.clone(),
         working_dir: c.workdir.clone(),
@@ -623,6 +623,18 @@ fn hash_file(mut f: fs::File, size: u64, buf: &mut [u8]) -> io::Result<blake3::H
 /// recipe's settings overriding the base's (env by name, labels by key, ports added). Setting an
 /// entrypoint without a cmd clears the base's cmd, as a Dockerfile's ENTRYPOINT does. Fields
 /// ocibuild does not know (Healthcheck, Volumes, …) are kept as the base had them.
+/// The config's `Env`: the recipe's, and on `scratch` Docker's default `PATH` unless the recipe
+/// sets one (contract rule 20: what `docker run` assumes when an image has none, written down so
+/// podman, `crane`, and a shell in the image see the same search path).
+fn config_env(env: &BTreeMap<String, String>, scratch: bool) -> Vec<String> {
+    let mut env = env.clone();
+    if scratch {
+        env.entry("PATH".into())
+            .or_insert_with(|| image::DEFAULT_PATH.into());
+    }
+    env.iter().map(|(k, v)| format!("{k}={v}")).collect()
+}
+
 fn inherit(
     base: &serde_json::Value,
     ours: &ImageConfig,

@@ -23,6 +23,10 @@ pub const MEDIA_TYPE_EMPTY: &str = "application/vnd.oci.empty.v1+json";
 /// The empty descriptor's content.
 pub const EMPTY_JSON: &[u8] = b"{}";
 
+/// Docker's default search path, which `docker run` assumes for an image whose config has none;
+/// written into the config of every image built on `scratch` that sets no `PATH` (contract rule 20).
+pub const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// Annotation keys ocibuild writes.
 pub mod annotations {
     pub const REF_NAME: &str = "org.opencontainers.image.ref.name";

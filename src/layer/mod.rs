@@ -55,7 +55,7 @@ pub use self::write::{
 pub const MAX_EPOCH: u64 = 253_402_300_799;
 
 /// Version of the determinism contract; recorded in an image annotation.
-pub const CONTRACT_VERSION: u32 = 5;
+pub const CONTRACT_VERSION: u32 = 6;
 
 /// The layer compression, with a pinned compressor and its level.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

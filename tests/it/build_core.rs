@@ -109,16 +109,18 @@ fn blob_names(layout: &Path) -> Vec<String> {
     v
 }
 
-// Golden digests pin the determinism contract (now v5). A change here is a deliberate, visible
+// Golden digests pin the determinism contract (now v6). A change here is a deliberate, visible
 // event: bump layer::CONTRACT_VERSION when layer bytes change, and say why in the commit.
 // (Updated, layers unchanged: when manifests gained `dev.ocibuild.recipe.digest`, the sha256
 // of the recipe file's bytes, which these recipes now carry; for contract 3, which changed
 // only gzip wheel layers, and contract 4, which added the rootfs layer to images with [apt],
 // [python] or [accounts], through the `dev.ocibuild.contract` annotation; and contract 5, whose
-// `dev.ocibuild.recipe.digest` is the recipe's identity, no longer its file's bytes.)
-const GOLDEN_GZIP: &str = "sha256:0e3e6fcd437c5640f9a2982256072606b63fbdeb90dacdfacf4f14de3c9a4fea";
-const GOLDEN_ZSTD: &str = "sha256:47213230ca03ad7874f6b7af046c9129c5ad60a0a8668bfc2a71953bcad8ac68";
-const GOLDEN_NONE: &str = "sha256:4e3156107f8f2f4d217a23aa712f04f830cf8d048ce83e663948641c1be244b1";
+// `dev.ocibuild.recipe.digest` is the recipe's identity, no longer its file's bytes; and
+// contract 6, which gives scratch images without a PATH Docker's default one: this recipe sets
+// its own, so only the `dev.ocibuild.contract` annotation changed.)
+const GOLDEN_GZIP: &str = "sha256:7f0c0e77ccf51a2279e9934e0c1e19af673829486b722116b674914481e06e8c";
+const GOLDEN_ZSTD: &str = "sha256:20436fb1c354e761e9b036e1e378c8681963efe8b999491da5f989fda035c7cb";
+const GOLDEN_NONE: &str = "sha256:6f5d1d6fea4753fe58e5035fb2a9bfa898ec7bc9e2c1665846f22e852a4a9cee";
 
 #[test]
 fn golden_manifest_digests() {
@@ -617,4 +619,26 @@ fn a_name_that_is_not_utf8_can_be_ignored() {
         assert!(e.contains(&bad.display().to_string()), "{e}");
         assert!(!dir.join("failed").exists());
     }
+}
+
+/// Contract rule 20: a `scratch` image that sets no `PATH` gets Docker's default one; the
+/// recipe's own `PATH` (the golden recipe's) is kept, and nothing else is added to `Env`.
+#[test]
+fn scratch_images_get_dockers_default_path_unless_the_recipe_sets_one() {
+    let tmp = common::tempdir();
+    let recipe = write_project(&tmp.path().join("p"), "gzip", false, 0o644);
+    let text = recipe_text("gzip").replace(", PATH = \"/usr/bin:/bin\"", "");
+    fs::write(&recipe, text).unwrap();
+    let layout = tmp.path().join("out");
+    let v = build_json(build_cmd(&recipe, &layout, &tmp.path().join("cache")));
+    let config: Value =
+        serde_json::from_slice(&fs::read(blob(&layout, v["config"].as_str().unwrap())).unwrap())
+            .unwrap();
+    assert_eq!(
+        config["config"]["Env"],
+        serde_json::json!([
+            "GREETING=hello",
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+        ])
+    );
 }
