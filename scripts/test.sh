@@ -6,6 +6,8 @@
 # 1. Installs, only when missing, the Debian packages that the tests drive (podman, skopeo,
 #    umoci, ...) with apt-get (through sudo when not root); as root, creates the user
 #    ocibuild-rootless with /etc/subuid and /etc/subgid ranges (the rootless test stage's).
+#    Also fetches Debian 13's skopeo and cosign (the signing tests') and builds ferro-oci-server
+#    (the second registry) from the crates registry, both under target/.
 #    OCIBUILD_NO_INSTALL=1 skips this.
 # 2. Exports the settings the tests read (each can be overridden from the environment):
 #      OCIBUILD_REQUIRE_TOOLS=1   a missing tool fails a test instead of skipping it
@@ -166,6 +168,29 @@ install_sigstore_tools() {
 if [[ ${OCIBUILD_NO_INSTALL:-0} != 1 ]] && command -v apt-get >/dev/null; then
     install_sigstore_tools
 fi
+# The second registry implementation (tests/it/two_registries.rs, tests/it/registry_real.rs):
+# ferro-oci-server from the crates registry, built once into target/ferro (a debug build: the
+# tests push a few MiB, and it compiles in half the time), at the version and with the
+# dependency versions its own Cargo.lock pins.
+FERRO_VERSION=1.0.0
+install_ferro() {
+    local dir=target/ferro
+    if [[ -x $dir/bin/ferro-oci-server ]] && [[ $(cat "$dir/version" 2>/dev/null) == "$FERRO_VERSION" ]]; then
+        log "ferro-oci-server $FERRO_VERSION: present in $dir"
+        return
+    fi
+    log "ferro-oci-server $FERRO_VERSION: cargo install into $dir"
+    cargo install --quiet --locked --debug --root "$dir" ferro-oci-server --version "$FERRO_VERSION" >&2
+    echo "$FERRO_VERSION" >"$dir/version"
+}
+if [[ ${OCIBUILD_NO_INSTALL:-0} != 1 ]]; then
+    install_ferro
+fi
+if [[ -d target/ferro/bin ]]; then
+    PATH="$(cd target/ferro/bin && pwd):$PATH"
+    export PATH
+fi
+
 if [[ -d target/sigstore-tools/bin ]]; then
     PATH="$(cd target/sigstore-tools/bin && pwd):$PATH"
     export PATH

@@ -218,6 +218,11 @@ pub struct PushPlan {
     pub upload_bytes: u64,
     /// Whether the target already has this manifest.
     pub manifest_exists: bool,
+    /// Why the push would be refused: the registry's answer when an upload session is opened
+    /// with these credentials (a token that grants pull but not push, a read-only account).
+    /// Absent when the push may go ahead.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
 }
 
 /// What [`push`] of the image `manifest` (blobs in `blobs`) to `target` would do, asked of the
@@ -268,14 +273,19 @@ pub fn plan(
     }
     let manifest_exists = match client.get_manifest(&target.by_digest(manifest.digest)) {
         Ok(_) => true,
-        Err(e) if is_manifest_unknown(&e) => false,
+        Err(e) if is_manifest_unknown(&e) || is_refused(&e) => false,
         Err(e) => return Err(e.into()),
     };
+    let refused = client
+        .check_push(target)
+        .err()
+        .map(|e| crate::diag::chain(&e));
     Ok(PushPlan {
         target: target.to_string(),
         blobs: planned,
         upload_bytes,
         manifest_exists,
+        refused,
     })
 }
 
@@ -460,6 +470,17 @@ pub fn push_signature(
 /// subject: `sha256-<hex>`.
 pub fn referrers_tag(subject: &Digest) -> String {
     format!("sha256-{}", subject.hex())
+}
+
+/// A 401 or 403 answer. Asked after other requests of the same repository went through, it is
+/// how some registries (not Distribution) answer for a manifest that is not there: they do
+/// not say whether a tag exists to whom may not see it, and some not even to whom may.
+pub(crate) fn is_refused(e: &RegistryError) -> bool {
+    match e {
+        RegistryError::Unauthorized { .. } => true,
+        RegistryError::AfterMirrors { last, .. } => is_refused(last),
+        _ => false,
+    }
 }
 
 pub(crate) fn is_manifest_unknown(e: &RegistryError) -> bool {

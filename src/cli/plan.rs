@@ -85,13 +85,21 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     // The image under the destination's tag, to say which layers changed.
+    // A 401 here, after the blob requests above went through, is a registry's way of saying
+    // the tag is not there (see push::is_refused): compared with nothing, as a missing tag.
     let previous = match &target {
         Some(t) if t.tag().is_some() => match client.get_manifest(t) {
             Ok(m) => serde_json::from_slice::<crate::image::Manifest>(&m.bytes).ok(),
-            Err(e) if crate::push::is_manifest_unknown(&e) => None,
+            Err(e) if crate::push::is_manifest_unknown(&e) || crate::push::is_refused(&e) => None,
             Err(e) => return Err(e.into()),
         },
         _ => None,
+    };
+    let refused = push_plan.as_ref().and_then(|p| p.refused.clone());
+    let status = if refused.is_some() {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     };
     // Our layers by name; the base's (`base#N`, no name of ours) by position.
     let was = |name: &str| {
@@ -159,7 +167,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             "cacheRepo": cache.as_ref().map(|c| c.stats()),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
-        return Ok(ExitCode::SUCCESS);
+        return Ok(status);
     }
     println!("{} manifest {}", img.full_name(), img.manifest.digest);
     if let Some((a, b)) = &base_moved {
@@ -206,10 +214,13 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
+    if let (Some(p), Some(why)) = (&push_plan, &refused) {
+        println!("push to {}: would be refused: {why}", p.target);
+    }
     if let Some(c) = &cache {
         super::cache_repo::report(cli, &c.stats());
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(status)
 }
 
 /// What a layer's cache key is made of, by the kind its name says: why it can differ.

@@ -1,5 +1,6 @@
-//! A real registry for tests: Debian's `docker-registry` (CNCF Distribution 2.8) on 127.0.0.1
-//! with an ephemeral port, htpasswd Basic auth, and optionally TLS.
+//! Real registries for tests, on 127.0.0.1 with ephemeral ports: Debian's `docker-registry`
+//! (CNCF Distribution 2.8) with htpasswd Basic auth, and optionally TLS; and ferro-oci-server,
+//! a second implementation (no auth).
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -85,30 +86,66 @@ pub fn start_registry_with(tls: Option<(&Path, &Path)>, client_ca: Option<&Path>
         )
         .spawn()
         .expect("start docker-registry");
-    let mut reg = Registry {
+    let reg = Registry {
         child,
         addr,
         _dir: dir,
         log,
     };
+    wait_listening(reg, "docker-registry")
+}
+
+/// The second registry implementation: ferro-oci-server (from the crates registry; an OCI
+/// Distribution 1.1 server in Rust, with the referrers API that Distribution 2.8 lacks), on
+/// 127.0.0.1 with an ephemeral port, blobs on disk under a temporary directory. It has no
+/// authentication: its tests use no login. scripts/test.sh installs it (`cargo install`).
+pub fn start_ferro() -> Registry {
+    let dir = super::tempdir();
+    let data = dir.path().join("data");
+    fs_err::create_dir(&data).unwrap();
+    let addr = format!("127.0.0.1:{}", free_port());
+    let log = dir.path().join("registry.log");
+    let child = Command::new("ferro-oci-server")
+        .env("FERRO_OCI_LISTEN", &addr)
+        .env("FERRO_OCI_STORAGE_DIR", &data)
+        .env("RUST_LOG", "info")
+        .stdin(Stdio::null())
+        .stdout(fs_err::File::create(&log).unwrap().into_file())
+        .stderr(
+            fs_err::File::create(dir.path().join("registry.err"))
+                .unwrap()
+                .into_file(),
+        )
+        .spawn()
+        .expect("start ferro-oci-server");
+    let reg = Registry {
+        child,
+        addr,
+        _dir: dir,
+        log,
+    };
+    wait_listening(reg, "ferro-oci-server")
+}
+
+/// `reg` once its port accepts connections (a panic with its stderr if it exits first).
+fn wait_listening(mut reg: Registry, what: &str) -> Registry {
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
         if TcpStream::connect(&reg.addr).is_ok() {
-            break;
+            return reg;
         }
         if let Ok(Some(status)) = reg.child.try_wait() {
             let err =
                 fs_err::read_to_string(reg.log.with_file_name("registry.err")).unwrap_or_default();
-            panic!("docker-registry exited ({status}):\n{err}");
+            panic!("{what} exited ({status}):\n{err}");
         }
         assert!(
             Instant::now() < deadline,
-            "docker-registry did not listen on {}",
+            "{what} did not listen on {}",
             reg.addr
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    reg
 }
 
 impl Registry {
