@@ -36,6 +36,8 @@ pub enum BuildError {
     BaseConfig { problem: String },
     #[error("layer `{layer}`")]
     Layer { layer: String, source: LayerError },
+    #[error(transparent)]
+    Paths(#[from] crate::paths::PathsError),
     #[error("layer `{layer}`: reading {path}")]
     Read {
         layer: String,
@@ -114,7 +116,8 @@ pub fn build(
     let compression = recipe.image.compression;
     let threads = opts.threads.max(1);
     let base_layers = base.map_or(0, |b| b.layers.len());
-    let count = base_layers + system.len() + recipe.layers.len();
+    let count =
+        base_layers + system.len() + recipe.layers.len() + usize::from(!recipe.paths.is_empty());
     if count > image::MAX_LAYERS {
         return Err(BuildError::TooManyLayers {
             count,
@@ -156,6 +159,28 @@ pub fn build(
         history.push(History {
             created: Some(created.clone()),
             created_by: Some(format!("ocibuild layer {}: {}", l.name, l.spec.dest)),
+            comment: None,
+            empty_layer: false,
+        });
+    }
+    // The `[[path]]` entries, above everything else of ours.
+    if !recipe.paths.is_empty() {
+        let name = crate::recipe::PATHS_LAYER;
+        let lopts = LayerOptions {
+            epoch,
+            compression,
+            threads,
+        };
+        let (layer, was_cached) = crate::paths::layer(&recipe.paths, &lopts, opts.no_cache, store)?;
+        reporter.layer_finished(name, was_cached);
+        layers.push(record(name, layer));
+        cached.push((name.to_string(), was_cached));
+        history.push(History {
+            created: Some(created.clone()),
+            created_by: Some(format!(
+                "ocibuild layer {name}: {} declared paths",
+                recipe.paths.len()
+            )),
             comment: None,
             empty_layer: false,
         });

@@ -65,6 +65,7 @@ pub mod mirror;
 pub mod ops;
 pub mod outcome;
 pub mod output;
+pub mod paths;
 pub mod progress;
 pub mod push;
 pub mod python;

@@ -123,8 +123,20 @@ impl Recipe {
         if !self.steps.is_empty() {
             v["steps"] = json!(self.steps.iter().map(step_identity).collect::<Vec<_>>());
         }
+        // Only when there are `[[path]]`s, likewise.
+        if !self.paths.is_empty() {
+            v["paths"] = json!(self.paths.iter().map(path_identity).collect::<Vec<_>>());
+        }
         v
     }
+}
+
+pub(crate) fn path_identity(p: &super::PathEntry) -> Value {
+    let target = match &p.kind {
+        super::PathKind::Dir => None,
+        super::PathKind::Symlink { target } => Some(target),
+    };
+    json!({"path": p.path, "symlink": target, "mode": p.mode, "uid": p.uid, "gid": p.gid})
 }
 
 fn step_identity(s: &super::Step) -> Value {

@@ -10,6 +10,7 @@ mod accounts;
 mod grammar;
 mod identity;
 mod packages;
+mod paths;
 mod raw;
 mod step;
 mod validate;
@@ -24,7 +25,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub(crate) use self::identity::path_identity;
 pub use self::packages::debian_arch;
+pub use self::paths::{PathEntry, PathKind, PATHS_LAYER};
 pub use self::step::{Fetch, Step, StepImage, StepInput, StepOutput};
 pub use crate::image::Platform;
 
@@ -59,6 +62,9 @@ pub struct Recipe {
     /// `[[step]]`, in recipe order: commands run at build time in a sandbox, their outputs
     /// layers above the system layers and below the recipe's own.
     pub steps: Vec<Step>,
+    /// `[[path]]`, in recipe order: directories and symlinks, one layer (`paths`) above the
+    /// recipe's `[[layer]]`s.
+    pub paths: Vec<PathEntry>,
     /// The logins taken out of the recipe's URLs (`https://user:password@host/…`): every URL
     /// above is without them.
     pub credentials: crate::http::Credentials,
@@ -207,6 +213,9 @@ impl Recipe {
             if matches!(p.source, PythonSource::Archive(_)) {
                 out.push("python");
             }
+        }
+        if !self.paths.is_empty() {
+            out.push(PATHS_LAYER);
         }
         out
     }
@@ -756,7 +765,7 @@ fn check_shape(ctx: &Ctx<'_>, root: &toml::de::DeTable<'_>) -> Result<(), Recipe
                     ),
                 )),
             },
-            "layer" | "test" => match v {
+            "layer" | "test" | "path" => match v {
                 toml::de::DeValue::Array(items) => {
                     for item in items.iter() {
                         if !item.get_ref().is_table() {

@@ -30,6 +30,8 @@ pub(super) struct RawRecipe {
     pub accounts: Option<RawAccounts>,
     #[serde(default)]
     pub step: Vec<Spanned<super::step::RawStep>>,
+    #[serde(default)]
+    pub path: Vec<Spanned<super::paths::RawPath>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -66,6 +66,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
     }
     let layer_names: Vec<&str> = layers.iter().map(|l| l.name.as_str()).collect();
     let steps = super::step::steps(ctx, raw.step, dir, &layer_names)?;
+    let paths = super::paths::paths(ctx, raw.path)?;
     let mut recipe = Recipe {
         path: ctx.path.to_path_buf(),
         dir: dir.to_path_buf(),
@@ -79,6 +80,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         python,
         accounts,
         steps,
+        paths,
         credentials: crate::http::Credentials::default(),
     };
     take_credentials(&mut recipe);

@@ -41,6 +41,7 @@ mod online_debian;
 mod online_platforms;
 mod online_steps;
 mod online_wheels;
+mod paths;
 mod platforms;
 mod platforms_audit;
 mod readers;

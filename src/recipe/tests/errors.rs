@@ -286,10 +286,28 @@ fn docs_examples_parse() {
         .collect();
     assert_eq!(
         blocks.len(),
-        7,
-        "a complete and a minimal example, [accounts], a step, several platforms, an archive \
-         each, a pylock each"
+        8,
+        "a complete and a minimal example, [accounts], [[path]], a step, several platforms, an \
+         archive each, a pylock each"
     );
+    // The [[path]] example: a directory and a symlink.
+    let paths = blocks.iter().position(|b| b.contains("[[path]]")).unwrap();
+    let dp = fixture();
+    let r = parse_in(&dp, &format!("[image]\nname = \"a\"\n{}", blocks[paths])).unwrap();
+    assert_eq!(r.paths.len(), 2);
+    assert_eq!((r.paths[0].mode, r.paths[0].uid), (0o700, 1000));
+    assert_eq!(
+        r.paths[1].kind,
+        crate::recipe::PathKind::Symlink {
+            target: "/usr/bin/python3".into()
+        }
+    );
+    let blocks: Vec<&str> = blocks
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != paths)
+        .map(|(_, b)| *b)
+        .collect();
     // The [[step]] example: a builder recipe and the step's input beside it.
     let ds = fixture();
     fs::create_dir(ds.path().join("ext")).unwrap();
