@@ -23,37 +23,57 @@ pub enum PylockError {
         col: usize,
         message: String,
     },
-    #[error("pylock.toml: lock-version {0} is not supported (only 1.x)")]
+    #[error("lock-version {0} is not supported (only 1.x)")]
     LockVersion(String),
-    #[error("pylock.toml: none of its environments ({environments}) is the image's")]
+    #[error("none of its environments ({environments}) is the image's")]
     Environments { environments: String },
-    #[error("pylock.toml: requires-python {spec} does not hold for Python {python}")]
+    #[error("requires-python {spec} does not hold for Python {python}")]
     RequiresPython { spec: String, python: String },
-    #[error("pylock.toml: package {package}: {what}")]
+    #[error("{at}package {package}: {what}")]
     Invalid {
+        at: Place,
         package: String,
         what: String,
         #[source]
         source: Option<MarkerError>,
     },
-    #[error(
-        "pylock.toml: package {package}: requires-python {spec} does not hold for Python {python}"
-    )]
+    #[error("{at}package {package}: requires-python {spec} does not hold for Python {python}")]
     PackageRequiresPython {
+        at: Place,
         package: String,
         spec: String,
         python: String,
     },
-    #[error("pylock.toml: package {package} comes from {kind}: ocibuild installs wheels only (no builds, no checkouts)")]
-    Unsupported { package: String, kind: &'static str },
-    #[error("pylock.toml: package {package}: wheel {wheel}: {what}")]
+    #[error("{at}package {package} comes from {kind}: ocibuild installs wheels only (no builds, no checkouts)")]
+    Unsupported {
+        at: Place,
+        package: String,
+        kind: &'static str,
+    },
+    #[error("{at}package {package}: wheel {wheel}: {what}")]
     Wheel {
+        at: Place,
         package: String,
         wheel: String,
         what: String,
     },
     #[error(transparent)]
     Tag(#[from] TagError),
+}
+
+/// Where in the lock a package is (its `name`'s line and column, 1-based): shown as
+/// `LINE:COL: ` before the message, which the caller puts after the file's path. Empty for
+/// what is about the lock as a whole.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Place(pub Option<(usize, usize)>);
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some((line, col)) => write!(f, "{line}:{col}: "),
+            None => Ok(()),
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -71,7 +91,7 @@ struct RawLock {
 #[derive(Deserialize)]
 #[serde(rename_all = "kebab-case")]
 struct RawPackage {
-    name: String,
+    name: toml::Spanned<String>,
     #[serde(default)]
     version: Option<String>,
     #[serde(default)]
@@ -121,6 +141,8 @@ pub struct LockedWheel {
 /// A package to install.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LockedPackage {
+    /// Where its `name` is in the lock.
+    pub at: Place,
     pub name: String,
     pub version: Option<String>,
     pub wheels: Vec<LockedWheel>,
@@ -195,6 +217,7 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
     let python = Version::parse(&env.python_full_version)
         .map_err(|_| PylockError::LockVersion(raw.lock_version.clone()))?;
     let lock_err = |what: String, source| PylockError::Invalid {
+        at: Place::default(),
         package: "(lock)".into(),
         what,
         source: Some(source),
@@ -223,8 +246,11 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
     }
     let mut out = Vec::new();
     for p in raw.packages {
+        let at = Place(Some(crate::diag::line_col(text, p.name.span().start)));
+        let name = p.name.get_ref().clone();
         let invalid = |what: String, source| PylockError::Invalid {
-            package: p.name.clone(),
+            at,
+            package: name.clone(),
             what,
             source: Some(source),
         };
@@ -239,7 +265,8 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
                 .map_err(|s| invalid(format!("requires-python `{rp}`"), s))?;
             if !spec.contains(&python) {
                 return Err(PylockError::PackageRequiresPython {
-                    package: p.name.clone(),
+                    at,
+                    package: name.clone(),
                     spec: rp.clone(),
                     python: env.python_full_version.clone(),
                 });
@@ -252,7 +279,8 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
         ] {
             if v.is_some() {
                 return Err(PylockError::Unsupported {
-                    package: p.name.clone(),
+                    at,
+                    package: name.clone(),
                     kind,
                 });
             }
@@ -266,7 +294,8 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
                 .or_else(|| w.path.as_deref().map(url_filename))
                 .unwrap_or_default();
             let werr = |what: String| PylockError::Wheel {
-                package: p.name.clone(),
+                at,
+                package: name.clone(),
                 wheel: filename.clone(),
                 what,
             };
@@ -274,8 +303,8 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
                 return Err(werr("neither url nor path".into()));
             }
             let file = WheelFile::parse(&filename).map_err(|e| werr(e.to_string()))?;
-            if tags::normalize_name(&file.name) != tags::normalize_name(&p.name) {
-                return Err(werr(format!("the file is not a wheel of {}", p.name)));
+            if tags::normalize_name(&file.name) != tags::normalize_name(&name) {
+                return Err(werr(format!("the file is not a wheel of {name}")));
             }
             // The lock's version is what the SBOM and the lock check report: it must be the
             // wheel's (PEP 440 equality: `1.0` is `1`).
@@ -305,7 +334,8 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
             });
         }
         out.push(LockedPackage {
-            name: p.name,
+            at,
+            name,
             version: p.version,
             wheels,
             has_sdist: p.sdist.is_some(),
@@ -401,7 +431,12 @@ wheels = [{{ path = "dist/local_thing-1%2Blocal-py3-none-any.whl", hashes = {{ s
     fn refuses_what_it_cannot_install() {
         let vcs = "lock-version = \"1.0\"\n[[packages]]\nname = \"x\"\nvcs = { url = \"u\" }\n";
         let e = parse(vcs, &interp()).unwrap_err().to_string();
-        assert!(e.contains("package x comes from a VCS checkout"), "{e}");
+        // Placed at the package's `name` (line 3, column 8), for the caller to put after the
+        // file's path.
+        assert!(
+            e.starts_with("3:8: package x comes from a VCS checkout"),
+            "{e}"
+        );
         let sdist = format!("lock-version = \"1.0\"\n[[packages]]\nname = \"y\"\nsdist = {{ url = \"u\", hashes = {{ sha256 = \"{H}\" }} }}\n");
         let pkgs = parse(&sdist, &interp()).unwrap();
         let e = pkgs[0].select_wheel(&interp()).unwrap_err().to_string();

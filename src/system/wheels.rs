@@ -159,12 +159,17 @@ fn from_pylock(
                 | pylock::PylockError::PackageRequiresPython { .. }
                 | pylock::PylockError::Environments { .. }
         );
-        // A TOML error starts with its `LINE:COL`, which follows the path with no space.
-        let sep = if matches!(e, pylock::PylockError::Toml { .. }) {
-            ":"
-        } else {
-            ": "
+        // A TOML error, and one about a package, starts with its `LINE:COL`, which follows
+        // the path with no space.
+        let placed = match &e {
+            pylock::PylockError::Toml { .. } => true,
+            pylock::PylockError::Invalid { at, .. }
+            | pylock::PylockError::PackageRequiresPython { at, .. }
+            | pylock::PylockError::Unsupported { at, .. }
+            | pylock::PylockError::Wheel { at, .. } => at.0.is_some(),
+            _ => false,
         };
+        let sep = if placed { ":" } else { ": " };
         SystemError::Python {
             problem: with_relock(
                 format!("{}{sep}{}", path.display(), crate::diag::chain(&e)),
@@ -180,7 +185,14 @@ fn from_pylock(
                 e,
                 tags::TagError::NoneCompatible { .. } | tags::TagError::OnlySdist { .. }
             );
-            wheel_err(&p.name, with_relock(crate::diag::chain(&e), interp, relock))
+            SystemError::Python {
+                problem: with_relock(
+                    // The tag error names the package.
+                    format!("{}:{}{}", path.display(), p.at, crate::diag::chain(&e)),
+                    interp,
+                    relock,
+                ),
+            }
         })?;
         let url = match (&w.url, &w.path) {
             (Some(u), _) => u.clone(),

@@ -376,6 +376,43 @@ lock = \"pylock.toml\"
     );
 }
 
+/// Item 6: a pylock error about one package names the file and the package's line and column
+/// (its `name`): an sdist-only package, and one from a VCS checkout.
+#[test]
+fn a_pylock_package_error_is_placed_at_the_package() {
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
+    let f = fixture(&python_universe(), false);
+    let h = "0".repeat(64);
+    let cases = [
+        (
+            format!("lock-version = \"1.0\"\n\n[[packages]]\nname = \"only-sdist\"\nsdist = {{ url = \"https://x/only-sdist-1.tar.gz\", hashes = {{ sha256 = \"{h}\" }} }}\n"),
+            "pylock.toml:4:8: only-sdist: only an sdist",
+        ),
+        (
+            "lock-version = \"1.0\"\n[[packages]]\nname = \"from-git\"\nvcs = { type = \"git\", url = \"u\" }\n".to_string(),
+            "pylock.toml:3:8: package from-git comes from a VCS checkout",
+        ),
+    ];
+    for (lock, want) in cases {
+        let t = tempdir();
+        fs::write(t.path().join("pylock.toml"), lock).unwrap();
+        let r = apt_recipe(
+            t.path(),
+            &f,
+            &f.key,
+            &["python3"],
+            "\n[python]\nlock = \"pylock.toml\"\n",
+        );
+        let o = run(ocibuild()
+            .args(["build", "-o"])
+            .arg(t.path().join("img"))
+            .arg(&r));
+        let err = stderr(&o);
+        assert!(!o.status.success());
+        assert!(err.contains(want), "want {want:?}: {err}");
+    }
+}
+
 /// Item 9: a `signed-by` key that is missing is a recipe error even with a lock, and the key's
 /// sha256 is pinned in the lock: another key makes `--locked` refuse.
 #[test]
