@@ -34,8 +34,9 @@ pub enum PylockError {
         at: Place,
         package: String,
         what: String,
+        /// Boxed: inline it would make every `PylockError` larger.
         #[source]
-        source: Option<MarkerError>,
+        source: Option<Box<MarkerError>>,
     },
     #[error("{at}package {package}: requires-python {spec} does not hold for Python {python}")]
     PackageRequiresPython {
@@ -220,7 +221,7 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
         at: Place::default(),
         package: "(lock)".into(),
         what,
-        source: Some(source),
+        source: Some(Box::new(source)),
     };
     if let Some(envs) = &raw.environments {
         let mut any = envs.is_empty();
@@ -252,7 +253,7 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
             at,
             package: name.clone(),
             what,
-            source: Some(source),
+            source: Some(Box::new(source)),
         };
         if let Some(m) = &p.marker {
             let marker = Marker::parse(m).map_err(|s| invalid(format!("marker `{m}`"), s))?;
