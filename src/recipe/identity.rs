@@ -150,7 +150,14 @@ fn step_identity(s: &super::Step) -> Value {
         .inputs
         .iter()
         .map(|i| match i {
-            StepInput::Files { src, spec } => json!({ "src": src, "dest": spec.dest }),
+            // `ignore` only when there are patterns: the identity of every step input without
+            // them stays as it was.
+            StepInput::Files { src, spec } if spec.ignore.is_empty() => {
+                json!({ "src": src, "dest": spec.dest })
+            }
+            StepInput::Files { src, spec } => {
+                json!({ "src": src, "dest": spec.dest, "ignore": spec.ignore })
+            }
             StepInput::Step(n) => json!({ "step": n }),
         })
         .collect();

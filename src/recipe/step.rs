@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::grammar::{is_layer_name, normalize_abs};
 use super::raw::{Argv, SpannedMap};
-use super::validate::{env_map, opt_abs, opt_user, resolve};
+use super::validate::{env_map, ignore_patterns, opt_abs, opt_user, resolve};
 use super::{Ctx, RecipeError};
 use crate::digest::Digest;
 use crate::layer::{CopySpec, ModePolicy};
@@ -43,6 +43,8 @@ pub(super) struct RawStepInput {
     pub src: Option<Spanned<String>>,
     pub dest: Option<Spanned<String>>,
     pub step: Option<Spanned<String>>,
+    pub ignore: Option<Vec<Spanned<String>>>,
+    pub ignore_file: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -226,12 +228,16 @@ fn step(
         let ispan = i.span();
         let i = i.into_inner();
         inputs.push(match (i.src, i.step) {
-            (Some(src), None) => files_input(ctx, &what, src, i.dest, dir, ispan)?,
+            (Some(src), None) => files_input(ctx, &what, (src, i.dest, ispan), dir, (i.ignore_file, i.ignore))?,
             (None, Some(st)) => {
-                if let Some(d) = i.dest {
+                if let Some(d) = i
+                    .dest
+                    .or(i.ignore_file)
+                    .or_else(|| i.ignore.and_then(|v| v.into_iter().next()))
+                {
                     return Err(ctx.err(
                         d.span(),
-                        format!("{what}: an input from a step has its outputs at their own `dest`s: leave `dest` out"),
+                        format!("{what}: an input from a step has its outputs at their own `dest`s and all their files: leave `dest` and `ignore` out"),
                     ));
                 }
                 StepInput::Step(uses(&st)?)
@@ -372,13 +378,15 @@ fn step_image(
     }
 }
 
+/// An input of the recipe's files: (`src`, `dest`, where the input is written), and its
+/// (`ignore-file`, `ignore`), which follow `[[layer]]`'s rules (the directory's own
+/// `.dockerignore` when no `ignore-file` is given).
 fn files_input(
     ctx: &Ctx<'_>,
     what: &str,
-    src: Spanned<String>,
-    dest: Option<Spanned<String>>,
+    (src, dest, span): (Spanned<String>, Option<Spanned<String>>, Range<usize>),
     dir: &Path,
-    span: Range<usize>,
+    (ignore_file, listed): (Option<Spanned<String>>, Option<Vec<Spanned<String>>>),
 ) -> Result<StepInput> {
     let path = resolve(dir, src.get_ref());
     if !(path.is_dir() || path.is_file()) {
@@ -397,12 +405,20 @@ fn files_input(
             format!("{what}: an input needs `dest`, where its files are in the step's container, like `/src`"),
         )
     })?;
+    let ignore = ignore_patterns(
+        ctx,
+        what,
+        dir,
+        (&path, path.is_dir(), src.span()),
+        ignore_file.as_ref(),
+        listed.unwrap_or_default(),
+    )?;
     Ok(StepInput::Files {
         src: src.into_inner(),
         spec: CopySpec {
             src: path,
             dest,
-            ignore: Vec::new(),
+            ignore,
             uid: 0,
             gid: 0,
             mode: ModePolicy::Normalize,

@@ -411,47 +411,14 @@ fn layer(
         )
     })?;
 
-    // Ignore patterns: the ignore file's first, then the recipe's list.
-    let mut ignore = Vec::new();
-    match &l.ignore_file {
-        Some(f) => {
-            let path = resolve(dir, f.get_ref());
-            let lines = read_ignore_file(dir, &path).map_err(|e| {
-                let (shown, resolved) = (clip(f.get_ref()), clip_path(&path));
-                let m = if e.kind() == io::ErrorKind::NotFound {
-                    format!("{what}: ignore file `{shown}` does not exist (resolved to {resolved})")
-                } else {
-                    format!(
-                        "{what}: cannot read ignore file `{shown}` (resolved to {resolved}): {e}"
-                    )
-                };
-                ctx.err(f.span(), m)
-            })?;
-            push_file_patterns(ctx, &what, f.span(), &path, lines, &mut ignore)?;
-        }
-        None if is_dir => {
-            let path = src_path.join(".dockerignore");
-            if path.is_file() {
-                let lines = read_ignore_file(&src_path, &path).map_err(|e| {
-                    ctx.err(
-                        src.span(),
-                        format!("{what}: cannot read ignore file {}: {e}", path.display()),
-                    )
-                })?;
-                push_file_patterns(ctx, &what, src.span(), &path, lines, &mut ignore)?;
-            }
-        }
-        None => {}
-    }
-    for p in l.ignore.unwrap_or_default() {
-        check_pattern(p.get_ref()).map_err(|m| {
-            ctx.err(
-                p.span(),
-                format!("{what}: invalid ignore pattern `{}`: {m}", p.get_ref()),
-            )
-        })?;
-        ignore.push(p.into_inner());
-    }
+    let ignore = ignore_patterns(
+        ctx,
+        &what,
+        dir,
+        (&src_path, is_dir, src.span()),
+        l.ignore_file.as_ref(),
+        l.ignore.unwrap_or_default(),
+    )?;
 
     let (uid, gid) = match &l.owner {
         None => (0, 0),
@@ -490,6 +457,61 @@ fn layer(
             mode,
         },
     })
+}
+
+/// A source's ignore patterns, `[[layer]]`'s rules (a step's input's too): the ignore file's
+/// first (`ignore-file`, else the directory's own `.dockerignore`), then the recipe's list.
+/// `src` is the resolved source, whether it is a directory, and where it is written.
+pub(super) fn ignore_patterns(
+    ctx: &Ctx<'_>,
+    what: &str,
+    dir: &Path,
+    src: (&Path, bool, Range<usize>),
+    ignore_file: Option<&Spanned<String>>,
+    listed: Vec<Spanned<String>>,
+) -> Result<Vec<String>> {
+    let (src_path, is_dir, src_span) = src;
+    let mut ignore = Vec::new();
+    match ignore_file {
+        Some(f) => {
+            let path = resolve(dir, f.get_ref());
+            let lines = read_ignore_file(dir, &path).map_err(|e| {
+                let (shown, resolved) = (clip(f.get_ref()), clip_path(&path));
+                let m = if e.kind() == io::ErrorKind::NotFound {
+                    format!("{what}: ignore file `{shown}` does not exist (resolved to {resolved})")
+                } else {
+                    format!(
+                        "{what}: cannot read ignore file `{shown}` (resolved to {resolved}): {e}"
+                    )
+                };
+                ctx.err(f.span(), m)
+            })?;
+            push_file_patterns(ctx, what, f.span(), &path, lines, &mut ignore)?;
+        }
+        None if is_dir => {
+            let path = src_path.join(".dockerignore");
+            if path.is_file() {
+                let lines = read_ignore_file(src_path, &path).map_err(|e| {
+                    ctx.err(
+                        src_span.clone(),
+                        format!("{what}: cannot read ignore file {}: {e}", path.display()),
+                    )
+                })?;
+                push_file_patterns(ctx, what, src_span.clone(), &path, lines, &mut ignore)?;
+            }
+        }
+        None => {}
+    }
+    for p in listed {
+        check_pattern(p.get_ref()).map_err(|m| {
+            ctx.err(
+                p.span(),
+                format!("{what}: invalid ignore pattern `{}`: {m}", p.get_ref()),
+            )
+        })?;
+        ignore.push(p.into_inner());
+    }
+    Ok(ignore)
 }
 
 fn push_file_patterns(

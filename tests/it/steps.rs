@@ -348,6 +348,82 @@ outputs = [{ path = "/out", dest = "/files" }]
     assert_eq!(runs(t.path()), 1);
 }
 
+/// A step's input follows `[[layer]]`'s ignore rules: the directory's `.dockerignore`, then
+/// the input's `ignore` list; an ignored file changing reruns nothing.
+#[test]
+fn a_step_input_takes_its_ignore_rules_like_a_layer() {
+    let t = common::tempdir();
+    let p = t.path().join("p");
+    let Some(app) = project(
+        &p,
+        r#"[[step]]
+name = "list"
+image = { recipe = "builder.toml" }
+inputs = [{ src = "in", dest = "/src", ignore = ["*.log", "!keep.log"] }]
+run = ["/bin/busybox", "sh", "-c", "cd /src && /bin/busybox find . | /bin/busybox sort > /out/files"]
+outputs = [{ path = "/out", dest = "/files" }]
+"#,
+    ) else {
+        return;
+    };
+    let input = p.join("in");
+    fs::create_dir_all(input.join("build")).unwrap();
+    for f in ["main.c", "debug.log", "keep.log", "build/obj.o"] {
+        fs::write(input.join(f), f).unwrap();
+    }
+    fs::write(input.join(".dockerignore"), "build\n").unwrap();
+    let build_in_p = || {
+        json(&common::run(
+            common::ocibuild()
+                .env("OCIBUILD_PODMAN", counting_podman(t.path()))
+                .args(["build", "--json", "-o"])
+                .arg(p.join("img"))
+                .arg(&app),
+        ))
+    };
+    let first = build_in_p();
+    let layer = first["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "list")
+        .unwrap();
+    let listing = common::tar_listing(
+        &p.join("img/blobs/sha256").join(
+            layer["digest"]
+                .as_str()
+                .unwrap()
+                .trim_start_matches("sha256:"),
+        ),
+    );
+    let files = listing.iter().find(|l| l.ends_with("files/files")).unwrap();
+    assert!(files.starts_with("f "), "{listing:?}");
+    // The file's content: the input as the step saw it.
+    let o = common::run_ok(
+        std::process::Command::new("tar")
+            .arg("-xOf")
+            .arg(
+                p.join("img/blobs/sha256").join(
+                    layer["digest"]
+                        .as_str()
+                        .unwrap()
+                        .trim_start_matches("sha256:"),
+                ),
+            )
+            .arg("files/files"),
+    );
+    assert_eq!(
+        common::stdout(&o),
+        ".\n./.dockerignore\n./keep.log\n./main.c\n"
+    );
+    fs::write(input.join("debug.log"), "more").unwrap();
+    fs::write(input.join("build/obj.o"), "rebuilt").unwrap();
+    let again = build_in_p();
+    assert!(step_cached(&again, "list"), "{again:#}");
+    assert_eq!(first["manifest"], again["manifest"]);
+    assert_eq!(runs(t.path()), 1);
+}
+
 /// The shipped recipe that builds PyCUDA from its sdist (recipes/pycuda-sdist.toml; its
 /// builder is ~2 GB of .debs, so it is built by scripts/gpu-pycuda-sdist.sh, not here): it and
 /// its builder recipe still load, the step takes the sdist by sha256 with no network, and its
