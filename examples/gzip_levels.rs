@@ -14,6 +14,7 @@
 //!
 //! Prints one line per measurement: wall seconds, process CPU seconds (user+sys, from
 //! getrusage, so it covers every thread), output bytes and input MB per wall second.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 // getrusage(2) for the peak RSS.
 #![allow(unsafe_code)]
 

@@ -1,5 +1,6 @@
 //! Hand-run throughput check (see bench/layer-throughput.sh), not part of the test suite:
 //! `layer_bench DIR gzip|zstd|none[:LEVEL] THREADS OUT` scans DIR and writes its layer to OUT.
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use std::time::Instant;
 

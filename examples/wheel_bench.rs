@@ -3,6 +3,7 @@
 //! wheel files are already in the store. Target: CPython 3.11, x86_64, glibc 2.36, Debian's
 //! scheme (the bookworm python3 recipe's).
 //! Usage: wheel_bench LOCK STORE gzip|zstd|none[:LEVEL] THREADS
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use std::time::Instant;
 

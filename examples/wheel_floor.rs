@@ -20,6 +20,7 @@
 //! INSTALLER, signatures) that a real install does not check against RECORD: a few KiB.
 //! Usage: wheel_floor LEVEL CORES OUTDIR WHEEL...   (prints the bound in seconds on stdout,
 //! what the threads spent on each phase on stderr)
+#![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark prints its figures
 
 use std::io::{Read, Write};
 use std::os::unix::fs::FileExt;

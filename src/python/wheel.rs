@@ -616,6 +616,7 @@ mod scale_tests {
     /// the count for timing runs (`OCIBUILD_WHEEL_MEMBERS=200000 cargo test --release --lib
     /// wheel::scale_tests -- --nocapture` prints the time; BENCHMARKS.md has the figures).
     #[test]
+    #[allow(clippy::print_stderr)] // the time, for whoever runs it with --nocapture
     fn a_wheel_of_many_members_installs_whole() {
         let n: usize = std::env::var("OCIBUILD_WHEEL_MEMBERS")
             .ok()

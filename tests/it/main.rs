@@ -5,6 +5,9 @@
 //! - `common`: the harness (the `ocibuild` binary, the readers, the registry).
 //! - `aptfix`, `wheelfix`: .debs, signed Debian archives and wheels built by the tests.
 
+// Tests print what they skip and measure.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
 mod aptfix;
 mod common;
 mod wheelfix;
