@@ -172,23 +172,39 @@ fn check_sizes(
     Ok(())
 }
 
+/// How [`resolve`] works: the lock policy, where it downloads from and to, whether the layers
+/// are fetched (`layers`; false for a shallow base), the index another platform pinned
+/// (`index`), and where downloads and retries are reported.
+#[derive(Clone, Copy)]
+pub struct Resolve<'a> {
+    pub pin: LockPolicy,
+    pub client: &'a Client,
+    pub store: &'a Store,
+    pub layers: bool,
+    pub index: Option<Digest>,
+    pub reporter: &'a dyn Reporter,
+}
+
 /// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
 /// With `layers` false the layer blobs are not fetched (a shallow base: the build only names
 /// them, and a push to the base's registry mounts them); the manifest and config always are.
 /// With `index`, a tag the lock does not pin is resolved through that image index (the one
 /// another platform of the build pinned) instead of asking the registry for the tag again.
 /// Downloads and retries go to `reporter`.
-#[allow(clippy::too_many_arguments)] // the resolution's context, passed through as is
 pub fn resolve(
     reference: &str,
     platform: &Platform,
     lock: &mut Lock,
-    pin: LockPolicy,
-    client: &Client,
-    store: &Store,
-    (layers, index): (bool, Option<Digest>),
-    reporter: &dyn Reporter,
+    how: &Resolve<'_>,
 ) -> Result<(BaseImage, LockChange), BaseError> {
+    let Resolve {
+        pin,
+        client,
+        store,
+        layers,
+        index,
+        reporter,
+    } = *how;
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
         reference: crate::registry::reference::shown(reference),
         source,

@@ -227,25 +227,33 @@ impl<W: Write> TarWriter<W> {
         if !pax.is_empty() {
             pax.sort();
             let records = pax_records(&pax);
-            let ext = ustar_header(
-                PAX_NAME,
-                "",
-                0o644,
-                0,
-                0,
-                records.len() as u64,
+            let ext = ustar_header(&Header {
+                name: PAX_NAME,
+                prefix: "",
+                mode: 0o644,
+                uid: 0,
+                gid: 0,
+                size: records.len() as u64,
                 mtime,
-                b'x',
-                "",
-            );
+                typeflag: b'x',
+                linkname: "",
+            });
             let w = &mut self.inner;
             w.write_all(&ext).map_err(|e| write_err(f.path, e))?;
             w.write_all(&records).map_err(|e| write_err(f.path, e))?;
             self.pad(records.len() as u64, f.path)?;
         }
-        let h = ustar_header(
-            name, prefix, mode, uid, gid, size, mtime, f.typeflag, linkname,
-        );
+        let h = ustar_header(&Header {
+            name,
+            prefix,
+            mode,
+            uid,
+            gid,
+            size,
+            mtime,
+            typeflag: f.typeflag,
+            linkname,
+        });
         self.inner.write_all(&h).map_err(|e| write_err(f.path, e))
     }
 }
@@ -355,19 +363,33 @@ fn octal(field: &mut [u8], v: u64) {
     field[digits] = 0;
 }
 
-/// One 512-byte USTAR header. Numeric arguments must already fit their fields.
-#[allow(clippy::too_many_arguments)]
-fn ustar_header(
-    name: &str,
-    prefix: &str,
+/// What a USTAR header holds. Numeric fields must already fit their fields, and the strings
+/// theirs (name 100, prefix 155, linkname 100 bytes).
+struct Header<'a> {
+    name: &'a str,
+    prefix: &'a str,
     mode: u64,
     uid: u64,
     gid: u64,
     size: u64,
     mtime: u64,
     typeflag: u8,
-    linkname: &str,
-) -> [u8; BLOCK] {
+    linkname: &'a str,
+}
+
+/// One 512-byte USTAR header.
+fn ustar_header(f: &Header<'_>) -> [u8; BLOCK] {
+    let Header {
+        name,
+        prefix,
+        mode,
+        uid,
+        gid,
+        size,
+        mtime,
+        typeflag,
+        linkname,
+    } = *f;
     let mut h = [0u8; BLOCK];
     h[..name.len()].copy_from_slice(name.as_bytes());
     octal(&mut h[100..108], mode);
@@ -422,7 +444,17 @@ mod tests {
 
     #[test]
     fn header_fields_and_checksum() {
-        let h = ustar_header("a/b", "", 0o755, 1000, 1000, 5, 1_700_000_000, b'0', "");
+        let h = ustar_header(&Header {
+            name: "a/b",
+            prefix: "",
+            mode: 0o755,
+            uid: 1000,
+            gid: 1000,
+            size: 5,
+            mtime: 1_700_000_000,
+            typeflag: b'0',
+            linkname: "",
+        });
         assert_eq!(field(&h, 0..100), "a/b");
         assert_eq!(&h[100..108], b"0000755\0");
         assert_eq!(&h[108..116], b"0001750\0");

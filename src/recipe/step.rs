@@ -11,7 +11,7 @@ use toml::Spanned;
 
 use super::grammar::{is_layer_name, normalize_abs};
 use super::raw::{Argv, SpannedMap};
-use super::validate::{env_map, ignore_patterns, opt_abs, opt_user, resolve};
+use super::validate::{env_map, ignore_patterns, opt_abs, opt_user, resolve, IgnoreSource};
 use super::{Ctx, RecipeError};
 use crate::digest::Digest;
 use crate::layer::{CopySpec, ModePolicy};
@@ -227,8 +227,11 @@ fn step(
     for i in s.inputs.unwrap_or_default() {
         let ispan = i.span();
         let i = i.into_inner();
+        if i.src.is_some() && i.step.is_none() {
+            inputs.push(files_input(ctx, &what, i, dir, ispan)?);
+            continue;
+        }
         inputs.push(match (i.src, i.step) {
-            (Some(src), None) => files_input(ctx, &what, (src, i.dest, ispan), dir, (i.ignore_file, i.ignore))?,
             (None, Some(st)) => {
                 if let Some(d) = i
                     .dest
@@ -378,16 +381,26 @@ fn step_image(
     }
 }
 
-/// An input of the recipe's files: (`src`, `dest`, where the input is written), and its
-/// (`ignore-file`, `ignore`), which follow `[[layer]]`'s rules (the directory's own
-/// `.dockerignore` when no `ignore-file` is given).
+/// An input of the recipe's files (`i.src` is set), written at `span`: its `ignore-file` and
+/// `ignore` follow `[[layer]]`'s rules (the directory's own `.dockerignore` when no
+/// `ignore-file` is given).
 fn files_input(
     ctx: &Ctx<'_>,
     what: &str,
-    (src, dest, span): (Spanned<String>, Option<Spanned<String>>, Range<usize>),
+    i: RawStepInput,
     dir: &Path,
-    (ignore_file, listed): (Option<Spanned<String>>, Option<Vec<Spanned<String>>>),
+    span: Range<usize>,
 ) -> Result<StepInput> {
+    let RawStepInput {
+        src,
+        dest,
+        ignore_file,
+        ignore: listed,
+        step: _,
+    } = i;
+    let Some(src) = src else {
+        return Err(ctx.err(span, format!("{what}: an input needs `src`")));
+    };
     let path = resolve(dir, src.get_ref());
     if !(path.is_dir() || path.is_file()) {
         return Err(ctx.err(
@@ -409,7 +422,11 @@ fn files_input(
         ctx,
         what,
         dir,
-        (&path, path.is_dir(), src.span()),
+        IgnoreSource {
+            path: &path,
+            is_dir: path.is_dir(),
+            span: src.span(),
+        },
         ignore_file.as_ref(),
         listed.unwrap_or_default(),
     )?;

@@ -415,7 +415,11 @@ fn layer(
         ctx,
         &what,
         dir,
-        (&src_path, is_dir, src.span()),
+        IgnoreSource {
+            path: &src_path,
+            is_dir,
+            span: src.span(),
+        },
         l.ignore_file.as_ref(),
         l.ignore.unwrap_or_default(),
     )?;
@@ -459,18 +463,29 @@ fn layer(
     })
 }
 
+/// A source whose ignore patterns are read: the resolved path, whether it is a directory, and
+/// where `src` is written.
+pub(super) struct IgnoreSource<'a> {
+    pub path: &'a Path,
+    pub is_dir: bool,
+    pub span: Range<usize>,
+}
+
 /// A source's ignore patterns, `[[layer]]`'s rules (a step's input's too): the ignore file's
 /// first (`ignore-file`, else the directory's own `.dockerignore`), then the recipe's list.
-/// `src` is the resolved source, whether it is a directory, and where it is written.
 pub(super) fn ignore_patterns(
     ctx: &Ctx<'_>,
     what: &str,
     dir: &Path,
-    src: (&Path, bool, Range<usize>),
+    src: IgnoreSource<'_>,
     ignore_file: Option<&Spanned<String>>,
     listed: Vec<Spanned<String>>,
 ) -> Result<Vec<String>> {
-    let (src_path, is_dir, src_span) = src;
+    let IgnoreSource {
+        path: src_path,
+        is_dir,
+        span: src_span,
+    } = src;
     let mut ignore = Vec::new();
     match ignore_file {
         Some(f) => {

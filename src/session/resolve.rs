@@ -128,16 +128,15 @@ impl Session<'_> {
             return Ok(None);
         };
         let shallow = self.shallow_base(recipe);
-        let (image, change) = base::resolve(
-            reference,
-            &recipe.image.platform,
-            lock,
-            self.policy,
-            self.client,
-            self.store,
-            (!shallow, self.base_index),
-            self.reporter,
-        )?;
+        let how = base::Resolve {
+            pin: self.policy,
+            client: self.client,
+            store: self.store,
+            layers: !shallow,
+            index: self.base_index,
+            reporter: self.reporter,
+        };
+        let (image, change) = base::resolve(reference, &recipe.image.platform, lock, &how)?;
         // A shallow base that a step reads: its cached facts do, else its layers are needed.
         if shallow && Self::reads_base(recipe) {
             if system::base_facts_known(self.store, &image)? {

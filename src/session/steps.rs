@@ -78,20 +78,20 @@ impl Session<'_> {
                     .iter()
                     .find(|l| l.name == step.name)
                     .and_then(|l| l.image.clone());
-                let (image, _) = crate::base::resolve(
-                    reference,
-                    &recipe.image.platform,
-                    &mut one,
-                    self.policy,
-                    self.client,
-                    self.store,
-                    (true, None),
-                    self.reporter,
-                )
-                .map_err(|e| SessionError::StepBuilder {
-                    step: step.name.clone(),
-                    source: Box::new(e.into()),
-                })?;
+                let how = crate::base::Resolve {
+                    pin: self.policy,
+                    client: self.client,
+                    store: self.store,
+                    layers: true,
+                    index: None,
+                    reporter: self.reporter,
+                };
+                let (image, _) =
+                    crate::base::resolve(reference, &recipe.image.platform, &mut one, &how)
+                        .map_err(|e| SessionError::StepBuilder {
+                            step: step.name.clone(),
+                            source: Box::new(e.into()),
+                        })?;
                 pinned.push((step.name.clone(), one.base));
                 Ok(Some(Container {
                     id: image.manifest_digest,

@@ -20,6 +20,15 @@ use crate::registry::reference::Reference;
 use crate::store::Store;
 
 /// What [`Client::push_blob`] did.
+/// A blob to upload: its digest and size, the file that holds it in the store, and an upload
+/// session a mount attempt already opened.
+struct Upload<'a> {
+    digest: &'a Digest,
+    size: u64,
+    on_disk: &'a std::path::Path,
+    location: Option<Url>,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BlobPush {
     /// The registry had it already (HEAD).
@@ -135,24 +144,32 @@ impl Client {
         }
 
         progress.blob_started(digest, Some(size));
-        let pushed = self.upload(&ep, digest, size, &on_disk, location, &scopes, progress)?;
+        let blob = Upload {
+            digest,
+            size,
+            on_disk: &on_disk,
+            location,
+        };
+        let pushed = self.upload(&ep, blob, &scopes, progress)?;
         progress.blob_finished(digest);
         Ok(pushed)
     }
 
-    /// Uploads the blob at `on_disk` in one PUT (its bytes reported as they go), or in chunks
-    /// when that is refused or it is over the monolithic limit.
-    #[allow(clippy::too_many_arguments)]
+    /// Uploads the blob in one PUT (its bytes reported as they go), or in chunks when that is
+    /// refused or it is over the monolithic limit.
     fn upload(
         &self,
         ep: &Endpoint,
-        digest: &Digest,
-        size: u64,
-        on_disk: &std::path::Path,
-        mut location: Option<Url>,
+        blob: Upload<'_>,
         scopes: &Scopes,
         progress: &dyn Reporter,
     ) -> Result<BlobPush, RegistryError> {
+        let Upload {
+            digest,
+            size,
+            on_disk,
+            mut location,
+        } = blob;
         let io_err = |source| RegistryError::Io {
             registry: ep.registry.clone(),
             repository: ep.repository.clone(),
