@@ -91,6 +91,9 @@ pub struct Built {
     pub warnings: Vec<String>,
     /// What each `[[step]]` did (set by the same caller; empty without steps).
     pub steps: Vec<crate::steps::StepReport>,
+    /// Whether the image has `/bin/sh`, where ocibuild knows its files (set by the same
+    /// caller; `None`: not known).
+    pub shell: Option<bool>,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -175,6 +178,9 @@ pub fn build(
             .map(|p| (p.clone(), json!({})))
             .collect(),
         stop_signal: c.stop_signal.clone(),
+        volumes: c.volumes.iter().map(|v| (v.clone(), json!({}))).collect(),
+        shell: c.shell.clone(),
+        healthcheck: c.healthcheck.as_ref().map(|h| h.config_value()),
     };
     let platform = &recipe.image.platform;
     let config = ImageConfig {
@@ -252,6 +258,7 @@ pub fn build(
         warnings: Vec::new(),
         wheels: Default::default(),
         steps: Vec::new(),
+        shell: None,
     })
 }
 
@@ -620,9 +627,10 @@ fn hash_file(mut f: fs::File, size: u64, buf: &mut [u8]) -> io::Result<blake3::H
 }
 
 /// The base's config with ours on top: rootfs and history appended, `created` ours, and the
-/// recipe's settings overriding the base's (env by name, labels by key, ports added). Setting an
-/// entrypoint without a cmd clears the base's cmd, as a Dockerfile's ENTRYPOINT does. Fields
-/// ocibuild does not know (Healthcheck, Volumes, …) are kept as the base had them.
+/// recipe's settings overriding the base's (env by name, labels by key, ports and volumes added,
+/// shell and healthcheck replaced). Setting an entrypoint without a cmd clears the base's cmd,
+/// as a Dockerfile's ENTRYPOINT does. Fields ocibuild does not know are kept as the base had
+/// them.
 fn inherit(
     base: &serde_json::Value,
     ours: &ImageConfig,
@@ -717,17 +725,27 @@ fn inherit(
             map.insert(k.clone(), json!(v));
         }
     }
-    if !c.exposed_ports.is_empty() {
-        let slot = cfg.entry("ExposedPorts").or_insert_with(|| json!({}));
+    // Merged over the base's, as docker's EXPOSE and VOLUME are.
+    for (key, add) in [("ExposedPorts", &c.exposed_ports), ("Volumes", &c.volumes)] {
+        if add.is_empty() {
+            continue;
+        }
+        let slot = cfg.entry(key).or_insert_with(|| json!({}));
         if slot.is_null() {
             *slot = json!({});
         }
         let map = slot
             .as_object_mut()
-            .ok_or_else(|| bad("config.ExposedPorts is not an object"))?;
-        for p in &c.exposed_ports {
+            .ok_or_else(|| bad(&format!("config.{key} is not an object")))?;
+        for p in add {
             map.insert(p.clone(), json!({}));
         }
+    }
+    if let Some(shell) = &c.shell {
+        cfg.insert("Shell".into(), json!(shell));
+    }
+    if let Some(h) = &c.healthcheck {
+        cfg.insert("Healthcheck".into(), h.config_value());
     }
     Ok(out)
 }
