@@ -243,3 +243,110 @@ fn podman_ignores_the_health_check_of_an_oci_image() {
         stderr(&check)
     );
 }
+
+#[test]
+fn build_args_from_the_command_line_and_the_environment() {
+    let d = tempdir();
+    fs_err::create_dir(d.path().join("app")).unwrap();
+    fs_err::write(d.path().join("app/x"), "x\n").unwrap();
+    let recipe = d.path().join("args.toml");
+    fs_err::write(
+        &recipe,
+        r#"[image]
+name = "localhost/ocibuild-test/args"
+tag = "v${VERSION}"
+
+[args]
+VERSION = "1.0"
+GREETING = "hello"
+
+[[layer]]
+name = "app"
+src = "app"
+dest = "/app"
+
+[config]
+env = { GREETING = "${GREETING}", KEPT = "$HOME and $$GREETING" }
+"#,
+    )
+    .unwrap();
+    let json = |out: &std::process::Output| -> serde_json::Value {
+        serde_json::from_str(&stdout(out)).unwrap()
+    };
+    let layout = d.path().join("out");
+    let plain = json(&run_ok(
+        ocibuild()
+            .args(["build", "--json", "-o"])
+            .arg(&layout)
+            .arg(&recipe),
+    ));
+    assert_eq!(plain["image"], "localhost/ocibuild-test/args:v1.0");
+    let env = config_of_tag(&layout, "v1.0")["config"]["Env"].clone();
+    assert_eq!(
+        env,
+        serde_json::json!(["GREETING=hello", "KEPT=$HOME and $GREETING"])
+    );
+    let set = json(&run_ok(
+        ocibuild()
+            .args([
+                "build",
+                "--json",
+                "--build-arg",
+                "VERSION=2.0",
+                "--build-arg",
+                "GREETING",
+            ])
+            .env("GREETING", "from-env")
+            .arg("-o")
+            .arg(&layout)
+            .arg(&recipe),
+    ));
+    assert_eq!(set["image"], "localhost/ocibuild-test/args:v2.0");
+    assert_eq!(
+        config_of_tag(&layout, "v2.0")["config"]["Env"][0],
+        "GREETING=from-env"
+    );
+    // The args are part of the identity: another value, another recipe digest.
+    assert_ne!(plain["manifest"], set["manifest"]);
+    // An undeclared name: a usage error naming the declared ones.
+    let bad = run(ocibuild()
+        .args(["build", "--build-arg", "VERSON=2", "-o"])
+        .arg(d.path().join("none"))
+        .arg(&recipe));
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+    assert!(
+        stderr(&bad).contains(
+            "--build-arg `VERSON`: not declared in [args]: did you mean `VERSION`? the recipe declares `GREETING`, `VERSION`"
+        ),
+        "{}",
+        stderr(&bad)
+    );
+    assert!(!d.path().join("none").exists());
+    // `plan` and `lock` take it too.
+    let lock = run(ocibuild()
+        .args(["lock", "--build-arg", "NOPE=1"])
+        .arg(&recipe));
+    assert_eq!(lock.status.code(), Some(2), "{}", stderr(&lock));
+}
+
+/// The config of the layout's image tagged `tag`.
+fn config_of_tag(layout: &Path, tag: &str) -> serde_json::Value {
+    let read = |p: std::path::PathBuf| -> serde_json::Value {
+        serde_json::from_slice(&fs_err::read(p).unwrap()).unwrap()
+    };
+    let blob = |d: &serde_json::Value| {
+        layout
+            .join("blobs/sha256")
+            .join(d.as_str().unwrap().trim_start_matches("sha256:"))
+    };
+    let index = read(layout.join("index.json"));
+    let entry = index["manifests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["annotations"]["org.opencontainers.image.ref.name"] == tag)
+        .unwrap()
+        .clone();
+    let manifest = read(blob(&entry["digest"]));
+    read(blob(&manifest["config"]["digest"]))
+}
