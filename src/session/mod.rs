@@ -438,7 +438,7 @@ impl<'a> Session<'a> {
         built.steps = step_reports;
         built.shell = shell::image_has_shell(self.store, recipe, &built)
             .map_err(|e| SessionError::System(Box::new(e)))?;
-        if built.shell == Some(false) {
+        if built.shell == Some(false) && shell::expects_shell(recipe) {
             built.warnings.push(format!(
                 "the image has no {}: `podman run IMAGE /bin/sh …` and a [config.healthcheck] \
                  `CMD-SHELL` will fail; add `[apt] essential = true` (Debian's essential set) \

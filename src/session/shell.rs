@@ -48,6 +48,27 @@ pub fn image_has_shell(
     Ok(Some(l.resolves(SHELL)))
 }
 
+/// Whether the recipe looks like it needs a shell, so that an image without one is worth a
+/// warning: a system (`[apt]`, `[python]`), a `CMD-SHELL` health check, `[config] shell`, or an
+/// entrypoint (or cmd) or test run through `/bin/sh`. An image of a static program on
+/// `scratch` has none on purpose: its report says so (`shell: false`) without a warning.
+pub fn expects_shell(recipe: &Recipe) -> bool {
+    let c = &recipe.config;
+    let via_sh = |argv: &[String]| argv.first().is_some_and(|a| a == SHELL);
+    recipe.apt.is_some()
+        || recipe.python.is_some()
+        || c.shell.is_some()
+        || c.healthcheck
+            .as_ref()
+            .is_some_and(|h| h.test.first().is_some_and(|t| t == "CMD-SHELL"))
+        || c.entrypoint.as_deref().is_some_and(via_sh)
+        || (c.entrypoint.is_none() && c.cmd.as_deref().is_some_and(via_sh))
+        || recipe.tests.iter().any(|t| match &t.run {
+            crate::recipe::TestRun::Command(argv) => via_sh(argv),
+            crate::recipe::TestRun::Check(_) => false,
+        })
+}
+
 /// Where a recipe's own layer (a `[[layer]]`, or a step's output `NAME` / `NAME.N`) goes;
 /// empty for the others (the base's, the system's).
 fn dests_of(recipe: &Recipe, name: &str) -> Vec<String> {

@@ -199,3 +199,35 @@ fn online_trixie_essential_runs_a_shell_under_podman() {
     let bash = podman_run(&out, "t", &["/bin/bash", "-c", "echo $BASH_VERSION"]);
     assert_success(&bash, "podman run /bin/bash");
 }
+
+#[test]
+fn a_static_program_on_scratch_is_reported_without_a_warning() {
+    let t = tempdir();
+    fs_err::create_dir(t.path().join("app")).unwrap();
+    fs_err::write(t.path().join("app/prog"), "#!elf\n").unwrap();
+    let r = t.path().join("static.toml");
+    let base = "[image]\nname = \"example.com/static\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n";
+    fs_err::write(
+        &r,
+        format!("{base}[config]\nentrypoint = [\"/app/prog\"]\n"),
+    )
+    .unwrap();
+    let (o, v) = build(&r, &t.path().join("img"), true);
+    assert_success(&o, "build static");
+    let v = v.unwrap();
+    assert_eq!(v["shell"], Value::Bool(false));
+    assert_eq!(v["warnings"], serde_json::json!([]));
+    // Run through /bin/sh, the same image is worth the warning.
+    fs_err::write(
+        &r,
+        format!("{base}[config]\nentrypoint = [\"/bin/sh\", \"-c\", \"/app/prog\"]\n"),
+    )
+    .unwrap();
+    let (o, _) = build(&r, &t.path().join("img2"), false);
+    assert_success(&o, "build static via sh");
+    assert!(
+        stderr(&o).contains("warning: the image has no /bin/sh"),
+        "{}",
+        stderr(&o)
+    );
+}
