@@ -749,3 +749,56 @@ fn inherit(
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recipe's config over a base's: volumes added to the base's, shell and health check
+    /// replaced, what the recipe leaves out kept.
+    #[test]
+    fn docker_keys_merge_over_the_base() {
+        let base = json!({
+            "architecture": "amd64", "os": "linux",
+            "config": {
+                "Volumes": {"/base": {}},
+                "Healthcheck": {"Test": ["CMD", "/old"], "Retries": 9},
+                "Shell": ["/bin/sh", "-c"],
+                "OnBuild": ["RUN x"],
+            },
+            "rootfs": {"type": "layers", "diff_ids": []},
+            "history": [],
+        });
+        let ours = ImageConfig {
+            created: Some("1970-01-01T00:00:00Z".into()),
+            architecture: "amd64".into(),
+            os: "linux".into(),
+            variant: None,
+            config: RunConfig::default(),
+            rootfs: RootFs {
+                kind: "layers".into(),
+                diff_ids: Vec::new(),
+            },
+            history: Vec::new(),
+        };
+        let c = crate::recipe::Config {
+            volumes: vec!["/data".into()],
+            shell: Some(vec!["/bin/bash".into(), "-c".into()]),
+            healthcheck: Some(crate::recipe::Healthcheck {
+                test: vec!["NONE".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let out = inherit(&base, &ours, &c).unwrap();
+        let cfg = &out["config"];
+        assert_eq!(cfg["Volumes"], json!({"/base": {}, "/data": {}}));
+        assert_eq!(cfg["Shell"], json!(["/bin/bash", "-c"]));
+        assert_eq!(cfg["Healthcheck"], json!({"Test": ["NONE"]}));
+        assert_eq!(cfg["OnBuild"], json!(["RUN x"]));
+        // Left out: the base's stay.
+        let kept = inherit(&base, &ours, &crate::recipe::Config::default()).unwrap();
+        assert_eq!(kept["config"]["Healthcheck"]["Retries"], 9);
+        assert_eq!(kept["config"]["Volumes"], json!({"/base": {}}));
+    }
+}

@@ -1,5 +1,6 @@
 //! `--build-arg NAME[=VALUE]`: the recipe-loading flag of every command that reads a recipe to
-//! build it or to check what it builds (`build`, `lock`, `plan`, `verify`, `test`).
+//! build it or to check what it builds (`build`, `lock`, `plan`, `verify`, `test`, `sbom`,
+//! `provenance`).
 
 use std::path::Path;
 

@@ -181,3 +181,40 @@ fn args_errors() {
         ],
     );
 }
+
+#[test]
+fn args_reach_apt_packages_and_the_python_version() {
+    let text = r#"[image]
+name = "hello"
+platform = "linux/amd64"
+
+[args]
+PY = "3.13"
+PG = "16"
+
+[[apt.source]]
+url = "https://deb.example/debian"
+suite = "trixie"
+components = ["main"]
+signed-by = "k.asc"
+
+[apt]
+packages = ["python${PY}", "postgresql-client-$PG (>= ${PG}.1)"]
+
+[python]
+version = "${PY}"
+"#;
+    let r = parse_args(text, &[set("PG", "17")]).unwrap();
+    assert_eq!(
+        r.apt.as_ref().unwrap().packages,
+        ["postgresql-client-17 (>= 17.1)", "python3.13"]
+    );
+    assert_eq!(r.python.as_ref().unwrap().version.as_deref(), Some("3.13"));
+    // A value that makes a bad package name is refused where the request is written.
+    let e = parse_args(text, &[set("PY", "3 13")]).unwrap_err();
+    assert!(
+        e.to_string()
+            .starts_with("recipe.toml:16:13: [apt] packages: invalid package `python3 13`"),
+        "{e}"
+    );
+}
