@@ -572,5 +572,23 @@ mod tests {
             ..locked
         };
         assert_eq!(stale(&recipe, Some(&older), Some(&new_base)), None);
+        // `essential` added, or removed: stale.
+        let with = Apt {
+            essential: true,
+            ..recipe.clone()
+        };
+        assert_eq!(
+            stale(&with, Some(&older), None).as_deref(),
+            Some("essential added")
+        );
+        let locked_with = LockedApt {
+            essential: true,
+            ..older
+        };
+        assert_eq!(stale(&with, Some(&locked_with), None), None);
+        assert_eq!(
+            stale(&recipe, Some(&locked_with), None).as_deref(),
+            Some("essential removed")
+        );
     }
 }

@@ -308,6 +308,24 @@ env = { GREETING = "${GREETING}", KEPT = "$HOME and $$GREETING" }
     );
     // The args are part of the identity: another value, another recipe digest.
     assert_ne!(plain["manifest"], set["manifest"]);
+    // `verify` rebuilds it with the same --build-args (its tag is v2.0 then).
+    let verified = run(ocibuild()
+        .args([
+            "verify",
+            "--build-arg",
+            "VERSION=2.0",
+            "--build-arg",
+            "GREETING=from-env",
+        ])
+        .arg("--against")
+        .arg(format!("oci:{}:v2.0", layout.display()))
+        .arg(&recipe));
+    assert_success(&verified, "verify --build-arg");
+    assert!(
+        stdout(&verified).contains("reproduced"),
+        "{}",
+        stdout(&verified)
+    );
     // An undeclared name: a usage error naming the declared ones.
     let bad = run(ocibuild()
         .args(["build", "--build-arg", "VERSON=2", "-o"])
