@@ -93,6 +93,9 @@ pub struct Built {
     pub warnings: Vec<String>,
     /// What each `[[step]]` did (set by the same caller; empty without steps).
     pub steps: Vec<crate::steps::StepReport>,
+    /// Whether the image has `/bin/sh`, where ocibuild knows its files (set by the same
+    /// caller; `None`: not known).
+    pub shell: Option<bool>,
 }
 
 /// Build every layer of `recipe` into `store` and assemble the image documents.
@@ -200,6 +203,9 @@ pub fn build(
             .map(|p| (p.clone(), json!({})))
             .collect(),
         stop_signal: c.stop_signal.clone(),
+        volumes: c.volumes.iter().map(|v| (v.clone(), json!({}))).collect(),
+        shell: c.shell.clone(),
+        healthcheck: c.healthcheck.as_ref().map(|h| h.config_value()),
     };
     let platform = &recipe.image.platform;
     let config = ImageConfig {
@@ -277,6 +283,7 @@ pub fn build(
         warnings: Vec::new(),
         wheels: Default::default(),
         steps: Vec::new(),
+        shell: None,
     })
 }
 
@@ -644,10 +651,6 @@ fn hash_file(mut f: fs::File, size: u64, buf: &mut [u8]) -> io::Result<blake3::H
     Ok(d)
 }
 
-/// The base's config with ours on top: rootfs and history appended, `created` ours, and the
-/// recipe's settings overriding the base's (env by name, labels by key, ports added). Setting an
-/// entrypoint without a cmd clears the base's cmd, as a Dockerfile's ENTRYPOINT does. Fields
-/// ocibuild does not know (Healthcheck, Volumes, …) are kept as the base had them.
 /// The config's `Env`: the recipe's, and on `scratch` Docker's default `PATH` unless the recipe
 /// sets one (contract rule 20: what `docker run` assumes when an image has none, written down so
 /// podman, `crane`, and a shell in the image see the same search path).
@@ -660,6 +663,11 @@ fn config_env(env: &BTreeMap<String, String>, scratch: bool) -> Vec<String> {
     env.iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
+/// The base's config with ours on top: rootfs and history appended, `created` ours, and the
+/// recipe's settings overriding the base's (env by name, labels by key, ports and volumes added,
+/// shell and healthcheck replaced). Setting an entrypoint without a cmd clears the base's cmd,
+/// as a Dockerfile's ENTRYPOINT does. Fields ocibuild does not know are kept as the base had
+/// them.
 fn inherit(
     base: &serde_json::Value,
     ours: &ImageConfig,
@@ -754,17 +762,80 @@ fn inherit(
             map.insert(k.clone(), json!(v));
         }
     }
-    if !c.exposed_ports.is_empty() {
-        let slot = cfg.entry("ExposedPorts").or_insert_with(|| json!({}));
+    // Merged over the base's, as docker's EXPOSE and VOLUME are.
+    for (key, add) in [("ExposedPorts", &c.exposed_ports), ("Volumes", &c.volumes)] {
+        if add.is_empty() {
+            continue;
+        }
+        let slot = cfg.entry(key).or_insert_with(|| json!({}));
         if slot.is_null() {
             *slot = json!({});
         }
         let map = slot
             .as_object_mut()
-            .ok_or_else(|| bad("config.ExposedPorts is not an object"))?;
-        for p in &c.exposed_ports {
+            .ok_or_else(|| bad(&format!("config.{key} is not an object")))?;
+        for p in add {
             map.insert(p.clone(), json!({}));
         }
     }
+    if let Some(shell) = &c.shell {
+        cfg.insert("Shell".into(), json!(shell));
+    }
+    if let Some(h) = &c.healthcheck {
+        cfg.insert("Healthcheck".into(), h.config_value());
+    }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The recipe's config over a base's: volumes added to the base's, shell and health check
+    /// replaced, what the recipe leaves out kept.
+    #[test]
+    fn docker_keys_merge_over_the_base() {
+        let base = json!({
+            "architecture": "amd64", "os": "linux",
+            "config": {
+                "Volumes": {"/base": {}},
+                "Healthcheck": {"Test": ["CMD", "/old"], "Retries": 9},
+                "Shell": ["/bin/sh", "-c"],
+                "OnBuild": ["RUN x"],
+            },
+            "rootfs": {"type": "layers", "diff_ids": []},
+            "history": [],
+        });
+        let ours = ImageConfig {
+            created: Some("1970-01-01T00:00:00Z".into()),
+            architecture: "amd64".into(),
+            os: "linux".into(),
+            variant: None,
+            config: RunConfig::default(),
+            rootfs: RootFs {
+                kind: "layers".into(),
+                diff_ids: Vec::new(),
+            },
+            history: Vec::new(),
+        };
+        let c = crate::recipe::Config {
+            volumes: vec!["/data".into()],
+            shell: Some(vec!["/bin/bash".into(), "-c".into()]),
+            healthcheck: Some(crate::recipe::Healthcheck {
+                test: vec!["NONE".into()],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let out = inherit(&base, &ours, &c).unwrap();
+        let cfg = &out["config"];
+        assert_eq!(cfg["Volumes"], json!({"/base": {}, "/data": {}}));
+        assert_eq!(cfg["Shell"], json!(["/bin/bash", "-c"]));
+        assert_eq!(cfg["Healthcheck"], json!({"Test": ["NONE"]}));
+        assert_eq!(cfg["OnBuild"], json!(["RUN x"]));
+        // Left out: the base's stay.
+        let kept = inherit(&base, &ours, &crate::recipe::Config::default()).unwrap();
+        assert_eq!(kept["config"]["Healthcheck"]["Retries"], 9);
+        assert_eq!(kept["config"]["Volumes"], json!({"/base": {}}));
+    }
 }

@@ -111,6 +111,10 @@ pub struct ManifestOutcome {
     pub wheels: WheelsOutcome,
     /// Each `[[step]]`: cached or run (and for how long), its key and output layer digests.
     pub steps: Vec<crate::steps::StepReport>,
+    /// Whether the image has `/bin/sh`, where ocibuild knows its files (on `scratch`, or with
+    /// `[apt]`); absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shell: Option<bool>,
 }
 
 impl ManifestOutcome {
@@ -164,6 +168,7 @@ impl ManifestOutcome {
                 })
                 .collect(),
             warnings: built.warnings.clone(),
+            shell: built.shell,
             wheels: WheelsOutcome {
                 shared_files: wheels
                     .shared

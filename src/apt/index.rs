@@ -46,6 +46,7 @@ const FIELDS: &[&str] = &[
     "Filename",
     "Size",
     "SHA256",
+    "Essential",
 ];
 
 /// `Multi-Arch` of a binary package.
@@ -127,6 +128,7 @@ pub fn load_source(
     let spill = Spill::new(&archive, spill_dir)?;
     let kept = load_indices(fetcher, source, &verified, &source.components, &spill)?;
     let mut index = SourceIndex::new(spill, kept.names, kept.provides);
+    index.set_essential(kept.essential);
     index.release_date = verified.release.date;
     index.origin = Some(Arc::new(super::components::Origin {
         source: source.clone(),
@@ -386,8 +388,14 @@ fn read_packages<R: BufRead>(text: R, what: &str, to: &Dest<'_>) -> Result<Keys,
         if bad_field.is_some() {
             continue;
         }
+        let essential = p.get("Essential") == Some("yes");
         match package_of(&p, what, to.shared) {
-            Ok(Some(p)) => keys.push(to.spill, &p).map_err(Failure::Package)?,
+            Ok(Some(p)) => {
+                keys.push(to.spill, &p).map_err(Failure::Package)?;
+                if essential {
+                    keys.essential.push(Arc::clone(&p.name));
+                }
+            }
             Ok(None) => {}
             Err(e) => {
                 bad_field = Some(e);

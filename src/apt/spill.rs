@@ -62,6 +62,9 @@ pub struct SourceIndex {
     spill: Arc<Spill>,
     names: Vec<Key>,
     provides: Vec<Key>,
+    /// The names of the packages marked `Essential: yes` (of the source's architecture and
+    /// `all`), sorted, each once.
+    essential: Vec<Arc<str>>,
 }
 
 impl SourceIndex {
@@ -79,7 +82,21 @@ impl SourceIndex {
             spill,
             names,
             provides,
+            essential: Vec::new(),
         }
+    }
+
+    /// Records the names its indices mark `Essential: yes`.
+    pub(crate) fn set_essential(&mut self, mut names: Vec<Arc<str>>) {
+        names.sort_unstable();
+        names.dedup();
+        self.essential = names;
+    }
+
+    /// The names of its essential packages (`Essential: yes`): Debian's essential set, what
+    /// debootstrap's minbase installs before anything else.
+    pub fn essential(&self) -> impl Iterator<Item = &str> {
+        self.essential.iter().map(|n| &**n)
     }
 
     /// A source of the given packages, as if read from an index in this order; its spill is
@@ -194,6 +211,8 @@ impl SourceIndex {
 pub(crate) struct Keys {
     pub(crate) names: Vec<Key>,
     pub(crate) provides: Vec<Key>,
+    /// The names of the packages marked `Essential: yes`.
+    pub(crate) essential: Vec<Arc<str>>,
 }
 
 impl Keys {
@@ -208,6 +227,7 @@ impl Keys {
         }
         self.names.append(&mut other.names);
         self.provides.append(&mut other.provides);
+        self.essential.append(&mut other.essential);
     }
 
     pub(crate) fn push(&mut self, spill: &Spill, p: &Package) -> Result<(), AptError> {

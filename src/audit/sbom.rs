@@ -634,6 +634,7 @@ pub(crate) mod tests {
             sources: vec![],
             base_installed: None,
             host_provides: Vec::new(),
+            essential: false,
             packages: vec![LockedDeb {
                 name: "libstdc++6".into(),
                 version: "12.2.0-14+deb12u1".into(),

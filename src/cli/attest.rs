@@ -61,6 +61,9 @@ pub struct DocArgs {
     /// describes (its manifest in the image index, its section of the lock). Required there.
     #[arg(long, value_name = "OS/ARCH[/VARIANT]")]
     pub platform: Option<String>,
+    /// The `--build-arg`s the image was built with (its recipe digest covers them).
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 #[derive(Args, Debug)]
@@ -82,7 +85,7 @@ pub struct ProvenanceArgs {
 
 /// The built image for `args` (a layout), checked against the recipe and lock on disk.
 fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
-    let whole = recipe::load(&args.recipe)?;
+    let whole = args.recipe_args.load(&args.recipe)?;
     let recipe = match (&args.platform, whole.is_multi_platform()) {
         (Some(p), true) => {
             let p = super::diff::platform(Some(p))?;

@@ -12,13 +12,18 @@ use crate::imageref::ImageRef;
 use crate::lock::LockPolicy;
 use crate::ops::{self, BuildEvents, BuildRequest};
 use crate::output::Target;
-use crate::recipe;
 use crate::session::Session;
 
 #[derive(Args, Debug)]
+// The help flag among the output flags: an `Options:` group of it alone would take 3 of the 40
+// lines the help keeps to.
+#[command(disable_help_flag = true)]
 pub struct BuildArgs {
     /// The recipe (TOML).
     pub recipe: PathBuf,
+    /// Print help.
+    #[arg(short, long, action = clap::ArgAction::Help, help_heading = "Output")]
+    pub help: Option<bool>,
     /// DIR, oci:DIR, oci-archive:FILE or docker-archive:FILE (./NAME.oci).
     #[arg(short, long, value_name = "TARGET", help_heading = "Output")]
     pub output: Option<String>,
@@ -68,6 +73,8 @@ pub struct BuildArgs {
     pub passphrase: super::sign::PassphraseArgs,
     #[command(flatten, next_help_heading = "Inputs")]
     pub cache: super::cache_repo::CacheRepoArgs,
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
     #[command(flatten, next_help_heading = "Test")]
     pub test_opts: super::test::TestOptions,
 }
@@ -120,7 +127,9 @@ pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
         Some(dest) => Some(ImageRef::parse_registry(dest)?),
         None => None,
     };
-    let recipe = recipe::load(&args.recipe)?
+    let recipe = args
+        .recipe_args
+        .load(&args.recipe)?
         .with_overrides(args.tag.as_deref(), args.platform.as_deref())?;
     let output: Target = match &args.output {
         Some(o) => o.parse()?,

@@ -26,6 +26,8 @@ pub struct LockArgs {
     /// mirror or an old Release served again, does that).
     #[arg(long)]
     pub allow_downgrade: bool,
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 /// What `lock --update` resolves again.
@@ -38,7 +40,7 @@ pub enum Update {
 }
 
 pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
-    let recipe = recipe::load(&args.recipe)?;
+    let recipe = args.recipe_args.load(&args.recipe)?;
     let store = cli.store()?;
     let bars = cli.bars(false);
     let client = super::push::client(cli)?;

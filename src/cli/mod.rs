@@ -12,6 +12,7 @@ mod pipe;
 mod plan;
 mod progress;
 mod push;
+mod recipe_args;
 mod reference;
 mod render;
 mod shell;

@@ -10,7 +10,6 @@ use serde_json::json;
 use super::Cli;
 use crate::image::annotations;
 use crate::lock::LockPolicy;
-use crate::recipe;
 use crate::session::Session;
 
 pub const AFTER_HELP: &str = "\
@@ -46,10 +45,15 @@ pub struct PlanArgs {
     pub json: bool,
     #[command(flatten)]
     pub cache: super::cache_repo::CacheRepoArgs,
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
-    let whole = recipe::load(&args.recipe)?.with_overrides(None, args.platform.as_deref())?;
+    let whole = args
+        .recipe_args
+        .load(&args.recipe)?
+        .with_overrides(None, args.platform.as_deref())?;
     if whole.platforms().len() > 1 {
         anyhow::bail!(
             "{} builds several platforms: plan one with --platform",

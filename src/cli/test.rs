@@ -49,6 +49,8 @@ pub struct TestArgs {
     pub json: bool,
     #[command(flatten)]
     pub opts: TestOptions,
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 impl TestOptions {
@@ -153,7 +155,7 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         },
         None => default_output(&args.recipe),
     };
-    let recipe = recipe::load(&args.recipe)?;
+    let recipe = args.recipe_args.load(&args.recipe)?;
     let stage = args.opts.stage();
     run::check_podman_args(&recipe, &stage)?;
     if !layout.join("index.json").is_file() {

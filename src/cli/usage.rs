@@ -21,12 +21,23 @@ pub enum UsageError {
     CertDir { path: PathBuf, problem: String },
 }
 
-/// Whether `e` is a usage error: a [`UsageError`], or an image reference the command line
-/// wrote that is no form the command takes ([`crate::imageref::ImageRefError`]).
+/// Whether `e` is a usage error: a [`UsageError`], an image reference the command line
+/// wrote that is no form the command takes ([`crate::imageref::ImageRefError`]), or a
+/// `--build-arg` the recipe does not declare.
 pub fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<crate::imageref::ImageRefError>().is_some()
+            || c.downcast_ref::<crate::recipe::RecipeError>()
+                .is_some_and(|r| {
+                    matches!(
+                        r,
+                        crate::recipe::RecipeError::Override {
+                            flag: "--build-arg",
+                            ..
+                        }
+                    )
+                })
     })
 }
 

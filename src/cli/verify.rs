@@ -64,6 +64,8 @@ pub struct VerifyArgs {
     pub sign_key: Option<PathBuf>,
     #[command(flatten)]
     pub passphrase: super::sign::PassphraseArgs,
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
@@ -71,7 +73,7 @@ pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
 }
 
 fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
-    let recipe = recipe::load(&args.recipe)?;
+    let recipe = args.recipe_args.load(&args.recipe)?;
     // --tag checked as build's is (the rebuild's bits do not depend on the tag).
     let recipe = match &args.tag {
         Some(t) => recipe.with_overrides(Some(t), None)?,

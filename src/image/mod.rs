@@ -115,6 +115,23 @@ pub struct RunConfig {
         skip_serializing_if = "Option::is_none"
     )]
     pub stop_signal: Option<String>,
+    /// `{"/data": {}}`.
+    #[serde(
+        rename = "Volumes",
+        default,
+        skip_serializing_if = "BTreeMap::is_empty"
+    )]
+    pub volumes: BTreeMap<String, serde_json::Value>,
+    /// Docker's SHELL (not in the OCI spec; Docker-format readers take it).
+    #[serde(rename = "Shell", default, skip_serializing_if = "Option::is_none")]
+    pub shell: Option<Vec<String>>,
+    /// Docker's HEALTHCHECK: `Test`, durations in nanoseconds, `Retries`.
+    #[serde(
+        rename = "Healthcheck",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub healthcheck: Option<serde_json::Value>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

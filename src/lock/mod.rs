@@ -125,6 +125,10 @@ pub struct LockedApt {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub host_provides: Vec<LockedHostProvides>,
+    /// Resolved with `essential = true`: the sources' essential set requested too. Absent
+    /// when not (every lock written before the key stays as it was).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub essential: bool,
     /// Every package installed, sorted by name.
     #[serde(default, rename = "package")]
     pub packages: Vec<LockedDeb>,
@@ -717,6 +721,7 @@ mod tests {
                 release_date: Some("2024-02-10T09:56:43Z".into()),
             }],
             base_installed: None,
+            essential: false,
             host_provides: vec![LockedHostProvides {
                 name: "libcuda.so.1".into(),
                 satisfies: vec!["python3: libcuda1 | libcuda.so.1 (>= 450)".into()],

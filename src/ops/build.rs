@@ -160,7 +160,7 @@ pub fn build(
     }
     session.outputs = vec![req.output.path().to_path_buf()];
     let store = session.store;
-    let built = platforms::for_each(
+    let mut built = platforms::for_each(
         session,
         req.recipe_path,
         req.recipe,
@@ -175,6 +175,11 @@ pub fn build(
             Ok(PlatformBuilt { built, referrers })
         },
     )?;
+    if let Some(w) = healthcheck_warning(req) {
+        for b in &mut built {
+            b.built.warnings.push(w.clone());
+        }
+    }
     let assembled = if req.recipe.is_multi_platform() {
         let images = built.iter().map(|b| b.built.image.clone()).collect();
         Assembled::Index(IndexRecord::new(store, images)?)
@@ -205,6 +210,25 @@ pub fn build(
         BuildOutcome::Index(o) => o.cache_repo = stats,
     }
     Ok(BuildRun { outcome, tests })
+}
+
+/// The warning for a `[config.healthcheck]` that podman will not see: it reads a health check
+/// only from an image whose manifest is Docker's (schema 2), which of ocibuild's outputs only
+/// `docker-archive` gives (`podman load`); an OCI layout, an oci-archive and a pushed image
+/// have OCI manifests.
+fn healthcheck_warning(req: &BuildRequest<'_>) -> Option<String> {
+    req.recipe.config.healthcheck.as_ref()?;
+    let docker = matches!(req.output, Target::DockerArchive(_)) && !req.push_only;
+    let other = match (docker, &req.push) {
+        (true, None) => return None,
+        (true, Some(_)) => "the pushed image (an OCI manifest)",
+        (false, _) => "an OCI layout, an oci-archive or a pushed image (OCI manifests)",
+    };
+    Some(format!(
+        "[config.healthcheck] is in the image config, but podman runs a health check only for \
+         a Docker-format image, not {other}: build with `-o docker-archive:FILE` and `podman \
+         load` it to have podman run it"
+    ))
 }
 
 /// Writes the image to the output: a layout gets the referrers and, with a key and a push,

@@ -169,8 +169,8 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
             }
         };
         let shell = match u.shell {
-            None => DEFAULT_SHELL.to_string(),
-            Some(s) => passwd_path(ctx, &what, "shell", &s)?,
+            None => None,
+            Some(s) => Some(passwd_path(ctx, &what, "shell", &s)?),
         };
         if let Some(other) = users.iter().find(|x| x.home == home) {
             return Err(ctx.err(

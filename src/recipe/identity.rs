@@ -22,6 +22,11 @@ impl Recipe {
         Ok(Digest::of(&bytes))
     }
 
+    #[cfg(test)]
+    pub(crate) fn identity_value_for_tests(&self) -> Value {
+        self.identity_value()
+    }
+
     fn identity_value(&self) -> Value {
         let i = &self.image;
         let base = match &self.base {
@@ -42,11 +47,21 @@ impl Recipe {
             })
             .collect();
         let c = &self.config;
-        let config = json!({
+        let mut config = json!({
             "env": c.env, "entrypoint": c.entrypoint, "cmd": c.cmd, "workdir": c.workdir,
             "user": c.user, "labels": c.labels, "exposedPorts": c.exposed_ports,
             "annotations": c.annotations, "stopSignal": c.stop_signal,
         });
+        // Each only when set: the identity of every recipe without them stays as it was.
+        if !c.volumes.is_empty() {
+            config["volumes"] = json!(c.volumes);
+        }
+        if let Some(s) = &c.shell {
+            config["shell"] = json!(s);
+        }
+        if let Some(h) = &c.healthcheck {
+            config["healthcheck"] = h.config_value();
+        }
         let apt = self.apt.as_ref().map(|a| {
             let sources: Vec<Value> = a
                 .sources
@@ -64,6 +79,9 @@ impl Recipe {
             // Only when set: the identity of every recipe without it stays as it was.
             if !a.host_provides.is_empty() {
                 v["hostProvides"] = json!(a.host_provides);
+            }
+            if a.essential {
+                v["essential"] = json!(true);
             }
             v
         });
@@ -101,7 +119,9 @@ impl Recipe {
             .users
             .iter()
             .map(|u| {
-                json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": u.shell})
+                // The default as it was always written: every identity stays as it was.
+                let shell = u.shell.as_deref().unwrap_or(super::accounts::DEFAULT_SHELL);
+                json!({"name": u.name, "uid": u.uid, "gid": u.gid, "home": u.home, "shell": shell})
             })
             .collect();
         let mut v = json!({
@@ -119,6 +139,10 @@ impl Recipe {
             "python": python,
             "accounts": {"groups": groups, "users": users},
         });
+        // Only with `[args]`: the identity of every recipe without them stays as it was.
+        if let Some(a) = &self.args {
+            v["args"] = json!(a);
+        }
         // Only when there are steps: the identity of every recipe without them stays as it was.
         if !self.steps.is_empty() {
             v["steps"] = json!(self.steps.iter().map(step_identity).collect::<Vec<_>>());

@@ -7,6 +7,8 @@
 //! - [`grammar`]: pure checks of single values (names, tags, paths, ports, patterns).
 
 mod accounts;
+mod args;
+mod docker;
 mod grammar;
 mod identity;
 mod packages;
@@ -25,6 +27,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use self::args::ArgOverride;
 pub(crate) use self::identity::path_identity;
 pub use self::packages::debian_arch;
 pub use self::paths::{PathEntry, PathKind, PATHS_LAYER};
@@ -65,6 +68,10 @@ pub struct Recipe {
     /// `[[path]]`, in recipe order: directories and symlinks, one layer (`paths`) above the
     /// recipe's `[[layer]]`s.
     pub paths: Vec<PathEntry>,
+    /// `[args]` with the `--build-arg`s over the defaults (`None` without `[args]`): already
+    /// substituted into the recipe's strings, and in every step's environment. Part of the
+    /// identity when present.
+    pub args: Option<BTreeMap<String, String>>,
     /// The logins taken out of the recipe's URLs (`https://user:password@host/…`): every URL
     /// above is without them.
     pub credentials: crate::http::Credentials,
@@ -237,6 +244,9 @@ pub struct Apt {
     /// time. A dependency alternative naming one is satisfied whatever its version constraint,
     /// and nothing is installed for it; sorted, deduplicated.
     pub host_provides: Vec<String>,
+    /// `essential = true`: Debian's essential set (every package of the sources marked
+    /// `Essential: yes`, with their dependencies) is installed too.
+    pub essential: bool,
 }
 
 /// One `[[apt.source]]`.
@@ -292,7 +302,9 @@ pub struct User {
     pub gid: u32,
     /// Absolute and normalized; created with the user as owner, mode 0700.
     pub home: String,
-    pub shell: String,
+    /// As declared; `None`: `/bin/sh` when the image has it, else `/usr/sbin/nologin`
+    /// (decided by the rootfs step, which knows the image's files).
+    pub shell: Option<String>,
     pub at: String,
 }
 
@@ -461,6 +473,25 @@ pub struct Config {
     /// Manifest annotations.
     pub annotations: BTreeMap<String, String>,
     pub stop_signal: Option<String>,
+    /// `volumes`: absolute, normalized, sorted, deduplicated; merged over the base's.
+    pub volumes: Vec<String>,
+    /// `shell`: Docker's SHELL (Docker-format configs; the OCI spec has no such key).
+    pub shell: Option<Vec<String>>,
+    /// `[config.healthcheck]`: Docker's HEALTHCHECK, replacing the base's.
+    pub healthcheck: Option<Healthcheck>,
+}
+
+/// `[config.healthcheck]`, as Docker writes it into a config (`Healthcheck`): durations in
+/// nanoseconds, each only when given (the runtime's defaults apply otherwise).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Healthcheck {
+    /// `["CMD", argv…]`, `["CMD-SHELL", "line"]` or `["NONE"]` (disables the base's).
+    pub test: Vec<String>,
+    pub interval_ns: Option<u64>,
+    pub timeout_ns: Option<u64>,
+    pub start_period_ns: Option<u64>,
+    pub start_interval_ns: Option<u64>,
+    pub retries: Option<u32>,
 }
 
 /// One `[[test]]`, run against the built image by the test stage.
@@ -571,6 +602,11 @@ impl RecipeError {
 /// Reads and validates the recipe at `path`. Relative paths in it resolve against its directory
 /// (made absolute against the current directory, symlinks not resolved).
 pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
+    load_with(path, &[])
+}
+
+/// [`load`] with `--build-arg`s over the `[args]` defaults.
+pub fn load_with(path: &Path, overrides: &[ArgOverride]) -> Result<Recipe, RecipeError> {
     let read_err = |source| RecipeError::Read {
         path: path.to_path_buf(),
         source,
@@ -611,13 +647,23 @@ pub fn load(path: &Path) -> Result<Recipe, RecipeError> {
             });
         }
     };
-    parse(&text, path, &dir)
+    parse_with(&text, path, &dir, overrides)
 }
 
 /// Parses and validates recipe text. `path` is only used in messages; `dir` is the directory that
 /// relative paths resolve against. The only filesystem access: checking that layer sources exist
 /// and reading ignore files.
 pub fn parse(text: &str, path: &Path, dir: &Path) -> Result<Recipe, RecipeError> {
+    parse_with(text, path, dir, &[])
+}
+
+/// [`parse`] with `--build-arg`s over the `[args]` defaults.
+pub fn parse_with(
+    text: &str,
+    path: &Path,
+    dir: &Path,
+    overrides: &[ArgOverride],
+) -> Result<Recipe, RecipeError> {
     let ctx = Ctx { path, text };
     let root = toml::de::DeTable::parse(text).map_err(|e| {
         let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
@@ -629,9 +675,23 @@ pub fn parse(text: &str, path: &Path, dir: &Path) -> Result<Recipe, RecipeError>
         }
     })?;
     check_shape(&ctx, root.get_ref())?;
-    let raw = raw::RawRecipe::deserialize(toml::Deserializer::from(root))
+    let mut raw = raw::RawRecipe::deserialize(toml::Deserializer::from(root))
         .map_err(|e| ctx.err_at(e.span(), toml_words(e.message())))?;
-    validate::recipe(&ctx, raw, dir)
+    let args = args::resolve(&ctx, raw.args.take(), overrides)?;
+    if let Some(a) = &args {
+        args::apply(&ctx, &mut raw, a)?;
+    }
+    let mut recipe = validate::recipe(&ctx, raw, dir)?;
+    if let Some(a) = &args {
+        // As a Dockerfile's ARGs are to RUN: in the environment, under the step's own env.
+        for step in &mut recipe.steps {
+            for (k, v) in a {
+                step.env.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    }
+    recipe.args = args;
+    Ok(recipe)
 }
 
 /// What errors need to say where they are.
@@ -714,7 +774,7 @@ fn clip_values(message: &str) -> String {
 /// serde speaks of Rust types; a recipe's author thinks in TOML's.
 /// Also explains a top-level key that TOML put into the table above it.
 fn toml_words(message: &str) -> String {
-    const TOP: &[&str] = &["image", "base", "layer", "config", "podman", "test"];
+    const TOP: &[&str] = &["image", "base", "layer", "config", "podman", "test", "args"];
     let unknown = message
         .strip_prefix("unknown field `")
         .and_then(|rest| rest.split_once('`'));
@@ -751,7 +811,7 @@ fn check_shape(ctx: &Ctx<'_>, root: &toml::de::DeTable<'_>) -> Result<(), Recipe
         let key = key.get_ref().as_ref();
         let v = value.get_ref();
         match key {
-            "image" | "base" | "config" | "podman" | "accounts" => match v {
+            "image" | "base" | "config" | "podman" | "accounts" | "args" => match v {
                 toml::de::DeValue::Table(_) => {}
                 toml::de::DeValue::Array(_) => problems.push((
                     value.span(),

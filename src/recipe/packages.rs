@@ -60,11 +60,17 @@ pub(super) fn apt(
     for (i, s) in raw.source.into_iter().enumerate() {
         sources.push(source(ctx, s, i, architecture, several, dir)?);
     }
-    let Some(list) = raw.packages else {
-        return Err(ctx.err(
-            span,
-            "[apt]: missing `packages`, the list of packages to install (like [\"python3\"])",
-        ));
+    let essential = raw.essential.unwrap_or(false);
+    let list = match raw.packages {
+        Some(list) => list,
+        None if essential => Vec::new(),
+        None => {
+            return Err(ctx.err(
+                span,
+                "[apt]: missing `packages`, the list of packages to install (like \
+                 [\"python3\"]), or `essential = true`",
+            ))
+        }
     };
     let mut packages = BTreeSet::new();
     let mut package_at = BTreeMap::new();
@@ -80,8 +86,11 @@ pub(super) fn apt(
         package_at.entry(text.clone()).or_insert(at);
         packages.insert(text);
     }
-    if packages.is_empty() {
-        return Err(ctx.err(span, "[apt]: `packages` is empty"));
+    if packages.is_empty() && !essential {
+        return Err(ctx.err(
+            span,
+            "[apt]: `packages` is empty (with `essential = true` it may be)",
+        ));
     }
     let host_provides = host_provides(ctx, raw.host_provides.unwrap_or_default(), &packages)?;
     Ok(Apt {
@@ -90,6 +99,7 @@ pub(super) fn apt(
         package_at,
         architecture: architecture.to_string(),
         host_provides,
+        essential,
     })
 }
 

@@ -32,6 +32,7 @@ pub(super) struct RawRecipe {
     pub step: Vec<Spanned<super::step::RawStep>>,
     #[serde(default)]
     pub path: Vec<Spanned<super::paths::RawPath>>,
+    pub args: Option<Spanned<SpannedMap>>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -67,6 +68,7 @@ pub(super) struct RawApt {
     pub source: Vec<Spanned<RawAptSource>>,
     pub packages: Option<Vec<Spanned<String>>>,
     pub host_provides: Option<Vec<Spanned<String>>>,
+    pub essential: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -144,14 +146,29 @@ pub(super) struct RawLayer {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub(super) struct RawConfig {
     pub env: Option<SpannedMap>,
-    pub entrypoint: Option<Argv>,
-    pub cmd: Option<Argv>,
+    pub entrypoint: Option<Spanned<Argv>>,
+    pub cmd: Option<Spanned<Argv>>,
     pub workdir: Option<Spanned<String>>,
     pub user: Option<Spanned<String>>,
     pub labels: Option<SpannedMap>,
     pub exposed_ports: Option<Vec<Spanned<PortValue>>>,
     pub annotations: Option<SpannedMap>,
     pub stop_signal: Option<Spanned<String>>,
+    pub volumes: Option<Vec<Spanned<String>>>,
+    pub shell: Option<Spanned<Vec<Spanned<String>>>>,
+    pub healthcheck: Option<Spanned<RawHealthcheck>>,
+}
+
+/// `[config.healthcheck]`: Docker's HEALTHCHECK.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub(super) struct RawHealthcheck {
+    pub test: Option<Spanned<Vec<Spanned<String>>>>,
+    pub interval: Option<Spanned<String>>,
+    pub timeout: Option<Spanned<String>>,
+    pub start_period: Option<Spanned<String>>,
+    pub start_interval: Option<Spanned<String>>,
+    pub retries: Option<Spanned<i64>>,
 }
 
 #[derive(Debug, Deserialize)]

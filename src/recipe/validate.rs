@@ -11,7 +11,7 @@ use super::grammar::{
     check_pattern, check_repository, check_signal, check_tag, is_layer_name, is_user,
     normalize_abs, parse_owner, parse_port,
 };
-use super::raw::{Argv, RawConfig, RawImage, RawLayer, RawRecipe, RawTest, SpannedMap};
+use super::raw::{RawConfig, RawImage, RawLayer, RawRecipe, RawTest, SpannedMap};
 use super::{
     Base, Config, Ctx, Gpu, Image, Layer, Platform, Podman, Recipe, RecipeError, Test, TestRun,
     KNOWN_CHECKS,
@@ -81,6 +81,7 @@ pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe
         accounts,
         steps,
         paths,
+        args: None,
         credentials: crate::http::Credentials::default(),
     };
     take_credentials(&mut recipe);
@@ -578,8 +579,8 @@ fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
     };
     Ok(Config {
         env,
-        entrypoint: c.entrypoint.map(|Argv(v)| v),
-        cmd: c.cmd.map(|Argv(v)| v),
+        entrypoint: c.entrypoint.map(|a| a.into_inner().0),
+        cmd: c.cmd.map(|a| a.into_inner().0),
         workdir,
         user,
         user_at,
@@ -587,6 +588,9 @@ fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
         exposed_ports: ports.into_iter().collect(),
         annotations,
         stop_signal,
+        volumes: super::docker::volumes(ctx, c.volumes)?,
+        shell: super::docker::shell(ctx, c.shell)?,
+        healthcheck: super::docker::healthcheck(ctx, c.healthcheck)?,
     })
 }
 

@@ -92,12 +92,19 @@ fn with_newline(mut s: String) -> String {
     s
 }
 
+/// The shell of a user declared without one, when the image has it.
+pub const DEFAULT_SHELL: &str = "/bin/sh";
+/// The shell of a user declared without one, when the image has no `/bin/sh`.
+pub const NO_SHELL: &str = "/usr/sbin/nologin";
+
 /// The account files: `start` ((passwd, group, shadow) text and where it came from) with
 /// `declared` added. A declared name or id that is already there is an error naming the
-/// recipe line.
+/// recipe line. `has` says whether a path is in the image, when its files are known: then a
+/// declared shell must be there, and a user without one gets `/bin/sh` only when it is.
 pub fn merge(
     start: Option<(Origin, String, String, Option<String>)>,
     declared: &Accounts,
+    has: Option<&dyn Fn(&str) -> bool>,
 ) -> Result<AccountFiles, RootfsError> {
     let (origin, passwd, group, shadow) = start.unwrap_or((
         Origin::Minimal,
@@ -151,9 +158,25 @@ pub fn merge(
                 ),
             });
         }
+        let shell = match (&u.shell, has) {
+            (Some(s), Some(has)) if !has(s) => {
+                return Err(RootfsError::Account {
+                    at: u.at.clone(),
+                    problem: format!(
+                        "user `{}`: shell `{s}` is not in the image: install the package that \
+                         has it (`[apt] essential = true` gives /bin/sh and /bin/bash), or \
+                         leave `shell` out",
+                        u.name
+                    ),
+                })
+            }
+            (Some(s), _) => s.as_str(),
+            (None, Some(has)) if !has(DEFAULT_SHELL) => NO_SHELL,
+            (None, _) => DEFAULT_SHELL,
+        };
         passwd.push_str(&format!(
-            "{}:x:{}:{}::{}:{}\n",
-            u.name, u.uid, u.gid, u.home, u.shell
+            "{}:x:{}:{}::{}:{shell}\n",
+            u.name, u.uid, u.gid, u.home
         ));
         users.push(UserLine {
             name: u.name.clone(),
@@ -252,7 +275,7 @@ mod tests {
                 uid: 1000,
                 gid: 1000,
                 home: "/home/app".into(),
-                shell: "/bin/sh".into(),
+                shell: Some("/bin/sh".into()),
                 at: "r.toml:7:1".into(),
             }],
         }
@@ -260,7 +283,7 @@ mod tests {
 
     #[test]
     fn minimal_accounts_and_a_declared_user() {
-        let f = merge(None, &declared()).unwrap();
+        let f = merge(None, &declared(), None).unwrap();
         assert_eq!(f.origin, Origin::Minimal);
         assert_eq!(
             f.passwd,
@@ -308,7 +331,7 @@ mod tests {
             "root:x:0:\nubuntu:x:1000:".to_string(),
             Some("root:!:19000:0:99999:7:::\n".to_string()),
         );
-        let e = merge(Some(base.clone()), &declared())
+        let e = merge(Some(base.clone()), &declared(), None)
             .unwrap_err()
             .to_string();
         assert_eq!(
@@ -318,13 +341,13 @@ mod tests {
         let mut d = declared();
         d.groups[0].gid = 1001;
         d.users[0].gid = 1001;
-        let e = merge(Some(base.clone()), &d).unwrap_err().to_string();
+        let e = merge(Some(base.clone()), &d, None).unwrap_err().to_string();
         assert!(
             e.starts_with("r.toml:7:1: user `app` (1000) collides with `ubuntu` (1000)"),
             "{e}"
         );
         d.users[0].uid = 1001;
-        let f = merge(Some(base), &d).unwrap();
+        let f = merge(Some(base), &d, None).unwrap();
         assert!(f
             .passwd
             .starts_with("root:x:0:0:root:/root:/bin/bash\nubuntu:x:1000:"));

@@ -532,6 +532,7 @@ mod tests {
             base_alternatives: &alts,
             usr_merge: &usr,
             architecture: "amd64",
+            has: None,
         })
         .unwrap();
         p.report

@@ -16,6 +16,7 @@
 pub mod accounts;
 pub mod baseline;
 pub mod effects;
+pub mod listing;
 mod shell;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -88,6 +89,9 @@ pub struct Inputs<'a> {
     pub usr_merge: &'a UsrMerge,
     /// The Debian architecture (for the multiarch library directories).
     pub architecture: &'a str,
+    /// Whether a path is in the image below the rootfs layer, when its files are known (on
+    /// `scratch`): the declared accounts' shells are checked against it.
+    pub has: Option<&'a dyn Fn(&str) -> bool>,
 }
 
 /// The layer's paths, sorted, and the report.
@@ -227,7 +231,7 @@ pub fn plan(inp: &Inputs<'_>) -> Result<Plan, RootfsError> {
     };
     let write_accounts = !inp.declared.is_empty() || (inp.system && !base_has);
     let files = if write_accounts || base_has {
-        Some(accounts::merge(start, inp.declared)?)
+        Some(accounts::merge(start, inp.declared, inp.has)?)
     } else {
         None
     };
@@ -516,6 +520,7 @@ mod tests {
             base_alternatives,
             usr_merge: usr,
             architecture: "amd64",
+            has: None,
         }
     }
 
@@ -571,7 +576,7 @@ mod tests {
                 uid: 1001,
                 gid: 100,
                 home: "/home/app".into(),
-                shell: "/bin/sh".into(),
+                shell: Some("/bin/sh".into()),
                 at: "r.toml:1:1".into(),
             }],
         };

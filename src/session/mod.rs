@@ -25,6 +25,7 @@ use crate::vendor::{self, VendorError};
 mod exclude;
 mod lockcheck;
 mod resolve;
+mod shell;
 mod steps;
 
 pub use self::lockcheck::{check_lock, load_checked_lock, lock_changes};
@@ -435,6 +436,17 @@ impl<'a> Session<'a> {
         built.host_provides = sys.host_provides;
         built.warnings = sys.warnings;
         built.steps = step_reports;
+        built.shell = shell::image_has_shell(self.store, recipe, &built)
+            .map_err(|e| SessionError::System(Box::new(e)))?;
+        if built.shell == Some(false) && shell::expects_shell(recipe) {
+            built.warnings.push(format!(
+                "the image has no {}: `podman run IMAGE /bin/sh …` and a [config.healthcheck] \
+                 `CMD-SHELL` will fail; add `[apt] essential = true` (Debian's essential set) \
+                 or a package or layer with a shell",
+                shell::SHELL
+            ));
+        }
+
         for d in self.store.repaired() {
             self.reporter.message(&format!(
                 "store blob {d} had changed since it was written (edited in place through a \

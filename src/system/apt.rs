@@ -71,6 +71,12 @@ pub fn stale(
             what.push(format!("package `{r}` removed"));
         }
     }
+    if l.essential != apt.essential {
+        what.push(format!(
+            "essential {}",
+            if apt.essential { "added" } else { "removed" }
+        ));
+    }
     let locked_host: Vec<&str> = l.host_provides.iter().map(|h| h.name.as_str()).collect();
     for h in &apt.host_provides {
         if !locked_host.contains(&h.as_str()) {
@@ -321,11 +327,19 @@ pub fn resolve_locked(
             .iter()
             .map(|s| apt::load_source(fetcher, s, &store.tmp_dir()))
             .collect::<Result<Vec<_>, _>>()?;
-        let requests = apt
+        let mut requests = apt
             .packages
             .iter()
             .map(|p| Request::parse(p))
             .collect::<Result<Vec<_>, _>>()?;
+        if apt.essential {
+            // After the recipe's own: a name both have is the recipe's request.
+            let names: std::collections::BTreeSet<&str> =
+                indices.iter().flat_map(|i| i.essential()).collect();
+            for n in names {
+                requests.push(Request::parse(n)?);
+            }
+        }
         let dates: Vec<Option<i64>> = indices.iter().map(|i| i.release_date).collect();
         apt::resolve_with_host(
             &indices,
@@ -357,6 +371,7 @@ pub fn resolve_locked(
         sources,
         base_installed: Some(base.installed.digest()),
         host_provides,
+        essential: apt.essential,
         packages: packages.clone(),
     });
     Ok((packages, true))
@@ -525,6 +540,7 @@ mod tests {
             package_at: Default::default(),
             architecture: "amd64".into(),
             host_provides: Vec::new(),
+            essential: false,
         };
         let mut old_base = apt::Installed::new();
         old_base
@@ -540,6 +556,7 @@ mod tests {
             sources,
             base_installed: Some(old_base.digest()),
             host_provides: Vec::new(),
+            essential: false,
             packages: Vec::new(),
         };
         assert_eq!(stale(&recipe, Some(&locked), Some(&old_base)), None);
@@ -555,5 +572,23 @@ mod tests {
             ..locked
         };
         assert_eq!(stale(&recipe, Some(&older), Some(&new_base)), None);
+        // `essential` added, or removed: stale.
+        let with = Apt {
+            essential: true,
+            ..recipe.clone()
+        };
+        assert_eq!(
+            stale(&with, Some(&older), None).as_deref(),
+            Some("essential added")
+        );
+        let locked_with = LockedApt {
+            essential: true,
+            ..older
+        };
+        assert_eq!(stale(&with, Some(&locked_with), None), None);
+        assert_eq!(
+            stale(&recipe, Some(&locked_with), None).as_deref(),
+            Some("essential removed")
+        );
     }
 }

@@ -12,6 +12,7 @@
 //! the contract, compressor and epoch), so a rebuild with nothing changed reads no .deb.
 
 pub mod apt;
+pub mod listing;
 pub mod python;
 pub mod rootfs;
 pub mod wheels;

@@ -63,6 +63,16 @@ pub fn layer(
     } else {
         &scanned.usr_merge
     };
+    // On scratch the files below the rootfs layer are the packages': what a declared shell is
+    // checked against.
+    let scratch = matches!(recipe.base, Base::Scratch);
+    let below = rootfs::listing::Listing::of(
+        installed
+            .paths
+            .iter()
+            .map(|p| (p.clone(), installed.links.get(p).cloned())),
+    );
+    let has = |p: &str| below.resolves(p);
     let plan = rootfs::plan(&rootfs::Inputs {
         scratch: matches!(recipe.base, Base::Scratch),
         system: recipe.apt.is_some() || recipe.python.is_some(),
@@ -78,6 +88,7 @@ pub fn layer(
         base_alternatives: &scanned.alternatives,
         usr_merge,
         architecture: &architecture,
+        has: scratch.then_some(&has as &dyn Fn(&str) -> bool),
     })?;
     if plan.paths.is_empty() {
         return Ok((None, plan.report));

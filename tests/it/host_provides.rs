@@ -7,6 +7,9 @@
 use crate::aptfix::{self, deb, fixture, Data, Deb, Fixture};
 use crate::common::{ocibuild, run, run_ok, stdout, tar_listing, tempdir};
 
+/// The build's warning for an image without `/bin/sh` (these archives' packages have none).
+const NO_SHELL: &str = "the image has no /bin/sh: `podman run IMAGE /bin/sh …` and a [config.healthcheck] `CMD-SHELL` will fail; add `[apt] essential = true` (Debian's essential set) or a package or layer with a shell";
+
 use fs_err as fs;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -135,13 +138,13 @@ fn host_provides_satisfies_without_installing_and_is_locked() {
         ),
         "{lock}"
     );
-    // build --json lists it, with no warning.
+    // build --json lists it, with no warning of its own (the archive's packages give no shell).
     assert_eq!(v["hostProvides"][0]["name"], "libcuda.so.1");
     assert_eq!(
         v["hostProvides"][0]["satisfies"].as_array().unwrap().len(),
         2
     );
-    assert_eq!(v["warnings"], serde_json::json!([]));
+    assert_eq!(v["warnings"], serde_json::json!([NO_SHELL]));
 
     // The SBOM lists it as provided by the host: no checksum, a runtime dependency.
     let sbom = |fmt: &str| -> Value {
@@ -256,7 +259,9 @@ fn host_provides_change_makes_the_lock_stale_and_warns_when_unused() {
         "{lock}"
     );
     let v = build_json(&r, &t.path().join("img"), &["--locked"]);
-    assert_eq!(v["warnings"].as_array().unwrap().len(), 1, "{v}");
+    // The unused name's, and the image's lack of a shell.
+    assert_eq!(v["warnings"].as_array().unwrap().len(), 2, "{v}");
+    assert_eq!(v["warnings"][1], NO_SHELL);
     assert_eq!(v["hostProvides"][1]["satisfies"], serde_json::json!([]));
 
     // A name removed: stale again.

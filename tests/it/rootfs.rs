@@ -221,7 +221,8 @@ fn scratch_system_gets_baseline_accounts_and_alternatives_reproducibly() {
     assert_eq!(tar_listing(&blob), BASELINE);
     assert_eq!(
         file_in(&blob, "etc/passwd"),
-        format!("{PASSWD_MASTER}app:x:1000:1000::/home/app:/bin/sh\n")
+        // No package gives /bin/sh: a user declared without a shell gets nologin.
+        format!("{PASSWD_MASTER}app:x:1000:1000::/home/app:/usr/sbin/nologin\n")
     );
     assert_eq!(
         file_in(&blob, "etc/group"),

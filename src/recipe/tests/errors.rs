@@ -215,6 +215,21 @@ fn config_errors() {
             &with_img("[config]\nstop-signal = \"SIGTERN\"\n"),
             &with_img("[config]\nstop-signal = \"65\"\n"),
             &with_img("[config]\nstop-signal = \"SIGRTMAX+1\"\n"),
+            &with_img("[config]\nvolumes = [\"data\"]\n"),
+            &with_img("[config]\nvolumes = [\"/data/../etc\"]\n"),
+            &with_img("[config]\nshell = []\n"),
+            &with_img("[config]\nshell = [\"bash\", \"-c\"]\n"),
+            &with_img("[config.healthcheck]\ninterval = \"30s\"\n"),
+            &with_img("[config.healthcheck]\ntest = []\n"),
+            &with_img("[config.healthcheck]\ntest = [\"curl\", \"-f\"]\n"),
+            &with_img("[config.healthcheck]\ntest = [\"CMD\"]\n"),
+            &with_img("[config.healthcheck]\ntest = [\"CMD-SHELL\", \"a\", \"b\"]\n"),
+            &with_img("[config.healthcheck]\ntest = [\"NONE\", \"x\"]\n"),
+            &with_img("[config.healthcheck]\ntest = [\"NONE\"]\nretries = 3\n"),
+            &with_img("[config.healthcheck]\ntest = [\"CMD\", \"/c\"]\ninterval = \"30\"\n"),
+            &with_img("[config.healthcheck]\ntest = [\"CMD\", \"/c\"]\ntimeout = \"10us\"\n"),
+            &with_img("[config.healthcheck]\ntest = [\"CMD\", \"/c\"]\nretries = -1\n"),
+            &with_img("[config.healthcheck]\ntest = [\"CMD\", \"/c\"]\nstart_period = \"1s\"\n"),
         ],
     );
     let d = fixture();
@@ -279,11 +294,19 @@ fn errors_are_one_line() {
 #[test]
 fn docs_examples_parse() {
     let doc = include_str!("../../../docs/recipe.md");
-    let blocks: Vec<&str> = doc
+    let all: Vec<&str> = doc
         .split("```toml\n")
         .skip(1)
         .filter_map(|b| b.split("```").next())
         .collect();
+    // The examples of [config.healthcheck] and [args], checked here; the others below.
+    let d = fixture();
+    let own = |b: &str| b.starts_with("[config.healthcheck]") || b.starts_with("[args]");
+    for b in all.iter().filter(|b| own(b)) {
+        let r = parse_in(&d, &with_img(b)).unwrap_or_else(|e| panic!("{e}\n{b}"));
+        assert!(r.config.healthcheck.is_some() || r.args.is_some(), "{b}");
+    }
+    let blocks: Vec<&str> = all.iter().filter(|b| !own(b)).copied().collect();
     assert_eq!(
         blocks.len(),
         8,
@@ -386,9 +409,9 @@ fn docs_examples_parse() {
             u.uid,
             u.gid,
             u.home.as_str(),
-            u.shell.as_str()
+            u.shell.as_deref()
         ),
-        ("app", 1000, 1000, "/home/app", "/bin/sh")
+        ("app", 1000, 1000, "/home/app", None)
     );
     assert_eq!(r.config.user.as_deref(), Some("app"));
     assert!(

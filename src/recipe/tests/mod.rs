@@ -7,6 +7,7 @@ use super::*;
 use crate::layer::ModePolicy;
 
 mod errors;
+mod keys;
 
 /// A recipe directory: `app/` (with a .dockerignore), `plain/` (without), `one.txt`,
 /// `extra.ignore`, `bad.ignore`.

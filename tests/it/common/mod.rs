@@ -436,9 +436,15 @@ pub fn podman_nameable(path: &str) -> bool {
 
 /// A symlink to a layout at a path podman can name an image after; removes the image podman
 /// made from it, and the link, when dropped.
-struct PodmanAlias {
+pub struct PodmanAlias {
     dir: PathBuf,
     link: PathBuf,
+}
+
+/// A name podman takes for the layout at `layout` (`oci:LINK`), valid while it lives: the
+/// image podman makes of it is removed, and the link, when it is dropped.
+pub fn podman_alias(layout: &Path) -> PodmanAlias {
+    PodmanAlias::new(layout)
 }
 
 impl PodmanAlias {
@@ -466,7 +472,7 @@ impl PodmanAlias {
         }
     }
 
-    fn image_ref(&self, tag: &str) -> String {
+    pub fn image_ref(&self, tag: &str) -> String {
         format!("oci:{}:{tag}", self.link.display())
     }
 }
