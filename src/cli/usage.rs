@@ -27,6 +27,8 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<crate::imageref::ImageRefError>().is_some()
+            || c.downcast_ref::<crate::import::ImportError>()
+                .is_some_and(|e| e.is_usage())
     })
 }
 
