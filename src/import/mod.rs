@@ -5,7 +5,9 @@
 //! `uv pip compile` writes). Nothing is printed here: the CLI prints the table.
 
 mod base;
+mod builder;
 mod classify;
+mod copy;
 mod draft;
 mod error;
 mod map;

@@ -33,6 +33,20 @@ pub(super) fn parse<'a>(
     text: &'a str,
     path: &Path,
 ) -> Result<parse_dockerfile::Dockerfile<'a>, ImportError> {
+    let err = |line, column, message| ImportError::Parse {
+        path: path.to_path_buf(),
+        line,
+        column,
+        message,
+    };
+    let heredocs = heredocs(text);
+    if let Some(h) = heredocs.iter().find(|h| h.quoted || h.dash) {
+        let message = format!(
+            "`{}`: expected an unquoted heredoc delimiter without `-` (<<{}): the parser reads no other form",
+            h.token, h.delim
+        );
+        return Err(err(h.line, h.column, message));
+    }
     parse_dockerfile::parse(text).map_err(|e| {
         // `{:#}`: the message without the crate's own " at line L column C".
         let message = format!("{e:#}");
@@ -41,13 +55,70 @@ pub(super) fn parse<'a>(
             (0, _) => (text.lines().count().max(1), 1),
             (l, c) => (l, char_column(text, l, c)),
         };
-        ImportError::Parse {
-            path: path.to_path_buf(),
-            line,
-            column,
-            message,
+        // A heredoc after other words (`cat <<EOF >> f`) is not one to the parser: its body
+        // is read as instructions. Name the heredoc, not the body's line.
+        match heredocs.iter().rev().find(|h| h.line < line && !h.leading) {
+            Some(h) => err(
+                h.line,
+                h.column,
+                format!(
+                    "`{}` after other words: expected the heredoc first (RUN <<{} with the command inside it); the parser read its body as instructions ({message} at {line}:{column})",
+                    h.token, h.delim
+                ),
+            ),
+            None => err(line, column, message),
         }
     })
+}
+
+/// A `<<WORD` on a RUN, COPY or ADD line.
+struct Heredoc {
+    line: usize,
+    column: usize,
+    token: String,
+    delim: String,
+    quoted: bool,
+    dash: bool,
+    /// The first word of the instruction's arguments (`RUN <<EOF`).
+    leading: bool,
+}
+
+fn heredocs(text: &str) -> Vec<Heredoc> {
+    let mut out = Vec::new();
+    for (n, l) in text.lines().enumerate() {
+        let t = l.trim_start();
+        let upper = t.get(..5).unwrap_or("").to_ascii_uppercase();
+        if !(upper.starts_with("RUN ") || upper.starts_with("COPY ") || upper.starts_with("ADD ")) {
+            continue;
+        }
+        let Some(pos) = t.find("<<").filter(|p| !t[*p..].starts_with("<<<")) else {
+            continue;
+        };
+        let rest = &t[pos + 2..];
+        let dash = rest.starts_with('-');
+        let rest = rest.trim_start_matches('-');
+        let quoted = rest.starts_with('"') || rest.starts_with('\'');
+        let delim: String = rest
+            .trim_matches(|c| c == '"' || c == '\'')
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        // Only the keyword and its flags before it: `RUN --mount=… <<EOF`.
+        let leading = t[..pos]
+            .split_whitespace()
+            .enumerate()
+            .all(|(k, w)| k == 0 || w.starts_with("--"));
+        out.push(Heredoc {
+            line: n + 1,
+            column: l.len() - t.len() + t[..pos].chars().count() + 1,
+            token: t[pos..].trim_end().chars().take(40).collect::<String>(),
+            delim,
+            quoted,
+            dash,
+            leading,
+        });
+    }
+    out
 }
 
 /// The crate counts columns in bytes; a message counts characters.
