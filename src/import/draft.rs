@@ -113,8 +113,9 @@ pub(super) struct ConfigDraft {
 }
 
 /// A TOML basic string.
+/// A TOML basic string on one line (JSON's escapes are TOML's).
 pub(super) fn q(s: &str) -> String {
-    toml::Value::String(s.to_string()).to_string()
+    serde_json::Value::String(s.to_string()).to_string()
 }
 
 /// A TOML array of strings, on one line.

@@ -69,6 +69,7 @@ impl Class {
 
 /// A part of a `RUN` line, as the table shows it.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Part {
     pub text: String,
     pub class: Class,
@@ -77,6 +78,7 @@ pub struct Part {
 
 /// One instruction of the Dockerfile, as the table shows it.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Row {
     pub line: usize,
     pub instruction: String,
@@ -92,6 +94,7 @@ pub struct Row {
 
 /// The result: the table and the files to write.
 #[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Imported {
     pub rows: Vec<Row>,
     /// The stage that is the image.

@@ -40,13 +40,6 @@ pub(super) fn parse<'a>(
         message,
     };
     let heredocs = heredocs(text);
-    if let Some(h) = heredocs.iter().find(|h| h.quoted || h.dash) {
-        let message = format!(
-            "`{}`: expected an unquoted heredoc delimiter without `-` (<<{}): the parser reads no other form",
-            h.token, h.delim
-        );
-        return Err(err(h.line, h.column, message));
-    }
     parse_dockerfile::parse(text).map_err(|e| {
         // `{:#}`: the message without the crate's own " at line L column C".
         let message = format!("{e:#}");
@@ -77,8 +70,6 @@ struct Heredoc {
     column: usize,
     token: String,
     delim: String,
-    quoted: bool,
-    dash: bool,
     /// The first word of the instruction's arguments (`RUN <<EOF`).
     leading: bool,
 }
@@ -95,9 +86,7 @@ fn heredocs(text: &str) -> Vec<Heredoc> {
             continue;
         };
         let rest = &t[pos + 2..];
-        let dash = rest.starts_with('-');
         let rest = rest.trim_start_matches('-');
-        let quoted = rest.starts_with('"') || rest.starts_with('\'');
         let delim: String = rest
             .trim_matches(|c| c == '"' || c == '\'')
             .chars()
@@ -113,8 +102,6 @@ fn heredocs(text: &str) -> Vec<Heredoc> {
             column: l.len() - t.len() + t[..pos].chars().count() + 1,
             token: t[pos..].trim_end().chars().take(40).collect::<String>(),
             delim,
-            quoted,
-            dash,
             leading,
         });
     }

@@ -37,6 +37,9 @@ const NETWORK_TOOLS: &[&str] = &[
 ];
 
 /// The shell script of a RUN, and whether it is a bare heredoc (its body a script).
+/// The shell script of a RUN: its line, or a heredoc's body (`RUN <<EOF`), or the command
+/// after the heredoc fed that body (`RUN <<EOF python3`). The parser gives a heredoc RUN's
+/// arguments as what follows the delimiter on its line.
 pub(super) fn script(r: &RunInstruction<'_>) -> String {
     match &r.arguments {
         Command::Exec(v) => v
@@ -50,23 +53,20 @@ pub(super) fn script(r: &RunInstruction<'_>) -> String {
             let Some(doc) = r.here_docs.first() else {
                 return join_continuations(cmd);
             };
-            let first_line = cmd.lines().next().unwrap_or("").trim();
-            if first_line.starts_with("<<") && !first_line.contains(' ') {
-                return doc.value.trim_end().to_string();
+            let body = doc.value.trim_end();
+            if cmd.is_empty() {
+                return body.to_string();
             }
-            let delim: String = first_line
-                .split("<<")
-                .nth(1)
-                .unwrap_or("EOF")
-                .trim_start_matches('-')
-                .trim_matches(|c| c == '"' || c == '\'')
-                .chars()
-                .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\'')
-                .collect();
-            format!("{first_line}\n{}\n{delim}", doc.value.trim_end())
+            format!("{cmd} <<'IMPORTED_HEREDOC'\n{body}\nIMPORTED_HEREDOC")
         }
         _ => String::new(),
     }
+}
+
+/// Whether a RUN's script is a heredoc body of its own (`RUN <<EOF`): split into parts.
+pub(super) fn is_bare_heredoc(r: &RunInstruction<'_>) -> bool {
+    !r.here_docs.is_empty()
+        && matches!(&r.arguments, Command::Shell(s) if s.value.trim().is_empty())
 }
 
 pub(super) fn shell_quote(s: &str) -> String {
@@ -193,8 +193,7 @@ impl Mapper<'_> {
             });
         }
         let script = script(r);
-        let bare_heredoc =
-            matches!(&r.arguments, Command::Shell(s) if s.value.trim().starts_with("<<"));
+        let bare_heredoc = is_bare_heredoc(r);
         let split = if r.here_docs.is_empty() || bare_heredoc {
             parts(&script)
         } else {
