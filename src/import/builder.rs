@@ -152,6 +152,40 @@ impl Mapper<'_> {
                         }
                     }
                 }
+                Instruction::Add(a) => {
+                    let dest = resolve(&cwd, &expand(&a.dest.value, &vars));
+                    for s in &a.src {
+                        let Source::Path(p) = s else { continue };
+                        let src = expand(&p.value, &vars);
+                        if src.contains("://") {
+                            let file = src
+                                .rsplit('/')
+                                .next()
+                                .filter(|f| !f.is_empty())
+                                .unwrap_or("download");
+                            let at = if a.dest.value.ends_with('/') {
+                                format!("{}/{file}", dest.trim_end_matches('/'))
+                            } else {
+                                dest.clone()
+                            };
+                            step.fetch.push((src.clone(), at));
+                            note = format!(
+                                "{note}: a `fetch` of the step (ocibuild lock pins its sha256)"
+                            );
+                        } else {
+                            step.inputs.push((self.context_path(&src), dest.clone()));
+                            if [".tar", ".tgz", ".gz", ".xz", ".bz2", ".zst"]
+                                .iter()
+                                .any(|t| src.ends_with(t))
+                            {
+                                note = format!("{note}: an input of the step; ADD unpacked it, this does not: unpack it in the step");
+                                class = Class::Approximated;
+                            } else {
+                                note = format!("{note}: an input of the step");
+                            }
+                        }
+                    }
+                }
                 Instruction::From(_) => note = format!("the builder of [[step]] {name}"),
                 _ => {
                     class = Class::NotTranslated;

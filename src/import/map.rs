@@ -190,7 +190,13 @@ pub(super) fn keyword(ins: &Instruction<'_>) -> &'static str {
 /// An exec-form or shell-form command as an argv (shell form through `shell`).
 pub(super) fn argv(cmd: &Command<'_>, shell: &[String]) -> (Vec<String>, bool) {
     match cmd {
-        Command::Exec(v) => (v.value.iter().map(|s| s.value.to_string()).collect(), false),
+        Command::Exec(v) => {
+            let a: Vec<String> = v.value.iter().map(|s| s.value.to_string()).collect();
+            if super::parse::is_empty_exec(&a) {
+                return (Vec::new(), false);
+            }
+            (a, false)
+        }
         Command::Shell(s) => {
             let mut a = shell.to_vec();
             a.push(join_continuations(s.value));

@@ -140,8 +140,9 @@ pub fn import_text(text: &str, opts: &ImportOptions) -> Result<Imported, ImportE
         };
         build_args.insert(k.to_string(), v.to_string());
     }
-    let df = parse::parse(text, &opts.dockerfile)?;
-    map::translate(text, &df, opts, &build_args)
+    let text = parse::empty_exec_forms(text);
+    let df = parse::parse(&text, &opts.dockerfile)?;
+    map::translate(&text, &df, opts, &build_args)
 }
 
 /// The files [`Imported`] writes into `dir`: `recipe.toml`, and `requirements.in` when there

@@ -108,6 +108,33 @@ fn heredocs(text: &str) -> Vec<Heredoc> {
     out
 }
 
+/// `CMD []` and `ENTRYPOINT []` (which clear the base's) as `[""]`: the parser wants at
+/// least one argument; [`is_empty_exec`] reads them back.
+pub(super) fn empty_exec_forms(text: &str) -> std::borrow::Cow<'_, str> {
+    let empty = |l: &str| {
+        let mut w = l.split_whitespace();
+        let k = w.next().unwrap_or("").to_ascii_uppercase();
+        (k == "CMD" || k == "ENTRYPOINT") && w.collect::<String>() == "[]"
+    };
+    if !text.lines().any(empty) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for l in text.split_inclusive('\n') {
+        if empty(l) {
+            out.push_str(&l.replacen("[]", "[\"\"]", 1));
+        } else {
+            out.push_str(l);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// An exec form of one empty string: `[]` as [`empty_exec_forms`] wrote it.
+pub(super) fn is_empty_exec(argv: &[String]) -> bool {
+    argv.len() == 1 && argv[0].is_empty()
+}
+
 /// The crate counts columns in bytes; a message counts characters.
 fn char_column(text: &str, line: usize, byte_column: usize) -> usize {
     let Some(l) = text.split('\n').nth(line - 1) else {
