@@ -5,7 +5,7 @@ use parse_dockerfile::{Instruction, Source};
 
 use super::draft::{StepDraft, StepImage};
 use super::map::{resolve, Mapper};
-use super::parse::expand;
+use super::parse::{expand, Vars};
 use super::run::{script, shell_quote, step_name, uses_network};
 use super::stages::{from_flag, Role, Stages};
 use super::{Class, ImportError};
@@ -126,65 +126,11 @@ impl Mapper<'_> {
                 }
                 Instruction::User(u) => step.user = Some(expand(&u.arguments.value, &vars)),
                 Instruction::Copy(c) => {
-                    let from = from_flag(i).into_iter().next();
-                    let dest = resolve(&cwd, &expand(&c.dest.value, &vars));
-                    match from.as_deref().and_then(|f| st.find(f, si)) {
-                        Some(dep) => {
-                            let n = step_name(&st.stages[dep].label, &[]);
-                            if !step.input_steps.contains(&n) {
-                                step.input_steps.push(n);
-                            }
-                            note =
-                                format!("{note}: the outputs of [[step]] {}", st.stages[dep].label);
-                        }
-                        None if from.is_some() => {
-                            class = Class::NotTranslated;
-                            note = format!("{note}: COPY --from an image in a builder: add a step that copies from it");
-                        }
-                        None => {
-                            for s in &c.src {
-                                if let Source::Path(p) = s {
-                                    let src = self.context_path(&expand(&p.value, &vars));
-                                    step.inputs.push((src, dest.clone()));
-                                }
-                            }
-                            note = format!("{note}: an input of the step");
-                        }
-                    }
+                    (class, note) =
+                        self.builder_copy(&mut step, i, c, (st, si), (&vars, &cwd), note);
                 }
                 Instruction::Add(a) => {
-                    let dest = resolve(&cwd, &expand(&a.dest.value, &vars));
-                    for s in &a.src {
-                        let Source::Path(p) = s else { continue };
-                        let src = expand(&p.value, &vars);
-                        if src.contains("://") {
-                            let file = src
-                                .rsplit('/')
-                                .next()
-                                .filter(|f| !f.is_empty())
-                                .unwrap_or("download");
-                            let at = if a.dest.value.ends_with('/') {
-                                format!("{}/{file}", dest.trim_end_matches('/'))
-                            } else {
-                                dest.clone()
-                            };
-                            step.fetch.push((src.clone(), at));
-                            note = format!(
-                                "{note}: a `fetch` of the step (ocibuild lock pins its sha256)"
-                            );
-                        } else {
-                            step.inputs.push((self.context_path(&src), dest.clone()));
-                            if [".tar", ".tgz", ".gz", ".xz", ".bz2", ".zst"]
-                                .iter()
-                                .any(|t| src.ends_with(t))
-                            {
-                                note = format!("{note}: an input of the step; ADD unpacked it, this does not: unpack it in the step");
-                                class = Class::Approximated;
-                            } else {
-                                note = format!("{note}: an input of the step");
-                            }
-                        }
-                    }
+                    (class, note) = self.builder_add(&mut step, a, (&vars, &cwd), note);
                 }
                 Instruction::From(_) => note = format!("the builder of [[step]] {name}"),
                 _ => {
@@ -206,6 +152,91 @@ impl Mapper<'_> {
         }
         self.draft.steps.push(step);
         Ok(())
+    }
+}
+
+impl Mapper<'_> {
+    /// A COPY in a builder stage: an input of its step (from the context or another step).
+    fn builder_copy(
+        &self,
+        step: &mut StepDraft,
+        i: &Instruction<'_>,
+        c: &parse_dockerfile::CopyInstruction<'_>,
+        (st, si): (&Stages, usize),
+        (vars, cwd): (&Vars, &str),
+        mut note: String,
+    ) -> (Class, String) {
+        let mut class = Class::Step;
+        let from = from_flag(i).into_iter().next();
+        let dest = resolve(cwd, &expand(&c.dest.value, vars));
+        match from.as_deref().and_then(|f| st.find(f, si)) {
+            Some(dep) => {
+                let n = step_name(&st.stages[dep].label, &[]);
+                if !step.input_steps.contains(&n) {
+                    step.input_steps.push(n);
+                }
+                note = format!("{note}: the outputs of [[step]] {}", st.stages[dep].label);
+            }
+            None if from.is_some() => {
+                class = Class::NotTranslated;
+                note = format!(
+                    "{note}: COPY --from an image in a builder: add a step that copies from it"
+                );
+            }
+            None => {
+                for s in &c.src {
+                    if let Source::Path(p) = s {
+                        let src = self.context_path(&expand(&p.value, vars));
+                        step.inputs.push((src, dest.clone()));
+                    }
+                }
+                note = format!("{note}: an input of the step");
+            }
+        }
+        (class, note)
+    }
+
+    /// An ADD in a builder stage: a `fetch` of its step (a URL) or an input.
+    fn builder_add(
+        &self,
+        step: &mut StepDraft,
+        a: &parse_dockerfile::AddInstruction<'_>,
+        (vars, cwd): (&Vars, &str),
+        mut note: String,
+    ) -> (Class, String) {
+        let mut class = Class::Step;
+
+        let dest = resolve(cwd, &expand(&a.dest.value, vars));
+        for s in &a.src {
+            let Source::Path(p) = s else { continue };
+            let src = expand(&p.value, vars);
+            if src.contains("://") {
+                let file = src
+                    .rsplit('/')
+                    .next()
+                    .filter(|f| !f.is_empty())
+                    .unwrap_or("download");
+                let at = if a.dest.value.ends_with('/') {
+                    format!("{}/{file}", dest.trim_end_matches('/'))
+                } else {
+                    dest.clone()
+                };
+                step.fetch.push((src.clone(), at));
+                note = format!("{note}: a `fetch` of the step (ocibuild lock pins its sha256)");
+            } else {
+                step.inputs.push((self.context_path(&src), dest.clone()));
+                if [".tar", ".tgz", ".gz", ".xz", ".bz2", ".zst"]
+                    .iter()
+                    .any(|t| src.ends_with(t))
+                {
+                    note = format!("{note}: an input of the step; ADD unpacked it, this does not: unpack it in the step");
+                    class = Class::Approximated;
+                } else {
+                    note = format!("{note}: an input of the step");
+                }
+            }
+        }
+        (class, note)
     }
 }
 

@@ -711,3 +711,28 @@ fn layout_config(layout: &Path) -> serde_json::Value {
     let manifest = blob(index["manifests"][0]["digest"].as_str().unwrap());
     blob(manifest["config"]["digest"].as_str().unwrap())
 }
+
+/// `--scratch`: the Ubuntu FROM becomes scratch + `[apt] essential = true`, the packages and
+/// the archive kept; the table says what differs.
+#[test]
+fn scratch_flag_replaces_a_distribution_base() {
+    let dir = tempdir();
+    let (_, text) = CORPUS.iter().find(|(n, _)| *n == "seed-cuda").unwrap();
+    let ctx = write_case(dir.path(), "seed-scratch", text);
+    let doc = import_json(&ctx, &["--scratch"]);
+    assert_eq!(
+        doc["rows"][0]["class"], "approximated",
+        "{}",
+        doc["rows"][0]
+    );
+    let recipe = fs_err::read_to_string(ctx.join("recipe.toml")).unwrap();
+    let v: toml::Value = toml::from_str(&recipe).unwrap();
+    assert!(v.get("base").is_none(), "{recipe}");
+    assert_eq!(v["apt"]["essential"].as_bool(), Some(true), "{recipe}");
+    assert_eq!(v["apt"]["source"][0]["suite"].as_str(), Some("noble"));
+    assert!(v["apt"]["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|p| p.as_str() == Some("python3")));
+}
