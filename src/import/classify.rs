@@ -71,7 +71,8 @@ pub(super) fn classify(part: &str) -> Action {
         .first()
         .map(|c| c.rsplit('/').next().unwrap_or(c).to_string())
     else {
-        return Action::Nothing("an empty command");
+        // Only assignments: shell variables the later parts use.
+        return Action::Step;
     };
     let args = &w[1..];
     match cmd.as_str() {
@@ -352,7 +353,7 @@ fn rm(args: &[String]) -> Action {
         p.starts_with("/var/lib/apt/lists")
             || p.starts_with("/var/cache/")
             || p.starts_with("/tmp/")
-            || p.starts_with("/root/.cache")
+            || p.contains("/.cache")
             || p.starts_with("~/.cache")
             || p.contains("/.cache/pip")
             || p.starts_with("/var/log/")

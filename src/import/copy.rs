@@ -46,7 +46,7 @@ impl Mapper<'_> {
             let v = f
                 .value
                 .as_ref()
-                .map(|v| expand(&v.value, &self.vars))
+                .map(|v| expand(v.value.trim_matches(|c| c == '"' || c == '\''), &self.vars))
                 .unwrap_or_default();
             match &*f.name.value {
                 "chown" => match self.numeric_owner(&v) {

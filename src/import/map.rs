@@ -209,7 +209,8 @@ pub(super) fn argv(cmd: &Command<'_>, shell: &[String]) -> (Vec<String>, bool) {
 /// A shell-form line with its backslash-newlines joined.
 pub(super) fn join_continuations(s: &str) -> String {
     let mut out = String::new();
-    for l in s.split('\n') {
+    // Comment lines inside an instruction are dropped before lines are joined, as Docker does.
+    for l in s.split('\n').filter(|l| !l.trim_start().starts_with('#')) {
         let t = l.trim_end();
         if let Some(x) = t.strip_suffix('\\') {
             out.push_str(x.trim_end());

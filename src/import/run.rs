@@ -63,6 +63,25 @@ pub(super) fn script(r: &RunInstruction<'_>) -> String {
     }
 }
 
+/// Whether a part opens or closes a compound shell command.
+fn is_compound(part: &str) -> bool {
+    let first = part.split_whitespace().next().unwrap_or("");
+    matches!(
+        first,
+        "if" | "then"
+            | "else"
+            | "elif"
+            | "fi"
+            | "for"
+            | "do"
+            | "done"
+            | "while"
+            | "until"
+            | "case"
+            | "esac"
+    )
+}
+
 /// Whether a RUN's script is a heredoc body of its own (`RUN <<EOF`): split into parts.
 pub(super) fn is_bare_heredoc(r: &RunInstruction<'_>) -> bool {
     !r.here_docs.is_empty()
@@ -194,11 +213,15 @@ impl Mapper<'_> {
         }
         let script = script(r);
         let bare_heredoc = is_bare_heredoc(r);
-        let split = if r.here_docs.is_empty() || bare_heredoc {
+        let mut split = if r.here_docs.is_empty() || bare_heredoc {
             parts(&script)
         } else {
             vec![script.clone()]
         };
+        // `if`, `for`, `while`, `case`: the parts depend on each other; one step part.
+        if split.iter().any(|p| is_compound(p)) {
+            split = vec![script.clone()];
+        }
         let mut keep = Vec::new();
         for p in split {
             let expanded = expand(&p, &self.vars);
@@ -210,7 +233,9 @@ impl Mapper<'_> {
             });
         }
         let substantive = keep.iter().any(|k: &String| {
-            !k.starts_with("cd ") && !k.starts_with("export ") && !k.starts_with("set ")
+            let first = words(k).into_iter().next().unwrap_or_default();
+            !(matches!(first.as_str(), "cd" | "export" | "set" | "true")
+                || words(k).iter().all(|w| w.contains('=')))
         });
         if substantive {
             let name = step_name(&format!("run-{}", self.text_of(i).0), &self.draft.steps);

@@ -97,7 +97,12 @@ fn count_instructions(text: &str) -> usize {
 
 /// The target stage's lines: from its FROM (through the stages it is built FROM) to the end.
 fn target_lines(text: &str) -> Vec<String> {
-    let joined = text.replace("\\\n", " ");
+    // Comment lines go first (also inside a continued instruction), then continuations.
+    let uncommented: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .collect();
+    let joined = uncommented.join("\n").replace("\\\n", " ");
     let lines: Vec<String> = joined.lines().map(str::to_string).collect();
     let froms: Vec<usize> = (0..lines.len())
         .filter(|&i| {
@@ -408,6 +413,18 @@ fn steps_mounts_and_stages() {
         .filter(|r| r["stage"] == "prod")
         .collect();
     assert!(!prod.is_empty() && prod.iter().all(|r| r["class"] == "not-translated"));
+    // Comments inside a continued RUN are dropped; an `if` stays one part; quotes around
+    // --chown are the shell's.
+    let (doc, recipe) = get("comments-and-ifs");
+    let rows = doc["rows"].as_array().unwrap();
+    assert_eq!(
+        rows[2]["parts"][1]["note"], "[apt] packages python3 ca-certificates",
+        "{}",
+        rows[2]
+    );
+    assert_eq!(rows[3]["parts"].as_array().unwrap().len(), 1, "{}", rows[3]);
+    assert_eq!(rows[5]["class"], "mapped", "{}", rows[5]);
+    assert!(recipe.contains("owner = \"1000:1000\""), "{recipe}");
     // The config keys the issue names.
     let (_, recipe) = get("healthcheck-volume");
     for want in [

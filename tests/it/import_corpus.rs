@@ -425,6 +425,26 @@ COPY app/ /app/
 CMD ["python", "-m", "app"]
 "#,
     ),
+    (
+        "comments-and-ifs",
+        r#"FROM ubuntu:24.04
+ARG TARGETARCH
+RUN apt-get update && apt-get install -y --no-install-recommends \
+    python3 \
+    # the CLI needs TLS roots
+    ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+RUN if [ "$TARGETARCH" = "arm64" ]; then \
+      echo arm > /etc/arch; \
+    else \
+      echo x86 > /etc/arch; \
+    fi
+RUN MODEL_DIR=/models && mkdir -p /models && chown 1000:1000 /models
+COPY --chown="1000:1000" infer.py /opt/infer.py
+USER 1000
+CMD ["python3", "/opt/infer.py"]
+"#,
+    ),
 ];
 
 /// Context files each corpus Dockerfile needs (besides an empty directory): `(name, files)`.
