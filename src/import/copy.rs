@@ -144,6 +144,13 @@ impl Mapper<'_> {
         };
         let mut ignore = Vec::new();
         let mut ignore_file = None;
+        if let (Some(o), true) = (
+            &self.out_in_ctx,
+            dir_src.trim_matches(['.', '/']).is_empty(),
+        ) {
+            // The whole context holds the output directory: the recipe is not the app's.
+            ignore.push(o.clone());
+        }
         if recipe_src == "." {
             // The recipe's own files are beside it: not the app's.
             ignore.extend(

@@ -38,6 +38,8 @@ pub(super) struct Mapper<'a> {
     pub python_image: Option<String>,
     /// The context, relative to the output directory.
     pub ctx_rel: PathBuf,
+    /// The output directory inside the context (`ocibuild/` of `-o ocibuild`), if it is.
+    pub out_in_ctx: Option<String>,
     pub dockerignore: bool,
     pub stage_label: String,
     /// The image stages' state.
@@ -255,6 +257,11 @@ pub(super) fn translate(
         distro: None,
         python_image: None,
         ctx_rel: super::relative(&ctx, &out),
+        out_in_ctx: out
+            .strip_prefix(&ctx)
+            .ok()
+            .filter(|p| !p.as_os_str().is_empty())
+            .map(|p| p.to_string_lossy().into_owned()),
         dockerignore: ctx.join(".dockerignore").is_file(),
         stage_label: String::new(),
         vars: Vars::new(),

@@ -753,3 +753,30 @@ fn scratch_flag_replaces_a_distribution_base() {
         .iter()
         .any(|p| p.as_str() == Some("python3")));
 }
+
+/// `-o DIR` inside the context: layer sources are relative to DIR, and a layer of the whole
+/// context leaves DIR (the recipe) out.
+#[test]
+fn output_dir_inside_the_context() {
+    let dir = tempdir();
+    let ctx = write_case(
+        dir.path(),
+        "sub",
+        "FROM python:3.12-slim\nCOPY . /app\nCOPY requirements.txt /tmp/\n",
+    );
+    let out = run(ocibuild()
+        .arg("import")
+        .arg(ctx.join("Dockerfile"))
+        .arg("-o")
+        .arg(ctx.join("ocibuild")));
+    assert!(out.status.success(), "{}", stderr(&out));
+    let recipe = fs_err::read_to_string(ctx.join("ocibuild/recipe.toml")).unwrap();
+    assert!(
+        recipe.contains("src = \"..\"\ndest = \"/app\"\nignore = [\"ocibuild\"]"),
+        "{recipe}"
+    );
+    assert!(
+        recipe.contains("src = \"../requirements.txt\"\ndest = \"/tmp/requirements.txt\""),
+        "{recipe}"
+    );
+}
