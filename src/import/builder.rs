@@ -14,10 +14,18 @@ impl Mapper<'_> {
     /// For each builder stage, the outputs its step declares: what later COPY --from take.
     pub(super) fn plan_builder_outputs(&mut self, st: &Stages, ins: &[Instruction<'_>]) {
         for (si, stage) in st.stages.iter().enumerate() {
-            if st.roles[si] == Role::Unused {
-                continue;
-            }
+            // The stage's WORKDIR as each instruction sees it (a child starts in its parent's).
+            let mut cwd = stage
+                .parent
+                .and_then(|p| self.stage_cwd.get(&p).cloned())
+                .unwrap_or_else(|| "/".into());
             for i in &ins[stage.first..stage.end] {
+                if let Instruction::Workdir(w) = i {
+                    cwd = resolve(&cwd, &expand(&w.arguments.value, &self.globals));
+                }
+                if st.roles[si] == Role::Unused {
+                    continue;
+                }
                 let Instruction::Copy(c) = i else { continue };
                 let Some(from) = from_flag(i).into_iter().next() else {
                     continue;
@@ -25,10 +33,19 @@ impl Mapper<'_> {
                 let Some(dep) = st.find(&from, si).filter(|d| st.roles[*d] == Role::Builder) else {
                     continue;
                 };
-                let dest = expand(&c.dest.value, &self.globals);
+                let raw = expand(&c.dest.value, &self.globals);
+                let mut dest = resolve(&cwd, &raw);
+                if raw.ends_with('/') {
+                    dest.push('/');
+                }
+                let src_cwd = self
+                    .stage_cwd
+                    .get(&dep)
+                    .cloned()
+                    .unwrap_or_else(|| "/".into());
                 for s in &c.src {
                     let Source::Path(p) = s else { continue };
-                    let (path, dest) = output_for(&p.value, &dest);
+                    let (path, dest) = output_for(&resolve(&src_cwd, &p.value), &dest);
                     let outs = self.builder_outputs.entry(dep).or_default();
                     let image = st.roles[si] == Role::Image;
                     match outs.iter_mut().find(|o| o.0 == path) {
@@ -37,6 +54,7 @@ impl Mapper<'_> {
                     }
                 }
             }
+            self.stage_cwd.insert(si, cwd);
         }
     }
 
@@ -72,7 +90,12 @@ impl Mapper<'_> {
             origins: Vec::new(),
         };
         let mut vars = self.globals.clone();
-        let mut cwd = "/".to_string();
+        let mut cwd = stage
+            .parent
+            .and_then(|p| self.stage_cwd.get(&p).cloned())
+            .unwrap_or_else(|| "/".into());
+        // The directory the script is in (a step starts at /).
+        let mut at = "/".to_string();
         for i in slice {
             let note = format!("in [[step]] {name}");
             let mut class = Class::Step;
@@ -81,10 +104,9 @@ impl Mapper<'_> {
                 Instruction::Run(r) => {
                     let s = script(r);
                     step.network |= uses_network(&s);
-                    if let Some(w) = &step.workdir {
-                        if step.script.last().is_none_or(|l| !l.starts_with("cd ")) && w != "/" {
-                            step.script.push(format!("cd {}", shell_quote(w)));
-                        }
+                    if at != cwd {
+                        step.script.push(format!("cd {}", shell_quote(&cwd)));
+                        at = cwd.clone();
                     }
                     step.script.push(s);
                     step.origins.push(self.origin(i));
@@ -120,9 +142,9 @@ impl Mapper<'_> {
                 }
                 Instruction::Workdir(w) => {
                     cwd = resolve(&cwd, &expand(&w.arguments.value, &vars));
-                    step.workdir = Some(cwd.clone());
                     step.script
                         .push(format!("mkdir -p {0} && cd {0}", shell_quote(&cwd)));
+                    at = cwd.clone();
                 }
                 Instruction::User(u) => step.user = Some(expand(&u.arguments.value, &vars)),
                 Instruction::Copy(c) => {
@@ -146,9 +168,6 @@ impl Mapper<'_> {
         }
         if step.script.is_empty() {
             step.script.push("true".into());
-        }
-        if step.workdir.is_some() {
-            step.workdir = Some("/".into());
         }
         self.draft.steps.push(step);
         Ok(())

@@ -11,6 +11,9 @@ use super::parse::{expand, pairs, Lines, Vars};
 use super::stages::{span_start, Role, Stages};
 use super::{Class, ImportError, ImportOptions, Imported, Part, Row};
 
+/// The PATH Docker gives a container whose image sets none (and Debian's images set).
+const DEFAULT_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
 /// Build arguments Docker predefines from the platform.
 const PLATFORM_ARGS: &[&str] = &[
     "TARGETPLATFORM",
@@ -53,6 +56,8 @@ pub(super) struct Mapper<'a> {
     pub stage_image: String,
     /// Per builder stage: the outputs its step declares `(path, dest, image)`.
     pub builder_outputs: BTreeMap<usize, Vec<(String, String, bool)>>,
+    /// Each stage's WORKDIR at its end (a stage built FROM it starts there).
+    pub stage_cwd: BTreeMap<usize, String>,
     pub cmd_seen: bool,
     pub entrypoint_seen: bool,
 }
@@ -273,6 +278,7 @@ pub(super) fn translate(
         last_step: None,
         stage_image: String::new(),
         builder_outputs: BTreeMap::new(),
+        stage_cwd: BTreeMap::new(),
         cmd_seen: false,
         entrypoint_seen: false,
     };
@@ -355,8 +361,19 @@ impl Mapper<'_> {
             Instruction::Arg(a) => self.arg(i, &a.arguments.value, false)?,
             Instruction::Env(e) => {
                 let mut set = Vec::new();
+                let mut unknown = Vec::new();
                 for (k, v) in pairs(&e.arguments.value) {
-                    let v = expand(&v.unwrap_or_default(), &self.vars);
+                    let raw = v.unwrap_or_default();
+                    for n in super::parse::referenced(&raw) {
+                        if !self.vars.contains_key(&n) && !unknown.contains(&n) {
+                            if n == "PATH" {
+                                // The base's PATH is not known here: Docker's default.
+                                self.vars.insert(n.clone(), DEFAULT_PATH.into());
+                            }
+                            unknown.push(n);
+                        }
+                    }
+                    let v = expand(&raw, &self.vars);
                     self.vars.insert(k.clone(), v.clone());
                     self.env.retain(|(x, _)| *x != k);
                     self.env.push((k.clone(), v.clone()));
@@ -365,7 +382,16 @@ impl Mapper<'_> {
                     self.draft.config.env.push((k.clone(), v, origin));
                     set.push(k);
                 }
-                self.row(i, Class::Mapped, format!("[config.env] {}", set.join(", ")), Vec::new());
+                if unknown.is_empty() {
+                    self.row(i, Class::Mapped, format!("[config.env] {}", set.join(", ")), Vec::new());
+                } else {
+                    let note = format!(
+                        "[config.env] {}; ${} is the base's, not known here: PATH taken as {DEFAULT_PATH}, others as empty: check them against the base's config",
+                        set.join(", "),
+                        unknown.join(", $")
+                    );
+                    self.row(i, Class::Approximated, note, Vec::new());
+                }
             }
             Instruction::Label(l) => {
                 let mut set = Vec::new();

@@ -198,6 +198,28 @@ pub(super) fn expand(s: &str, vars: &Vars) -> String {
     out
 }
 
+/// The names `s` refers to as `$NAME` or `${NAME…}`.
+pub(super) fn referenced(s: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut rest = s;
+    while let Some(i) = rest.find('$') {
+        let after = &rest[i + 1..];
+        let after = after.strip_prefix('{').unwrap_or(after);
+        let name: String = after
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect();
+        if !name.is_empty()
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+            && !out.contains(&name)
+        {
+            out.push(name);
+        }
+        rest = &rest[i + 1..];
+    }
+    out
+}
+
 fn braced(inner: &str, vars: &Vars) -> String {
     let name_len = inner
         .chars()

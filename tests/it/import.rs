@@ -361,7 +361,7 @@ fn steps_mounts_and_stages() {
     let get = |name: &str| {
         let (_, text) = CORPUS.iter().find(|(n, _)| *n == name).unwrap();
         let ctx = write_case(dir.path(), name, text);
-        let doc = import_json(&ctx, &["--build-arg", "PORT=9000"]);
+        let doc = import_json(&ctx, &["--build-arg", "PORT=9000", "--force"]);
         let recipe = fs_err::read_to_string(ctx.join("recipe.toml")).unwrap();
         (doc, recipe)
     };
@@ -413,6 +413,29 @@ fn steps_mounts_and_stages() {
         .filter(|r| r["stage"] == "prod")
         .collect();
     assert!(!prod.is_empty() && prod.iter().all(|r| r["class"] == "not-translated"));
+    // A stage built FROM a builder starts in its WORKDIR.
+    let (_, recipe) = get("vllm-like");
+    assert!(
+        recipe.contains(
+            "{ src = \"requirements-build.txt\", dest = \"/workspace/requirements-build.txt\" }"
+        ),
+        "{recipe}"
+    );
+    // $PATH of the base is not known: Docker's default, and the row says so.
+    let (doc, recipe) = get("source-build-make");
+    assert!(
+        recipe.contains(
+            "PATH = \"/opt/lz4/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\""
+        ),
+        "{recipe}"
+    );
+    let env = doc["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["instruction"] == "ENV")
+        .unwrap();
+    assert_eq!(env["class"], "approximated", "{env}");
     // Comments inside a continued RUN are dropped; an `if` stays one part; quotes around
     // --chown are the shell's.
     let (doc, recipe) = get("comments-and-ifs");
