@@ -803,3 +803,30 @@ fn output_dir_inside_the_context() {
         "{recipe}"
     );
 }
+
+/// `--pylock` without uv on PATH: the files are written, then the error names uv (exit 1).
+#[test]
+fn pylock_without_uv_names_it() {
+    let dir = tempdir();
+    let ctx = write_case(
+        dir.path(),
+        "nouv",
+        "FROM python:3.12-slim\nRUN pip install rich\n",
+    );
+    let empty = dir.path().join("empty-path");
+    fs_err::create_dir_all(&empty).unwrap();
+    let out = run(ocibuild()
+        .arg("import")
+        .arg(ctx.join("Dockerfile"))
+        .arg("--pylock")
+        .env("PATH", &empty));
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("running uv (for pylock.toml)"),
+        "{}",
+        stderr(&out)
+    );
+    let req = fs_err::read_to_string(ctx.join("requirements.in")).unwrap();
+    assert!(req.contains("uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version 3.12 --python-platform x86_64-manylinux_2_41"), "{req}");
+    assert!(req.lines().any(|l| l.starts_with("rich ")), "{req}");
+}
