@@ -412,6 +412,11 @@ impl Mapper<'_> {
             }
             Instruction::Workdir(w) => {
                 let dir = expand(&w.arguments.value, &self.vars);
+                if dir.trim_matches('"').is_empty() {
+                    let note = "the directory is a variable with no value here: set [config] workdir";
+                    self.row(i, Class::NotTranslated, note, Vec::new());
+                    return Ok(());
+                }
                 self.workdir = resolve(&self.workdir, &dir);
                 let origin = self.origin(i);
                 self.draft.config.workdir = Some((self.workdir.clone(), origin));
@@ -511,6 +516,16 @@ impl Mapper<'_> {
     }
 
     fn user_instruction(&mut self, i: &Instruction<'_>, user: &str) {
+        if user.is_empty() || user.starts_with(':') {
+            // `USER ${NB_UID}` with an ARG only the base's Dockerfile declared.
+            self.row(
+                i,
+                Class::NotTranslated,
+                "the user is a variable with no value here: set [config] user (a name or uid:gid)",
+                Vec::new(),
+            );
+            return;
+        }
         self.user = Some(user.to_string());
         let origin = self.origin(i);
         self.draft.config.user = Some((user.to_string(), origin));
