@@ -36,7 +36,10 @@ impl Mapper<'_> {
             _ => return Ok(()),
         };
         let raw_dest = expand(&dest.value, &self.vars);
-        let dest_dir = raw_dest.ends_with('/') || srcs.len() > 1;
+        // `dest/`, `.` (the WORKDIR) and `..` are directories: a file goes in under its name.
+        let dest_dir = raw_dest.ends_with('/')
+            || srcs.len() > 1
+            || matches!(raw_dest.rsplit('/').next(), Some("." | ".."));
         let dest = resolve(&self.workdir, &raw_dest);
         let mut notes = Vec::new();
         let mut class = Class::Mapped;

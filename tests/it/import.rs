@@ -413,6 +413,17 @@ fn steps_mounts_and_stages() {
         .filter(|r| r["stage"] == "prod")
         .collect();
     assert!(!prod.is_empty() && prod.iter().all(|r| r["class"] == "not-translated"));
+    // `COPY requirements.txt .` puts the file into the WORKDIR; `-r` finds it there.
+    let (_, recipe) = get("flask-slim");
+    assert!(
+        recipe.contains("src = \"requirements.txt\"\ndest = \"/srv/requirements.txt\""),
+        "{recipe}"
+    );
+    let req = fs_err::read_to_string(dir.path().join("flask-slim/requirements.in")).unwrap();
+    assert!(
+        req.lines().any(|l| l.starts_with("-r requirements.txt ")),
+        "{req}"
+    );
     // A stage built FROM a builder starts in its WORKDIR.
     let (_, recipe) = get("vllm-like");
     assert!(
