@@ -88,7 +88,7 @@ pub(super) fn repo_name(image: &str) -> &str {
 pub(super) fn python_image_version(image: &str) -> Option<String> {
     let lower = image.to_ascii_lowercase();
     if repo_name(&lower) != "python" {
-        return None;
+        return tagged_python(&lower);
     }
     let tag = lower.split('@').next()?.rsplit_once(':')?.1;
     let v: String = tag
@@ -100,6 +100,32 @@ pub(super) fn python_image_version(image: &str) -> Option<String> {
         (Some(a), Some(b)) => Some(format!("{a}.{b}")),
         _ => None,
     }
+}
+
+/// A Python version another image's tag names: `…:python3.11-slim`, `…:2.35.0-py311-gpu`,
+/// `…-py3.10`.
+fn tagged_python(image: &str) -> Option<String> {
+    let tag = image.split('@').next()?.rsplit_once(':')?.1;
+    for part in tag.split(['-', '_']) {
+        let Some(v) = part
+            .strip_prefix("python")
+            .or_else(|| part.strip_prefix("py"))
+        else {
+            continue;
+        };
+        let digits: String = v.chars().filter(|c| c.is_ascii_digit()).collect();
+        if v.contains('.') {
+            let mut it = v.split('.');
+            if let (Some(a), Some(b)) = (it.next(), it.next()) {
+                if a == "3" && !b.is_empty() && b.chars().all(|c| c.is_ascii_digit()) {
+                    return Some(format!("3.{b}"));
+                }
+            }
+        } else if digits.len() >= 3 && digits.starts_with('3') && digits == v {
+            return Some(format!("3.{}", &digits[1..]));
+        }
+    }
+    None
 }
 
 #[cfg(test)]

@@ -364,7 +364,17 @@ impl ConfigDraft {
         if self.is_empty() {
             return;
         }
-        o.push_str("\n[config]\n");
+        let top_level = self.workdir.is_some()
+            || self.user.is_some()
+            || self.stop_signal.is_some()
+            || self.entrypoint.is_some()
+            || self.cmd.is_some()
+            || self.shell.is_some()
+            || !self.ports.is_empty()
+            || !self.volumes.is_empty();
+        if top_level {
+            o.push_str("\n[config]\n");
+        }
         let scalars = [
             ("workdir", &self.workdir),
             ("user", &self.user),
