@@ -32,6 +32,9 @@ pub enum ImportError {
     /// `--build-arg` not of the form `NAME=VALUE`.
     #[error("--build-arg `{arg}`: not NAME=VALUE")]
     BuildArgSyntax { arg: String },
+    /// `--platform` is no platform.
+    #[error("--platform `{value}`: {message}")]
+    Platform { value: String, message: String },
     /// `--target` names no stage.
     #[error("--target {name}: no such stage; the stages are {}", known.join(", "))]
     NoTarget { name: String, known: Vec<String> },
@@ -75,6 +78,7 @@ impl ImportError {
         matches!(
             self,
             ImportError::BuildArgSyntax { .. }
+                | ImportError::Platform { .. }
                 | ImportError::NoTarget { .. }
                 | ImportError::Exists { .. }
                 | ImportError::ArgWithoutValue { .. }

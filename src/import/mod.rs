@@ -133,6 +133,10 @@ pub fn import(opts: &ImportOptions) -> Result<Imported, ImportError> {
 
 /// [`import`] of a Dockerfile's text (`opts.dockerfile` names it in messages).
 pub fn import_text(text: &str, opts: &ImportOptions) -> Result<Imported, ImportError> {
+    crate::image::Platform::parse(&opts.platform).map_err(|message| ImportError::Platform {
+        value: crate::bounded::clip(&opts.platform).into_owned(),
+        message,
+    })?;
     let mut build_args = BTreeMap::new();
     for a in &opts.build_args {
         let Some((k, v)) = a.split_once('=').filter(|(k, _)| !k.is_empty()) else {

@@ -548,6 +548,9 @@ fn bad_inputs_are_placed_and_named() {
         e.contains("--target prod: no such stage; the stages are build, run"),
         "{e}"
     );
+    let (code, e) = import_err("FROM python:3.12\n", &["--platform", "linux"]);
+    assert_eq!(code, 2, "{e}");
+    assert!(e.contains("--platform `linux`: "), "{e}");
     // A flag clap rejects.
     let (code, _) = import_err("FROM python:3.12\n", &["--no-such-flag"]);
     assert_eq!(code, 2);
