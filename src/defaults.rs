@@ -11,3 +11,10 @@ pub const DEFAULT_REGISTRY: &str = "docker.io";
 
 /// Where Docker Hub's registry API is actually served.
 pub const DOCKER_HUB_API_HOST: &str = "registry-1.docker.io";
+
+/// The Ubuntu archive (amd64 and i386; what `recipes/python-cuda-images.toml` names), for
+/// `ocibuild import`'s `[[apt.source]]` of an Ubuntu-based image.
+pub const UBUNTU_ARCHIVE: &str = "http://archive.ubuntu.com/ubuntu";
+
+/// The Ubuntu archive for the other architectures (arm64, ppc64el, s390x, riscv64).
+pub const UBUNTU_PORTS: &str = "http://ports.ubuntu.com/ubuntu-ports";

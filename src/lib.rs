@@ -42,6 +42,8 @@
 //!   vendored inputs through the lock, then [`build`]; what [`ops`] calls per platform.
 //! - [`ops`]: the commands' engine: `build`'s pipeline (every platform, attach, write, test,
 //!   push, sign) from a request to its outcome, and the one platform loop.
+//! - [`import`]: `ocibuild import`: a Dockerfile read into a recipe, with a table of what
+//!   each instruction became.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
 pub mod apt;
@@ -58,6 +60,7 @@ pub mod fsat;
 pub mod http;
 pub mod image;
 pub mod imageref;
+pub mod import;
 pub mod json;
 pub mod layer;
 pub mod lock;

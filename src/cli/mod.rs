@@ -6,6 +6,7 @@ mod build;
 mod cache;
 mod cache_repo;
 mod diff;
+mod import;
 mod lock;
 mod mirror;
 mod pipe;
@@ -168,6 +169,9 @@ enum Command {
     VerifySignature(sign::VerifySignatureArgs),
     /// Check the content store (every blob rehashed) or prune what no build can use.
     Cache(cache::CacheArgs),
+    /// Read a Dockerfile into a recipe (recipe.toml, requirements.in) and print what each
+    /// instruction became.
+    Import(import::ImportArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
     Completions(shell::CompletionsArgs),
     /// Print the man page (roff) on stdout, or write one per subcommand into a directory.
@@ -327,6 +331,7 @@ pub fn main() -> ExitCode {
         Command::Sign(a) => sign::run_sign(&cli, a),
         Command::VerifySignature(a) => sign::run_verify(&cli, a),
         Command::Cache(a) => cache::run(&cli, a),
+        Command::Import(a) => import::run(&cli, a),
         Command::Completions(a) => shell::completions(a),
         Command::Man(a) => shell::man(a),
         Command::CudaSmoke(a) => return test::smoke(a),

@@ -38,6 +38,8 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
                         }
                     )
                 })
+            || c.downcast_ref::<crate::import::ImportError>()
+                .is_some_and(|e| e.is_usage())
     })
 }
 

@@ -39,6 +39,8 @@ mod hardening_podman;
 mod hardening_store;
 mod hardening_walk;
 mod host_provides;
+mod import;
+mod import_corpus;
 mod layer_contract;
 mod merged_usr;
 mod online_debian;
