@@ -38,6 +38,8 @@ pub enum BuildError {
     Layer { layer: String, source: LayerError },
     #[error(transparent)]
     Paths(#[from] crate::paths::PathsError),
+    #[error("reading the layers below the `paths` layer")]
+    Listing(#[source] Box<crate::system::SystemError>),
     #[error("layer `{layer}`: reading {path}")]
     Read {
         layer: String,
@@ -168,22 +170,19 @@ pub fn build(
     }
     // The `[[path]]` entries, above everything else of ours.
     if !recipe.paths.is_empty() {
-        let name = crate::recipe::PATHS_LAYER;
         let lopts = LayerOptions {
             epoch,
             compression,
             threads,
         };
-        let (layer, was_cached) = crate::paths::layer(&recipe.paths, &lopts, opts.no_cache, store)?;
+        let (rec, was_cached) = paths_layer(recipe, &layers, &lopts, opts.no_cache, store)?;
+        let name = crate::recipe::PATHS_LAYER;
         reporter.layer_finished(name, was_cached);
-        layers.push(record(name, layer));
+        layers.push(rec);
         cached.push((name.to_string(), was_cached));
         history.push(History {
             created: Some(created.clone()),
-            created_by: Some(format!(
-                "ocibuild layer {name}: {} declared paths",
-                recipe.paths.len()
-            )),
+            created_by: Some(format!("ocibuild layer {name}: [[path]]")),
             comment: None,
             empty_layer: false,
         });
@@ -649,6 +648,26 @@ fn hash_file(mut f: fs::File, size: u64, buf: &mut [u8]) -> io::Result<blake3::H
         )));
     }
     Ok(d)
+}
+
+/// The `paths` layer of the recipe's `[[path]]`s, written against `below` (every layer under
+/// it, which the store must hold).
+fn paths_layer(
+    recipe: &Recipe,
+    below: &[LayerRecord],
+    opts: &LayerOptions,
+    no_cache: bool,
+    store: &Store,
+) -> Result<(LayerRecord, bool), BuildError> {
+    let layers: Vec<(Digest, String)> = below
+        .iter()
+        .map(|l| (l.descriptor.digest, l.descriptor.media_type.clone()))
+        .collect();
+    let lower = crate::system::listing::image_listing(store, &layers)
+        .map_err(|e| BuildError::Listing(Box::new(e)))?
+        .ok_or(crate::paths::PathsError::LowerUnknown)?;
+    let (layer, was_cached) = crate::paths::layer(&recipe.paths, &lower, opts, no_cache, store)?;
+    Ok((record(crate::recipe::PATHS_LAYER, layer), was_cached))
 }
 
 /// The config's `Env`: the recipe's, and on `scratch` Docker's default `PATH` unless the recipe

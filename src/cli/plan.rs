@@ -234,6 +234,7 @@ fn why_changed(name: &str) -> &'static str {
         "apt" => "its .debs (the lock's [apt]) or the base's merged /usr changed",
         "rootfs" => "the packages, [accounts] or the base's account files and alternatives changed",
         "python" => "the interpreter archive changed",
+        "paths" => "its [[path]] entries changed, or what the layers below have at their parents",
         n if n.starts_with("wheel") => {
             "its wheels (the lock's [[wheel]]) or the interpreter changed"
         }

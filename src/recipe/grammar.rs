@@ -3,6 +3,11 @@
 
 use super::raw::PortValue;
 
+/// The longest file name a Linux file system takes (NAME_MAX).
+pub(super) const MAX_NAME: usize = 255;
+/// A path must be shorter than this (PATH_MAX, with its NUL).
+pub(super) const MAX_PATH: usize = 4096;
+
 /// Normalizes an absolute path in the image: no `.` components, no empty components, no trailing
 /// `/` (except the root itself). `..` is an error.
 pub(super) fn normalize_abs(p: &str) -> std::result::Result<String, String> {
@@ -17,10 +22,22 @@ pub(super) fn normalize_abs(p: &str) -> std::result::Result<String, String> {
         match c {
             "" | "." => {}
             ".." => return Err("must not contain `..`".into()),
+            c if c.starts_with(".wh.") => {
+                return Err(format!(
+                    "`{c}` is a whiteout name (a layer entry that deletes what the layers below                      have), not a path"
+                ))
+            }
+            c if c.len() > MAX_NAME => {
+                return Err(format!("a component is longer than {MAX_NAME} bytes"))
+            }
             c => parts.push(c),
         }
     }
-    Ok(format!("/{}", parts.join("/")))
+    let path = format!("/{}", parts.join("/"));
+    if path.len() >= MAX_PATH {
+        return Err(format!("longer than {} bytes", MAX_PATH - 1));
+    }
+    Ok(path)
 }
 
 /// `[a-z0-9][a-z0-9._-]*`
@@ -152,14 +169,15 @@ pub(super) fn check_domain(d: &str) -> std::result::Result<(), String> {
     Ok(())
 }
 
-/// `uid:gid`, both decimal u32.
+/// `uid:gid`, both decimal, below 4294967295 (`(uid_t)-1` means "no change" to chown: an
+/// extractor would leave the entry its own owner).
 pub(super) fn parse_owner(s: &str) -> Option<(u32, u32)> {
     let (u, g) = s.split_once(':')?;
     let num = |x: &str| {
         if x.is_empty() || !x.chars().all(|c| c.is_ascii_digit()) {
             None
         } else {
-            x.parse::<u32>().ok()
+            x.parse::<u32>().ok().filter(|n| *n != u32::MAX)
         }
     };
     Some((num(u)?, num(g)?))

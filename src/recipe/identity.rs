@@ -148,14 +148,17 @@ impl Recipe {
             v["steps"] = json!(self.steps.iter().map(step_identity).collect::<Vec<_>>());
         }
         // Only when there are `[[path]]`s, likewise.
+        // Sorted by path: the layer is, so the recipe's order does not make another image.
         if !self.paths.is_empty() {
-            v["paths"] = json!(self.paths.iter().map(path_identity).collect::<Vec<_>>());
+            let mut paths: Vec<&super::PathEntry> = self.paths.iter().collect();
+            paths.sort_by(|a, b| a.path.cmp(&b.path));
+            v["paths"] = json!(paths.into_iter().map(path_identity).collect::<Vec<_>>());
         }
         v
     }
 }
 
-pub(crate) fn path_identity(p: &super::PathEntry) -> Value {
+fn path_identity(p: &super::PathEntry) -> Value {
     let target = match &p.kind {
         super::PathKind::Dir => None,
         super::PathKind::Symlink { target } => Some(target),

@@ -28,7 +28,6 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use self::args::ArgOverride;
-pub(crate) use self::identity::path_identity;
 pub use self::packages::debian_arch;
 pub use self::paths::{PathEntry, PathKind, PATHS_LAYER};
 pub use self::step::{Fetch, Step, StepImage, StepInput, StepOutput};

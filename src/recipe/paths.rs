@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use toml::Spanned;
 
-use super::grammar::{normalize_abs, parse_owner};
+use super::grammar::{normalize_abs, parse_owner, MAX_PATH};
 use super::{Ctx, RecipeError};
 
 type Result<T> = std::result::Result<T, RecipeError>;
@@ -32,6 +32,9 @@ pub struct PathEntry {
     pub mode: u32,
     pub uid: u32,
     pub gid: u32,
+    /// Where `path` is written (`recipe.toml:LINE:COL`), for the build's checks against the
+    /// layers below. Not part of the identity.
+    pub at: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -74,10 +77,17 @@ pub(super) fn paths(ctx: &Ctx<'_>, raw: Vec<Spanned<RawPath>>) -> Result<Vec<Pat
         }
         let kind = match &r.symlink {
             None => PathKind::Dir,
-            Some(t) if t.get_ref().is_empty() || t.get_ref().contains('\0') => {
+            Some(t)
+                if t.get_ref().is_empty()
+                    || t.get_ref().contains('\0')
+                    || t.get_ref().len() >= MAX_PATH =>
+            {
                 return Err(ctx.err(
                     t.span(),
-                    "[[path]] symlink: expected a non-empty target without NUL",
+                    format!(
+                        "[[path]] symlink: expected a non-empty target without NUL, shorter \
+                         than {MAX_PATH} bytes"
+                    ),
                 ))
             }
             Some(t) => PathKind::Symlink {
@@ -108,7 +118,8 @@ pub(super) fn paths(ctx: &Ctx<'_>, raw: Vec<Spanned<RawPath>>) -> Result<Vec<Pat
                 )
             })?,
         };
-        seen.insert(path.clone(), ctx.at(p.span()));
+        let at = ctx.at(p.span());
+        seen.insert(path.clone(), at.clone());
         spans.push(p.span());
         out.push(PathEntry {
             path,
@@ -116,6 +127,7 @@ pub(super) fn paths(ctx: &Ctx<'_>, raw: Vec<Spanned<RawPath>>) -> Result<Vec<Pat
             mode,
             uid,
             gid,
+            at,
         });
     }
     // Nothing declared beneath a declared symlink: the layer would put a directory where the
@@ -139,7 +151,7 @@ pub(super) fn paths(ctx: &Ctx<'_>, raw: Vec<Spanned<RawPath>>) -> Result<Vec<Pat
 
 /// An octal mode, `"0755"`, `"755"`, `"1777"`: at most `0o7777`.
 fn parse_mode(s: &str) -> std::result::Result<u32, String> {
-    let digits = s.strip_prefix("0o").unwrap_or(s);
+    let digits = s;
     if digits.is_empty() || digits.len() > 5 || !digits.chars().all(|c| ('0'..='7').contains(&c)) {
         return Err(format!(
             "invalid `{s}`: expected octal permission bits like \"0755\" or \"1777\""
@@ -160,7 +172,7 @@ mod tests {
     fn modes() {
         assert_eq!(parse_mode("0755"), Ok(0o755));
         assert_eq!(parse_mode("1777"), Ok(0o1777));
-        assert_eq!(parse_mode("0o700"), Ok(0o700));
+        assert!(parse_mode("0o700").is_err());
         assert!(parse_mode("0855").is_err());
         assert!(parse_mode("17777").is_err());
         assert!(parse_mode("").is_err());

@@ -13,9 +13,39 @@ const MAX_LINKS: usize = 40;
 #[derive(Clone, Debug, Default)]
 pub struct Listing {
     entries: BTreeMap<String, Option<String>>,
+    /// The entries that are directories, with their mode, uid and gid (where the layers they
+    /// came from were read with them: `system::listing`'s).
+    dirs: BTreeMap<String, DirMeta>,
     /// Directories of layers not looked into (a `[[layer]]` at `/app`): a path under one is
     /// taken to be there.
     assumed: Vec<String>,
+}
+
+/// A directory's permission bits and owner, as a layer wrote them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct DirMeta {
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+impl DirMeta {
+    /// A directory made where there was none: the layer writer's 0755, owned by root.
+    pub const NEW: DirMeta = DirMeta {
+        mode: 0o755,
+        uid: 0,
+        gid: 0,
+    };
+}
+
+/// What a path is in the image, as far as the listing knows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Missing,
+    Dir(DirMeta),
+    Symlink(String),
+    /// A file, or anything else that is not a directory or a link.
+    Other,
 }
 
 /// `./usr/bin/` → `usr/bin`.
@@ -32,16 +62,39 @@ impl Listing {
         let under = format!("{path}/");
         self.entries
             .retain(|p, _| p != path && !p.starts_with(&under));
+        self.dirs.retain(|p, _| p != path && !p.starts_with(&under));
+    }
+
+    /// What `path` (normalized, relative: `usr/bin`) is, its own last component not followed.
+    pub fn kind(&self, path: &str) -> Kind {
+        match self.entries.get(path) {
+            None => Kind::Missing,
+            Some(Some(t)) => Kind::Symlink(t.clone()),
+            Some(None) => match self.dirs.get(path) {
+                Some(m) => Kind::Dir(*m),
+                None => Kind::Other,
+            },
+        }
+    }
+
+    /// Adds directories with their metadata (over what is there; their entries are added by
+    /// [`Listing::extend`]).
+    pub fn extend_dirs(&mut self, dirs: impl IntoIterator<Item = (String, DirMeta)>) {
+        for (p, m) in dirs {
+            self.dirs.insert(p, m);
+        }
     }
 
     /// Removes everything under the directory `dir` (an opaque whiteout; `""`: the root).
     pub fn clear_under(&mut self, dir: &str) {
         if dir.is_empty() {
             self.entries.clear();
+            self.dirs.clear();
             return;
         }
         let under = format!("{dir}/");
         self.entries.retain(|p, _| !p.starts_with(&under));
+        self.dirs.retain(|p, _| !p.starts_with(&under));
     }
 
     /// Takes every path under the directory `dir` to be there (a layer not looked into).
@@ -51,7 +104,11 @@ impl Listing {
 
     /// Adds entries (path → link target), over what is there.
     pub fn extend(&mut self, entries: impl IntoIterator<Item = (String, Option<String>)>) {
-        self.entries.extend(entries);
+        for (p, t) in entries {
+            // A later layer's non-directory replaces a directory's metadata.
+            self.dirs.remove(&p);
+            self.entries.insert(p, t);
+        }
     }
 
     /// A listing of these entries (path → link target), for tests and callers that know them.
@@ -61,6 +118,7 @@ impl Listing {
                 .into_iter()
                 .map(|(p, t)| (normalize(&p), t))
                 .collect(),
+            dirs: BTreeMap::new(),
             assumed: Vec::new(),
         }
     }

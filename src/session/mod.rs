@@ -343,6 +343,10 @@ impl<'a> Session<'a> {
         let recipe::Base::Image { reference } = &recipe.base else {
             return false;
         };
+        // The `paths` layer is written against the layers below it: they must be here.
+        if !recipe.paths.is_empty() {
+            return false;
+        }
         if self.no_output {
             return true;
         }

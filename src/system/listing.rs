@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::SystemError;
 use crate::digest::Digest;
 use crate::layer;
-use crate::rootfs::listing::{normalize, Listing};
+use crate::rootfs::listing::{normalize, DirMeta, Listing};
 use crate::store::Store;
 
 /// One layer's entries: normalized path (`usr/bin/sh`) → link target for a symlink, `None`
@@ -18,6 +18,8 @@ use crate::store::Store;
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 struct LayerListing {
     entries: BTreeMap<String, Option<String>>,
+    /// The directories among `entries`, with their mode and owner.
+    dirs: BTreeMap<String, DirMeta>,
     whiteouts: Vec<String>,
 }
 
@@ -46,6 +48,7 @@ pub fn image_listing(
             }
         }
         out.extend(l.entries);
+        out.extend_dirs(l.dirs);
     }
     Ok(Some(out))
 }
@@ -55,7 +58,8 @@ fn layer_listing(
     digest: &Digest,
     media_type: &str,
 ) -> Result<LayerListing, SystemError> {
-    let key = Digest::of(format!("layer-listing/1 {digest}").as_bytes());
+    // Version 2: with the directories' modes and owners.
+    let key = Digest::of(format!("layer-listing/2 {digest}").as_bytes());
     if let Some(bytes) = store.meta(&key)? {
         if let Ok(l) = serde_json::from_slice::<LayerListing>(&bytes) {
             return Ok(l);
@@ -87,6 +91,17 @@ fn layer_listing(
                     .map(|t| String::from_utf8_lossy(&t).into_owned())
             })
             .flatten();
+        let h = entry.header();
+        if h.entry_type() == tar::EntryType::Directory {
+            let meta = DirMeta {
+                mode: h.mode().map_err(bad)? & 0o7777,
+                uid: h.uid().map_err(bad)?.try_into().unwrap_or(u32::MAX),
+                gid: h.gid().map_err(bad)?.try_into().unwrap_or(u32::MAX),
+            };
+            out.dirs.insert(path.clone(), meta);
+        } else {
+            out.dirs.remove(&path);
+        }
         out.entries.insert(path, target);
     }
     let bytes = serde_json::to_vec(&out).map_err(|e| SystemError::Python {

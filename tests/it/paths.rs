@@ -120,12 +120,65 @@ expect-output = "/data 755 0:0\n/data/cache 700 1000:1000\n/app 750 1000:1000\nh
     }
 }
 
+/// Against the layers below: a path beneath a lower symlink (merged /usr's `bin -> usr/bin`),
+/// a directory over a lower file, a symlink over a lower directory: each refused, placed at
+/// the entry, nothing written. A directory over a lower directory only changes its mode and
+/// owner (the first test).
+#[test]
+fn paths_never_replace_a_lower_link_or_file() {
+    let t = tempdir();
+    let fake = t.path().join("fake-busybox");
+    fs::write(&fake, "not run").unwrap();
+    let r = project(t.path(), &fake, "");
+    let text = fs::read_to_string(&r).unwrap().replace(PATHS, "");
+    // A merged-/usr root: `bin -> usr/bin` from a layer of the recipe's.
+    fs::create_dir_all(t.path().join("root/usr/bin")).unwrap();
+    fs::os::unix::fs::symlink("usr/bin", t.path().join("root/bin")).unwrap();
+    let text = format!("{text}\n[[layer]]\nname = \"root\"\nsrc = \"root\"\ndest = \"/\"\n");
+    let base_lines = text.lines().count();
+    let cases = [
+        (
+            "[[path]]\npath = \"/bin/tool\"\nsymlink = \"/usr/bin/busybox\"\n",
+            "`/bin/tool`: it is beneath /bin, a symlink to `usr/bin` in a layer below",
+        ),
+        (
+            "[[path]]\npath = \"/app/hello.txt\"\n",
+            "`/app/hello.txt`: a layer below has it as a file",
+        ),
+        (
+            "[[path]]\npath = \"/usr\"\nsymlink = \"/opt\"\n",
+            "`/usr`: a layer below already has it",
+        ),
+    ];
+    for (extra, want) in cases {
+        fs::write(&r, format!("{text}{extra}")).unwrap();
+        let out = t.path().join("img");
+        let o = run(ocibuild().args(["build", "-o"]).arg(&out).arg(&r));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success(), "{extra}");
+        let place = format!("paths.toml:{}:8: [[path]] ", base_lines + 2);
+        assert!(
+            err.contains(&format!("{place}{want}")),
+            "{extra}: want {place}{want} in: {err}"
+        );
+        assert!(!out.exists(), "{extra}: output written");
+    }
+}
+
 #[test]
 fn bad_paths_are_placed_and_named() {
-    let Some(busybox) = crate::common::require_static_busybox() else {
-        return;
-    };
+    let t = tempdir();
+    let busybox = t.path().join("fake-busybox");
+    fs::write(&busybox, "not run").unwrap();
     let cases: &[(&str, &str)] = &[
+        (
+            "[[path]]\npath = \"/.wh.usr\"\n",
+            ":2:8: [[path]] path: `.wh.usr` is a whiteout name",
+        ),
+        (
+            "[[path]]\npath = \"/d\"\nowner = \"4294967295:0\"\n",
+            ":3:9: [[path]] owner: invalid `4294967295:0`",
+        ),
         (
             "[[path]]\npath = \"/s\"\nsymlink = \"/x\"\nmode = \"0755\"\n",
             ":4:8: [[path]] mode: a symlink has no mode of its own",
