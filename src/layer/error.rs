@@ -26,6 +26,8 @@ pub enum LayerError {
     Unsupported { path: PathBuf, kind: &'static str },
     #[error("{}: file name is not valid UTF-8, which a layer cannot represent deterministically", path.display())]
     NonUtf8 { path: PathBuf },
+    #[error("{}: a name starting with `.wh.` is a whiteout in a layer (it would delete what the layers below have there): rename it, or exclude it with `ignore`", path.display())]
+    Whiteout { path: PathBuf },
     #[error("`/{path}` is produced twice: by {first} and by {second}")]
     Conflict {
         path: String,

@@ -160,6 +160,11 @@ fn dest_components(spec: &CopySpec, is_file: bool) -> Result<Vec<String>, LayerE
         let name = name.to_str().ok_or_else(|| LayerError::NonUtf8 {
             path: spec.src.clone(),
         })?;
+        if name.starts_with(".wh.") {
+            return Err(LayerError::Whiteout {
+                path: spec.src.clone(),
+            });
+        }
         comps.push(name.to_string());
     }
     Ok(comps)
@@ -259,6 +264,12 @@ impl Walker<'_> {
             let host_child = host.join(&name);
             let child_state = self.ignore.child(state, name.as_bytes());
             let excluded = self.ignore.excluded_at(&child_state);
+            // A whiteout name in a layer deletes what the layers below have at that path (and
+            // `.wh..wh..opq` everything beside it): never copied from a host tree or a step's
+            // output.
+            if !excluded && name.as_bytes().starts_with(b".wh.") {
+                return Err(LayerError::Whiteout { path: host_child });
+            }
             let meta = dir.stat(&name).map_err(io_err(&host_child))?;
             // The tar path, when the name (and every name above it) is UTF-8.
             let tar_child = tar.zip(name.to_str()).map(|(t, n)| format!("{t}{n}"));

@@ -642,3 +642,51 @@ fn scratch_images_get_dockers_default_path_unless_the_recipe_sets_one() {
         ])
     );
 }
+
+/// A whiteout name (`.wh.etc`, `.wh..wh..opq`) in a source tree would delete what the layers
+/// below have: refused, naming the file, unless ignored.
+#[test]
+fn a_whiteout_name_in_a_source_tree_is_refused_unless_ignored() {
+    let tmp = common::tempdir();
+    let dir = tmp.path();
+    fs::create_dir_all(dir.join("app/sub")).unwrap();
+    fs::write(dir.join("app/ok.txt"), "ok").unwrap();
+    fs::write(dir.join("app/sub/.wh..wh..opq"), "").unwrap();
+    let recipe = |ignore: &str| {
+        format!(
+            "[image]\nname = \"t\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\n\
+             dest = \"/app\"\nignore = {ignore}\n"
+        )
+    };
+    fs::write(dir.join("plain.toml"), recipe("[]")).unwrap();
+    let out = common::run(&mut build_cmd(
+        &dir.join("plain.toml"),
+        &dir.join("out"),
+        &dir.join("cache"),
+    ));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("sub/.wh..wh..opq: a name starting with `.wh.` is a whiteout"),
+        "{err}"
+    );
+    assert!(!dir.join("out").exists());
+    fs::write(dir.join("ignored.toml"), recipe(r#"[".wh.*", "**/.wh.*"]"#)).unwrap();
+    let v = build_json(build_cmd(
+        &dir.join("ignored.toml"),
+        &dir.join("out2"),
+        &dir.join("cache"),
+    ));
+    let listing = common::tar_listing(&blob(
+        &dir.join("out2"),
+        v["layers"][0]["digest"].as_str().unwrap(),
+    ));
+    assert_eq!(
+        listing,
+        [
+            "d 0755 0:0 app/",
+            "f 0644 0:0 app/ok.txt",
+            "d 0755 0:0 app/sub/"
+        ]
+    );
+}
