@@ -276,10 +276,12 @@ pub fn plan(
         Err(e) if is_manifest_unknown(&e) || is_refused(&e) => false,
         Err(e) => return Err(e.into()),
     };
-    let refused = client
-        .check_push(target)
-        .err()
-        .map(|e| crate::diag::chain(&e));
+    // A refusal is the plan's finding; anything else (the registry down, TLS) its error.
+    let refused = match client.check_push(target) {
+        Ok(()) => None,
+        Err(e) if is_push_refusal(&e) => Some(crate::diag::chain(&e)),
+        Err(e) => return Err(e.into()),
+    };
     Ok(PushPlan {
         target: target.to_string(),
         blobs: planned,
@@ -470,6 +472,17 @@ pub fn push_signature(
 /// subject: `sha256-<hex>`.
 pub fn referrers_tag(subject: &Digest) -> String {
     format!("sha256-{}", subject.hex())
+}
+
+/// The registry's no to a push: 401 or 403 (these credentials), 405 (a read-only registry or
+/// mirror), or 404 / `NAME_UNKNOWN` (a registry whose repositories must be created first).
+fn is_push_refusal(e: &RegistryError) -> bool {
+    match e {
+        RegistryError::Unauthorized { .. } => true,
+        RegistryError::Status { status, .. } => matches!(status, 404 | 405),
+        RegistryError::AfterMirrors { last, .. } => is_push_refusal(last),
+        _ => false,
+    }
 }
 
 /// A 401 or 403 answer. Asked after other requests of the same repository went through, it is

@@ -23,6 +23,9 @@ cancelled, to know the writes would be accepted), the lock is read (--locked) an
 written. With --against, the registry is asked
 (HEAD requests) which blobs it has, which it can mount from the base's or the cache's
 repository, and which the push will upload: the bytes a push then uploads are those printed.
+It also opens an upload session in the destination's repository and cancels it (some
+registries keep an empty session until they purge it): when these credentials may not push
+there, the plan says why after the layers and exits 1.
 
 Examples:
   ocibuild plan app.toml --cache-repo registry.example/team/cache
@@ -218,11 +221,11 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    if let (Some(p), Some(why)) = (&push_plan, &refused) {
-        println!("push to {}: would be refused: {why}", p.target);
-    }
     if let Some(c) = &cache {
         super::cache_repo::report(cli, &c.stats());
+    }
+    if let (Some(p), Some(why)) = (&push_plan, &refused) {
+        eprintln!("error: the push to {} would be refused: {why}", p.target);
     }
     Ok(status)
 }

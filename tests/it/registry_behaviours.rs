@@ -59,12 +59,12 @@ fn plan_finds_a_push_the_token_service_will_not_grant() {
         out.contains(&format!("push to {against}: uploads ")),
         "{out}"
     );
-    let line = out
+    let line = err
         .lines()
-        .find(|l| l.starts_with(&format!("push to {against}: would be refused: ")))
-        .unwrap_or_else(|| panic!("no refusal line: {out}"));
+        .find(|l| l.starts_with(&format!("error: the push to {against} would be refused: ")))
+        .unwrap_or_else(|| panic!("no refusal line: {err}"));
     assert!(
-        line.contains("team/app") && line.contains("HTTP 401"),
+        line.contains("open an upload session was refused (HTTP 401"),
         "{line}"
     );
 
@@ -113,4 +113,14 @@ fn plan_takes_a_401_for_a_missing_tag_as_not_there() {
     assert_eq!(v["push"]["manifestExists"], false, "{v:#}");
     assert!(v["push"].get("refused").is_none(), "{v:#}");
     assert!(v["layers"][0]["changedFromTarget"].is_null(), "{v:#}");
+    // The upload session it opened to ask was cancelled; nothing was uploaded.
+    let s = fake.state.lock().unwrap();
+    assert!(s.uploads.is_empty() && s.blobs.is_empty(), "{:?}", s.log);
+    assert!(
+        s.log
+            .iter()
+            .any(|l| l.starts_with("DELETE /v2/team/app/blobs/uploads/")),
+        "{:?}",
+        s.log
+    );
 }

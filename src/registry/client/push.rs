@@ -251,12 +251,7 @@ impl Client {
     pub fn check_push(&self, target: &Reference) -> Result<(), RegistryError> {
         let ep = self.endpoint(target.registry(), target.repository())?;
         let scopes = Scopes::repository(&ep.repository, &["pull", "push"]);
-        let loc = self.open_upload(
-            &ep,
-            "open an upload session (may these credentials push?)",
-            &scopes,
-            &Silent,
-        )?;
+        let loc = self.open_upload(&ep, "open an upload session", &scopes, &Silent)?;
         // Cancelled; a registry that keeps it lets it expire.
         let cancel = Request::new(Method::DELETE, loc, "cancel the upload", scopes);
         let _ = self.send(&ep, &cancel, &Silent);

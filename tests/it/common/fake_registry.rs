@@ -574,6 +574,10 @@ pub(crate) fn handle(
                 .header("Location", format!("/v2/{repo}/blobs/{d}"))
                 .header("Docker-Content-Digest", d.to_string())
         }
+        ("DELETE", "uploads") => match s.uploads.remove(&arg) {
+            Some(_) => HttpResp::new(204),
+            None => HttpResp::error(404, "BLOB_UPLOAD_UNKNOWN", "no such upload"),
+        },
         _ => HttpResp::new(405),
     }
 }
