@@ -352,4 +352,93 @@ for name in ("grad.png", "photo.png"):
         sbom.contains("nvidia/cuda"),
         "the SBOM does not name the base"
     );
+
+    // 8. The seed Dockerfile itself, through `ocibuild import`, with the same stand-in changes
+    //    (the Debian archive for Ubuntu's, its Python, the same pylock) and the same app: its
+    //    image has the committed recipe's base, .debs and wheels byte for byte (the same
+    //    layers), the same environment and working directory, and the Dockerfile's CMD where
+    //    the committed recipe runs the app as a module on purpose (docs/from-dockerfile.md).
+    let (_, dockerfile) = crate::import_corpus::CORPUS
+        .iter()
+        .find(|(n, _)| *n == "seed-cuda")
+        .unwrap();
+    let ctx = root.join("imported/ctx");
+    copy_dir(&sub.join("app"), &ctx);
+    fs::write(ctx.join("Dockerfile"), dockerfile).unwrap();
+    let imp = root.join("imported/recipe");
+    run_ok(
+        ocibuild()
+            .arg("import")
+            .arg(ctx.join("Dockerfile"))
+            .arg("--context")
+            .arg(&ctx)
+            .arg("-o")
+            .arg(&imp),
+    );
+    let text = fs::read_to_string(imp.join("recipe.toml")).unwrap();
+    let text = replace_once(
+        &text,
+        "url = \"http://archive.ubuntu.com/ubuntu\"",
+        "url = \"https://deb.debian.org/debian\"",
+    );
+    let text = replace_once(&text, "suite = \"noble\"", "suite = \"bookworm\"");
+    let text = replace_once(
+        &text,
+        "components = [\"main\", \"universe\"]",
+        "components = [\"main\"]",
+    );
+    let text = replace_once(
+        &text,
+        "signed-by = \"keys/ubuntu-archive.asc\"",
+        "signed-by = \"keys/debian-bookworm.asc\"",
+    );
+    let text = replace_once(&text, "version = \"3.12\"", "version = \"3.11\"");
+    fs::write(imp.join("recipe.toml"), text).unwrap();
+    fs::create_dir_all(imp.join("keys")).unwrap();
+    fs::copy(
+        repo().join("recipes/keys/debian-bookworm.asc"),
+        imp.join("keys/debian-bookworm.asc"),
+    )
+    .unwrap();
+    fs::copy(sub.join("pylock.toml"), imp.join("pylock.toml")).unwrap();
+    let out_i = root.join("i");
+    let i = json(&common::run(
+        cmd(&root.join("cache-i"))
+            .args(["build", "--json", "-o"])
+            .arg(&out_i)
+            .arg(imp.join("recipe.toml")),
+    ));
+    let layer_digests = |doc: &serde_json::Value, keep: &dyn Fn(&str) -> bool| {
+        doc["layers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|l| keep(l["name"].as_str().unwrap_or("")))
+            .map(|l| format!("{} {}", l["name"], l["digest"]))
+            .collect::<Vec<_>>()
+    };
+    let shared = |n: &str| n.starts_with("base#") || n == "apt" || n.starts_with("wheel");
+    assert_eq!(
+        layer_digests(&i, &shared),
+        layer_digests(&a, &shared),
+        "the imported recipe's base, .debs and wheels differ from the seed recipe's"
+    );
+    let config = |layout: &Path, doc: &serde_json::Value| {
+        let d = doc["config"]
+            .as_str()
+            .unwrap()
+            .trim_start_matches("sha256:");
+        let c: serde_json::Value =
+            serde_json::from_slice(&fs::read(layout.join("blobs/sha256").join(d)).unwrap())
+                .unwrap();
+        c["config"].clone()
+    };
+    let (ci, ca) = (config(&out_i, &i), config(&out_a, &a));
+    assert_eq!(ci["Env"], ca["Env"]);
+    assert_eq!(ci["WorkingDir"], ca["WorkingDir"]);
+    assert_eq!(ci["Cmd"], serde_json::json!(["python3", "app.py"]));
+    assert_eq!(
+        ca["Entrypoint"],
+        serde_json::json!(["python3", "-m", "imgproc"])
+    );
 }
