@@ -96,8 +96,11 @@ impl Mapper<'_> {
             }
             let tar = [".tar", ".tar.gz", ".tgz", ".tar.xz", ".tar.bz2", ".tar.zst"];
             if add && tar.iter().any(|t| src.ends_with(t)) {
-                class = class.max(Class::NotTranslated);
-                notes.push(format!("ADD {src} unpacks a local tar: unpack it into the context and COPY the directory"));
+                class = class.max(Class::Step);
+                self.add_local_tar(i, &src, &dest);
+                notes.push(format!(
+                    "ADD {src}: its contents, unpacked by a [[step]] in the stage's image (which needs tar)"
+                ));
                 continue;
             }
             if src.contains(['*', '?', '[']) {
@@ -324,6 +327,43 @@ impl Mapper<'_> {
             workdir: None,
             user: None,
             outputs: vec![("/out".into(), dir, true)],
+            outputs_guessed: true,
+            network: false,
+            origins: vec![self.origin(i)],
+        });
+    }
+
+    /// `ADD archive.tar.gz /dest`: a step that unpacks the context's archive (an input) into
+    /// its output, which becomes a layer at `dest` (a directory, as ADD makes it).
+    fn add_local_tar(&mut self, i: &Instruction<'_>, src: &str, dest: &str) {
+        let file = src.rsplit('/').next().unwrap_or(src).to_string();
+        let name = step_name(&format!("add-{}", self.text_of(i).0), &self.draft.steps);
+        let image = self
+            .draft
+            .base
+            .as_ref()
+            .map(|b| b.0.clone())
+            .unwrap_or_else(|| "docker.io/library/busybox:stable".into());
+        let dest = dest.trim_end_matches('/');
+        self.draft.steps.push(StepDraft {
+            name,
+            image: StepImage::Image(image),
+            inputs: vec![(self.context_path(src), format!("/in/{file}"))],
+            input_steps: Vec::new(),
+            fetch: Vec::new(),
+            script: vec![format!("tar -xf /in/{} -C /out", shell_quote(&file))],
+            env: Vec::new(),
+            workdir: None,
+            user: None,
+            outputs: vec![(
+                "/out".into(),
+                if dest.is_empty() {
+                    "/".into()
+                } else {
+                    dest.to_string()
+                },
+                true,
+            )],
             outputs_guessed: true,
             network: false,
             origins: vec![self.origin(i)],

@@ -844,3 +844,32 @@ fn pylock_without_uv_names_it() {
     assert!(req.contains("uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version 3.12 --python-platform x86_64-manylinux_2_41"), "{req}");
     assert!(req.lines().any(|l| l.starts_with("rich ")), "{req}");
 }
+
+/// `ADD archive.tar.gz /opt/` is the archive's contents: a step in the stage's image unpacks
+/// the context's archive (an input) into its output, a layer at `/opt`; it loads as a recipe.
+#[test]
+fn add_of_a_local_tar_is_unpacked_by_a_step() {
+    let dir = tempdir();
+    let ctx = write_case(
+        dir.path(),
+        "add-tar",
+        "FROM debian:trixie\nADD vendor/rootfs.tar.gz /opt/\n",
+    );
+    fs_err::create_dir_all(ctx.join("vendor")).unwrap();
+    fs_err::write(ctx.join("vendor/rootfs.tar.gz"), "").unwrap();
+    let doc = import_json(&ctx, &[]);
+    let row = &doc["rows"][1];
+    assert_eq!(row["class"], "step", "{doc:#}");
+    let recipe = fs_err::read_to_string(ctx.join("recipe.toml")).unwrap();
+    for want in [
+        "image = \"debian:trixie\"",
+        "inputs = [{ src = \"vendor/rootfs.tar.gz\", dest = \"/in/rootfs.tar.gz\" }]",
+        "run = [\"/bin/sh\", \"-c\", \"tar -xf /in/rootfs.tar.gz -C /out\"]",
+        "outputs = [{ path = \"/out\", dest = \"/opt\" }]",
+    ] {
+        assert!(recipe.contains(want), "no {want} in:\n{recipe}");
+    }
+    assert!(!recipe.contains("TODO: declare the outputs"), "{recipe}");
+    ocibuild::recipe::load(&ctx.join("recipe.toml"))
+        .unwrap_or_else(|e| panic!("{}", ocibuild::diag::chain(&e)));
+}
