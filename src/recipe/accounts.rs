@@ -84,10 +84,7 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
     let Some(raw) = raw else {
         return Ok(Accounts::default());
     };
-    let mut groups: Vec<Group> = Vec::new();
-    // name → (gid, where) and gid → (name, where), for the collision messages.
-    let mut group_names: BTreeMap<String, u32> = BTreeMap::new();
-    let mut gids: BTreeMap<u32, String> = BTreeMap::new();
+    let mut set = GroupSet::default();
     for (i, g) in raw.group.into_iter().enumerate() {
         let span = g.span();
         let g = g.into_inner();
@@ -97,18 +94,18 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
             .gid
             .ok_or_else(|| ctx.err(span.clone(), format!("{what}: missing `gid`")))?;
         let gid = id(ctx, &what, "gid", &gid_v)?;
-        if group_names.contains_key(&name) {
+        if set.names.contains_key(&name) {
             return Err(ctx.err(span, format!("{what}: group `{name}` is declared twice")));
         }
-        if let Some(other) = gids.get(&gid) {
+        if let Some(other) = set.gids.get(&gid) {
             return Err(ctx.err(
                 gid_v.span(),
                 format!("{what}: gid {gid} is already group `{other}`'s"),
             ));
         }
-        group_names.insert(name.clone(), gid);
-        gids.insert(gid, name.clone());
-        groups.push(Group {
+        set.names.insert(name.clone(), gid);
+        set.gids.insert(gid, name.clone());
+        set.groups.push(Group {
             name,
             gid,
             at: ctx.at(span),
@@ -138,19 +135,10 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
             // A gid no declared group has: the image's group of that gid (the base's `users`),
             // else the user's own, named after it; decided when the image's groups are known.
             Some(g) => id(ctx, &what, "gid", g)?,
-            None => match group_names.get(&name) {
+            None => match set.names.get(&name) {
                 Some(&gid) => gid,
                 None => {
-                    imply_group(
-                        ctx,
-                        &what,
-                        &name,
-                        uid,
-                        uid_v.span(),
-                        &mut groups,
-                        &mut group_names,
-                        &mut gids,
-                    )?;
+                    set.imply(ctx, &what, &name, uid, uid_v.span())?;
                     uid
                 }
             },
@@ -188,42 +176,55 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
             at: ctx.at(span),
         });
     }
-    Ok(Accounts { groups, users })
+    Ok(Accounts {
+        groups: set.groups,
+        users,
+    })
 }
 
-/// The group a user implies (its own name, `gid`), unless that name is another gid's.
-#[allow(clippy::too_many_arguments)]
-fn imply_group(
-    ctx: &Ctx<'_>,
-    what: &str,
-    name: &str,
-    gid: u32,
-    span: std::ops::Range<usize>,
-    groups: &mut Vec<Group>,
-    names: &mut BTreeMap<String, u32>,
-    gids: &mut BTreeMap<u32, String>,
-) -> Result<()> {
-    if let Some(&other) = names.get(name) {
-        return Err(ctx.err(
-            span,
-            format!(
-                "{what}: its own group `{name}` would have gid {gid}, but group `{name}` has gid \
-                 {other}: set `gid = {other}`"
-            ),
-        ));
+/// The groups declared and implied so far: name → gid and gid → name, for the collision
+/// messages.
+#[derive(Default)]
+struct GroupSet {
+    groups: Vec<Group>,
+    names: BTreeMap<String, u32>,
+    gids: BTreeMap<u32, String>,
+}
+
+impl GroupSet {
+    /// The group a user implies (its own name, `gid`), unless that name is another gid's.
+    fn imply(
+        &mut self,
+        ctx: &Ctx<'_>,
+        what: &str,
+        name: &str,
+        gid: u32,
+        span: std::ops::Range<usize>,
+    ) -> Result<()> {
+        if let Some(&other) = self.names.get(name) {
+            return Err(ctx.err(
+                span,
+                format!(
+                    "{what}: its own group `{name}` would have gid {gid}, but group `{name}` has \
+                     gid {other}: set `gid = {other}`"
+                ),
+            ));
+        }
+        if let Some(other) = self.gids.get(&gid) {
+            return Err(ctx.err(
+                span,
+                format!(
+                    "{what}: gid {gid} for its own group `{name}` is already group `{other}`'s"
+                ),
+            ));
+        }
+        self.names.insert(name.to_string(), gid);
+        self.gids.insert(gid, name.to_string());
+        self.groups.push(Group {
+            name: name.to_string(),
+            gid,
+            at: ctx.at(span),
+        });
+        Ok(())
     }
-    if let Some(other) = gids.get(&gid) {
-        return Err(ctx.err(
-            span,
-            format!("{what}: gid {gid} for its own group `{name}` is already group `{other}`'s"),
-        ));
-    }
-    names.insert(name.to_string(), gid);
-    gids.insert(gid, name.to_string());
-    groups.push(Group {
-        name: name.to_string(),
-        gid,
-        at: ctx.at(span),
-    });
-    Ok(())
 }

@@ -11,7 +11,6 @@ use crate::digest::Digest;
 use crate::http::Fetcher;
 use crate::layer::{self, LayerOptions};
 use crate::lock::{Lock, LockPolicy, LockedApt, LockedAptSource, LockedDeb, LockedHostProvides};
-use crate::progress::Reporter;
 use crate::recipe::Apt;
 use crate::store::Store;
 
@@ -258,17 +257,20 @@ fn check_relock(
 /// The packages to install: the lock's when it answers the recipe's request (and `pin` allows),
 /// else a fresh resolution written into `lock` (refused when it goes back from the lock's:
 /// [`check_relock`]). Returns (packages, resolved now).
-#[allow(clippy::too_many_arguments)] // the resolution's context, passed through as is
 pub fn resolve_locked(
     apt: &Apt,
     base: &apt::Base,
     lock: &mut Lock,
-    fetcher: &dyn Fetcher,
-    store: &Store,
-    (pin, allow_downgrade): (LockPolicy, bool),
+    io: &super::Io<'_>,
+    opts: &SystemOptions,
     recipe_path: &Path,
-    reporter: &dyn Reporter,
 ) -> Result<(Vec<LockedDeb>, bool), SystemError> {
+    let super::Io {
+        fetcher,
+        store,
+        reporter,
+    } = *io;
+    let (pin, allow_downgrade) = (opts.pin, opts.allow_downgrade);
     if pin == LockPolicy::Frozen {
         return match &lock.apt {
             Some(l) => Ok((l.packages.clone(), false)),
@@ -423,18 +425,33 @@ fn cache_key(
     )?)
 }
 
+/// What the apt layer is made of: the .debs, where else they may be fetched, and the base as
+/// the packages see it (`scratch`: no base).
+pub struct LayerInput<'a> {
+    pub packages: &'a [LockedDeb],
+    pub mirrors: &'a DebMirrors,
+    pub base: &'a apt::Base,
+    pub scratch: bool,
+}
+
 /// Downloads the .debs the store lacks (verified, in parallel), then builds the layer unless
 /// the cache has it.
-#[allow(clippy::too_many_arguments)] // the layer's context, passed through as is
 pub fn layer(
-    packages: &[LockedDeb],
-    mirrors: &DebMirrors,
-    (base, scratch): (&apt::Base, bool),
-    fetcher: &dyn Fetcher,
-    store: &Store,
+    input: &LayerInput<'_>,
+    io: &super::Io<'_>,
     opts: &SystemOptions,
-    reporter: &dyn Reporter,
 ) -> Result<Extra, SystemError> {
+    let LayerInput {
+        packages,
+        mirrors,
+        base,
+        scratch,
+    } = *input;
+    let super::Io {
+        fetcher,
+        store,
+        reporter,
+    } = *io;
     let name = "apt".to_string();
     let created_by = format!(
         "ocibuild apt: {}",

@@ -244,6 +244,15 @@ pub struct SystemOptions {
     pub build_layers: bool,
 }
 
+/// Where the system layers' inputs come from and go: the downloads (`.debs`, archives,
+/// wheels), the store, and the progress of both.
+#[derive(Clone, Copy)]
+pub struct Io<'a> {
+    pub fetcher: &'a dyn Fetcher,
+    pub store: &'a Store,
+    pub reporter: &'a dyn Reporter,
+}
+
 /// A layer built (or found in the cache) by this module.
 #[derive(Clone, Debug)]
 pub struct Extra {
@@ -489,6 +498,11 @@ pub fn prepare(
     reporter: &dyn Reporter,
 ) -> Result<System, SystemError> {
     let mut sys = System::default();
+    let io = Io {
+        fetcher,
+        store,
+        reporter,
+    };
     let rootfs = needs_rootfs(recipe);
     let needs_base_scan = recipe.apt.is_some()
         || matches!(
@@ -504,30 +518,21 @@ pub fn prepare(
         crate::apt::Base::default()
     };
     if let Some(apt) = &recipe.apt {
-        let (packages, resolved) = apt::resolve_locked(
-            apt,
-            &scanned,
-            lock,
-            fetcher,
-            store,
-            (opts.pin, opts.allow_downgrade),
-            &recipe.path,
-            reporter,
-        )?;
+        let (packages, resolved) =
+            apt::resolve_locked(apt, &scanned, lock, &io, opts, &recipe.path)?;
         if resolved {
             sys.apt_resolved = Some(packages.len());
             sys.lock_changed = true;
         }
         if !packages.is_empty() && opts.build_layers {
-            sys.layers.push(apt::layer(
-                &packages,
-                &apt::DebMirrors::of(Some(apt)),
-                (&scanned, base.is_none()),
-                fetcher,
-                store,
-                opts,
-                reporter,
-            )?);
+            let mirrors = apt::DebMirrors::of(Some(apt));
+            let input = apt::LayerInput {
+                packages: &packages,
+                mirrors: &mirrors,
+                base: &scanned,
+                scratch: base.is_none(),
+            };
+            sys.layers.push(apt::layer(&input, &io, opts)?);
         }
         sys.apt_packages = packages;
         sys.host_provides = lock
@@ -551,10 +556,8 @@ pub fn prepare(
             &accounts,
             &sys.apt_packages,
             apt_layer,
-            fetcher,
-            store,
+            &io,
             opts,
-            reporter,
         )?;
         sys.layers.extend(layer);
         sys.rootfs = Some(report);
@@ -576,25 +579,15 @@ pub fn prepare(
             &recipe.image.platform,
             &sys.apt_packages,
             &scanned,
-            fetcher,
-            store,
+            &io,
             opts,
-            reporter,
         )?;
         if let Some(l) = layer {
             sys.layers.push(l);
         }
         if let Some(pkgs) = &py.packages {
-            let (wheels, resolved) = wheels::resolve_locked(
-                pkgs,
-                &interp,
-                lock,
-                fetcher,
-                store,
-                opts.pin,
-                &recipe.path,
-                reporter,
-            )?;
+            let (wheels, resolved) =
+                wheels::resolve_locked(pkgs, &interp, lock, &io, opts.pin, &recipe.path)?;
             if resolved {
                 sys.wheels_resolved = Some(wheels.len());
                 sys.lock_changed = true;

@@ -102,17 +102,19 @@ fn glibc(apt_pkgs: &[LockedDeb], base: &apt::Base) -> Option<(u32, u32)> {
         .or(base.libc_file_version)
 }
 
-#[allow(clippy::too_many_arguments)]
 pub fn prepare(
     py: &Python,
     platform: &Platform,
     apt_pkgs: &[LockedDeb],
     base: &apt::Base,
-    fetcher: &dyn Fetcher,
-    store: &Store,
+    io: &super::Io<'_>,
     opts: &SystemOptions,
-    reporter: &dyn Reporter,
 ) -> Result<(Interpreter, Option<Extra>), SystemError> {
+    let super::Io {
+        fetcher,
+        store,
+        reporter,
+    } = *io;
     let glibc = glibc(apt_pkgs, base);
     let debian = !apt_pkgs.is_empty() || !base.installed.is_empty();
     let apt_version = apt_pkgs

@@ -13,7 +13,6 @@ use crate::digest::Digest;
 use crate::http::Fetcher;
 use crate::layer::{self, Content, Entry, EntryKind, LayerOptions, StatKey};
 use crate::lock::LockedDeb;
-use crate::progress::Reporter;
 use crate::recipe::{Base, Recipe};
 use crate::rootfs::{self, Installed, Planned, PlannedKind, Report};
 use crate::store::{CachedLayer, Store};
@@ -24,18 +23,20 @@ const READERS: usize = 4;
 /// The `rootfs` layer (`None` when there is nothing to add) and the report of what it holds.
 /// `scanned` is the base as the packages saw it (merged /usr); `base_accounts` its account
 /// files.
-#[allow(clippy::too_many_arguments)]
 pub fn layer(
     recipe: &Recipe,
     scanned: &crate::apt::Base,
     base_accounts: &std::collections::BTreeMap<String, String>,
     packages: &[LockedDeb],
     apt_layer: Option<&Extra>,
-    fetcher: &dyn Fetcher,
-    store: &Store,
+    io: &super::Io<'_>,
     opts: &SystemOptions,
-    reporter: &dyn Reporter,
 ) -> Result<(Option<Extra>, Report), SystemError> {
+    let super::Io {
+        fetcher,
+        store,
+        reporter,
+    } = *io;
     let mirrors = super::apt::DebMirrors::of(recipe.apt.as_ref());
     let scripts = package_scripts(packages, &mirrors, fetcher, store)?;
     let installed = match apt_layer {

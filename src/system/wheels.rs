@@ -56,17 +56,19 @@ fn wheel_err(package: &str, reason: impl std::fmt::Display) -> SystemError {
 
 /// The wheels to install: the lock's while it answers the recipe's file for this interpreter
 /// (and `pin` allows), else resolved now into `lock`. Returns (wheels, resolved now).
-#[allow(clippy::too_many_arguments)]
 pub fn resolve_locked(
     pkgs: &PythonPackages,
     interp: &Interpreter,
     lock: &mut Lock,
-    fetcher: &dyn Fetcher,
-    store: &Store,
+    io: &super::Io<'_>,
     pin: LockPolicy,
     recipe_path: &Path,
-    reporter: &dyn Reporter,
 ) -> Result<(Vec<LockedWheel>, bool), SystemError> {
+    let super::Io {
+        fetcher,
+        store,
+        reporter,
+    } = *io;
     if pin == LockPolicy::Frozen {
         return match &lock.python_packages {
             Some(_) => Ok((lock.wheels.clone(), false)),
