@@ -242,8 +242,9 @@ const MULTI_STAGE_DOCKERFILE: &str = r#"# Build from source in a builder stage; 
 ARG REGISTRY=docker.io
 FROM ${REGISTRY}/library/busybox:1.36 AS build
 WORKDIR /build
+ARG NAME=ocibuild
 COPY src/ ./src/
-RUN mkdir -p /build/out && cd src && sh gen.sh ocibuild > /build/out/greeting.txt && tar -cf /build/out/src.tar gen.sh greeting.in
+RUN mkdir -p /build/out && cd src && sh gen.sh "$NAME" > /build/out/greeting.txt && tar -cf /build/out/src.tar gen.sh greeting.in
 
 FROM ${REGISTRY}/library/busybox:1.36
 COPY --from=build /build/out/greeting.txt /usr/share/app/greeting.txt
@@ -256,7 +257,8 @@ const GEN_SH: &str = r#"sed -e "s/@NAME@/$1/" -e "s/@LINES@/$(cat greeting.in | 
 
 /// A builder stage that "compiles" the source with sed becomes a `[[step]]` whose output is
 /// what the final stage copies from it; the step runs under podman (no network) in the
-/// registry's busybox, and the image's CMD prints the generated file.
+/// registry's busybox, and the image's CMD prints the generated file. The stage's ARG is an
+/// argument of the recipe: `--build-arg NAME=…` reruns the step with it.
 #[test]
 fn a_multi_stage_source_build_becomes_a_step_and_its_artifact_is_the_image() {
     if !ready() {
@@ -280,6 +282,17 @@ fn a_multi_stage_source_build_becomes_a_step_and_its_artifact_is_the_image() {
     let out = podman_cmd_output(&image, &[]);
     let listing = podman_run_image(&image, &["--pull=never"], &["ls", "/usr/share/app"]);
     podman_rmi(&image);
+    let archive = ctx.join("other.tar");
+    let built = run(env
+        .ocibuild()
+        .arg("build")
+        .arg(ctx.join("recipe.toml"))
+        .args(["--build-arg", "NAME=a build argument", "-o"])
+        .arg(format!("docker-archive:{}", archive.display())));
+    assert_success(&built, "build --build-arg NAME=…");
+    let other = podman_load(&archive);
+    let other_out = podman_cmd_output(&other, &[]);
+    podman_rmi(&other);
     let doc: toml::Value = toml::from_str(&recipe).unwrap();
     let steps = doc["step"].as_array().unwrap();
     assert_eq!(steps.len(), 1, "{recipe}");
@@ -296,7 +309,13 @@ fn a_multi_stage_source_build_becomes_a_step_and_its_artifact_is_the_image() {
         !recipe.contains("# TODO") && !recipe.contains("TODO-"),
         "{recipe}"
     );
+    assert!(recipe.contains("NAME = \"ocibuild\""), "{recipe}");
+    assert!(recipe.contains("sh gen.sh \\\"$$NAME\\\""), "{recipe}");
     assert_eq!(out, "hello from ocibuild (1 line of source)\n");
+    assert_eq!(
+        other_out,
+        "hello from a build argument (1 line of source)\n"
+    );
     assert_eq!(stdout(&listing), "greeting.txt\nsrc.tar\n");
 }
 
@@ -390,4 +409,100 @@ fn a_cuda_base_from_a_registry_build_arg_is_the_images_lower_layers() {
     let (base_ids, built_ids) = (diff_ids(&base_config), diff_ids(&built_config));
     assert_eq!(built_ids[..base_ids.len()], base_ids[..], "{recipe}");
     assert_eq!(out, "model resnet-50 in /opt/model\n");
+}
+
+const ARGS_DOCKERFILE: &str = r#"# Build arguments used in the config.
+ARG VERSION=1.0
+FROM scratch
+ARG VERSION
+ARG PREFIX=/opt/app
+ENV APP_VERSION=${VERSION} APP_HOME=$PREFIX/home CHANNEL=${CHANNEL:-stable} PRICE=\$5
+LABEL v=$VERSION
+WORKDIR $PREFIX
+COPY version.txt ./
+CMD ["/bin/echo", "$VERSION"]
+"#;
+
+/// The config of the OCI layout `layout`'s one image.
+fn layout_config(layout: &Path) -> serde_json::Value {
+    let blob = |d: &str| -> serde_json::Value {
+        let hex = d.trim_start_matches("sha256:");
+        serde_json::from_slice(&fs_err::read(layout.join("blobs/sha256").join(hex)).unwrap())
+            .unwrap()
+    };
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs_err::read(layout.join("index.json")).unwrap()).unwrap();
+    let manifest = blob(index["manifests"][0]["digest"].as_str().unwrap());
+    blob(manifest["config"]["digest"].as_str().unwrap())
+}
+
+/// ARGs stay arguments: the recipe's env, labels and workdir refer to `${VERSION}` and
+/// `${PREFIX}`, so `build --build-arg VERSION=2.0` gives APP_VERSION=2.0 and the label 2.0,
+/// and a plain build the Dockerfile's 1.0; the CMD is as written (Docker substitutes nothing
+/// there), a `\$` a `$`.
+#[test]
+fn imported_args_are_build_args_of_the_recipe() {
+    let d = tempdir();
+    let ctx = context(
+        d.path(),
+        "args",
+        &[("Dockerfile", ARGS_DOCKERFILE), ("version.txt", "v\n")],
+    );
+    run_ok(ocibuild().arg("import").arg(ctx.join("Dockerfile")));
+    let recipe = fs_err::read_to_string(ctx.join("recipe.toml")).unwrap();
+    for line in [
+        "VERSION = \"1.0\"",
+        "PREFIX = \"/opt/app\"",
+        "APP_VERSION = \"${VERSION}\"",
+        "APP_HOME = \"${PREFIX}/home\"",
+        "v = \"${VERSION}\"",
+        "workdir = \"${PREFIX}\"",
+        "PRICE = \"$$5\"",
+        "cmd = [\"/bin/echo\", \"$$VERSION\"]",
+    ] {
+        assert!(recipe.lines().any(|l| l == line), "{line}:\n{recipe}");
+    }
+    let build = |args: &[&str]| {
+        let layout = ctx.join(format!("out{}", args.len()));
+        run_ok(
+            ocibuild()
+                .arg("build")
+                .arg(ctx.join("recipe.toml"))
+                .arg("-o")
+                .arg(&layout)
+                .args(args),
+        );
+        let c = layout_config(&layout)["config"].clone();
+        let mut env: Vec<String> = c["Env"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|e| e.as_str().unwrap().to_string())
+            .filter(|e| !e.starts_with("PATH="))
+            .collect();
+        env.sort();
+        (
+            env,
+            c["Labels"]["v"].as_str().unwrap().to_string(),
+            c["WorkingDir"].as_str().unwrap().to_string(),
+            c["Cmd"].clone(),
+        )
+    };
+    let plain = build(&[]);
+    let given = build(&["--build-arg", "VERSION=2.0", "--build-arg", "PREFIX=/srv"]);
+    let env = |v: &str, home: &str| -> Vec<String> {
+        vec![
+            format!("APP_HOME={home}/home"),
+            format!("APP_VERSION={v}"),
+            "CHANNEL=stable".into(),
+            "PRICE=$5".into(),
+        ]
+    };
+    assert_eq!(plain.0, env("1.0", "/opt/app"), "{recipe}");
+    assert_eq!((plain.1.as_str(), plain.2.as_str()), ("1.0", "/opt/app"));
+    assert_eq!(given.0, env("2.0", "/srv"), "{recipe}");
+    assert_eq!((given.1.as_str(), given.2.as_str()), ("2.0", "/srv"));
+    for c in [&plain.3, &given.3] {
+        assert_eq!(*c, serde_json::json!(["/bin/echo", "$VERSION"]));
+    }
 }
