@@ -118,9 +118,10 @@ impl Env {
     }
 }
 
-/// A context directory `dir/NAME` (lower case: it names the image) with the files.
+/// A context directory `dir/NAME-PID` (lower case: it names the image, `localhost/NAME-PID`,
+/// in podman's storage, which other test runs share) with the files.
 fn context(dir: &Path, name: &str, files: &[(&str, &str)]) -> PathBuf {
-    let ctx = dir.join(name);
+    let ctx = dir.join(format!("{name}-{}", std::process::id()));
     for (f, body) in files {
         let p = ctx.join(f);
         fs_err::create_dir_all(p.parent().unwrap()).unwrap();
