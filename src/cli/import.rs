@@ -31,7 +31,8 @@ pub struct ImportArgs {
     /// The stage that is the image (default: the last one).
     #[arg(long, value_name = "STAGE")]
     pub target: Option<String>,
-    /// A build argument's value, as `docker build --build-arg` (repeatable).
+    /// A build argument's value, as `docker build --build-arg` (repeatable): the `[args]`
+    /// default the recipe is written with (`build --build-arg` sets it again).
     #[arg(long = "build-arg", value_name = "NAME=VALUE")]
     pub build_args: Vec<String>,
     /// Where recipe.toml and requirements.in are written (default: the context directory, so

@@ -90,6 +90,8 @@ impl Mapper<'_> {
             origins: Vec::new(),
         };
         let mut vars = self.globals.clone();
+        // `vars` as the recipe's strings write them (see Mapper::rform).
+        let mut forms = self.global_forms.clone();
         let mut cwd = stage
             .parent
             .and_then(|p| self.stage_cwd.get(&p).cloned())
@@ -121,10 +123,16 @@ impl Mapper<'_> {
                 }
                 Instruction::Env(e) => {
                     for (k, v) in super::parse::pairs(&e.arguments.value) {
-                        let v = expand(&v.unwrap_or_default(), &vars);
-                        vars.insert(k.clone(), v.clone());
+                        let raw = v.unwrap_or_default();
+                        let r = if self.keep_args {
+                            super::parse::recipe_form(&raw, &vars, &forms)
+                        } else {
+                            expand(&raw, &vars)
+                        };
+                        vars.insert(k.clone(), expand(&raw, &vars));
+                        forms.insert(k.clone(), r.clone());
                         step.env.retain(|(x, _)| *x != k);
-                        step.env.push((k, v));
+                        step.env.push((k, r));
                     }
                 }
                 Instruction::Arg(a) => {
@@ -137,7 +145,25 @@ impl Mapper<'_> {
                             .or_else(|| self.globals.get(&k).cloned())
                             .unwrap_or_default();
                         vars.insert(k.clone(), v.clone());
-                        step.env.push((k, v));
+                        // An [args] entry (the first ARG of a name makes it) of this value is
+                        // in the step's environment.
+                        let entry = self.draft.args.iter().find(|(a, _, _)| *a == k);
+                        let same = entry.is_none_or(|(_, x, _)| *x == v);
+                        if entry.is_none() {
+                            let origin = self.origin(i);
+                            self.draft.args.push((k.clone(), v.clone(), origin));
+                        }
+                        if same {
+                            forms.insert(k.clone(), format!("${{{k}}}"));
+                        } else {
+                            let r = if self.keep_args {
+                                super::parse::dollars_doubled(&v)
+                            } else {
+                                v.clone()
+                            };
+                            forms.insert(k.clone(), r.clone());
+                            step.env.push((k, r));
+                        }
                     }
                 }
                 Instruction::Workdir(w) => {

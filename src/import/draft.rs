@@ -186,13 +186,14 @@ impl Draft {
                 }
             }
         }
+        let names: Vec<&str> = self.args.iter().map(|(k, _, _)| k.as_str()).collect();
         for s in &self.steps {
-            render_step(&mut o, s);
+            render_step(&mut o, s, &names);
         }
         for l in &self.layers {
             render_layer(&mut o, l);
         }
-        self.config.render(&mut o);
+        self.config.render(&mut o, &names);
         o
     }
 
@@ -251,7 +252,8 @@ impl Draft {
     }
 }
 
-fn render_step(o: &mut String, s: &StepDraft) {
+/// `args`: the recipe's argument names (its run script is the shell's, as written).
+fn render_step(o: &mut String, s: &StepDraft, args: &[&str]) {
     o.push('\n');
     for origin in &s.origins {
         comment(o, origin);
@@ -286,7 +288,7 @@ fn render_step(o: &mut String, s: &StepDraft) {
             .collect();
         let _ = writeln!(o, "fetch = [{}]", f.join(", "));
     }
-    let script = s.script.join("\n");
+    let script = super::parse::verbatim(&s.script.join("\n"), args);
     let _ = writeln!(o, "run = {}", arr(&["/bin/sh".into(), "-c".into(), script]));
     if !s.env.is_empty() {
         let e: Vec<String> = s
@@ -360,7 +362,9 @@ impl ConfigDraft {
             && self.healthcheck.is_none()
     }
 
-    fn render(&self, o: &mut String) {
+    /// `args`: the recipe's argument names (entrypoint and cmd are written as the Dockerfile
+    /// had them: Docker substitutes nothing there).
+    fn render(&self, o: &mut String, args: &[&str]) {
         if self.is_empty() {
             return;
         }
@@ -394,7 +398,12 @@ impl ConfigDraft {
         for (k, v) in arrays {
             if let Some((v, origin)) = v {
                 comment(o, origin);
-                let _ = writeln!(o, "{k} = {}", arr(v));
+                let v: Vec<String> = if k == "shell" {
+                    v.clone()
+                } else {
+                    v.iter().map(|a| super::parse::verbatim(a, args)).collect()
+                };
+                let _ = writeln!(o, "{k} = {}", arr(&v));
             }
         }
         for (k, list) in [("exposed-ports", &self.ports), ("volumes", &self.volumes)] {

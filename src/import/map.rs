@@ -7,7 +7,7 @@ use parse_dockerfile::{Command, Dockerfile, Instruction, JsonOrStringArray};
 
 use super::base::{distro, python_image_version, Distro};
 use super::draft::{AptSource, Draft, LayerDraft, Origin, PythonDraft};
-use super::parse::{expand, pairs, Lines, Vars};
+use super::parse::{dollars_doubled, expand, pairs, recipe_form, Lines, Vars};
 use super::stages::{span_start, Role, Stages};
 use super::{Class, ImportError, ImportOptions, Imported, Part, Row};
 
@@ -45,8 +45,16 @@ pub(super) struct Mapper<'a> {
     pub out_in_ctx: Option<String>,
     pub dockerignore: bool,
     pub stage_label: String,
+    /// The recipe will have `[args]`: its strings that take arguments refer to them.
+    pub keep_args: bool,
+    /// The global ARGs as the recipe's strings write them (`${NAME}`).
+    pub global_forms: Vars,
     /// The image stages' state.
     pub vars: Vars,
+    /// `vars` as the recipe's strings write them ([`recipe_form`]).
+    pub forms: Vars,
+    /// `workdir` as the recipe writes it.
+    pub rworkdir: String,
     pub env: Vec<(String, String)>,
     pub workdir: String,
     pub user: Option<String>,
@@ -65,6 +73,16 @@ pub(super) struct Mapper<'a> {
 impl Mapper<'_> {
     pub fn path(&self) -> PathBuf {
         self.opts.dockerfile.clone()
+    }
+
+    /// `s` as a recipe string that takes arguments writes it: [`recipe_form`] when the recipe
+    /// has `[args]`, the value otherwise.
+    pub fn rform(&self, s: &str) -> String {
+        if self.keep_args {
+            recipe_form(s, &self.vars, &self.forms)
+        } else {
+            expand(s, &self.vars)
+        }
     }
 
     /// The instruction's first line, on one line, clipped.
@@ -130,10 +148,18 @@ impl Mapper<'_> {
                 },
             };
             notes.push(format!("{name} = {value:?}"));
+            // `${NAME}` where the recipe's [args] entry has this value (the first ARG of a
+            // name makes it).
+            let form = match self.draft.args.iter().find(|(k, _, _)| *k == name) {
+                Some((_, v, _)) if *v != value => dollars_doubled(&value),
+                _ => format!("${{{name}}}"),
+            };
             if global {
                 self.globals.insert(name.clone(), value.clone());
+                self.global_forms.insert(name.clone(), form.clone());
             }
             self.vars.insert(name.clone(), value.clone());
+            self.forms.insert(name.clone(), form);
             if !self.draft.args.iter().any(|(k, _, _)| *k == name) {
                 let origin = self.origin(ins);
                 self.draft.args.push((name, value, origin));
@@ -142,7 +168,7 @@ impl Mapper<'_> {
         self.row(
             ins,
             Class::Mapped,
-            format!("[args] {}; substituted where used", notes.join(", ")),
+            format!("[args] {}; referred to as ${{NAME}} where the recipe takes arguments, substituted elsewhere", notes.join(", ")),
             Vec::new(),
         );
         Ok(())
@@ -269,7 +295,11 @@ pub(super) fn translate(
             .map(|p| p.to_string_lossy().into_owned()),
         dockerignore: ctx.join(".dockerignore").is_file(),
         stage_label: String::new(),
+        keep_args: false,
+        global_forms: Vars::new(),
         vars: Vars::new(),
+        forms: Vars::new(),
+        rworkdir: "/".into(),
         env: Vec::new(),
         workdir: "/".into(),
         user: None,
@@ -303,6 +333,14 @@ pub(super) fn translate(
         &m.lines,
     )?;
     m.plan_builder_outputs(&st, ins);
+    // The draft gets `[args]` from the global ARGs and those of the stages it uses.
+    m.keep_args = !m.draft.args.is_empty()
+        || st.stages.iter().enumerate().any(|(si, stage)| {
+            !matches!(st.roles[si], Role::Unused)
+                && ins[stage.first..stage.end]
+                    .iter()
+                    .any(|i| matches!(i, Instruction::Arg(_)))
+        });
     for (si, stage) in st.stages.iter().enumerate() {
         m.stage_label = stage.label.clone();
         let slice = &ins[stage.first..stage.end];
@@ -369,17 +407,20 @@ impl Mapper<'_> {
                             if n == "PATH" {
                                 // The base's PATH is not known here: Docker's default.
                                 self.vars.insert(n.clone(), DEFAULT_PATH.into());
+                                self.forms.insert(n.clone(), DEFAULT_PATH.into());
                             }
                             unknown.push(n);
                         }
                     }
                     let v = expand(&raw, &self.vars);
-                    self.vars.insert(k.clone(), v.clone());
+                    let r = self.rform(&raw);
+                    self.vars.insert(k.clone(), v);
+                    self.forms.insert(k.clone(), r.clone());
                     self.env.retain(|(x, _)| *x != k);
-                    self.env.push((k.clone(), v.clone()));
+                    self.env.push((k.clone(), r.clone()));
                     let origin = self.origin(i);
                     self.draft.config.env.retain(|(x, _, _)| *x != k);
-                    self.draft.config.env.push((k.clone(), v, origin));
+                    self.draft.config.env.push((k.clone(), r, origin));
                     set.push(k);
                 }
                 if unknown.is_empty() {
@@ -396,7 +437,7 @@ impl Mapper<'_> {
             Instruction::Label(l) => {
                 let mut set = Vec::new();
                 for (k, v) in pairs(&l.arguments.value) {
-                    let v = expand(&v.unwrap_or_default(), &self.vars);
+                    let v = self.rform(&v.unwrap_or_default());
                     let origin = self.origin(i);
                     self.draft.config.labels.retain(|(x, _, _)| *x != k);
                     self.draft.config.labels.push((k.clone(), v, origin));
@@ -418,11 +459,21 @@ impl Mapper<'_> {
                     return Ok(());
                 }
                 self.workdir = resolve(&self.workdir, &dir);
+                let form = self.rform(&w.arguments.value);
+                // `WORKDIR $DIR` of an absolute value: the reference, not joined.
+                self.rworkdir = if dir.starts_with('/') && !form.starts_with('/') {
+                    form
+                } else {
+                    resolve(&self.rworkdir, &form)
+                };
                 let origin = self.origin(i);
-                self.draft.config.workdir = Some((self.workdir.clone(), origin));
+                self.draft.config.workdir = Some((self.rworkdir.clone(), origin));
                 self.row(i, Class::Mapped, format!("[config] workdir = {:?}", self.workdir), Vec::new());
             }
-            Instruction::User(u) => self.user_instruction(i, &expand(&u.arguments.value, &self.vars)),
+            Instruction::User(u) => {
+                let form = self.rform(&u.arguments.value);
+                self.user_instruction(i, &expand(&u.arguments.value, &self.vars), form);
+            }
             Instruction::Expose(e) => {
                 let mut set = Vec::new();
                 for p in &e.arguments {
@@ -503,7 +554,11 @@ impl Mapper<'_> {
             return;
         }
         self.draft.base = Some((image.clone(), origin));
-        let pinned = "[base] image; `ocibuild lock` pins it by digest";
+        let pinned = if self.text_of(i).1.contains('$') {
+            "[base] image, the ARGs substituted ([base] takes no arguments); `ocibuild lock` pins it by digest"
+        } else {
+            "[base] image; `ocibuild lock` pins it by digest"
+        };
         match (&self.distro, image.contains(':') || image.contains('@')) {
             (_, false) => self.row(
                 i,
@@ -515,7 +570,8 @@ impl Mapper<'_> {
         }
     }
 
-    fn user_instruction(&mut self, i: &Instruction<'_>, user: &str) {
+    /// `user` is the value, `form` as the recipe writes it.
+    fn user_instruction(&mut self, i: &Instruction<'_>, user: &str, form: String) {
         if user.is_empty() || user.starts_with(':') {
             // `USER ${NB_UID}` with an ARG only the base's Dockerfile declared.
             self.row(
@@ -528,7 +584,7 @@ impl Mapper<'_> {
         }
         self.user = Some(user.to_string());
         let origin = self.origin(i);
-        self.draft.config.user = Some((user.to_string(), origin));
+        self.draft.config.user = Some((form, origin));
         let name = user.split(':').next().unwrap_or(user);
         let known = name.parse::<u32>().is_ok()
             || name == "root"

@@ -155,13 +155,70 @@ pub(super) type Vars = BTreeMap<String, String>;
 /// replaced from `vars` (an unset name gives the empty string, as in Docker); `\$` is a
 /// literal `$`.
 pub(super) fn expand(s: &str, vars: &Vars) -> String {
+    expand_as(s, vars, None)
+}
+
+/// [`expand`] written as a recipe string that takes `[args]`: a name of `forms` as its form
+/// there (`${NAME}` for an argument, an ENV's value as this wrote it), `${ARG:-default}` kept
+/// (the default's value; the recipe takes no other form of an argument: `${ARG-d}`,
+/// `${ARG:+alt}` are their value), any other name's value with its `$`s doubled, and a
+/// literal `$` as `$$` (the recipe's `$`). `vars` decides the conditional forms.
+pub(super) fn recipe_form(s: &str, vars: &Vars, forms: &Vars) -> String {
+    expand_as(s, vars, Some(forms))
+}
+
+/// `s` with every `$` doubled: a value as a recipe string that takes `[args]` writes it.
+pub(super) fn dollars_doubled(s: &str) -> String {
+    s.replace('$', "$$")
+}
+
+/// `s` written so that a recipe declaring the arguments `names` reads it back unchanged: a `$`
+/// the recipe would read (before `$`, `NAME` or `{NAME` of one of them) doubled. What Docker
+/// does not substitute (RUN, CMD, ENTRYPOINT: their shell does) is written so.
+pub(super) fn verbatim(s: &str, names: &[&str]) -> String {
+    let mut out = String::with_capacity(s.len());
+    for (i, c) in s.char_indices() {
+        out.push(c);
+        if c != '$' {
+            continue;
+        }
+        let after = &s[i + 1..];
+        let name_at = |t: &str| {
+            let n = t
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(t.len());
+            names.contains(&&t[..n])
+        };
+        let read = after.starts_with('$')
+            || name_at(after)
+            || after.strip_prefix('{').is_some_and(name_at);
+        if read {
+            out.push('$');
+        }
+    }
+    out
+}
+
+/// The form of `name` ([`recipe_form`]) or its value ([`expand`]).
+fn form_of(name: &str, vars: &Vars, forms: Option<&Vars>) -> String {
+    match forms {
+        None => vars.get(name).cloned().unwrap_or_default(),
+        Some(f) => match f.get(name) {
+            Some(v) => v.clone(),
+            None => dollars_doubled(vars.get(name).map(String::as_str).unwrap_or("")),
+        },
+    }
+}
+
+fn expand_as(s: &str, vars: &Vars, forms: Option<&Vars>) -> String {
+    let dollar = if forms.is_some() { "$$" } else { "$" };
     let chars: Vec<char> = s.chars().collect();
     let mut out = String::with_capacity(s.len());
     let mut i = 0;
     while i < chars.len() {
         let c = chars[i];
         if c == '\\' && chars.get(i + 1) == Some(&'$') {
-            out.push('$');
+            out.push_str(dollar);
             i += 2;
             continue;
         }
@@ -173,11 +230,12 @@ pub(super) fn expand(s: &str, vars: &Vars) -> String {
         match chars.get(i + 1) {
             Some('{') => {
                 let Some(close) = chars[i + 2..].iter().position(|&c| c == '}') else {
-                    out.extend(&chars[i..]);
+                    let rest: String = chars[i..].iter().collect();
+                    out.push_str(&rest.replace('$', dollar));
                     break;
                 };
                 let inner: String = chars[i + 2..i + 2 + close].iter().collect();
-                out.push_str(&braced(&inner, vars));
+                out.push_str(&braced(&inner, vars, forms));
                 i += close + 3;
             }
             Some(&n) if n.is_ascii_alphabetic() || n == '_' => {
@@ -186,11 +244,11 @@ pub(super) fn expand(s: &str, vars: &Vars) -> String {
                     .take_while(|c| c.is_ascii_alphanumeric() || **c == '_')
                     .count();
                 let name: String = chars[i + 1..i + 1 + len].iter().collect();
-                out.push_str(vars.get(&name).map(String::as_str).unwrap_or(""));
+                out.push_str(&form_of(&name, vars, forms));
                 i += len + 1;
             }
             _ => {
-                out.push('$');
+                out.push_str(dollar);
                 i += 1;
             }
         }
@@ -220,7 +278,7 @@ pub(super) fn referenced(s: &str) -> Vec<String> {
     out
 }
 
-fn braced(inner: &str, vars: &Vars) -> String {
+fn braced(inner: &str, vars: &Vars, forms: Option<&Vars>) -> String {
     let name_len = inner
         .chars()
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
@@ -228,30 +286,42 @@ fn braced(inner: &str, vars: &Vars) -> String {
     let (name, rest) = inner.split_at(name_len);
     let value = vars.get(name).map(String::as_str);
     let set_non_empty = value.is_some_and(|v| !v.is_empty());
+    let this = || form_of(name, vars, forms);
+    let branch = |b: &str| expand_as(b, vars, forms);
     if let Some(default) = rest.strip_prefix(":-") {
-        return match value {
-            Some(v) if set_non_empty => v.to_string(),
-            _ => expand(default, vars),
+        let argument = forms.is_some_and(|f| f.get(name) == Some(&format!("${{{name}}}")));
+        let d = expand(default, vars);
+        if argument && !d.contains('}') {
+            return format!("${{{name}:-{d}}}");
+        }
+        return if set_non_empty {
+            this()
+        } else {
+            branch(default)
         };
     }
     if let Some(default) = rest.strip_prefix('-') {
-        return value.map_or_else(|| expand(default, vars), str::to_string);
+        return if value.is_some() {
+            this()
+        } else {
+            branch(default)
+        };
     }
     if let Some(alt) = rest.strip_prefix(":+") {
         return if set_non_empty {
-            expand(alt, vars)
+            branch(alt)
         } else {
             String::new()
         };
     }
     if let Some(alt) = rest.strip_prefix('+') {
         return if value.is_some() {
-            expand(alt, vars)
+            branch(alt)
         } else {
             String::new()
         };
     }
-    value.unwrap_or("").to_string()
+    this()
 }
 
 /// `KEY=VALUE KEY2="VALUE 2"` (ENV, LABEL, ARG) or the legacy `ENV KEY VALUE`: the pairs, quotes
@@ -299,6 +369,34 @@ mod tests {
         assert_eq!(expand("${A:+yes}${B:+no}", &v), "yes");
         assert_eq!(expand("\\$A $ 5$", &v), "$A $ 5$");
         assert_eq!(expand("$UNSET.", &v), ".");
+    }
+
+    #[test]
+    fn recipe_forms_keep_the_arguments() {
+        let mut v = Vars::new();
+        let mut f = Vars::new();
+        for (k, x) in [("VERSION", "1.0"), ("E", "")] {
+            v.insert(k.into(), x.into());
+            f.insert(k.into(), format!("${{{k}}}"));
+        }
+        v.insert("HOME_DIR".into(), "/home/$x".into());
+        f.insert("HOME_DIR".into(), "/home/$$x".into());
+        v.insert("PLAIN".into(), "a$b".into());
+        let r = |s: &str| recipe_form(s, &v, &f);
+        assert_eq!(r("v$VERSION-${VERSION}"), "v${VERSION}-${VERSION}");
+        assert_eq!(r("${VERSION:-0.1}|${E:-d}"), "${VERSION:-0.1}|${E:-d}");
+        assert_eq!(r("${VERSION:+yes}${E:+no}${E-d}"), "yes${E}");
+        assert_eq!(r("$HOME_DIR/$PLAIN"), "/home/$$x/a$$b");
+        assert_eq!(
+            r("\\$VERSION costs $ 5 ${UNSET:-u}$UNSET."),
+            "$$VERSION costs $$ 5 u."
+        );
+        assert_eq!(expand("${VERSION:-0.1}", &v), "1.0");
+        let names = ["VERSION", "V"];
+        assert_eq!(
+            verbatim("echo $$ $VERSION ${V:+x} $VERSIONS $HOME '$V'", &names),
+            "echo $$$ $$VERSION $${V:+x} $VERSIONS $HOME '$$V'"
+        );
     }
 
     #[test]

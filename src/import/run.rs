@@ -607,10 +607,16 @@ impl Mapper<'_> {
         }
         let script = keep.join("\n");
         let network = network || uses_network(&script);
+        // A step gets the recipe's [args] in its environment: only an ARG of another value
+        // than its [args] entry's (declared again) is written.
         let mut env = self.env.clone();
-        for (k, v) in &self.vars {
-            if !env.iter().any(|(x, _)| x == k) && self.draft.args.iter().any(|(a, _, _)| a == k) {
-                env.push((k.clone(), v.clone()));
+        for (k, f) in &self.forms {
+            let other = *f != format!("${{{k}}}");
+            if other
+                && !env.iter().any(|(x, _)| x == k)
+                && self.draft.args.iter().any(|(a, _, _)| a == k)
+            {
+                env.push((k.clone(), f.clone()));
             }
         }
         self.draft.steps.push(StepDraft {
@@ -621,7 +627,7 @@ impl Mapper<'_> {
             fetch: Vec::new(),
             script: vec![script],
             env,
-            workdir: (self.workdir != "/").then(|| self.workdir.clone()),
+            workdir: (self.workdir != "/").then(|| self.rworkdir.clone()),
             user: self.user.clone(),
             outputs,
             outputs_guessed: guessed,

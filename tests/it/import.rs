@@ -260,6 +260,14 @@ fn corpus_every_instruction_classified_and_packages_match_a_scan() {
             files.iter().any(|f| f.ends_with("recipe.toml")),
             "{name}: {files:?}"
         );
+        // The recipe reads, its [args] substituted into the strings that refer to them, up to
+        // the files the corpus's contexts do not have (keys, pylock.toml, sources).
+        if let Err(e) = ocibuild::recipe::load(&ctx.join("recipe.toml")) {
+            let e = e.to_string();
+            if !(e.contains("does not exist") || e.contains("no such file")) {
+                failures.push(format!("{name}: the recipe does not read: {e}"));
+            }
+        }
         let (mut apt, pip) = scan_packages(text);
         let (got_apt, got_pip) = recipe_packages(&ctx);
         // What import adds or leaves out on purpose, said in its notes: pip itself, and the

@@ -41,6 +41,7 @@ mod hardening_walk;
 mod host_provides;
 mod import;
 mod import_corpus;
+mod import_e2e;
 mod layer_contract;
 mod merged_usr;
 mod online_debian;
