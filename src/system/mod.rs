@@ -550,10 +550,27 @@ pub fn prepare(
         } else {
             base_accounts(store, base)?
         };
+        // The base's files, when its layers are here: what an account's shell is checked
+        // against on a base as on scratch (a shallow base's are not: left unchecked there).
+        let files = match base {
+            Some(b) => {
+                let layers: Vec<_> = b
+                    .layers
+                    .iter()
+                    .map(|l| (l.descriptor.digest, l.descriptor.media_type.clone()))
+                    .collect();
+                listing::image_listing(store, &layers)?
+            }
+            None => None,
+        };
+        let below = rootfs::BaseView {
+            accounts: &accounts,
+            files: files.as_ref(),
+        };
         let (layer, report) = rootfs::layer(
             recipe,
             &scanned,
-            &accounts,
+            &below,
             &sys.apt_packages,
             apt_layer,
             &io,

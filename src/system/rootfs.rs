@@ -20,13 +20,20 @@ use crate::store::{CachedLayer, Store};
 /// Parallel .deb reads (and downloads, for a .deb the store no longer has).
 const READERS: usize = 4;
 
+/// The base as the rootfs step reads it: its account files, and its files when its layers are
+/// in the store (`None` on scratch and for a shallow base).
+pub struct BaseView<'a> {
+    pub accounts: &'a std::collections::BTreeMap<String, String>,
+    pub files: Option<&'a crate::rootfs::listing::Listing>,
+}
+
 /// The `rootfs` layer (`None` when there is nothing to add) and the report of what it holds.
 /// `scanned` is the base as the packages saw it (merged /usr); `base_accounts` its account
 /// files.
 pub fn layer(
     recipe: &Recipe,
     scanned: &crate::apt::Base,
-    base_accounts: &std::collections::BTreeMap<String, String>,
+    base_view: &BaseView<'_>,
     packages: &[LockedDeb],
     apt_layer: Option<&Extra>,
     io: &super::Io<'_>,
@@ -64,16 +71,19 @@ pub fn layer(
     } else {
         &scanned.usr_merge
     };
-    // On scratch the files below the rootfs layer are the packages': what a declared shell is
-    // checked against.
+    // The files below the rootfs layer: the base's (when its layers are here) and the
+    // packages': what a declared shell is checked against, and the default one chosen by.
     let scratch = matches!(recipe.base, Base::Scratch);
-    let below = rootfs::listing::Listing::of(
-        installed
-            .paths
-            .iter()
-            .map(|p| (p.clone(), installed.links.get(p).cloned())),
-    );
+    let known = scratch || base_view.files.is_some();
+    let mut below = base_view.files.cloned().unwrap_or_default();
+    below.extend(installed.paths.iter().map(|p| {
+        (
+            crate::rootfs::listing::normalize(p),
+            installed.links.get(p).cloned(),
+        )
+    }));
     let has = |p: &str| below.resolves(p);
+    let base_accounts = base_view.accounts;
     let plan = rootfs::plan(&rootfs::Inputs {
         scratch: matches!(recipe.base, Base::Scratch),
         system: recipe.apt.is_some() || recipe.python.is_some(),
@@ -89,7 +99,7 @@ pub fn layer(
         base_alternatives: &scanned.alternatives,
         usr_merge,
         architecture: &architecture,
-        has: scratch.then_some(&has as &dyn Fn(&str) -> bool),
+        has: known.then_some(&has as &dyn Fn(&str) -> bool),
     })?;
     if plan.paths.is_empty() {
         return Ok((None, plan.report));

@@ -721,9 +721,11 @@ fn declared_accounts_join_the_base_accounts() {
         );
         String::from_utf8(o.stdout).unwrap()
     };
+    // This base has account files but no /bin/sh: a user declared without a shell gets
+    // /usr/sbin/nologin (the base's files are read, as on scratch).
     assert_eq!(
         file("etc/passwd"),
-        format!("{passwd}app:x:1001:1001::/home/app:/bin/sh\n")
+        format!("{passwd}app:x:1001:1001::/home/app:/usr/sbin/nologin\n")
     );
     assert_eq!(
         file("etc/group"),

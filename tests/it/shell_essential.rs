@@ -143,7 +143,7 @@ fn an_image_without_a_shell_says_so() {
     assert!(!t.path().join("img3").join("index.json").exists());
 }
 
-/// The image's `/etc/passwd` (from its rootfs layer).
+/// The image's `/etc/passwd`: the topmost layer's that has one (the rootfs layer's).
 fn passwd_of(layout: &Path) -> String {
     let index: Value =
         serde_json::from_slice(&fs_err::read(layout.join("index.json")).unwrap()).unwrap();
@@ -156,7 +156,7 @@ fn passwd_of(layout: &Path) -> String {
         &fs_err::read(blob(index["manifests"][0]["digest"].as_str().unwrap())).unwrap(),
     )
     .unwrap();
-    for l in manifest["layers"].as_array().unwrap() {
+    for l in manifest["layers"].as_array().unwrap().iter().rev() {
         let f = fs_err::File::open(blob(l["digest"].as_str().unwrap())).unwrap();
         let mut a = tar::Archive::new(flate2::read::GzDecoder::new(f));
         for e in a.entries().unwrap() {
@@ -229,5 +229,99 @@ fn a_static_program_on_scratch_is_reported_without_a_warning() {
         stderr(&o).contains("warning: the image has no /bin/sh"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// On a registry base whose layers are here, an account's shell is checked against the base's
+/// files as on scratch: a base without /bin/sh gives a user without a declared shell
+/// /usr/sbin/nologin, a declared shell it lacks is refused at its line; a base with /bin/sh
+/// gives /bin/sh.
+#[test]
+fn on_a_base_an_accounts_shell_is_checked_against_its_files() {
+    use crate::common::registry::{auth_file, start_registry, PASS};
+    if !crate::common::require_tool("docker-registry") {
+        return;
+    }
+    let reg = start_registry(None);
+    let t = tempdir();
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let push = |name: &str, with_sh: bool| {
+        let b = t.path().join(name);
+        fs_err::create_dir_all(b.join("root/etc")).unwrap();
+        fs_err::create_dir_all(b.join("root/usr/bin")).unwrap();
+        fs_err::write(b.join("root/etc/passwd"), "root:x:0:0:root:/root:/bin/sh\n").unwrap();
+        fs_err::write(b.join("root/etc/group"), "root:x:0:\n").unwrap();
+        fs_err::write(b.join("root/usr/bin/dash"), "not run").unwrap();
+        if with_sh {
+            fs_err::create_dir_all(b.join("root/bin")).unwrap();
+            fs_err::os::unix::fs::symlink("/usr/bin/dash", b.join("root/bin/sh")).unwrap();
+        }
+        fs_err::write(
+            b.join("base.toml"),
+            "[image]\nname = \"example.com/base\"\nplatform = \"linux/amd64\"\n\n\
+             [[layer]]\nname = \"root\"\nsrc = \"root\"\ndest = \"/\"\n",
+        )
+        .unwrap();
+        let image = format!("{}/shells/{name}:1", reg.addr);
+        crate::common::run_ok(
+            ocibuild()
+                .env("OCIBUILD_CACHE", t.path().join("base-cache"))
+                .env("REGISTRY_AUTH_FILE", &auth)
+                .args(["build", "-q", "--push-only", "--push", &image])
+                .arg(b.join("base.toml")),
+        );
+        image
+    };
+    let build_on = |image: &str, user: &str, out: &str| {
+        let p = t.path().join(format!("app-{out}"));
+        fs_err::create_dir_all(&p).unwrap();
+        let r = p.join("app.toml");
+        fs_err::write(
+            &r,
+            format!(
+                "[image]\nname = \"example.com/app\"\nplatform = \"linux/amd64\"\n\n\
+                 [base]\nimage = \"{image}\"\n\n{user}"
+            ),
+        )
+        .unwrap();
+        let o = crate::common::run(
+            ocibuild()
+                .env("OCIBUILD_CACHE", t.path().join("cache"))
+                .env("REGISTRY_AUTH_FILE", &auth)
+                .args(["build", "-o"])
+                .arg(t.path().join(format!("img-{out}")))
+                .arg(&r),
+        );
+        (o, t.path().join(format!("img-{out}")))
+    };
+    let user = "[[accounts.user]]\nname = \"app\"\nuid = 1000\n";
+    let bare = push("bare", false);
+    let (o, out) = build_on(&bare, user, "bare");
+    assert_success(&o, "build on a base without /bin/sh");
+    assert!(
+        passwd_of(&out).contains("app:x:1000:1000::/home/app:/usr/sbin/nologin\n"),
+        "{}",
+        passwd_of(&out)
+    );
+    let (o, out) = build_on(
+        &bare,
+        "[[accounts.user]]\nname = \"app\"\nuid = 1000\nshell = \"/bin/bash\"\n",
+        "bash",
+    );
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("app.toml:8:1")
+            && err.contains("user `app`: shell `/bin/bash` is not in the image"),
+        "{err}"
+    );
+    assert!(!out.join("index.json").exists());
+    let with_sh = push("sh", true);
+    let (o, out) = build_on(&with_sh, user, "sh");
+    assert_success(&o, "build on a base with /bin/sh");
+    assert!(
+        passwd_of(&out).contains("app:x:1000:1000::/home/app:/bin/sh\n"),
+        "{}",
+        passwd_of(&out)
     );
 }
