@@ -11,6 +11,7 @@ mod args;
 mod docker;
 mod grammar;
 mod identity;
+mod ignore;
 mod packages;
 mod paths;
 mod raw;

@@ -10,8 +10,9 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use super::grammar::{is_layer_name, normalize_abs};
+use super::ignore::{ignore_patterns, IgnoreSource};
 use super::raw::{Argv, SpannedMap};
-use super::validate::{env_map, ignore_patterns, opt_abs, opt_user, resolve, IgnoreSource};
+use super::validate::{env_map, opt_abs, opt_user, resolve};
 use super::{Ctx, RecipeError};
 use crate::digest::Digest;
 use crate::layer::{CopySpec, ModePolicy};
