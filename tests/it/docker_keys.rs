@@ -25,6 +25,9 @@ fn healthcheck_recipe(dir: &Path, test: &str) -> std::path::PathBuf {
     for l in ["sh", "sleep", "true", "false"] {
         fs_err::os::unix::fs::symlink("busybox", root.join(l)).unwrap();
     }
+    // A layer of this image's own (podman shares layers by digest across the images that tests
+    // load and remove at once, and podman 4.3 can lose a shared layer to a concurrent rmi).
+    fs_err::write(dir.join("root/.ocibuild-test"), &name).unwrap();
     let recipe = dir.join("hc.toml");
     fs_err::write(
         &recipe,

@@ -39,6 +39,13 @@ impl Env {
         for a in APPLETS {
             fs_err::os::unix::fs::symlink("busybox", bin.join(a)).unwrap();
         }
+        // A layer of this test's own: podman shares layers by digest across the images tests
+        // load and remove at once, and podman 4.3 can lose a shared layer to a concurrent rmi.
+        fs_err::write(
+            base.join("root/.ocibuild-test"),
+            format!("{}\n", dir.display()),
+        )
+        .unwrap();
         fs_err::write(
             base.join("base.toml"),
             "[image]\nname = \"localhost/standin\"\ntag = \"b\"\n\n[[layer]]\nname = \"root\"\n\
