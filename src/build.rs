@@ -189,23 +189,7 @@ pub fn build(
     }
 
     let c = &recipe.config;
-    let run = RunConfig {
-        env: config_env(&c.env, base.is_none()),
-        entrypoint: c.entrypoint.clone(),
-        cmd: c.cmd.clone(),
-        working_dir: c.workdir.clone(),
-        user: c.user.clone(),
-        labels: c.labels.clone(),
-        exposed_ports: c
-            .exposed_ports
-            .iter()
-            .map(|p| (p.clone(), json!({})))
-            .collect(),
-        stop_signal: c.stop_signal.clone(),
-        volumes: c.volumes.iter().map(|v| (v.clone(), json!({}))).collect(),
-        shell: c.shell.clone(),
-        healthcheck: c.healthcheck.as_ref().map(|h| h.config_value()),
-    };
+    let run = run_config(c, base.is_none());
     let platform = &recipe.image.platform;
     let config = ImageConfig {
         created: Some(created.clone()),
@@ -229,26 +213,7 @@ pub fn build(
         config_bytes.len() as u64,
     );
 
-    let mut notes: BTreeMap<String, String> = c.annotations.clone();
-    if let Some(b) = base {
-        notes.insert(annotations::BASE_NAME.into(), b.reference.clone());
-        notes.insert(
-            annotations::BASE_DIGEST.into(),
-            b.manifest_digest.to_string(),
-        );
-    }
-    notes.insert(annotations::CREATED.into(), created);
-    if let Some(d) = &opts.recipe_digest {
-        notes.insert(annotations::RECIPE_DIGEST.into(), d.to_string());
-    }
-    if let Some(d) = &opts.lock_digest {
-        notes.insert(annotations::LOCK_DIGEST.into(), d.to_string());
-    }
-    notes.insert(
-        annotations::CONTRACT.into(),
-        layer::CONTRACT_VERSION.to_string(),
-    );
-    notes.insert(annotations::COMPRESSION.into(), compression.describe());
+    let notes = manifest_annotations(recipe, base, opts, created);
     let manifest = Manifest {
         schema_version: 2,
         media_type: image::MEDIA_TYPE_MANIFEST.into(),
@@ -284,6 +249,61 @@ pub fn build(
         steps: Vec::new(),
         shell: None,
     })
+}
+
+/// The config's runtime part: the recipe's `[config]`, with Docker's `PATH` on `scratch`.
+fn run_config(c: &crate::recipe::Config, scratch: bool) -> RunConfig {
+    RunConfig {
+        env: config_env(&c.env, scratch),
+        entrypoint: c.entrypoint.clone(),
+        cmd: c.cmd.clone(),
+        working_dir: c.workdir.clone(),
+        user: c.user.clone(),
+        labels: c.labels.clone(),
+        exposed_ports: c
+            .exposed_ports
+            .iter()
+            .map(|p| (p.clone(), json!({})))
+            .collect(),
+        stop_signal: c.stop_signal.clone(),
+        volumes: c.volumes.iter().map(|v| (v.clone(), json!({}))).collect(),
+        shell: c.shell.clone(),
+        healthcheck: c.healthcheck.as_ref().map(|h| h.config_value()),
+    }
+}
+
+/// The manifest's annotations: the recipe's, then ocibuild's (the base, `created`, the recipe
+/// and lock digests, the contract and the compressor).
+fn manifest_annotations(
+    recipe: &Recipe,
+    base: Option<&BaseImage>,
+    opts: &BuildOptions,
+    created: String,
+) -> BTreeMap<String, String> {
+    let mut notes: BTreeMap<String, String> = recipe.config.annotations.clone();
+    if let Some(b) = base {
+        notes.insert(annotations::BASE_NAME.into(), b.reference.clone());
+        notes.insert(
+            annotations::BASE_DIGEST.into(),
+            b.manifest_digest.to_string(),
+        );
+    }
+    notes.insert(annotations::CREATED.into(), created);
+    if let Some(d) = &opts.recipe_digest {
+        notes.insert(annotations::RECIPE_DIGEST.into(), d.to_string());
+    }
+    if let Some(d) = &opts.lock_digest {
+        notes.insert(annotations::LOCK_DIGEST.into(), d.to_string());
+    }
+    notes.insert(
+        annotations::CONTRACT.into(),
+        layer::CONTRACT_VERSION.to_string(),
+    );
+    notes.insert(
+        annotations::COMPRESSION.into(),
+        recipe.image.compression.describe(),
+    );
+    notes
 }
 
 fn build_layer(

@@ -176,17 +176,41 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(status);
     }
+    print_plan(
+        img,
+        base_moved.as_ref(),
+        &built.steps,
+        &layers,
+        push_plan.as_ref(),
+    );
+    if let Some(c) = &cache {
+        super::cache_repo::report(cli, &c.stats());
+    }
+    if let (Some(p), Some(why)) = (&push_plan, &refused) {
+        eprintln!("error: the push to {} would be refused: {why}", p.target);
+    }
+    Ok(status)
+}
+
+/// The plan as text: the image, the base's move, each step and layer, and the push.
+fn print_plan(
+    img: &crate::image::ImageRecord,
+    base_moved: Option<&(String, String)>,
+    steps: &[crate::steps::StepReport],
+    layers: &[serde_json::Value],
+    push_plan: Option<&crate::push::PushPlan>,
+) {
     println!("{} manifest {}", img.full_name(), img.manifest.digest);
-    if let Some((a, b)) = &base_moved {
+    if let Some((a, b)) = base_moved {
         println!("base: {a} at the target, {b} now (rebased)");
     }
-    for st in &built.steps {
+    for st in steps {
         match st.duration_secs {
             Some(d) => println!("  step {}: ran in {d:.1}s (not cached)", st.name),
             None => println!("  step {}: cached", st.name),
         }
     }
-    for l in &layers {
+    for l in layers {
         let changed = match (l["changedFromTarget"].as_bool(), l["reason"].as_str()) {
             (Some(true), Some(why)) => format!(", changed from the target's: {why}"),
             (Some(true), None) => ", changed from the target's".to_string(),
@@ -205,7 +229,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             l["status"].as_str().unwrap_or_default(),
         );
     }
-    if let Some(p) = &push_plan {
+    if let Some(p) = push_plan {
         let count = |a: &str| p.blobs.iter().filter(|b| b.action == a).count();
         println!(
             "push to {}: uploads {} ({} blobs), mounts {}, {} already there{}",
@@ -221,13 +245,6 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             }
         );
     }
-    if let Some(c) = &cache {
-        super::cache_repo::report(cli, &c.stats());
-    }
-    if let (Some(p), Some(why)) = (&push_plan, &refused) {
-        eprintln!("error: the push to {} would be refused: {why}", p.target);
-    }
-    Ok(status)
 }
 
 /// What a layer's cache key is made of, by the kind its name says: why it can differ.

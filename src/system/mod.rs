@@ -486,6 +486,79 @@ pub fn needs_rootfs(recipe: &Recipe) -> bool {
     recipe.has_rootfs_step()
 }
 
+/// `[apt]` (nothing without it): the packages through the lock, their layer, and the
+/// `host-provides` they use.
+fn apt_step(
+    recipe: &Recipe,
+    scanned: &crate::apt::Base,
+    scratch: bool,
+    lock: &mut Lock,
+    io: &Io<'_>,
+    opts: &SystemOptions,
+    sys: &mut System,
+) -> Result<(), SystemError> {
+    let Some(apt) = &recipe.apt else {
+        return Ok(());
+    };
+    let (packages, resolved) = apt::resolve_locked(apt, scanned, lock, io, opts, &recipe.path)?;
+    if resolved {
+        sys.apt_resolved = Some(packages.len());
+        sys.lock_changed = true;
+    }
+    if !packages.is_empty() && opts.build_layers {
+        let mirrors = apt::DebMirrors::of(Some(apt));
+        let input = apt::LayerInput {
+            packages: &packages,
+            mirrors: &mirrors,
+            base: scanned,
+            scratch,
+        };
+        sys.layers.push(apt::layer(&input, io, opts)?);
+    }
+    sys.apt_packages = packages;
+    sys.host_provides = lock
+        .apt
+        .as_ref()
+        .map(|l| l.host_provides.clone())
+        .unwrap_or_default();
+    sys.warnings
+        .extend(apt::host_provides_warnings(&sys.host_provides));
+    Ok(())
+}
+
+/// The listing of the base's files, when its layers are in the store (`None` on scratch, for a
+/// shallow base, or a lazy hit from a cache repository).
+fn base_files(
+    store: &Store,
+    base: Option<&BaseImage>,
+) -> Result<Option<crate::rootfs::listing::Listing>, SystemError> {
+    let Some(b) = base else {
+        return Ok(None);
+    };
+    let layers: Vec<_> = b
+        .layers
+        .iter()
+        .map(|l| (l.descriptor.digest, l.descriptor.media_type.clone()))
+        .collect();
+    listing::image_listing(store, &layers)
+}
+
+/// The lock's `[python]` archive pin set to the recipe's: whether it changed.
+fn pin_archive(recipe: &Recipe, lock: &mut Lock) -> bool {
+    let archive = match recipe.python.as_ref().map(|p| &p.source) {
+        Some(PythonSource::Archive(a)) => Some(crate::lock::LockedPython {
+            url: a.written.clone(),
+            sha256: a.sha256,
+        }),
+        _ => None,
+    };
+    if lock.python == archive {
+        return false;
+    }
+    lock.python = archive;
+    true
+}
+
 /// Builds the system layers and finds the interpreter. `lock` is updated in place when `[apt]`
 /// was resolved (the caller saves it).
 pub fn prepare(
@@ -517,32 +590,7 @@ pub fn prepare(
     } else {
         crate::apt::Base::default()
     };
-    if let Some(apt) = &recipe.apt {
-        let (packages, resolved) =
-            apt::resolve_locked(apt, &scanned, lock, &io, opts, &recipe.path)?;
-        if resolved {
-            sys.apt_resolved = Some(packages.len());
-            sys.lock_changed = true;
-        }
-        if !packages.is_empty() && opts.build_layers {
-            let mirrors = apt::DebMirrors::of(Some(apt));
-            let input = apt::LayerInput {
-                packages: &packages,
-                mirrors: &mirrors,
-                base: &scanned,
-                scratch: base.is_none(),
-            };
-            sys.layers.push(apt::layer(&input, &io, opts)?);
-        }
-        sys.apt_packages = packages;
-        sys.host_provides = lock
-            .apt
-            .as_ref()
-            .map(|l| l.host_provides.clone())
-            .unwrap_or_default();
-        sys.warnings
-            .extend(apt::host_provides_warnings(&sys.host_provides));
-    }
+    apt_step(recipe, &scanned, base.is_none(), lock, &io, opts, &mut sys)?;
     if opts.build_layers {
         let apt_layer = sys.layers.iter().find(|l| l.name == "apt");
         let accounts = if needs_base_scan {
@@ -552,17 +600,7 @@ pub fn prepare(
         };
         // The base's files, when its layers are here: what an account's shell is checked
         // against on a base as on scratch (a shallow base's are not: left unchecked there).
-        let files = match base {
-            Some(b) => {
-                let layers: Vec<_> = b
-                    .layers
-                    .iter()
-                    .map(|l| (l.descriptor.digest, l.descriptor.media_type.clone()))
-                    .collect();
-                listing::image_listing(store, &layers)?
-            }
-            None => None,
-        };
+        let files = base_files(store, base)?;
         let below = rootfs::BaseView {
             accounts: &accounts,
             files: files.as_ref(),
@@ -579,17 +617,7 @@ pub fn prepare(
         sys.layers.extend(layer);
         sys.rootfs = Some(report);
     }
-    let archive = match recipe.python.as_ref().map(|p| &p.source) {
-        Some(PythonSource::Archive(a)) => Some(crate::lock::LockedPython {
-            url: a.written.clone(),
-            sha256: a.sha256,
-        }),
-        _ => None,
-    };
-    if lock.python != archive {
-        lock.python = archive;
-        sys.lock_changed = true;
-    }
+    sys.lock_changed |= pin_archive(recipe, lock);
     if let Some(py) = &recipe.python {
         let (interp, layer) = python::prepare(
             py,
