@@ -12,7 +12,7 @@ use super::grammar::{
     parse_port,
 };
 use super::ignore::{ignore_patterns, IgnoreSource};
-use super::raw::{RawConfig, RawImage, RawLayer, RawRecipe, RawTest, SpannedMap};
+use super::raw::{Argv, RawConfig, RawImage, RawLayer, RawRecipe, RawTest, SpannedMap};
 use super::{
     Base, Config, Ctx, Gpu, Image, Layer, Platform, Podman, Recipe, RecipeError, Test, TestRun,
     KNOWN_CHECKS,
@@ -365,42 +365,7 @@ fn layer(
         ));
     }
     let src_path = resolve(dir, src.get_ref());
-    // std's error, not fs-err's: the message names the path already.
-    #[allow(clippy::disallowed_methods)]
-    let is_dir = match std::fs::metadata(&src_path) {
-        Ok(m) if m.is_dir() => true,
-        Ok(m) if m.is_file() => false,
-        Ok(_) => {
-            return Err(ctx.err(
-                src.span(),
-                format!(
-                    "{what}: source `{}` is neither a file nor a directory (resolved to {})",
-                    src.get_ref(),
-                    src_path.display()
-                ),
-            ))
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            return Err(ctx.err(
-                src.span(),
-                format!(
-                    "{what}: source `{}` does not exist (resolved to {})",
-                    src.get_ref(),
-                    src_path.display()
-                ),
-            ))
-        }
-        Err(e) => {
-            return Err(ctx.err(
-                src.span(),
-                format!(
-                    "{what}: cannot access source `{}` (resolved to {}): {e}",
-                    src.get_ref(),
-                    src_path.display()
-                ),
-            ))
-        }
-    };
+    let is_dir = source_is_dir(ctx, &what, &src, &src_path)?;
 
     let dest = l
         .dest
@@ -464,6 +429,39 @@ fn layer(
     })
 }
 
+/// Whether a layer's resolved source is a directory (else a file); anything else, or nothing
+/// there, is an error at `src`.
+fn source_is_dir(ctx: &Ctx<'_>, what: &str, src: &Spanned<String>, path: &Path) -> Result<bool> {
+    let problem = |m: String| {
+        ctx.err(
+            src.span(),
+            format!("{what}: {m} (resolved to {})", path.display()),
+        )
+    };
+    // std's error, not fs-err's: the message names the path already.
+    #[allow(clippy::disallowed_methods)]
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => Ok(true),
+        Ok(m) if m.is_file() => Ok(false),
+        Ok(_) => Err(problem(format!(
+            "source `{}` is neither a file nor a directory",
+            src.get_ref()
+        ))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Err(problem(format!(
+            "source `{}` does not exist",
+            src.get_ref()
+        ))),
+        Err(e) => Err(ctx.err(
+            src.span(),
+            format!(
+                "{what}: cannot access source `{}` (resolved to {}): {e}",
+                src.get_ref(),
+                path.display()
+            ),
+        )),
+    }
+}
+
 fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
     let env = env_map(ctx, "[config]", c.env)?;
     let workdir = opt_abs(ctx, "[config]", "workdir", c.workdir)?;
@@ -505,42 +503,15 @@ fn config(ctx: &Ctx<'_>, c: RawConfig) -> Result<Config> {
     })
 }
 
-fn test(
+/// A test's `run` (a command) or `check` (a built-in): exactly one of them.
+fn test_run(
     ctx: &Ctx<'_>,
-    t: Spanned<RawTest>,
-    index: usize,
-    seen: &mut BTreeMap<String, usize>,
-) -> Result<Test> {
-    let span = t.span();
-    let t = t.into_inner();
-    let name = t.name.ok_or_else(|| {
-        ctx.err(
-            span.clone(),
-            format!(
-                "test #{}: missing required key `name` (a unique name like `smoke`)",
-                index + 1
-            ),
-        )
-    })?;
-    let ns = name.get_ref();
-    if ns.trim().is_empty() || ns.chars().any(char::is_control) {
-        return Err(ctx.err(
-            name.span(),
-            format!(
-                "invalid test name {ns:?}: expected a non-empty name without control characters"
-            ),
-        ));
-    }
-    if let Some(first) = seen.get(ns) {
-        return Err(ctx.err(
-            name.span(),
-            format!("duplicate test name `{ns}` (first used at line {first})"),
-        ));
-    }
-    seen.insert(ns.clone(), ctx.line_of(name.span().start));
-    let what = format!("test `{ns}`");
-
-    let run = match (t.run, t.check) {
+    what: &str,
+    run: Option<Spanned<Argv>>,
+    check: Option<Spanned<String>>,
+    span: Range<usize>,
+) -> Result<TestRun> {
+    Ok(match (run, check) {
         (Some(_), Some(c)) => {
             return Err(ctx.err(
                 c.span(),
@@ -578,7 +549,45 @@ fn test(
             }
             TestRun::Check(c.into_inner())
         }
-    };
+    })
+}
+
+fn test(
+    ctx: &Ctx<'_>,
+    t: Spanned<RawTest>,
+    index: usize,
+    seen: &mut BTreeMap<String, usize>,
+) -> Result<Test> {
+    let span = t.span();
+    let t = t.into_inner();
+    let name = t.name.ok_or_else(|| {
+        ctx.err(
+            span.clone(),
+            format!(
+                "test #{}: missing required key `name` (a unique name like `smoke`)",
+                index + 1
+            ),
+        )
+    })?;
+    let ns = name.get_ref();
+    if ns.trim().is_empty() || ns.chars().any(char::is_control) {
+        return Err(ctx.err(
+            name.span(),
+            format!(
+                "invalid test name {ns:?}: expected a non-empty name without control characters"
+            ),
+        ));
+    }
+    if let Some(first) = seen.get(ns) {
+        return Err(ctx.err(
+            name.span(),
+            format!("duplicate test name `{ns}` (first used at line {first})"),
+        ));
+    }
+    seen.insert(ns.clone(), ctx.line_of(name.span().start));
+    let what = format!("test `{ns}`");
+
+    let run = test_run(ctx, &what, t.run, t.check, span.clone())?;
     let needs_gpu = matches!(&run, TestRun::Check(c) if c == "cuda-smoke");
 
     let env = env_map(ctx, &what, t.env)?;
