@@ -185,6 +185,144 @@ pub struct Resolve<'a> {
     pub reporter: &'a dyn Reporter,
 }
 
+/// The base's layers as the image names them: OCI media types, its annotations, the diff_ids
+/// from its config.
+fn layer_records(manifest: &ManifestHead, diff_ids: Vec<Digest>) -> Vec<LayerRecord> {
+    manifest
+        .layers
+        .iter()
+        .zip(diff_ids)
+        .map(|(d, diff_id)| LayerRecord {
+            descriptor: Descriptor {
+                media_type: oci_layer_media_type(&d.media_type).to_string(),
+                digest: d.digest,
+                size: d.size,
+                artifact_type: None,
+                annotations: d.annotations.clone(),
+                platform: None,
+            },
+            diff_id,
+            uncompressed_size: None,
+        })
+        .collect()
+}
+
+/// The base's manifest by digest, from the store, else from the registry (verified either
+/// way): an image manifest whose layers ocibuild can read.
+fn checked_manifest(
+    r: &Reference,
+    name: &str,
+    manifest_digest: Digest,
+    how: &Resolve<'_>,
+) -> Result<ManifestHead, BaseError> {
+    let Resolve { client, store, .. } = *how;
+    let offline = client.config().offline;
+    let manifest_bytes = if store.has_blob(&manifest_digest) {
+        store.read_blob(&manifest_digest)?
+    } else if offline {
+        return Err(BaseError::Offline {
+            reference: format!("{name}@{manifest_digest}"),
+            what: format!("manifest {manifest_digest}"),
+        });
+    } else {
+        let m = client.get_manifest(&r.with_digest(manifest_digest))?;
+        store.put_bytes(&m.bytes)?;
+        m.bytes
+    };
+    let bad = |problem: String| BaseError::Bad {
+        reference: name.to_string(),
+        digest: manifest_digest,
+        problem,
+    };
+    let manifest: ManifestHead = serde_json::from_slice(&manifest_bytes).map_err(|e| {
+        bad(format!(
+            "is not an image manifest ({e}); an index must be resolved for a platform first"
+        ))
+    })?;
+    if let Some(mt) = &manifest.media_type {
+        if mt != OCI_MANIFEST && mt != DOCKER_MANIFEST {
+            return Err(bad(format!("has unsupported media type {mt}")));
+        }
+    }
+    // Before anything is downloaded: a layer ocibuild cannot read would be passed on into the
+    // image unchecked (and a non-distributable one pushed where it may not go).
+    for (i, d) in manifest.layers.iter().enumerate() {
+        if let Err(why) = check_layer_media_type(&d.media_type) {
+            return Err(bad(format!(
+                "layer {} ({}) has media type `{}`: {why}; pick another base image",
+                i + 1,
+                d.digest,
+                crate::bounded::clip(&d.media_type)
+            )));
+        }
+    }
+    Ok(manifest)
+}
+
+/// The tag of `r` resolved for `platform` (through the index another platform pinned, when
+/// there is one), its documents stored, and pinned in `lock`: the manifest's digest and how the
+/// lock changed.
+fn resolve_tag(
+    r: &Reference,
+    name: &str,
+    platform: &Platform,
+    locked: Option<&LockedBase>,
+    lock: &mut Lock,
+    how: &Resolve<'_>,
+) -> Result<(Digest, LockChange), BaseError> {
+    let Resolve {
+        client,
+        store,
+        index,
+        reporter,
+        ..
+    } = *how;
+    let platform_s = platform.to_string();
+    // Through the index another platform pinned (unless the reference names a digest).
+    let pinned_index = index.filter(|_| r.digest().is_none());
+    let through = match pinned_index {
+        Some(ix) => {
+            reporter.detail(&format!(
+                "base {name}: through the index {ix} another platform pinned"
+            ));
+            r.with_digest(ix)
+        }
+        None => r.clone(),
+    };
+    let (manifest, index) = client
+        .get_image_manifest(&through, platform, reporter)
+        .map_err(|source| match pinned_index {
+            Some(ix) => BaseError::ThroughIndex {
+                reference: name.to_string(),
+                platform: platform_s.clone(),
+                index: ix,
+                source: Box::new(source),
+            },
+            None => source.into(),
+        })?;
+    store.put_bytes(&manifest.bytes)?;
+    if let Some(ix) = &index {
+        store.put_bytes(&ix.bytes)?;
+    }
+    let change = match &locked {
+        Some(b) if b.manifest_digest == manifest.digest => LockChange::Unchanged,
+        Some(b) => LockChange::Moved {
+            from: b.manifest_digest,
+            to: manifest.digest,
+        },
+        None => LockChange::Pinned {
+            digest: manifest.digest,
+        },
+    };
+    lock.base = Some(LockedBase {
+        reference: name.to_string(),
+        platform: platform_s.clone(),
+        index_digest: index.map(|i| i.digest),
+        manifest_digest: manifest.digest,
+    });
+    Ok((manifest.digest, change))
+}
+
 /// Resolve `reference` for `platform` through `lock`, fetch what the store lacks, and describe it.
 /// With `layers` false the layer blobs are not fetched (a shallow base: the build only names
 /// them, and a push to the base's registry mounts them); the manifest and config always are.
@@ -202,8 +340,8 @@ pub fn resolve(
         client,
         store,
         layers,
-        index,
         reporter,
+        ..
     } = *how;
     let r: Reference = reference.parse().map_err(|source| BaseError::Reference {
         reference: crate::registry::reference::shown(reference),
@@ -251,93 +389,15 @@ pub fn resolve(
                 what: "is not pinned by the lock (resolving its tag needs the network)".into(),
             })
         }
-        _ => {
-            // Through the index another platform pinned (unless the reference names a digest).
-            let pinned_index = index.filter(|_| r.digest().is_none());
-            let through = match pinned_index {
-                Some(ix) => {
-                    reporter.detail(&format!(
-                        "base {name}: through the index {ix} another platform pinned"
-                    ));
-                    r.with_digest(ix)
-                }
-                None => r.clone(),
-            };
-            let (manifest, index) = client
-                .get_image_manifest(&through, platform, reporter)
-                .map_err(|source| match pinned_index {
-                    Some(ix) => BaseError::ThroughIndex {
-                        reference: name.clone(),
-                        platform: platform_s.clone(),
-                        index: ix,
-                        source: Box::new(source),
-                    },
-                    None => source.into(),
-                })?;
-            store.put_bytes(&manifest.bytes)?;
-            if let Some(ix) = &index {
-                store.put_bytes(&ix.bytes)?;
-            }
-            let change = match &locked {
-                Some(b) if b.manifest_digest == manifest.digest => LockChange::Unchanged,
-                Some(b) => LockChange::Moved {
-                    from: b.manifest_digest,
-                    to: manifest.digest,
-                },
-                None => LockChange::Pinned {
-                    digest: manifest.digest,
-                },
-            };
-            lock.base = Some(LockedBase {
-                reference: name.clone(),
-                platform: platform_s.clone(),
-                index_digest: index.map(|i| i.digest),
-                manifest_digest: manifest.digest,
-            });
-            (manifest.digest, change)
-        }
+        _ => resolve_tag(&r, &name, platform, locked.as_ref(), lock, how)?,
     };
 
-    // The manifest by digest: from the store, else from the registry (verified either way).
-    let manifest_bytes = if store.has_blob(&manifest_digest) {
-        store.read_blob(&manifest_digest)?
-    } else if offline {
-        return Err(BaseError::Offline {
-            reference: format!("{name}@{manifest_digest}"),
-            what: format!("manifest {manifest_digest}"),
-        });
-    } else {
-        let m = client.get_manifest(&r.with_digest(manifest_digest))?;
-        store.put_bytes(&m.bytes)?;
-        m.bytes
-    };
+    let manifest = checked_manifest(&r, &name, manifest_digest, how)?;
     let bad = |problem: String| BaseError::Bad {
         reference: name.clone(),
         digest: manifest_digest,
         problem,
     };
-    let manifest: ManifestHead = serde_json::from_slice(&manifest_bytes).map_err(|e| {
-        bad(format!(
-            "is not an image manifest ({e}); an index must be resolved for a platform first"
-        ))
-    })?;
-    if let Some(mt) = &manifest.media_type {
-        if mt != OCI_MANIFEST && mt != DOCKER_MANIFEST {
-            return Err(bad(format!("has unsupported media type {mt}")));
-        }
-    }
-    // Before anything is downloaded: a layer ocibuild cannot read would be passed on into the
-    // image unchecked (and a non-distributable one pushed where it may not go).
-    for (i, d) in manifest.layers.iter().enumerate() {
-        if let Err(why) = check_layer_media_type(&d.media_type) {
-            return Err(bad(format!(
-                "layer {} ({}) has media type `{}`: {why}; pick another base image",
-                i + 1,
-                d.digest,
-                crate::bounded::clip(&d.media_type)
-            )));
-        }
-    }
 
     let mut blobs = vec![manifest.config.clone()];
     if layers {
@@ -396,23 +456,7 @@ pub fn resolve(
         });
     }
 
-    let layers = manifest
-        .layers
-        .iter()
-        .zip(head.rootfs.diff_ids)
-        .map(|(d, diff_id)| LayerRecord {
-            descriptor: Descriptor {
-                media_type: oci_layer_media_type(&d.media_type).to_string(),
-                digest: d.digest,
-                size: d.size,
-                artifact_type: None,
-                annotations: d.annotations.clone(),
-                platform: None,
-            },
-            diff_id,
-            uncompressed_size: None,
-        })
-        .collect();
+    let layers = layer_records(&manifest, head.rootfs.diff_ids);
     Ok((
         BaseImage {
             reference: name,
