@@ -319,6 +319,70 @@ fn existing(
     Ok(p)
 }
 
+/// `[python.archives]`: one interpreter archive per platform; `other` is where an `archive` or
+/// `path` is written, which it excludes.
+fn archives(
+    ctx: &Ctx<'_>,
+    raw: Spanned<BTreeMap<Spanned<String>, Spanned<RawPythonArchive>>>,
+    other: Option<std::ops::Range<usize>>,
+    dir: &Path,
+    image: &super::Image,
+) -> Result<BTreeMap<Platform, PythonArchive>> {
+    if let Some(other) = other {
+        return Err(ctx.err(
+            other,
+            "[python]: `archives` excludes `archive` and `path`: the interpreter comes \
+             from one place",
+        ));
+    }
+    per_platform(
+        ctx,
+        "[python.archives]",
+        "interpreter archive",
+        raw,
+        image,
+        |v| archive(ctx, v, dir),
+    )
+}
+
+/// `[python.locks]`: one pylock.toml per platform; `other` is where a `lock`, `requirements`
+/// or `index` is written, which it excludes.
+fn locks(
+    ctx: &Ctx<'_>,
+    raw: Spanned<BTreeMap<Spanned<String>, Spanned<String>>>,
+    other: Option<std::ops::Range<usize>>,
+    dir: &Path,
+    image: &super::Image,
+) -> Result<BTreeMap<Platform, PythonPackages>> {
+    if let Some(other) = other {
+        return Err(ctx.err(
+            other,
+            "[python]: `locks` excludes `lock`, `requirements` and `index`: each \
+             platform's packages come from its own pylock.toml",
+        ));
+    }
+    per_platform(ctx, "[python.locks]", "pylock.toml", raw, image, |v| {
+        let path = existing(ctx, &v, dir, "[python.locks]")?;
+        Ok(PythonPackages::Pylock {
+            path,
+            written: v.into_inner(),
+        })
+    })
+}
+
+/// `[python] version`: `major.minor`.
+fn python_version(ctx: &Ctx<'_>, v: Spanned<String>) -> Result<String> {
+    let s = v.get_ref();
+    let ok = s.split('.').count() == 2 && s.split('.').all(|p| p.parse::<u32>().is_ok());
+    if !ok {
+        return Err(ctx.err(
+            v.span(),
+            format!("[python]: invalid version `{s}`: expected major.minor like \"3.11\""),
+        ));
+    }
+    Ok(v.into_inner())
+}
+
 pub(super) fn python(
     ctx: &Ctx<'_>,
     raw: Spanned<RawPython>,
@@ -338,44 +402,19 @@ pub(super) fn python(
     }
     let archives = match raw.archives {
         Some(a) => {
-            if let Some(other) = raw
-                .archive
-                .as_ref()
-                .map(|x| x.span())
-                .or(raw.path.as_ref().map(|x| x.span()))
-            {
-                return Err(ctx.err(
-                    other,
-                    "[python]: `archives` excludes `archive` and `path`: the interpreter comes \
-                     from one place",
-                ));
-            }
-            per_platform(
+            let other = raw.archive.as_ref().map(|x| x.span());
+            archives(
                 ctx,
-                "[python.archives]",
-                "interpreter archive",
                 a,
+                other.or(raw.path.as_ref().map(|x| x.span())),
+                dir,
                 image,
-                |v| archive(ctx, v, dir),
             )?
         }
         None => BTreeMap::new(),
     };
     let version_at = raw.version.as_ref().map(|v| ctx.at(v.span()));
-    let version = match raw.version {
-        None => None,
-        Some(v) => {
-            let s = v.get_ref();
-            let ok = s.split('.').count() == 2 && s.split('.').all(|p| p.parse::<u32>().is_ok());
-            if !ok {
-                return Err(ctx.err(
-                    v.span(),
-                    format!("[python]: invalid version `{s}`: expected major.minor like \"3.11\""),
-                ));
-            }
-            Some(v.into_inner())
-        }
-    };
+    let version = raw.version.map(|v| python_version(ctx, v)).transpose()?;
     let source =
         match (raw.path, raw.archive) {
             (Some(_), Some(a)) => return Err(ctx.err(
@@ -398,26 +437,13 @@ pub(super) fn python(
         };
     let locks = match raw.locks {
         Some(l) => {
-            if let Some(other) = raw
+            let other = raw
                 .lock
                 .as_ref()
                 .map(|x| x.span())
                 .or(raw.requirements.as_ref().map(|x| x.span()))
-                .or(raw.index.as_ref().map(|x| x.span()))
-            {
-                return Err(ctx.err(
-                    other,
-                    "[python]: `locks` excludes `lock`, `requirements` and `index`: each \
-                     platform's packages come from its own pylock.toml",
-                ));
-            }
-            per_platform(ctx, "[python.locks]", "pylock.toml", l, image, |v| {
-                let path = existing(ctx, &v, dir, "[python.locks]")?;
-                Ok(PythonPackages::Pylock {
-                    path,
-                    written: v.into_inner(),
-                })
-            })?
+                .or(raw.index.as_ref().map(|x| x.span()));
+            locks(ctx, l, other, dir, image)?
         }
         None => BTreeMap::new(),
     };
