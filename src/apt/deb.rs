@@ -280,14 +280,9 @@ struct DebRead {
 }
 
 /// Reads one .deb: verified against the lock, its control and md5sums, its data tar spooled.
-fn read_deb(deb: &DebInput, pkg: usize, spool: &mut Spool) -> Result<DebRead, AptError> {
+/// The .deb file against the lock (sha256 and size), before anything in it is believed.
+fn check_whole(deb: &DebInput) -> Result<(), AptError> {
     let l = &deb.locked;
-    let package = l.name.as_str();
-    let bad = |reason: String| AptError::Deb {
-        package: package.to_string(),
-        reason,
-    };
-    // 1. The whole file against the lock, before anything in it is believed.
     let (found, found_size) = hash_file(&deb.path)?;
     if found != l.sha256 || found_size != l.size {
         return Err(AptError::HashMismatch(Box::new(super::Mismatch {
@@ -301,6 +296,18 @@ fn read_deb(deb: &DebInput, pkg: usize, spool: &mut Spool) -> Result<DebRead, Ap
             index: false,
         })));
     }
+    Ok(())
+}
+
+fn read_deb(deb: &DebInput, pkg: usize, spool: &mut Spool) -> Result<DebRead, AptError> {
+    let l = &deb.locked;
+    let package = l.name.as_str();
+    let bad = |reason: String| AptError::Deb {
+        package: package.to_string(),
+        reason,
+    };
+    // 1. The whole file against the lock, before anything in it is believed.
+    check_whole(deb)?;
     // 2. The ar container.
     let mut f = fs_err::File::open(&deb.path).map_err(io_err(&deb.path))?;
     let members = ar_members(&mut f, package)?;
