@@ -126,6 +126,33 @@ impl BaseFacts {
     }
 }
 
+/// Path → (soname, bytes, regular file, symlink or hard link target) of the base's shared
+/// libraries.
+type Libs = BTreeMap<String, (String, u64, bool, Option<String>)>;
+
+/// Soname → (path, bytes): regular files first (in path order), then links for sonames no file
+/// has, each with its target's path and size when the target is a regular file
+/// (`libcuda.so.1 -> libcuda.so.580.65.06` names another "soname" than its target's).
+fn shared_libraries(libs: &Libs) -> BTreeMap<String, (String, u64)> {
+    let mut libraries: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    for want_regular in [true, false] {
+        for (path, (so, size, regular, target)) in libs {
+            if *regular != want_regular || libraries.contains_key(so) {
+                continue;
+            }
+            let resolved = target
+                .as_ref()
+                .and_then(|t| libs.get(t).map(|l| (t, l)))
+                .filter(|(_, l)| l.2);
+            match resolved {
+                Some((t, l)) => libraries.insert(so.clone(), (t.clone(), l.1)),
+                None => libraries.insert(so.clone(), (path.clone(), *size)),
+            };
+        }
+    }
+    libraries
+}
+
 /// [`BaseFacts`] of the base's layers (uncompressed tar streams, lowest first).
 pub fn scan_facts<'a>(
     layers: impl IntoIterator<Item = (String, Box<dyn Read + 'a>)>,
@@ -136,8 +163,7 @@ pub fn scan_facts<'a>(
     let mut pythons: BTreeMap<String, Option<String>> = BTreeMap::new();
     let mut libc_file_version = None;
     let mut alternatives = std::collections::BTreeSet::new();
-    // Path → (soname, bytes, regular file, symlink or hard link target).
-    let mut libs: BTreeMap<String, (String, u64, bool, Option<String>)> = BTreeMap::new();
+    let mut libs: Libs = BTreeMap::new();
     for (name, reader) in layers {
         let err = |source: std::io::Error| AptError::Decompress {
             what: format!("base layer {name}"),
@@ -263,25 +289,7 @@ pub fn scan_facts<'a>(
         .iter()
         .filter_map(|p| files.remove(*p).map(|t| (p.to_string(), t)))
         .collect();
-    let mut libraries: BTreeMap<String, (String, u64)> = BTreeMap::new();
-    // Regular files first (in path order), then links for sonames no file has, each with its
-    // target's path and size when the target is a regular file (`libcuda.so.1 ->
-    // libcuda.so.580.65.06` names another "soname" than its target's).
-    for want_regular in [true, false] {
-        for (path, (so, size, regular, target)) in &libs {
-            if *regular != want_regular || libraries.contains_key(so) {
-                continue;
-            }
-            let resolved = target
-                .as_ref()
-                .and_then(|t| libs.get(t).map(|l| (t, l)))
-                .filter(|(_, l)| l.2);
-            match resolved {
-                Some((t, l)) => libraries.insert(so.clone(), (t.clone(), l.1)),
-                None => libraries.insert(so.clone(), (path.clone(), *size)),
-            };
-        }
-    }
+    let libraries = shared_libraries(&libs);
     Ok(BaseFacts {
         status: files,
         links,
