@@ -304,6 +304,28 @@ impl Client {
     // -----------------------------------------------------------------------------------------
     // Sending
 
+    /// The `Authorization` header for `ep` with `scopes` (marked sensitive), when there is one.
+    fn auth_header(
+        &self,
+        ep: &Endpoint,
+        scopes: &Scopes,
+    ) -> Result<Option<HeaderValue>, RegistryError> {
+        let Some(a) = self.authorization(ep, scopes)? else {
+            return Ok(None);
+        };
+        let mut v = HeaderValue::from_str(a.expose()).map_err(|_| RegistryError::Auth {
+            registry: ep.registry.clone(),
+            repository: ep.repository.clone(),
+            source: Box::new(AuthError::TokenResponse {
+                realm: ep.registry.clone(),
+                problem: "the token has characters not allowed in a header".into(),
+            }),
+            hint: "report this to the registry's operator".into(),
+        })?;
+        v.set_sensitive(true);
+        Ok(Some(v))
+    }
+
     /// Send a request: auth for the registry's own origin only, redirects by hand, bounded
     /// retries for transport errors, 429 and 5xx (with `Retry-After`), one re-authentication
     /// round per challenge.
@@ -344,18 +366,7 @@ impl Client {
                 rb = rb.header(*k, v.as_str());
             }
             if same_origin {
-                if let Some(a) = self.authorization(ep, &req.scopes)? {
-                    let mut v =
-                        HeaderValue::from_str(a.expose()).map_err(|_| RegistryError::Auth {
-                            registry: ep.registry.clone(),
-                            repository: ep.repository.clone(),
-                            source: Box::new(AuthError::TokenResponse {
-                                realm: ep.registry.clone(),
-                                problem: "the token has characters not allowed in a header".into(),
-                            }),
-                            hint: "report this to the registry's operator".into(),
-                        })?;
-                    v.set_sensitive(true);
+                if let Some(v) = self.auth_header(ep, &req.scopes)? {
                     rb = rb.header(reqwest::header::AUTHORIZATION, v);
                 }
             }
