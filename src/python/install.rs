@@ -5,7 +5,9 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{self, Read};
 
-use super::dist_info::{csv_field, entry_points, launcher, parse_record, shebang, wheel_field};
+use super::dist_info::{
+    csv_field, entry_points, launcher, parse_record, shebang, wheel_field, RecordRow,
+};
 use super::interpreter::Interpreter;
 use super::tags::escape_name;
 use super::wheel::{record_hash, WheelError, WheelInput};
@@ -157,24 +159,27 @@ fn join(dir: &str, rest: &str) -> String {
     }
 }
 
-/// Maps one wheel's members to installed paths (layer paths) and their content.
-pub(super) fn plan_wheel<R: Read + io::Seek>(
+/// One file member of a wheel's zip.
+struct Member {
+    index: usize,
+    name: String,
+    size: u64,
+    exec: bool,
+    /// Stored deflated (its blocks can be spliced into a gzip layer).
+    deflated: bool,
+}
+
+/// The wheel's file members (directories left out), its names checked (no unsafe path, no
+/// symlink, the central and local headers agreeing).
+fn file_members<R: Read + io::Seek>(
     ar: &mut zip::ZipArchive<R>,
     w: &WheelInput,
-    wi: usize,
-    interp: &Interpreter,
-    exclude: &BTreeSet<String>,
-) -> Result<BTreeMap<String, Item>, WheelError> {
+) -> Result<Vec<Member>, WheelError> {
     let wheel = w.file.filename.as_str();
-    let fmt_err = |reason: String| WheelError::Format {
-        wheel: wheel.to_string(),
-        reason,
-    };
     let zerr = |source| WheelError::Zip {
         wheel: wheel.to_string(),
         source,
     };
-    // Members: (index, path, size, executable, stored deflated).
     let mut members = Vec::new();
     let mut local_names = Vec::new();
     for i in 0..ar.len() {
@@ -191,18 +196,29 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
         if name.ends_with('/') {
             continue;
         }
-        let exec = f.unix_mode().is_some_and(|m| m & 0o111 != 0);
-        let deflated = f.compression() == zip::CompressionMethod::Deflated;
-        members.push((i, name, f.size(), exec, deflated));
+        members.push(Member {
+            index: i,
+            name,
+            size: f.size(),
+            exec: f.unix_mode().is_some_and(|m| m & 0o111 != 0),
+            deflated: f.compression() == zip::CompressionMethod::Deflated,
+        });
     }
     check_local_names(&w.path, &local_names, wheel)?;
-    // The .dist-info directory.
+    Ok(members)
+}
+
+/// The wheel's one `.dist-info` directory, which must be its distribution's.
+fn dist_info_of(members: &[Member], w: &WheelInput) -> Result<String, WheelError> {
+    let fmt_err = |reason: String| WheelError::Format {
+        wheel: w.file.filename.clone(),
+        reason,
+    };
     let mut dist_infos: Vec<&str> = members
         .iter()
-        .filter_map(|(_, n, _, _, _)| n.split_once('/').map(|(d, _)| d))
+        .filter_map(|m| m.name.split_once('/').map(|(d, _)| d))
         .filter(|d| d.ends_with(".dist-info"))
         .collect();
-    dist_infos.dedup();
     dist_infos.sort_unstable();
     dist_infos.dedup();
     let [dist_info] = dist_infos.as_slice() else {
@@ -211,8 +227,7 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
             dist_infos.len()
         )));
     };
-    let dist_info = dist_info.to_string();
-    let prefix = dist_info.trim_end_matches(".dist-info").to_string();
+    let prefix = dist_info.trim_end_matches(".dist-info");
     let matches_name = prefix
         .split_once('-')
         .is_some_and(|(n, _)| escape_name(n) == escape_name(&w.file.name));
@@ -222,42 +237,66 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
             w.file.name
         )));
     }
-    let data_dir = format!("{prefix}.data/");
-    let text = |b: Vec<u8>, what: &str| {
-        String::from_utf8(b).map_err(|_| fmt_err(format!("{dist_info}/{what} is not UTF-8")))
+    Ok(dist_info.to_string())
+}
+
+/// METADATA (the core metadata) names the distribution and version the SBOM reports: they
+/// must be the file name's.
+fn check_metadata<R: Read + io::Seek>(
+    ar: &mut zip::ZipArchive<R>,
+    dist_info: &str,
+    w: &WheelInput,
+) -> Result<(), WheelError> {
+    let wheel = w.file.filename.as_str();
+    let fmt_err = |reason: String| WheelError::Format {
+        wheel: wheel.to_string(),
+        reason,
     };
-    // METADATA (the core metadata) names the distribution and version the SBOM reports: they
-    // must be the file name's.
-    if let Some(meta) = read_member(ar, &format!("{dist_info}/METADATA"), wheel)? {
-        let meta = String::from_utf8_lossy(&meta);
-        let headers = meta.split("\n\n").next().unwrap_or("");
-        if let Some(name) = wheel_field(headers, "Name") {
-            if escape_name(name) != escape_name(&w.file.name) {
-                return Err(fmt_err(format!(
-                    "its METADATA names `{name}`, the file name `{}`",
-                    w.file.name
-                )));
-            }
-        }
-        if let Some(v) = wheel_field(headers, "Version") {
-            let same = match (
-                super::markers::Version::parse(v),
-                super::markers::Version::parse(&w.file.version),
-            ) {
-                (Ok(a), Ok(b)) => a == b,
-                _ => v == w.file.version,
-            };
-            if !same {
-                return Err(fmt_err(format!(
-                    "its METADATA says version {v}, the file name {}",
-                    w.file.version
-                )));
-            }
+    let Some(meta) = read_member(ar, &format!("{dist_info}/METADATA"), wheel)? else {
+        return Ok(());
+    };
+    let meta = String::from_utf8_lossy(&meta);
+    let headers = meta.split("\n\n").next().unwrap_or("");
+    if let Some(name) = wheel_field(headers, "Name") {
+        if escape_name(name) != escape_name(&w.file.name) {
+            return Err(fmt_err(format!(
+                "its METADATA names `{name}`, the file name `{}`",
+                w.file.name
+            )));
         }
     }
+    if let Some(v) = wheel_field(headers, "Version") {
+        let same = match (
+            super::markers::Version::parse(v),
+            super::markers::Version::parse(&w.file.version),
+        ) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => v == w.file.version,
+        };
+        if !same {
+            return Err(fmt_err(format!(
+                "its METADATA says version {v}, the file name {}",
+                w.file.version
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// WHEEL's `Root-Is-Purelib` (its `Wheel-Version` must be 1.x).
+fn root_is_purelib<R: Read + io::Seek>(
+    ar: &mut zip::ZipArchive<R>,
+    dist_info: &str,
+    wheel: &str,
+) -> Result<bool, WheelError> {
+    let fmt_err = |reason: String| WheelError::Format {
+        wheel: wheel.to_string(),
+        reason,
+    };
     let wheel_meta = read_member(ar, &format!("{dist_info}/WHEEL"), wheel)?
         .ok_or_else(|| fmt_err(format!("no {dist_info}/WHEEL")))?;
-    let wheel_meta = text(wheel_meta, "WHEEL")?;
+    let wheel_meta = String::from_utf8(wheel_meta)
+        .map_err(|_| fmt_err(format!("{dist_info}/WHEEL is not UTF-8")))?;
     let version = wheel_field(&wheel_meta, "Wheel-Version")
         .ok_or_else(|| fmt_err("WHEEL has no Wheel-Version".into()))?;
     if version.split('.').next() != Some("1") {
@@ -265,16 +304,189 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
             "Wheel-Version {version} is not supported (only 1.x)"
         )));
     }
-    let purelib = match wheel_field(&wheel_meta, "Root-Is-Purelib").map(str::to_ascii_lowercase) {
-        Some(v) if v == "true" => true,
-        Some(v) if v == "false" => false,
-        other => {
-            return Err(fmt_err(format!(
-                "WHEEL: Root-Is-Purelib is {:?}, expected true or false",
-                other.unwrap_or_default()
-            )))
-        }
+    match wheel_field(&wheel_meta, "Root-Is-Purelib").map(str::to_ascii_lowercase) {
+        Some(v) if v == "true" => Ok(true),
+        Some(v) if v == "false" => Ok(false),
+        other => Err(fmt_err(format!(
+            "WHEEL: Root-Is-Purelib is {:?}, expected true or false",
+            other.unwrap_or_default()
+        ))),
+    }
+}
+
+/// Where a member is installed: (directory, path under it, whether it is a script), by the
+/// `.data/` directory it is in, else the site directory.
+fn destination(
+    name: &str,
+    data_dir: &str,
+    interp: &Interpreter,
+    site: &str,
+    w: &WheelInput,
+) -> Result<(String, String, bool), WheelError> {
+    let s = &interp.scheme;
+    let Some(r) = name.strip_prefix(data_dir) else {
+        return Ok((site.to_string(), name.to_string(), false));
     };
+    let bad = |reason: &'static str| WheelError::BadPath {
+        wheel: w.file.filename.clone(),
+        member: name.to_string(),
+        reason,
+    };
+    let (key, rest) = r
+        .split_once('/')
+        .ok_or_else(|| bad("a file directly in the .data directory"))?;
+    Ok(match key {
+        "purelib" => (s.purelib.clone(), rest.to_string(), false),
+        "platlib" => (s.platlib.clone(), rest.to_string(), false),
+        "scripts" => (s.scripts.clone(), rest.to_string(), true),
+        "headers" => (s.headers.clone(), format!("{}/{rest}", w.file.name), false),
+        "data" => (s.data.clone(), rest.to_string(), false),
+        _ => {
+            return Err(bad(
+                "unknown .data directory (not purelib, platlib, scripts, headers or data)",
+            ))
+        }
+    })
+}
+
+/// A script member, read and checked against RECORD now (its shebang may change): its content
+/// with a `#!python` line replaced by the interpreter's.
+fn read_script<R: Read + io::Seek>(
+    ar: &mut zip::ZipArchive<R>,
+    m: &Member,
+    sha256: Digest,
+    interp: &Interpreter,
+    wheel: &str,
+) -> Result<Vec<u8>, WheelError> {
+    let zerr = |source| WheelError::Zip {
+        wheel: wheel.to_string(),
+        source,
+    };
+    let f = ar.by_index(m.index).map_err(zerr)?;
+    let mut content = Vec::new();
+    let mut h = HashingReader::new(f.take(MAX_SCRIPT + 1));
+    h.read_to_end(&mut content).map_err(|e| zerr(e.into()))?;
+    let (_, found, n) = h.finish();
+    if found != sha256 || n != m.size {
+        return Err(WheelError::RecordMismatch {
+            wheel: wheel.to_string(),
+            member: m.name.clone(),
+            expected: format!("{} ({} bytes)", record_hash(&sha256), m.size),
+            found: format!("{} ({n} bytes)", record_hash(&found)),
+        });
+    }
+    if content.starts_with(b"#!python") {
+        let rest = content
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(&[][..], |i| &content[i + 1..]);
+        let mut new = format!("{}\n", shebang(&interp.executable)).into_bytes();
+        new.extend_from_slice(rest);
+        content = new;
+    }
+    Ok(content)
+}
+
+/// RECORD's row of `m`: its sha256, after checking that RECORD lists it with its size.
+fn record_row(
+    record: &BTreeMap<String, RecordRow>,
+    m: &Member,
+    wheel: &str,
+) -> Result<Digest, WheelError> {
+    let row = record.get(&m.name).ok_or_else(|| WheelError::NotInRecord {
+        wheel: wheel.to_string(),
+        member: m.name.clone(),
+    })?;
+    let sha256 = row.sha256.ok_or_else(|| WheelError::Format {
+        wheel: wheel.to_string(),
+        reason: format!("RECORD has no hash for `{}`", m.name),
+    })?;
+    if row.size != Some(m.size) {
+        return Err(WheelError::RecordMismatch {
+            wheel: wheel.to_string(),
+            member: m.name.clone(),
+            expected: format!(
+                "size {}",
+                row.size.map_or("(none)".to_string(), |s| s.to_string())
+            ),
+            found: format!("size {}", m.size),
+        });
+    }
+    Ok(sha256)
+}
+
+/// The installed files and the rows RECORD will list for them.
+struct Installed<'a> {
+    out: BTreeMap<String, Item>,
+    /// (path relative to site, hash, size).
+    rows: Vec<(String, String, String)>,
+    site: &'a str,
+    exclude: &'a BTreeSet<String>,
+    wheel: &'a str,
+}
+
+impl Installed<'_> {
+    fn insert(&mut self, path: String, item: Item) -> Result<(), WheelError> {
+        if self.exclude.contains(&path) {
+            // Another wheel's file is installed there: this wheel neither writes nor lists it.
+            return Ok(());
+        }
+        self.rows.push((
+            relative(self.site, &format!("/{path}")),
+            record_hash(&item.sha256),
+            item.size.to_string(),
+        ));
+        if self.out.insert(path.clone(), item).is_some() {
+            return Err(WheelError::Conflict {
+                path,
+                first: self.wheel.to_string(),
+                second: self.wheel.to_string(),
+            });
+        }
+        Ok(())
+    }
+
+    /// The rewritten RECORD (sorted rows, itself without a hash) at `record_path`, and the
+    /// installed files.
+    fn finish(mut self, record_path: String, wi: usize) -> BTreeMap<String, Item> {
+        self.rows.push((
+            relative(self.site, &format!("/{record_path}")),
+            String::new(),
+            String::new(),
+        ));
+        self.rows.sort();
+        let mut text = String::new();
+        for (p, h, n) in &self.rows {
+            text.push_str(&format!("{},{h},{n}\n", csv_field(p)));
+        }
+        self.out
+            .insert(record_path, Item::generated(text.into_bytes(), 0o644, wi));
+        self.out
+    }
+}
+
+/// Maps one wheel's members to installed paths (layer paths) and their content.
+pub(super) fn plan_wheel<R: Read + io::Seek>(
+    ar: &mut zip::ZipArchive<R>,
+    w: &WheelInput,
+    wi: usize,
+    interp: &Interpreter,
+    exclude: &BTreeSet<String>,
+) -> Result<BTreeMap<String, Item>, WheelError> {
+    let wheel = w.file.filename.as_str();
+    let fmt_err = |reason: String| WheelError::Format {
+        wheel: wheel.to_string(),
+        reason,
+    };
+    let members = file_members(ar, w)?;
+    let dist_info = dist_info_of(&members, w)?;
+    let prefix = dist_info.trim_end_matches(".dist-info").to_string();
+    let data_dir = format!("{prefix}.data/");
+    let text = |b: Vec<u8>, what: &str| {
+        String::from_utf8(b).map_err(|_| fmt_err(format!("{dist_info}/{what} is not UTF-8")))
+    };
+    check_metadata(ar, &dist_info, w)?;
+    let purelib = root_is_purelib(ar, &dist_info, wheel)?;
     let record_name = format!("{dist_info}/RECORD");
     let record = read_member(ar, &record_name, wheel)?
         .ok_or_else(|| fmt_err(format!("no {record_name}")))?;
@@ -287,7 +499,7 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
     ];
     // A set of the member names: one lookup per RECORD row, not a scan of the members (a
     // wheel of 200,000 members took 135 s that way).
-    let member_names: HashSet<&str> = members.iter().map(|(_, n, _, _, _)| n.as_str()).collect();
+    let member_names: HashSet<&str> = members.iter().map(|m| m.name.as_str()).collect();
     for name in record.keys() {
         if *name != record_name && !member_names.contains(name.as_str()) {
             return Err(WheelError::MissingMember {
@@ -298,161 +510,55 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
     }
     let s = &interp.scheme;
     let site = if purelib { &s.purelib } else { &s.platlib };
-    let mut out: BTreeMap<String, Item> = BTreeMap::new();
-    // RECORD rows of the installed files: (path relative to site, hash, size).
-    let mut rows: Vec<(String, String, String)> = Vec::new();
-    let insert = |out: &mut BTreeMap<String, Item>,
-                  rows: &mut Vec<(String, String, String)>,
-                  path: String,
-                  item: Item|
-     -> Result<(), WheelError> {
-        if exclude.contains(&path) {
-            // Another wheel's file is installed there: this wheel neither writes nor lists it.
-            return Ok(());
-        }
-        rows.push((
-            relative(site, &format!("/{path}")),
-            record_hash(&item.sha256),
-            item.size.to_string(),
-        ));
-        if out.insert(path.clone(), item).is_some() {
-            return Err(WheelError::Conflict {
-                path,
-                first: wheel.to_string(),
-                second: wheel.to_string(),
-            });
-        }
-        Ok(())
+    let mut installed = Installed {
+        out: BTreeMap::new(),
+        rows: Vec::new(),
+        site,
+        exclude,
+        wheel,
     };
-    for (index, name, size, exec, deflated) in &members {
-        let signatures = [&skipped[1], &skipped[2]];
-        if signatures.contains(&name) || *name == skipped[0] {
+    for m in &members {
+        if m.name == skipped[0] || m.name == skipped[1] || m.name == skipped[2] {
             continue;
         }
-        let row = record.get(name).ok_or_else(|| WheelError::NotInRecord {
-            wheel: wheel.to_string(),
-            member: name.clone(),
-        })?;
-        let sha256 = row
-            .sha256
-            .ok_or_else(|| fmt_err(format!("RECORD has no hash for `{name}`")))?;
-        if row.size != Some(*size) {
-            return Err(WheelError::RecordMismatch {
-                wheel: wheel.to_string(),
-                member: name.clone(),
-                expected: format!(
-                    "size {}",
-                    row.size.map_or("(none)".to_string(), |s| s.to_string())
-                ),
-                found: format!("size {size}"),
-            });
-        }
-        if *name == skipped[3] {
+        let sha256 = record_row(&record, m, wheel)?;
+        if m.name == skipped[3] {
             continue;
         }
-        let (dir, rest, script) = match name.strip_prefix(&data_dir) {
-            Some(r) => {
-                let (key, rest) = r.split_once('/').ok_or_else(|| WheelError::BadPath {
-                    wheel: wheel.to_string(),
-                    member: name.clone(),
-                    reason: "a file directly in the .data directory",
-                })?;
-                match key {
-                    "purelib" => (s.purelib.clone(), rest.to_string(), false),
-                    "platlib" => (s.platlib.clone(), rest.to_string(), false),
-                    "scripts" => (s.scripts.clone(), rest.to_string(), true),
-                    "headers" => (s.headers.clone(), format!("{}/{rest}", w.file.name), false),
-                    "data" => (s.data.clone(), rest.to_string(), false),
-                    _ => {
-                        return Err(WheelError::BadPath {
-                            wheel: wheel.to_string(),
-                            member: name.clone(),
-                            reason: "unknown .data directory (not purelib, platlib, scripts, headers or data)",
-                        })
-                    }
-                }
-            }
-            None => (site.clone(), name.clone(), false),
-        };
+        let (dir, rest, script) = destination(&m.name, &data_dir, interp, site, w)?;
         let path = join(&dir, &rest);
-        if script {
-            // Scripts are read (and checked) now: their shebang may change.
-            let f = ar.by_index(*index).map_err(zerr)?;
-            let mut content = Vec::new();
-            let mut h = HashingReader::new(f.take(MAX_SCRIPT + 1));
-            h.read_to_end(&mut content).map_err(|e| zerr(e.into()))?;
-            let (_, found, n) = h.finish();
-            if found != sha256 || n != *size {
-                return Err(WheelError::RecordMismatch {
-                    wheel: wheel.to_string(),
-                    member: name.clone(),
-                    expected: format!("{} ({size} bytes)", record_hash(&sha256)),
-                    found: format!("{} ({n} bytes)", record_hash(&found)),
-                });
-            }
-            if content.starts_with(b"#!python") {
-                let rest = content
-                    .iter()
-                    .position(|&b| b == b'\n')
-                    .map_or(&[][..], |i| &content[i + 1..]);
-                let mut new = format!("{}\n", shebang(&interp.executable)).into_bytes();
-                new.extend_from_slice(rest);
-                content = new;
-            }
-            insert(
-                &mut out,
-                &mut rows,
-                path,
-                Item::generated(content, 0o755, wi),
-            )?;
+        let item = if script {
+            Item::generated(read_script(ar, m, sha256, interp, wheel)?, 0o755, wi)
         } else {
-            let item = Item {
+            Item {
                 source: Source::Zip {
                     wheel: wi,
-                    index: *index,
-                    member: name.clone(),
+                    index: m.index,
+                    member: m.name.clone(),
                     sha256,
-                    size: *size,
-                    deflated: *deflated,
+                    size: m.size,
+                    deflated: m.deflated,
                 },
-                mode: if *exec { 0o755 } else { 0o644 },
-                size: *size,
+                mode: if m.exec { 0o755 } else { 0o644 },
+                size: m.size,
                 sha256,
                 wheel: wi,
-            };
-            insert(&mut out, &mut rows, path, item)?;
-        }
+            }
+        };
+        installed.insert(path, item)?;
     }
     // Launchers.
     if let Some(ep) = read_member(ar, &format!("{dist_info}/entry_points.txt"), wheel)? {
         for (name, module, attr) in entry_points(&text(ep, "entry_points.txt")?, wheel)? {
             let content = launcher(&interp.executable, &module, &attr).into_bytes();
             let item = Item::generated(content, 0o755, wi);
-            insert(&mut out, &mut rows, join(&s.scripts, &name), item)?;
+            installed.insert(join(&s.scripts, &name), item)?;
         }
     }
     // INSTALLER, then RECORD.
     let item = Item::generated(b"ocibuild\n".to_vec(), 0o644, wi);
-    insert(
-        &mut out,
-        &mut rows,
-        join(site, &format!("{dist_info}/INSTALLER")),
-        item,
-    )?;
-    let record_path = join(site, &record_name);
-    rows.push((
-        relative(site, &format!("/{record_path}")),
-        String::new(),
-        String::new(),
-    ));
-    rows.sort();
-    let mut text = String::new();
-    for (p, h, n) in &rows {
-        text.push_str(&format!("{},{h},{n}\n", csv_field(p)));
-    }
-    let bytes = text.into_bytes();
-    out.insert(record_path, Item::generated(bytes, 0o644, wi));
-    Ok(out)
+    installed.insert(join(site, &format!("{dist_info}/INSTALLER")), item)?;
+    Ok(installed.finish(join(site, &record_name), wi))
 }
 
 #[cfg(test)]
