@@ -177,14 +177,18 @@ fn a_closed_stdout_ends_quietly_with_141() {
         vec!["completions".into(), "bash".into()],
         vec!["sbom".into(), r.display().to_string()],
     ] {
-        let mut child = ocibuild()
+        // The pipe's reader is closed before the child starts: with a piped stdout closed
+        // after `spawn`, a child on a busy machine could write everything first (the pipe
+        // holds 64 KiB) and exit 0.
+        let (reader, writer) = std::io::pipe().unwrap();
+        drop(reader);
+        let child = ocibuild()
             .current_dir(t.path().join("p"))
             .args(&args)
-            .stdout(Stdio::piped())
+            .stdout(writer)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
-        drop(child.stdout.take());
         let o = child.wait_with_output().unwrap();
         let err = stderr(&o);
         assert!(
