@@ -231,8 +231,13 @@ impl Mapper<'_> {
             None => {
                 for s in &c.src {
                     if let Source::Path(p) = s {
-                        let src = self.context_path(&expand(&p.value, vars));
-                        step.inputs.push((src, dest.clone()));
+                        let src = expand(&p.value, vars);
+                        if super::copy::outside_context(&src) {
+                            class = Class::NotTranslated;
+                            note = format!("{note}: {src} is outside the build context (Docker refuses it): not copied");
+                            continue;
+                        }
+                        step.inputs.push((self.context_path(&src), dest.clone()));
                     }
                 }
                 note = format!("{note}: an input of the step");
@@ -268,6 +273,11 @@ impl Mapper<'_> {
                 };
                 step.fetch.push((src.clone(), at));
                 note = format!("{note}: a `fetch` of the step (ocibuild lock pins its sha256)");
+            } else if super::copy::outside_context(&src) {
+                return (
+                    Class::NotTranslated,
+                    format!("{note}: {src} is outside the build context (Docker refuses it): not copied"),
+                );
             } else {
                 step.inputs.push((self.context_path(&src), dest.clone()));
                 if [".tar", ".tgz", ".gz", ".xz", ".bz2", ".zst"]

@@ -10,6 +10,22 @@ use super::run::{shell_quote, step_name};
 use super::stages::{is_image_ref, Role, Stages};
 use super::{Class, ImportError};
 
+/// Whether a COPY/ADD source (relative to the build context; a leading `/` is the context's
+/// root, as Docker takes it) climbs out of the context with `..`: Docker refuses such a source,
+/// and a recipe would read the host's file there.
+pub(super) fn outside_context(src: &str) -> bool {
+    let mut depth = 0usize;
+    for c in src.split('/') {
+        match c {
+            "" | "." => {}
+            ".." if depth == 0 => return true,
+            ".." => depth -= 1,
+            _ => depth += 1,
+        }
+    }
+    false
+}
+
 impl Mapper<'_> {
     /// A COPY source as a recipe path: the context's path, relative to the output directory.
     pub(super) fn context_path(&self, src: &str) -> String {
@@ -86,6 +102,13 @@ impl Mapper<'_> {
                     continue;
                 }
             };
+            if !src.contains("://") && outside_context(&src) {
+                class = class.max(Class::NotTranslated);
+                notes.push(format!(
+                    "{src} is outside the build context (Docker refuses it): not copied"
+                ));
+                continue;
+            }
             if add && src.contains("://") {
                 class = class.max(Class::Step);
                 self.add_url(i, &src, &dest, dest_dir);
@@ -306,12 +329,7 @@ impl Mapper<'_> {
             )
         };
         let name = step_name(&format!("add-{}", self.text_of(i).0), &self.draft.steps);
-        let image = self
-            .draft
-            .base
-            .as_ref()
-            .map(|b| b.0.clone())
-            .unwrap_or_else(|| "docker.io/library/busybox:stable".into());
+        let image = self.stage_image();
         self.draft.steps.push(StepDraft {
             name,
             image: StepImage::Image(image),
@@ -333,17 +351,21 @@ impl Mapper<'_> {
         });
     }
 
+    /// The image a step of the final stage runs in: the stage's base (busybox on scratch).
+    fn stage_image(&self) -> String {
+        self.draft
+            .base
+            .as_ref()
+            .map(|b| b.0.clone())
+            .unwrap_or_else(|| "docker.io/library/busybox:stable".into())
+    }
+
     /// `ADD archive.tar.gz /dest`: a step that unpacks the context's archive (an input) into
     /// its output, which becomes a layer at `dest` (a directory, as ADD makes it).
     fn add_local_tar(&mut self, i: &Instruction<'_>, src: &str, dest: &str) {
         let file = src.rsplit('/').next().unwrap_or(src).to_string();
         let name = step_name(&format!("add-{}", self.text_of(i).0), &self.draft.steps);
-        let image = self
-            .draft
-            .base
-            .as_ref()
-            .map(|b| b.0.clone())
-            .unwrap_or_else(|| "docker.io/library/busybox:stable".into());
+        let image = self.stage_image();
         let dest = dest.trim_end_matches('/');
         self.draft.steps.push(StepDraft {
             name,

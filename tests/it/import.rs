@@ -881,3 +881,49 @@ fn add_of_a_local_tar_is_unpacked_by_a_step() {
     ocibuild::recipe::load(&ctx.join("recipe.toml"))
         .unwrap_or_else(|e| panic!("{}", ocibuild::diag::chain(&e)));
 }
+
+/// A hostile Dockerfile: sources that climb out of the context (Docker refuses them) are not
+/// copied, in the image's stage and in a builder's; quotes, brackets and newlines in values
+/// stay values (the recipe has no table the Dockerfile did not ask for) and the recipe loads.
+#[test]
+fn a_hostile_dockerfile_reads_nothing_outside_its_context_and_injects_no_keys() {
+    let dir = tempdir();
+    let ctx = write_case(
+        dir.path(),
+        "hostile",
+        "FROM debian:trixie AS build\n\
+         COPY ../../../etc/shadow /src/shadow\n\
+         RUN cp /src/shadow /out/x\n\
+         FROM debian:trixie\n\
+         ENV A=\"x\\\"\\n[podman]\\nargs = [\\\"--privileged\\\"]\"\n\
+         COPY ../../etc/passwd /p\n\
+         COPY --from=build /out/x /x\n\
+         CMD [\"sh\", \"-c\", \"echo \\\"]\\n[image]\"]\n",
+    );
+    let doc = import_json(&ctx, &[]);
+    let rows = doc["rows"].as_array().unwrap();
+    let copy = rows
+        .iter()
+        .find(|r| {
+            r["text"]
+                .as_str()
+                .unwrap_or("")
+                .starts_with("COPY ../../etc/passwd")
+        })
+        .unwrap_or_else(|| panic!("{doc:#}"));
+    assert_eq!(copy["class"], "not-translated", "{copy:#}");
+    let recipe = fs_err::read_to_string(ctx.join("recipe.toml")).unwrap();
+    assert!(
+        !recipe.contains("etc/passwd\"") && !recipe.contains("etc/shadow\""),
+        "{recipe}"
+    );
+    let r = ocibuild::recipe::load(&ctx.join("recipe.toml"))
+        .unwrap_or_else(|e| panic!("{}\n{recipe}", ocibuild::diag::chain(&e)));
+    assert!(r.podman.args.is_empty(), "{recipe}");
+    assert!(r.config.env["A"].contains("[podman]"), "{:?}", r.config.env);
+    assert!(
+        r.layers.iter().all(|l| l.spec.src.starts_with(&ctx)),
+        "{:?}",
+        r.layers
+    );
+}
