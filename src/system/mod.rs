@@ -600,7 +600,13 @@ pub fn prepare(
         };
         // The base's files, when its layers are here: what an account's shell is checked
         // against on a base as on scratch (a shallow base's are not: left unchecked there).
-        let files = base_files(store, base)?;
+        // Only for declared users (what it is checked for): a second read of a big base's
+        // layers is not paid by every build on it.
+        let files = if recipe.accounts.users.is_empty() {
+            None
+        } else {
+            base_files(store, base)?
+        };
         let below = rootfs::BaseView {
             accounts: &accounts,
             files: files.as_ref(),
