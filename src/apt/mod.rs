@@ -25,6 +25,7 @@
 pub mod base;
 pub mod components;
 pub mod control;
+pub mod copyright;
 pub mod deb;
 pub mod download;
 pub mod dpkgdb;

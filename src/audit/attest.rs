@@ -164,6 +164,8 @@ pub struct Inputs<'a> {
     pub lock_digest: Option<Digest>,
     /// The platform whose section of a multi-platform lock `lock` is.
     pub lock_platform: Option<String>,
+    /// The declared licences of the lock's inputs ([`super::license::for_lock`]).
+    pub licenses: super::license::Licenses,
 }
 
 impl Inputs<'_> {
@@ -219,6 +221,7 @@ pub struct LoadedInputs {
     pub lock_file: String,
     pub lock_digest: Option<Digest>,
     pub lock_platform: Option<String>,
+    pub licenses: super::license::Licenses,
 }
 
 impl LoadedInputs {
@@ -262,7 +265,16 @@ impl LoadedInputs {
             lock_file: file_name(&lock_path),
             lock_digest,
             lock_platform: platform,
+            licenses: super::license::Licenses::default(),
         })
+    }
+
+    /// With the declared licences of the lock's .debs and wheels that `store` holds.
+    pub fn with_licenses(mut self, store: &Store) -> Result<LoadedInputs, AttestError> {
+        if let Some(lock) = &self.lock {
+            self.licenses = super::license::for_lock(store, lock)?;
+        }
+        Ok(self)
     }
 
     pub fn inputs(&self) -> Inputs<'_> {
@@ -275,6 +287,7 @@ impl LoadedInputs {
             lock_file: self.lock_file.clone(),
             lock_digest: self.lock_digest,
             lock_platform: self.lock_platform.clone(),
+            licenses: self.licenses.clone(),
         }
     }
 }

@@ -18,6 +18,7 @@ mod error;
 pub mod attest;
 pub mod diff;
 pub mod import;
+pub mod license;
 pub mod provenance;
 pub mod render;
 pub mod sbom;

@@ -13,6 +13,7 @@ use super::attest::{
     id_safe, oci_purl, purl_encode, uuid_from, AttestError, Inputs, Subject, APT_LAYER,
     PYTHON_LAYER, TOOL_VERSION,
 };
+use super::license;
 use crate::digest::Digest;
 use crate::image::annotations;
 use crate::json as cjson;
@@ -91,6 +92,8 @@ struct Item {
     sha256: Digest,
     /// The layers that hold it (the base: all of its layers).
     layers: Vec<Layer>,
+    /// Its declared licence (an SPDX expression), if its files say one.
+    license: Option<String>,
 }
 
 fn layers_of(subject: &Subject, inputs: &Inputs<'_>) -> Vec<Layer> {
@@ -141,6 +144,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             url: None,
             sha256: b.manifest_digest,
             layers: layers.iter().filter(|l| l.base).cloned().collect(),
+            license: None,
         });
     }
     if let Some(apt) = &lock.apt {
@@ -170,6 +174,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
                 )),
                 sha256: p.sha256,
                 layers: in_layer.clone(),
+                license: inputs.licenses.get(&p.sha256).map(str::to_string),
             });
         }
     }
@@ -184,6 +189,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             url: Some(py.url.clone()),
             sha256: py.sha256,
             layers: named(PYTHON_LAYER),
+            license: None,
         });
     }
     // The wheel layers' grouping is a pure function of the locked wheels (names and sizes) and
@@ -230,6 +236,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             url: Some(w.url.clone()),
             sha256: w.sha256,
             layers: wheel_layer[wi].clone(),
+            license: inputs.licenses.get(&w.sha256).map(str::to_string),
         });
     }
     out
@@ -371,8 +378,9 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             "name": it.name,
             "downloadLocation": it.url.as_deref().map(spdx_download_location).unwrap_or_else(|| "NOASSERTION".into()),
             "filesAnalyzed": false,
+            // Declared (what the package's files say), never concluded.
             "licenseConcluded": "NOASSERTION",
-            "licenseDeclared": "NOASSERTION",
+            "licenseDeclared": it.license.as_deref().unwrap_or("NOASSERTION"),
             "copyrightText": "NOASSERTION",
             "checksums": [{"algorithm": "SHA256", "checksumValue": it.sha256.hex()}],
             "primaryPackagePurpose": match it.kind {
@@ -445,7 +453,7 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             |(a, t, b)| json!({"spdxElementId": a, "relationshipType": t, "relatedSpdxElement": b}),
         )
         .collect();
-    let doc = json!({
+    let mut doc = json!({
         "spdxVersion": "SPDX-2.3",
         "dataLicense": "CC0-1.0",
         "SPDXID": "SPDXRef-DOCUMENT",
@@ -472,6 +480,17 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
         "packages": packages,
         "relationships": relationships,
     });
+    let refs: std::collections::BTreeSet<String> = items
+        .iter()
+        .filter_map(|i| i.license.as_deref())
+        .flat_map(license::refs_of)
+        .collect();
+    if !refs.is_empty() {
+        doc["hasExtractedLicensingInfos"] = json!(refs
+            .iter()
+            .map(|r| license::spdx_extracted(r))
+            .collect::<Vec<_>>());
+    }
     Ok(cjson::to_canonical_vec("SPDX document", &doc)?)
 }
 
@@ -517,6 +536,9 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         }
         if let Some(u) = &it.url {
             c["externalReferences"] = json!([{"type": "distribution", "url": u}]);
+        }
+        if let Some(l) = &it.license {
+            c["licenses"] = license::cyclonedx(l);
         }
         let mut props = layer_props(&it.layers);
         props.push(json!({"name": "ocibuild:input", "value": match it.kind {
@@ -670,6 +692,7 @@ pub(crate) mod tests {
             lock_file: "app.lock".into(),
             lock_digest: Some(Digest::of(b"lock")),
             lock_platform: None,
+            licenses: Default::default(),
         }
     }
 

@@ -155,8 +155,10 @@ fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run_sbom(_cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
+pub fn run_sbom(cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
     let (subject, inputs) = open(&args.doc)?;
+    // The declared licences: from the .debs and wheels in the store (read once, then cached).
+    let inputs = inputs.with_licenses(&cli.store()?)?;
     let format = match args.format {
         SbomFormat::Spdx => sbom::Format::Spdx,
         SbomFormat::Cyclonedx => sbom::Format::CycloneDx,

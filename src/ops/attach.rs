@@ -23,7 +23,7 @@ pub fn attach_built(
     key: Option<&crate::sign::PrivateKey>,
 ) -> Result<Referrers, OpsError> {
     let subject = Subject::from_store(store, image)?;
-    let inputs = LoadedInputs::load(recipe_path, recipe)?;
+    let inputs = LoadedInputs::load(recipe_path, recipe)?.with_licenses(store)?;
     let mut docs = attest::documents(&subject, &inputs.inputs())?;
     if let Some(k) = key {
         let signed = crate::sign::attestations(&docs, &image.name, &subject.digest(), k)?;

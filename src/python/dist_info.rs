@@ -97,6 +97,43 @@ pub fn parse_record(text: &str, wheel: &str) -> Result<BTreeMap<String, RecordRo
     Ok(rows)
 }
 
+/// The most bytes of a wheel's METADATA read for its licence.
+const MAX_METADATA: u64 = 1 << 20;
+
+/// The text of the wheel's `NAME-VER.dist-info/METADATA` (the one `.dist-info` directory at its
+/// root), if it has one; for the SBOMs' declared licences ([`crate::audit::license`]).
+pub fn read_metadata(path: &std::path::Path, wheel: &str) -> Result<Option<String>, WheelError> {
+    use std::io::Read as _;
+    let zerr = |source| WheelError::Zip {
+        wheel: wheel.to_string(),
+        source,
+    };
+    let file = fs_err::File::open(path).map_err(|source| WheelError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut ar = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
+    let mut names: Vec<String> = ar
+        .file_names()
+        .filter_map(|n| n.ok().map(|n| n.into_owned()))
+        .filter(|n| {
+            n.split_once('/')
+                .is_some_and(|(d, rest)| d.ends_with(".dist-info") && rest == "METADATA")
+        })
+        .collect();
+    names.sort();
+    let [name] = names.as_slice() else {
+        return Ok(None);
+    };
+    let member = ar.by_name(name).map_err(zerr)?;
+    let mut out = Vec::new();
+    member
+        .take(MAX_METADATA)
+        .read_to_end(&mut out)
+        .map_err(|e| zerr(e.into()))?;
+    Ok(Some(String::from_utf8_lossy(&out).into_owned()))
+}
+
 /// `Key: Value` lines of the WHEEL file.
 pub fn wheel_field<'a>(text: &'a str, key: &str) -> Option<&'a str> {
     text.lines().find_map(|l| {

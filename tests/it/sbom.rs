@@ -16,19 +16,52 @@ use common::{ocibuild, run, run_ok, stdout, tempdir};
 use ocibuild::digest::Digest;
 use serde_json::Value;
 
+/// libc6's copyright file: machine-readable (DEP-5), three licences, one without an SPDX
+/// identifier.
+const LIBC6_COPYRIGHT: &str =
+    "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: libc-fixture
+
+Files: *
+Copyright: 2024 The fixture authors
+License: LGPL-2.1+
+
+Files: debian/*
+Copyright: 2024 The fixture packagers
+License: GPL-2+
+
+Files: timezone/*
+License: public-domain
+
+License: LGPL-2.1+
+ The GNU Lesser General Public License, version 2.1 or later.
+";
+
 fn universe() -> Vec<Deb> {
     vec![
         deb("libc6", "2.36-9+deb12u4")
             .field("Multi-Arch", "same")
             .data(Data::Dir("./usr/lib/"))
-            .data(Data::File("./usr/lib/libc.so.6", "ELF libc", 0o755)),
+            .data(Data::File("./usr/lib/libc.so.6", "ELF libc", 0o755))
+            .data(Data::Dir("./usr/share/doc/libc6/"))
+            .data(Data::File(
+                "./usr/share/doc/libc6/copyright",
+                LIBC6_COPYRIGHT,
+                0o644,
+            )),
         deb("libstdc++6", "12.2.0-14")
             .field("Depends", "libc6")
             .data(Data::Dir("./usr/lib/"))
             .data(Data::File("./usr/lib/libstdc++.so.6", "ELF c++", 0o644)),
         deb("tool", "1:1.0+b1")
             .field("Depends", "libstdc++6")
-            .data(Data::File("./usr/share/doc/tool.txt", "tool\n", 0o644)),
+            .data(Data::File("./usr/share/doc/tool.txt", "tool\n", 0o644))
+            .data(Data::Dir("./usr/share/doc/tool/"))
+            .data(Data::File(
+                "./usr/share/doc/tool/copyright",
+                "This is free software, under the GPL.\n",
+                0o644,
+            )),
     ]
 }
 
@@ -176,9 +209,11 @@ fn sbom_and_provenance_are_byte_identical_across_stores_dirs_and_tz() {
             "application/vnd.in-toto+json"
         ]
     );
+    // (The SBOMs read the declared licences from the .debs in the store: each build's own.)
+    let (c1, c2) = (t.path().join("c1"), t.path().join("c2"));
     for (fmt, i) in [("spdx", 0), ("cyclonedx", 1)] {
-        let one = doc("sbom", &r, &o1, &["--format", fmt]);
-        let two = doc("sbom", &r, &o2, &["--format", fmt]);
+        let one = doc_in(&c1, &r, &o1, &["--format", fmt]);
+        let two = doc_in(&c2, &r, &o2, &["--format", fmt]);
         assert_eq!(one, two, "{fmt}");
         assert_eq!(one, docs1[i].1, "{fmt}: printed = attached");
     }
@@ -189,6 +224,8 @@ fn sbom_and_provenance_are_byte_identical_across_stores_dirs_and_tz() {
     let file = t.path().join("x.json");
     run_ok(
         ocibuild()
+            .arg("--cache-dir")
+            .arg(&c1)
             .args(["sbom", "--format", "spdx", "-o"])
             .arg(&file)
             .arg("--image")
@@ -501,11 +538,15 @@ fn online_spdx_and_cyclonedx_validate() {
     let t = tempdir();
     let r = recipe(t.path(), &f);
     let out = t.path().join("img.oci");
-    build(&r, t.path(), &out, &t.path().join("cache"), "UTC", &[]);
+    let cache = t.path().join("cache");
+    build(&r, t.path(), &out, &cache, "UTC", &[]);
+    // From the build's store: with libc6's declared licence (and its LicenseRef).
     let spdx = t.path().join("sbom.spdx.json");
-    fs::write(&spdx, doc("sbom", &r, &out, &[])).unwrap();
+    let bytes = doc_in(&cache, &r, &out, &[]);
+    assert!(json(&bytes)["hasExtractedLicensingInfos"].is_array());
+    fs::write(&spdx, bytes).unwrap();
     let cdx = t.path().join("sbom.cdx.json");
-    fs::write(&cdx, doc("sbom", &r, &out, &["--format", "cyclonedx"])).unwrap();
+    fs::write(&cdx, doc_in(&cache, &r, &out, &["--format", "cyclonedx"])).unwrap();
     let v = venv(
         t.path(),
         &["spdx-tools", "cyclonedx-python-lib[validation]"],
@@ -522,4 +563,78 @@ sys.exit(f'invalid: {e}' if e else 0)\n";
             .args(["-c", script])
             .arg(&cdx),
     );
+}
+
+/// `ocibuild --cache-dir CACHE sbom RECIPE --image oci:OUT [ARGS]`: stdout bytes.
+fn doc_in(cache: &Path, recipe: &Path, out: &Path, args: &[&str]) -> Vec<u8> {
+    run_ok(
+        ocibuild()
+            .arg("--cache-dir")
+            .arg(cache)
+            .arg("sbom")
+            .arg(recipe)
+            .arg("--image")
+            .arg(format!("oci:{}", out.display()))
+            .args(args),
+    )
+    .stdout
+}
+
+fn sbom_with(cache: &Path, recipe: &Path, out: &Path, args: &[&str]) -> Value {
+    json(&doc_in(cache, recipe, out, args))
+}
+
+#[test]
+fn sbom_declares_the_licence_of_a_dep5_copyright_file() {
+    let f = fixture(&universe(), false);
+    let t = tempdir();
+    let r = recipe(t.path(), &f);
+    let out = t.path().join("img.oci");
+    let cache = t.path().join("cache");
+    let v = build(&r, t.path(), &out, &cache, "UTC", &[]);
+    let want = "GPL-2.0-or-later AND LGPL-2.1-or-later AND LicenseRef-public-domain";
+    let check_spdx = |spdx: &Value| {
+        let pkgs = spdx["packages"].as_array().unwrap();
+        let pkg = |n: &str| pkgs.iter().find(|p| p["name"] == n).unwrap().clone();
+        assert_eq!(pkg("libc6")["licenseDeclared"], want);
+        assert_eq!(pkg("libc6")["licenseConcluded"], "NOASSERTION");
+        // Not DEP-5, or no copyright file at all: nothing declared.
+        assert_eq!(pkg("tool")["licenseDeclared"], "NOASSERTION");
+        assert_eq!(pkg("libstdc++6")["licenseDeclared"], "NOASSERTION");
+        let extracted = spdx["hasExtractedLicensingInfos"].as_array().unwrap();
+        assert_eq!(extracted.len(), 1);
+        assert_eq!(extracted[0]["licenseId"], "LicenseRef-public-domain");
+        assert!(extracted[0]["extractedText"].as_str().unwrap().len() > 10);
+    };
+    let spdx = sbom_with(&cache, &r, &out, &[]);
+    check_spdx(&spdx);
+    let cdx = sbom_with(&cache, &r, &out, &["--format", "cyclonedx"]);
+    let comps = cdx["components"].as_array().unwrap();
+    let libc = comps.iter().find(|c| c["name"] == "libc6").unwrap();
+    assert_eq!(libc["licenses"], serde_json::json!([{"expression": want}]));
+    let tool = comps.iter().find(|c| c["name"] == "tool").unwrap();
+    assert!(tool.get("licenses").is_none(), "{tool}");
+    // The attached SPDX document (build --attach, from the build's store) says the same.
+    let manifest = v["manifest"].as_str().unwrap();
+    let attached = attached(&out, manifest);
+    let (_, bytes) = attached
+        .iter()
+        .find(|(t, _)| t == "application/spdx+json")
+        .unwrap();
+    check_spdx(&json(bytes));
+    assert_eq!(json(bytes), spdx);
+    // Cached in the store's meta: with the .debs gone from the store, the same document.
+    let lock = ocibuild::lock::Lock::load(&t.path().join("app.lock"))
+        .unwrap()
+        .unwrap();
+    for d in &lock.apt.as_ref().unwrap().packages {
+        fs::remove_file(cache.join("blobs/sha256").join(d.sha256.hex())).unwrap();
+    }
+    assert_eq!(sbom_with(&cache, &r, &out, &[]), spdx);
+    // Another store, without the .debs: nothing declared (never a download).
+    let other = sbom_with(&t.path().join("other"), &r, &out, &[]);
+    let pkgs = other["packages"].as_array().unwrap();
+    let libc = pkgs.iter().find(|p| p["name"] == "libc6").unwrap();
+    assert_eq!(libc["licenseDeclared"], "NOASSERTION");
+    assert!(other.get("hasExtractedLicensingInfos").is_none());
 }

@@ -1,0 +1,479 @@
+//! Declared licences of the locked inputs, for the SBOMs, read from files ocibuild already has
+//! in its store (never from the network):
+//!
+//! - a .deb: its `usr/share/doc/PKG/copyright`, when it is machine-readable (DEP-5): the
+//!   `License:` of its `Files:` paragraphs, Debian's short names mapped to SPDX identifiers;
+//! - a wheel: its `METADATA`'s `License-Expression` (PEP 639), else its `License :: OSI
+//!   Approved :: …` classifiers mapped to SPDX identifiers.
+//!
+//! Anything else (not DEP-5, no usable field, the file not in the store) declares nothing:
+//! the SBOM says `NOASSERTION`. A name with no SPDX identifier becomes `LicenseRef-<name>`.
+//! Each .deb's and wheel's result is cached in the store's meta under its sha256 and
+//! [`VERSION`], so a second SBOM opens no archive.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::digest::Digest;
+use crate::lock::Lock;
+use crate::store::{Store, StoreError};
+
+/// Bump when what is read or how it is mapped changes (part of the cache key).
+pub const VERSION: u32 = 1;
+
+/// The DEP-5 `Format:` URL (without scheme and trailing slash).
+const DEP5_FORMAT: &str = "www.debian.org/doc/packaging-manuals/copyright-format/1.0";
+
+/// The declared licence (an SPDX expression) of each input that declares one, by sha256.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Licenses(pub BTreeMap<Digest, String>);
+
+impl Licenses {
+    /// The declared licence of the input with `sha256`, if any.
+    pub fn get(&self, sha256: &Digest) -> Option<&str> {
+        self.0.get(sha256).map(String::as_str)
+    }
+
+    /// Every `LicenseRef-…` the expressions use, sorted.
+    pub fn refs(&self) -> BTreeSet<String> {
+        self.0.values().flat_map(|e| refs_of(e)).collect()
+    }
+}
+
+/// The `LicenseRef-…` identifiers of an expression.
+pub fn refs_of(expr: &str) -> Vec<String> {
+    expr.split(|c: char| c.is_whitespace() || c == '(' || c == ')')
+        .filter(|t| t.starts_with("LicenseRef-"))
+        .map(str::to_string)
+        .collect()
+}
+
+/// The declared licences of the lock's .debs and wheels found in `store` (cached in its meta).
+pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
+    let mut out = BTreeMap::new();
+    let mut inputs: Vec<(Digest, &str, bool)> = Vec::new();
+    if let Some(apt) = &lock.apt {
+        inputs.extend(
+            apt.packages
+                .iter()
+                .map(|p| (p.sha256, p.name.as_str(), true)),
+        );
+    }
+    inputs.extend(
+        lock.wheels
+            .iter()
+            .map(|w| (w.sha256, w.filename.as_str(), false)),
+    );
+    for (sha256, name, is_deb) in inputs {
+        let key = Digest::of(format!("ocibuild licence v{VERSION} {sha256}").as_bytes());
+        let found = match store.meta(&key)? {
+            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            None => {
+                // Not in the store (a pruned store, another machine): nothing declared, and
+                // nothing cached (the absence is not a fact about the file).
+                if !store.has_blob(&sha256) {
+                    continue;
+                }
+                let path = store.blob_path(&sha256);
+                let expr = if is_deb {
+                    crate::apt::copyright::read(&path, name)
+                        .ok()
+                        .flatten()
+                        .and_then(|t| dep5_expression(&t))
+                } else {
+                    crate::python::dist_info::read_metadata(&path, name)
+                        .ok()
+                        .flatten()
+                        .and_then(|t| metadata_expression(&t))
+                };
+                let expr = expr.unwrap_or_default();
+                store.put_meta(&key, expr.as_bytes())?;
+                expr
+            }
+        };
+        if !found.is_empty() {
+            out.insert(sha256, found);
+        }
+    }
+    Ok(Licenses(out))
+}
+
+/// The SPDX 2.3 `hasExtractedLicensingInfos` entry of a `LicenseRef-…` (its text is the
+/// package's: ocibuild names it, it does not copy it).
+pub fn spdx_extracted(license_ref: &str) -> serde_json::Value {
+    let name = license_ref.trim_start_matches("LicenseRef-");
+    serde_json::json!({
+        "licenseId": license_ref,
+        "name": name,
+        "extractedText": format!(
+            "The licence the package's own files (a Debian copyright file, a wheel's METADATA) \
+             name `{name}`, which has no SPDX identifier; its text is in the package."
+        ),
+    })
+}
+
+/// The CycloneDX `licenses` of an expression: one listed SPDX identifier as `license.id`,
+/// anything else (operators, `+`, a `LicenseRef-`) as an `expression`.
+pub fn cyclonedx(expr: &str) -> serde_json::Value {
+    let single = !expr.contains([' ', '(', '+']) && !expr.starts_with("LicenseRef-");
+    if single {
+        serde_json::json!([{"license": {"id": expr}}])
+    } else {
+        serde_json::json!([{"expression": expr}])
+    }
+}
+
+/// `LicenseRef-<name>`, a `+` in the name as `-or-later`, its other characters outside
+/// `[A-Za-z0-9.-]` as `-` (one for a run).
+pub fn license_ref(name: &str) -> String {
+    let s: String = name
+        .replace('+', "-or-later")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '.' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    let parts: Vec<&str> = s.split('-').filter(|p| !p.is_empty()).collect();
+    format!("LicenseRef-{}", parts.join("-"))
+}
+
+/// Debian's short licence name (DEP-5 §7.2) as an SPDX identifier; an unknown name as
+/// `LicenseRef-<name>`.
+pub fn debian_to_spdx(name: &str) -> String {
+    let (base, plus) = match name.strip_suffix('+') {
+        Some(b) => (b, true),
+        None => (name, false),
+    };
+    let lower = base.to_ascii_lowercase();
+    // The GNU licences: `-only` / `-or-later`.
+    for (deb, spdx) in [
+        ("gpl", "GPL"),
+        ("lgpl", "LGPL"),
+        ("agpl", "AGPL"),
+        ("gfdl", "GFDL"),
+    ] {
+        if let Some(v) = lower.strip_prefix(&format!("{deb}-")) {
+            let v = match v {
+                "1" | "2" | "3" => format!("{v}.0"),
+                "2.0" | "2.1" | "3.0" | "1.1" | "1.2" | "1.3" => v.to_string(),
+                _ => return license_ref(name),
+            };
+            if deb == "lgpl" && v == "1.0" {
+                return license_ref(name);
+            }
+            return format!("{spdx}-{v}-{}", if plus { "or-later" } else { "only" });
+        }
+    }
+    let known = match lower.as_str() {
+        "expat" | "mit" => "MIT",
+        "bsd-2-clause" => "BSD-2-Clause",
+        "bsd-3-clause" => "BSD-3-Clause",
+        "bsd-4-clause" => "BSD-4-Clause",
+        "isc" => "ISC",
+        "zlib" => "Zlib",
+        "apache-2.0" => "Apache-2.0",
+        "apache-1.1" => "Apache-1.1",
+        "artistic" | "artistic-1.0" => "Artistic-1.0",
+        "artistic-2.0" => "Artistic-2.0",
+        "psf-2" | "psf-2.0" => "PSF-2.0",
+        "python" | "python-2.0" => "Python-2.0",
+        "mpl-1.1" => "MPL-1.1",
+        "mpl-2.0" => "MPL-2.0",
+        "cc0-1.0" | "cc0" => "CC0-1.0",
+        "cc-by-3.0" => "CC-BY-3.0",
+        "cc-by-4.0" => "CC-BY-4.0",
+        "cc-by-sa-3.0" => "CC-BY-SA-3.0",
+        "cc-by-sa-4.0" => "CC-BY-SA-4.0",
+        "bsl-1.0" => "BSL-1.0",
+        "epl-1.0" => "EPL-1.0",
+        "epl-2.0" => "EPL-2.0",
+        "openssl" => "OpenSSL",
+        "x11" => "X11",
+        "curl" => "curl",
+        "unicode-dfs-2016" => "Unicode-DFS-2016",
+        "ftl" => "FTL",
+        "wtfpl" => "WTFPL",
+        "unlicense" => "Unlicense",
+        "0bsd" => "0BSD",
+        "gpl" => "GPL-1.0-or-later",
+        "lgpl" => "LGPL-2.0-or-later",
+        _ => return license_ref(name),
+    };
+    if plus && !known.ends_with("-or-later") {
+        // `Apache-2.0+`: SPDX's `+` operator.
+        return format!("{known}+");
+    }
+    known.to_string()
+}
+
+/// A DEP-5 `License:` first line (`GPL-2+ or Artistic, and BSD-3-clause`, `GPL-2+ with
+/// OpenSSL exception`) as an SPDX expression: `, and` is the weakest operator, then `or`, then
+/// `and` (as in SPDX); `X with Y exception` becomes one `LicenseRef-X-with-Y-exception` (its
+/// exception has no SPDX identifier in general). Returns its `, and` parts.
+fn dep5_license(line: &str) -> Option<Vec<String>> {
+    let mut parts = Vec::new();
+    for part in line.split(',') {
+        let part = part.trim();
+        let part = part
+            .strip_prefix("and ")
+            .or_else(|| part.strip_prefix("AND "))
+            .unwrap_or(part);
+        let words: Vec<&str> = part.split_whitespace().collect();
+        if words.is_empty() {
+            continue;
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut i = 0;
+        while i < words.len() {
+            let w = words[i];
+            match w.to_ascii_lowercase().as_str() {
+                "and" => out.push("AND".into()),
+                "or" => out.push("OR".into()),
+                _ => {
+                    // `X with Y… exception`
+                    let with = words
+                        .get(i + 1)
+                        .is_some_and(|n| n.eq_ignore_ascii_case("with"));
+                    if with {
+                        let end = words[i + 2..]
+                            .iter()
+                            .position(|x| x.eq_ignore_ascii_case("exception"))
+                            .map_or(words.len() - 1, |p| i + 2 + p);
+                        out.push(license_ref(&words[i..=end].join("-")));
+                        i = end;
+                    } else {
+                        out.push(debian_to_spdx(w));
+                    }
+                }
+            }
+            i += 1;
+        }
+        // Operators must sit between names.
+        let ok = out.len() % 2 == 1
+            && out
+                .iter()
+                .enumerate()
+                .all(|(k, t)| (k % 2 == 1) == (t == "AND" || t == "OR"));
+        if !ok {
+            return None;
+        }
+        parts.push(out.join(" "));
+    }
+    Some(parts)
+}
+
+/// `a AND b AND …` of sorted, deduplicated expressions, a compound one in parentheses.
+fn combine(parts: Vec<String>) -> Option<String> {
+    let set: BTreeSet<String> = parts.into_iter().collect();
+    let n = set.len();
+    let wrapped: Vec<String> = set
+        .into_iter()
+        .map(|p| {
+            if n > 1 && p.contains(' ') {
+                format!("({p})")
+            } else {
+                p
+            }
+        })
+        .collect();
+    (!wrapped.is_empty()).then(|| wrapped.join(" AND "))
+}
+
+/// The declared licence of a DEP-5 copyright file: the `License:` of its `Files:` paragraphs,
+/// as SPDX, combined with AND; None when the file is not DEP-5 or names none.
+pub fn dep5_expression(text: &str) -> Option<String> {
+    let paragraphs = crate::apt::control::parse_paragraphs(text).ok()?;
+    let header = paragraphs.first()?;
+    let format = header.get("Format")?.trim();
+    let bare = format
+        .trim_start_matches("https://")
+        .trim_start_matches("http://")
+        .trim_end_matches('/');
+    if bare != DEP5_FORMAT {
+        return None;
+    }
+    let mut parts = Vec::new();
+    for p in paragraphs.iter().skip(1) {
+        if p.get("Files").is_none() {
+            continue;
+        }
+        let line = p.get("License")?.lines().next()?.trim().to_string();
+        if line.is_empty() {
+            continue;
+        }
+        parts.extend(dep5_license(&line)?);
+    }
+    combine(parts)
+}
+
+/// A trove classifier's licence (`License :: OSI Approved :: MIT License`) as SPDX.
+fn classifier_to_spdx(c: &str) -> Option<&'static str> {
+    let name = c.strip_prefix("License :: OSI Approved :: ")?.trim();
+    Some(match name {
+        "MIT License" => "MIT",
+        "BSD License" => return None,
+        "Apache Software License" => "Apache-2.0",
+        "ISC License (ISCL)" => "ISC",
+        "Python Software Foundation License" => "PSF-2.0",
+        "Mozilla Public License 2.0 (MPL 2.0)" => "MPL-2.0",
+        "GNU General Public License v2 (GPLv2)" => "GPL-2.0-only",
+        "GNU General Public License v2 or later (GPLv2+)" => "GPL-2.0-or-later",
+        "GNU General Public License v3 (GPLv3)" => "GPL-3.0-only",
+        "GNU General Public License v3 or later (GPLv3+)" => "GPL-3.0-or-later",
+        "GNU Lesser General Public License v2 (LGPLv2)" => "LGPL-2.0-only",
+        "GNU Lesser General Public License v2 or later (LGPLv2+)" => "LGPL-2.0-or-later",
+        "GNU Lesser General Public License v3 (LGPLv3)" => "LGPL-3.0-only",
+        "GNU Lesser General Public License v3 or later (LGPLv3+)" => "LGPL-3.0-or-later",
+        "GNU Affero General Public License v3" => "AGPL-3.0-only",
+        "GNU Affero General Public License v3 or later (AGPLv3+)" => "AGPL-3.0-or-later",
+        "The Unlicense (Unlicense)" => "Unlicense",
+        "zlib/libpng License" => "Zlib",
+        "Boost Software License 1.0 (BSL-1.0)" => "BSL-1.0",
+        "Eclipse Public License 2.0 (EPL-2.0)" => "EPL-2.0",
+        "Universal Permissive License (UPL)" => "UPL-1.0",
+        "MIT No Attribution License (MIT-0)" => "MIT-0",
+        _ => return None,
+    })
+}
+
+/// Whether `e` looks like an SPDX expression ocibuild can pass on: identifiers of
+/// `[A-Za-z0-9.+-]`, `LicenseRef-…`, the operators and parentheses.
+fn plausible_expression(e: &str) -> bool {
+    !e.is_empty()
+        && e.len() <= 1024
+        && e.chars().all(|c| {
+            c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+' | ' ' | '(' | ')' | ':')
+        })
+        && e.split_whitespace().all(|t| !t.starts_with("DocumentRef-"))
+}
+
+/// The declared licence of a wheel's METADATA: `License-Expression`, else its OSI licence
+/// classifiers (AND, sorted); None otherwise (the free-text `License:` is not an expression).
+pub fn metadata_expression(text: &str) -> Option<String> {
+    // The headers end at the first empty line (the description follows).
+    let headers = text.split("\n\n").next().unwrap_or("");
+    let field = |l: &str, k: &str| -> Option<String> {
+        let (key, v) = l.split_once(':')?;
+        key.trim()
+            .eq_ignore_ascii_case(k)
+            .then(|| v.trim().to_string())
+    };
+    if let Some(e) = headers.lines().find_map(|l| field(l, "License-Expression")) {
+        return plausible_expression(&e).then_some(e);
+    }
+    let ids: Vec<String> = headers
+        .lines()
+        .filter_map(|l| field(l, "Classifier"))
+        .filter_map(|c| classifier_to_spdx(&c).map(str::to_string))
+        .collect();
+    combine(ids)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const DEP5: &str = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+Upstream-Name: example
+
+Files: *
+Copyright: 2020 Someone
+License: GPL-2+
+
+Files: lib/*
+Copyright: 2021 Other
+License: Expat
+
+Files: debian/*
+License: GPL-2+
+
+License: GPL-2+
+ This program is free software.
+
+License: Expat
+ Permission is hereby granted.
+";
+
+    #[test]
+    fn license_dep5_files_paragraphs_and_anded() {
+        assert_eq!(
+            dep5_expression(DEP5).as_deref(),
+            Some("GPL-2.0-or-later AND MIT")
+        );
+        let compound = "Format: http://www.debian.org/doc/packaging-manuals/copyright-format/1.0
+\nFiles: *\nLicense: GPL-2+ or Artistic, and BSD-3-clause\n\nFiles: x\nLicense: public-domain\n";
+        assert_eq!(
+            dep5_expression(compound).as_deref(),
+            Some(
+                "BSD-3-Clause AND (GPL-2.0-or-later OR Artistic-1.0) AND LicenseRef-public-domain"
+            )
+        );
+        let with = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: GPL-2+ with OpenSSL exception\n";
+        assert_eq!(
+            dep5_expression(with).as_deref(),
+            Some("LicenseRef-GPL-2-or-later-with-OpenSSL-exception")
+        );
+    }
+
+    #[test]
+    fn license_not_dep5_declares_nothing() {
+        assert_eq!(dep5_expression("This is free software.\n"), None);
+        assert_eq!(
+            dep5_expression("Format: https://example.com/other\n\nFiles: *\nLicense: MIT\n"),
+            None
+        );
+        // A paragraph of Files without a License, or a garbled line: nothing declared.
+        let bad = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: GPL-2+ or\n";
+        assert_eq!(dep5_expression(bad), None);
+    }
+
+    #[test]
+    fn license_debian_names_map_to_spdx() {
+        for (deb, spdx) in [
+            ("GPL-2+", "GPL-2.0-or-later"),
+            ("GPL-2", "GPL-2.0-only"),
+            ("GPL-3.0+", "GPL-3.0-or-later"),
+            ("LGPL-2.1+", "LGPL-2.1-or-later"),
+            ("LGPL-2.1", "LGPL-2.1-only"),
+            ("Expat", "MIT"),
+            ("BSD-3-clause", "BSD-3-Clause"),
+            ("Apache-2.0", "Apache-2.0"),
+            ("PSF-2", "PSF-2.0"),
+            ("Zlib", "Zlib"),
+            ("public-domain", "LicenseRef-public-domain"),
+            ("permissive/other", "LicenseRef-permissive-other"),
+            ("Apache-2.0+", "Apache-2.0+"),
+        ] {
+            assert_eq!(debian_to_spdx(deb), spdx, "{deb}");
+        }
+        assert_eq!(
+            refs_of("(MIT OR LicenseRef-a) AND LicenseRef-b"),
+            ["LicenseRef-a", "LicenseRef-b"]
+        );
+    }
+
+    #[test]
+    fn license_wheel_metadata() {
+        let pep639 = "Metadata-Version: 2.4\nName: x\nLicense-Expression: MIT OR Apache-2.0\nClassifier: License :: OSI Approved :: BSD License\n\nLicense-Expression: GPL\n";
+        assert_eq!(
+            metadata_expression(pep639).as_deref(),
+            Some("MIT OR Apache-2.0")
+        );
+        let classifiers = "Metadata-Version: 2.1\nName: x\nLicense: some long text\nClassifier: License :: OSI Approved :: MIT License\nClassifier: Programming Language :: Python\nClassifier: License :: OSI Approved :: Apache Software License\n";
+        assert_eq!(
+            metadata_expression(classifiers).as_deref(),
+            Some("Apache-2.0 AND MIT")
+        );
+        assert_eq!(
+            metadata_expression("Metadata-Version: 2.1\nLicense: BSD\n"),
+            None
+        );
+        assert_eq!(
+            metadata_expression("License-Expression: MIT; rm -rf\n"),
+            None
+        );
+    }
+}
