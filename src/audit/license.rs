@@ -148,6 +148,10 @@ pub fn debian_to_spdx(name: &str) -> String {
         None => (name, false),
     };
     let lower = base.to_ascii_lowercase();
+    if lower == "gfdl-niv-1.3" {
+        let tail = if plus { "or-later" } else { "only" };
+        return format!("GFDL-1.3-no-invariants-{tail}");
+    }
     // The GNU licences: `-only` / `-or-later`.
     for (deb, spdx) in [
         ("gpl", "GPL"),
@@ -172,6 +176,16 @@ pub fn debian_to_spdx(name: &str) -> String {
         "bsd-2-clause" => "BSD-2-Clause",
         "bsd-3-clause" => "BSD-3-Clause",
         "bsd-4-clause" => "BSD-4-Clause",
+        "bsd-4-clause-uc" => "BSD-4-Clause-UC",
+        "fsfullr" => "FSFULLR",
+        "fsfap" => "FSFAP",
+        "fsful" => "FSFUL",
+        "latex2e" => "Latex2e",
+        "libpng" => "Libpng",
+        "libpng-2.0" => "libpng-2.0",
+        "ofl-1.1" => "OFL-1.1",
+        "sleepycat" => "Sleepycat",
+        "tcl" => "TCL",
         "isc" => "ISC",
         "zlib" => "Zlib",
         "apache-2.0" => "Apache-2.0",
@@ -221,46 +235,42 @@ fn dep5_license(line: &str) -> Option<Vec<String>> {
             .strip_prefix("and ")
             .or_else(|| part.strip_prefix("AND "))
             .unwrap_or(part);
-        let words: Vec<&str> = part.split_whitespace().collect();
-        if words.is_empty() {
+        // Names between the operators; a name of several words (`GPL-2+ with OpenSSL
+        // exception`, `MIT/X Consortium License`) has no SPDX identifier.
+        let mut out: Vec<String> = Vec::new();
+        let mut name: Vec<&str> = Vec::new();
+        let flush = |name: &mut Vec<&str>, out: &mut Vec<String>| -> Option<()> {
+            match name.as_slice() {
+                [] => return None,
+                [one] => out.push(debian_to_spdx(one)),
+                many => out.push(license_ref(&many.join("-"))),
+            }
+            name.clear();
+            Some(())
+        };
+        for w in part.split_whitespace() {
+            let op = match w.to_ascii_lowercase().as_str() {
+                "and" => "AND",
+                // Either or both: the recipient's choice.
+                "or" | "and/or" => "OR",
+                _ => {
+                    name.push(w);
+                    continue;
+                }
+            };
+            flush(&mut name, &mut out)?;
+            out.push(op.to_string());
+        }
+        if name.is_empty() && out.is_empty() {
             continue;
         }
-        let mut out: Vec<String> = Vec::new();
-        let mut i = 0;
-        while i < words.len() {
-            let w = words[i];
-            match w.to_ascii_lowercase().as_str() {
-                "and" => out.push("AND".into()),
-                "or" => out.push("OR".into()),
-                _ => {
-                    // `X with Y… exception`
-                    let with = words
-                        .get(i + 1)
-                        .is_some_and(|n| n.eq_ignore_ascii_case("with"));
-                    if with {
-                        let end = words[i + 2..]
-                            .iter()
-                            .position(|x| x.eq_ignore_ascii_case("exception"))
-                            .map_or(words.len() - 1, |p| i + 2 + p);
-                        out.push(license_ref(&words[i..=end].join("-")));
-                        i = end;
-                    } else {
-                        out.push(debian_to_spdx(w));
-                    }
-                }
-            }
-            i += 1;
+        flush(&mut name, &mut out)?;
+        if out.iter().any(|t| t == "OR") {
+            parts.push(out.join(" "));
+        } else {
+            // Only ANDs: each licence on its own (then sorted and deduplicated with the rest).
+            parts.extend(out.into_iter().filter(|t| t != "AND"));
         }
-        // Operators must sit between names.
-        let ok = out.len() % 2 == 1
-            && out
-                .iter()
-                .enumerate()
-                .all(|(k, t)| (k % 2 == 1) == (t == "AND" || t == "OR"));
-        if !ok {
-            return None;
-        }
-        parts.push(out.join(" "));
     }
     Some(parts)
 }
@@ -282,29 +292,75 @@ fn combine(parts: Vec<String>) -> Option<String> {
     (!wrapped.is_empty()).then(|| wrapped.join(" AND "))
 }
 
+/// A DEP-5 paragraph: each field's name and the first line of its value (what follows the
+/// colon; the continuation lines are the licence text, not needed).
+type Dep5Paragraph<'a> = Vec<(&'a str, &'a str)>;
+
+/// The paragraphs of a copyright file, read leniently (real files repeat fields and put
+/// comments anywhere, which the control-file parser refuses): blank lines separate
+/// paragraphs, `Name: value` starts a field at column 0, a line starting with a space or tab
+/// continues one, `#` lines are comments.
+fn dep5_paragraphs(text: &str) -> Vec<Dep5Paragraph<'_>> {
+    let mut out = Vec::new();
+    let mut cur: Dep5Paragraph<'_> = Vec::new();
+    for line in text.lines() {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        if line.trim().is_empty() {
+            if !cur.is_empty() {
+                out.push(std::mem::take(&mut cur));
+            }
+            continue;
+        }
+        if line.starts_with([' ', '\t', '#']) {
+            continue;
+        }
+        if let Some((k, v)) = line.split_once(':') {
+            cur.push((k.trim(), v.trim()));
+        }
+    }
+    if !cur.is_empty() {
+        out.push(cur);
+    }
+    out
+}
+
+/// A paragraph's first `name` field (case-insensitive): the first line of its value.
+fn field<'a>(p: &Dep5Paragraph<'a>, name: &str) -> Option<&'a str> {
+    p.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| *v)
+}
+
 /// The declared licence of a DEP-5 copyright file: the `License:` of its `Files:` paragraphs,
 /// as SPDX, combined with AND; None when the file is not DEP-5 or names none.
 pub fn dep5_expression(text: &str) -> Option<String> {
-    let paragraphs = crate::apt::control::parse_paragraphs(text).ok()?;
+    let paragraphs = dep5_paragraphs(text);
     let header = paragraphs.first()?;
-    let format = header.get("Format")?.trim();
+    let format = field(header, "Format")?.trim();
     let bare = format
         .trim_start_matches("https://")
         .trim_start_matches("http://")
         .trim_end_matches('/');
-    if bare != DEP5_FORMAT {
+    // The drafts before 1.0 (`http://dep.debian.net/deps/dep5`, `…/dep5.mdwn?rev=N`) named
+    // licences the same way.
+    if bare != DEP5_FORMAT && !bare.contains("deps/dep5") {
         return None;
     }
     let mut parts = Vec::new();
     for p in paragraphs.iter().skip(1) {
-        if p.get("Files").is_none() {
+        if field(p, "Files").is_none() {
             continue;
         }
-        let line = p.get("License")?.lines().next()?.trim().to_string();
+        // A paragraph without a License, or one whose License has no short name (the text
+        // only): nothing to name, left out (both are common in real files).
+        let Some(line) = field(p, "License") else {
+            continue;
+        };
+        let line = line.trim();
         if line.is_empty() {
             continue;
         }
-        parts.extend(dep5_license(&line)?);
+        parts.extend(dep5_license(line)?);
     }
     combine(parts)
 }
@@ -411,6 +467,11 @@ License: Expat
                 "BSD-3-Clause AND (GPL-2.0-or-later OR Artistic-1.0) AND LicenseRef-public-domain"
             )
         );
+        let flat = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: GPL-3+ and ISC\n\nFiles: a\nLicense: ISC\n\nFiles: b\nCopyright: none named\n\nFiles: c\nLicense: Apache-2.0 and/or Expat\n";
+        assert_eq!(
+            dep5_expression(flat).as_deref(),
+            Some("(Apache-2.0 OR MIT) AND GPL-3.0-or-later AND ISC")
+        );
         let with = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: GPL-2+ with OpenSSL exception\n";
         assert_eq!(
             dep5_expression(with).as_deref(),
@@ -425,9 +486,11 @@ License: Expat
             dep5_expression("Format: https://example.com/other\n\nFiles: *\nLicense: MIT\n"),
             None
         );
-        // A paragraph of Files without a License, or a garbled line: nothing declared.
+        // A garbled line: nothing declared (the expression cannot be read).
         let bad = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\nFiles: *\nLicense: GPL-2+ or\n";
         assert_eq!(dep5_expression(bad), None);
+        let draft = "Format: http://dep.debian.net/deps/dep5\n\nFiles: *\nLicense: MIT\n";
+        assert_eq!(dep5_expression(draft).as_deref(), Some("MIT"));
     }
 
     #[test]
@@ -446,6 +509,8 @@ License: Expat
             ("public-domain", "LicenseRef-public-domain"),
             ("permissive/other", "LicenseRef-permissive-other"),
             ("Apache-2.0+", "Apache-2.0+"),
+            ("GFDL-NIV-1.3+", "GFDL-1.3-no-invariants-or-later"),
+            ("BSD-4-clause-UC", "BSD-4-Clause-UC"),
         ] {
             assert_eq!(debian_to_spdx(deb), spdx, "{deb}");
         }

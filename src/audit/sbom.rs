@@ -732,6 +732,46 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn sbom_declared_licences_in_both_formats() {
+        let (s, lock) = sample();
+        let mut inp = inputs(&lock);
+        inp.licenses.0.insert(
+            Digest::of(b"deb"),
+            "GPL-3.0-or-later AND LicenseRef-GCC-exception".into(),
+        );
+        inp.licenses
+            .0
+            .insert(Digest::of(b"whl"), "BSD-3-Clause".into());
+        let doc: Value = serde_json::from_slice(&spdx(&s, &inp).unwrap()).unwrap();
+        let pkgs = doc["packages"].as_array().unwrap();
+        let pkg = |n: &str| pkgs.iter().find(|p| p["name"] == n).unwrap();
+        assert_eq!(
+            pkg("libstdc++6")["licenseDeclared"],
+            "GPL-3.0-or-later AND LicenseRef-GCC-exception"
+        );
+        assert_eq!(pkg("libstdc++6")["licenseConcluded"], "NOASSERTION");
+        assert_eq!(pkg("numpy")["licenseDeclared"], "BSD-3-Clause");
+        assert_eq!(pkg("cpython-3.12.tar.gz")["licenseDeclared"], "NOASSERTION");
+        let ex = doc["hasExtractedLicensingInfos"].as_array().unwrap();
+        assert_eq!(ex.len(), 1);
+        assert_eq!(ex[0]["licenseId"], "LicenseRef-GCC-exception");
+        let cdx: Value = serde_json::from_slice(&cyclonedx(&s, &inp).unwrap()).unwrap();
+        let comps = cdx["components"].as_array().unwrap();
+        let comp = |n: &str| comps.iter().find(|c| c["name"] == n).unwrap();
+        assert_eq!(
+            comp("libstdc++6")["licenses"],
+            json!([{"expression": "GPL-3.0-or-later AND LicenseRef-GCC-exception"}])
+        );
+        assert_eq!(
+            comp("numpy")["licenses"],
+            json!([{"license": {"id": "BSD-3-Clause"}}])
+        );
+        // Nothing declared: no hasExtractedLicensingInfos, no licenses.
+        let plain: Value = serde_json::from_slice(&spdx(&s, &inputs(&lock)).unwrap()).unwrap();
+        assert!(plain.get("hasExtractedLicensingInfos").is_none());
+    }
+
+    #[test]
     fn sbom_spdx_download_locations() {
         for ok in [
             "https://deb.debian.org/debian/pool/x.deb",

@@ -281,4 +281,41 @@ mod tests {
             assert!(entry_points(bad, "w").is_err(), "{bad}");
         }
     }
+
+    #[test]
+    fn metadata_read_from_the_one_dist_info() {
+        use std::io::Write as _;
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, members: &[(&str, &str)]| {
+            let path = dir.path().join(name);
+            let mut zw = zip::ZipWriter::new(fs_err::File::create(&path).unwrap());
+            for (n, c) in members {
+                zw.start_file(*n, zip::write::SimpleFileOptions::default())
+                    .unwrap();
+                zw.write_all(c.as_bytes()).unwrap();
+            }
+            zw.finish().unwrap();
+            path
+        };
+        let p = write(
+            "a.whl",
+            &[
+                ("a/__init__.py", ""),
+                (
+                    "a-1.0.dist-info/METADATA",
+                    "Name: a\nLicense-Expression: MIT\n",
+                ),
+                ("a/x.dist-info/METADATA", "not the root one"),
+            ],
+        );
+        assert_eq!(
+            read_metadata(&p, "a.whl").unwrap().as_deref(),
+            Some("Name: a\nLicense-Expression: MIT\n")
+        );
+        let none = write("b.whl", &[("b/__init__.py", "")]);
+        assert_eq!(read_metadata(&none, "b.whl").unwrap(), None);
+        let junk = dir.path().join("c.whl");
+        fs_err::write(&junk, b"not a zip").unwrap();
+        assert!(read_metadata(&junk, "c.whl").is_err());
+    }
 }
