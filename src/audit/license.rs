@@ -74,18 +74,25 @@ pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
                     continue;
                 }
                 let path = store.blob_path(&sha256);
-                let expr = if is_deb {
-                    crate::apt::copyright::read(&path, name)
-                        .ok()
-                        .flatten()
-                        .and_then(|t| dep5_expression(&t))
+                let text = if is_deb {
+                    crate::apt::copyright::read(&path, name).map_err(|e| e.to_string())
                 } else {
-                    crate::python::dist_info::read_metadata(&path, name)
-                        .ok()
-                        .flatten()
-                        .and_then(|t| metadata_expression(&t))
+                    crate::python::dist_info::read_metadata(&path, name).map_err(|e| e.to_string())
                 };
-                let expr = expr.unwrap_or_default();
+                // An archive that cannot be read declares nothing, and is not cached (a
+                // read error may pass).
+                let Ok(text) = text else {
+                    continue;
+                };
+                let expr = text
+                    .and_then(|t| {
+                        if is_deb {
+                            dep5_expression(&t)
+                        } else {
+                            metadata_expression(&t)
+                        }
+                    })
+                    .unwrap_or_default();
                 store.put_meta(&key, expr.as_bytes())?;
                 expr
             }
