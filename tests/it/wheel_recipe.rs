@@ -53,7 +53,7 @@ pub(crate) fn wheels(dir: &Path) -> Wheels {
             ),
             (
                 "click-8.1.7.dist-info/METADATA",
-                b"Name: click\nVersion: 8.1.7\n",
+                b"Name: click\nVersion: 8.1.7\nLicense-Expression: BSD-3-Clause\n",
                 0o644,
             ),
         ],
@@ -89,7 +89,7 @@ fn fastlib_wheel(dir: &Path, tag: &str, body: &str) -> WheelInput {
             ("fastlib/_core.so", &core_so(), 0o755),
             (
                 "fastlib-1.0.dist-info/METADATA",
-                b"Name: fastlib\nVersion: 1.0\n",
+                b"Name: fastlib\nVersion: 1.0\nLicense: free text\nClassifier: License :: OSI Approved :: MIT License\n",
                 0o644,
             ),
         ],
@@ -190,6 +190,27 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
         "{lock}"
     );
     assert_eq!(lock.matches("[[wheel]]").count(), 2);
+
+    // The SBOM declares each wheel's licence from its METADATA in the store: PEP 639's
+    // License-Expression (click), an OSI classifier (fastlib; its free-text License is not one).
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", t.path().join("cache1"))
+            .args(["sbom", "--format", "cyclonedx", "--image"])
+            .arg(format!("oci:{}", out.display()))
+            .arg(&r),
+    );
+    let cdx: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let comps = cdx["components"].as_array().unwrap();
+    let licence = |n: &str| comps.iter().find(|c| c["name"] == n).unwrap()["licenses"].clone();
+    assert_eq!(
+        licence("click"),
+        serde_json::json!([{"license": {"id": "BSD-3-Clause"}}])
+    );
+    assert_eq!(
+        licence("fastlib"),
+        serde_json::json!([{"license": {"id": "MIT"}}])
+    );
 
     let (_, blob) = layer(&out, &v, "wheels-click-and-1-more");
     let listing = tar_listing(&blob);
