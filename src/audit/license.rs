@@ -32,11 +32,6 @@ impl Licenses {
     pub fn get(&self, sha256: &Digest) -> Option<&str> {
         self.0.get(sha256).map(String::as_str)
     }
-
-    /// Every `LicenseRef-…` the expressions use, sorted.
-    pub fn refs(&self) -> BTreeSet<String> {
-        self.0.values().flat_map(|e| refs_of(e)).collect()
-    }
 }
 
 /// The `LicenseRef-…` identifiers of an expression.
@@ -116,6 +111,14 @@ pub fn spdx_extracted(license_ref: &str) -> serde_json::Value {
              name `{name}`, which has no SPDX identifier; its text is in the package."
         ),
     })
+}
+
+/// The SPDX `hasExtractedLicensingInfos` of the `LicenseRef-…`s these expressions use, sorted;
+/// None when they use none.
+pub fn spdx_extracted_infos<'a>(exprs: impl Iterator<Item = &'a str>) -> Option<serde_json::Value> {
+    let refs: BTreeSet<String> = exprs.flat_map(refs_of).collect();
+    (!refs.is_empty())
+        .then(|| serde_json::json!(refs.iter().map(|r| spdx_extracted(r)).collect::<Vec<_>>()))
 }
 
 /// The CycloneDX `licenses` of an expression: one listed SPDX identifier as `license.id`,
