@@ -42,6 +42,17 @@ pub fn refs_of(expr: &str) -> Vec<String> {
         .collect()
 }
 
+/// The store's meta key of the declared licence of the archive `sha256`.
+fn meta_key(sha256: &Digest) -> Digest {
+    Digest::of(format!("ocibuild licence v{VERSION} {sha256}").as_bytes())
+}
+
+/// Whether the declared licence of the archive `sha256` was read before (cached in the
+/// store's meta): then the archive itself is not needed.
+pub fn is_known(store: &Store, sha256: &Digest) -> bool {
+    matches!(store.meta(&meta_key(sha256)), Ok(Some(_)))
+}
+
 /// The declared licences of the lock's .debs and wheels found in `store` (cached in its meta).
 pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
     let mut out = BTreeMap::new();
@@ -59,7 +70,7 @@ pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
             .map(|w| (w.sha256, w.filename.as_str(), false)),
     );
     for (sha256, name, is_deb) in inputs {
-        let key = Digest::of(format!("ocibuild licence v{VERSION} {sha256}").as_bytes());
+        let key = meta_key(&sha256);
         let found = match store.meta(&key)? {
             Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             None => {

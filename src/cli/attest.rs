@@ -157,8 +157,18 @@ fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
 
 pub fn run_sbom(cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
     let (subject, inputs) = open(&args.doc)?;
-    // The declared licences: from the .debs and wheels in the store (read once, then cached).
-    let inputs = inputs.with_licenses(&cli.store()?)?;
+    // The declared licences: from the lock's .debs and wheels, fetched (verified) into the
+    // store when it lacks them, so that the document does not depend on the store's contents;
+    // read once, then cached.
+    let store = cli.store()?;
+    if let Some(lock) = &inputs.lock {
+        let recipe = args.doc.recipe_args.load(&args.doc.recipe)?;
+        let fetcher = crate::session::fetcher(&recipe, false)?;
+        let needed = |d: &crate::digest::Digest| !crate::audit::license::is_known(&store, d);
+        crate::vendor::fetch_packages(lock, &store, &fetcher, &needed)
+            .context("fetching the lock's packages (the SBOM reads their licences)")?;
+    }
+    let inputs = inputs.with_licenses(&store)?;
     let format = match args.format {
         SbomFormat::Spdx => sbom::Format::Spdx,
         SbomFormat::Cyclonedx => sbom::Format::CycloneDx,

@@ -226,6 +226,30 @@ pub fn fetch_input(
     }
 }
 
+/// The lock's .debs and wheels that `store` lacks, fetched into it (each verified against its
+/// sha256): what the SBOM reads their declared licences from, so that it does not depend on
+/// what a store happens to hold; `needed` says which (by sha256) are. The number fetched.
+pub fn fetch_packages(
+    lock: &Lock,
+    store: &Store,
+    fetcher: &dyn Fetcher,
+    needed: &dyn Fn(&Digest) -> bool,
+) -> Result<usize, VendorError> {
+    let mut fetched = 0;
+    for input in inputs(lock, None) {
+        let (url, sha256) = match &input {
+            Input::Deb(d) => (deb_url(d), d.sha256),
+            Input::Wheel(w) => (w.url.clone(), w.sha256),
+            Input::Base(_) | Input::Archive { .. } => continue,
+        };
+        if !store.has_blob(&sha256) && needed(&sha256) {
+            fetch_url(fetcher, store, &url, &sha256, &input.describe())?;
+            fetched += 1;
+        }
+    }
+    Ok(fetched)
+}
+
 /// Copy every input of `inputs` into `dir` (fetching into `store` first what it lacks) and
 /// add them to its index; the caller saves the index ([`VendorDir::save`]).
 pub fn vendor(

@@ -518,7 +518,9 @@ fn hash_file(path: &Path) -> Result<(Digest, u64), VendorError> {
 mod inputs;
 mod stage;
 
-pub use self::inputs::{check, fetch_input, inputs, merge, vendor, CheckReport, Input, Online};
+pub use self::inputs::{
+    check, fetch_input, fetch_packages, inputs, merge, vendor, CheckReport, Input, Online,
+};
 pub use self::stage::{stage, Staged};
 
 #[cfg(test)]
