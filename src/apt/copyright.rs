@@ -4,7 +4,7 @@
 use std::io::{BufReader, Read, Seek, SeekFrom};
 use std::path::Path;
 
-use super::deb::{ar_members, io_err};
+use super::deb::{ar_members, io_err, member_files};
 use super::release::decoder;
 use super::AptError;
 
@@ -12,6 +12,8 @@ use super::AptError;
 const MAX_DATA: u64 = 4 << 30;
 /// The most bytes of the copyright file read.
 const MAX_COPYRIGHT: u64 = 1 << 20;
+/// The most bytes of the decompressed control tar read for its `control` file.
+const MAX_CONTROL: u64 = 16 << 20;
 
 /// The text of `package`'s `usr/share/doc/PACKAGE/copyright` in the .deb at `path`; None when
 /// it has none as a regular file (a symlink to another package's is not followed).
@@ -52,4 +54,19 @@ pub fn read(path: &Path, package: &str) -> Result<Option<String>, AptError> {
         return Ok(Some(String::from_utf8_lossy(&bytes).into_owned()));
     }
     Ok(None)
+}
+
+/// The text of the `control` file in the .deb at `path` (its control.tar member): what the
+/// SBOMs' suppliers come from (`Maintainer:`).
+pub fn control(path: &Path, package: &str) -> Result<Option<String>, AptError> {
+    let mut f = fs_err::File::open(path).map_err(io_err(path))?;
+    let members = ar_members(&mut f, package)?;
+    let Some(m) = members.iter().find(|m| m.name.starts_with("control.tar")) else {
+        return Ok(None);
+    };
+    let files = member_files(&mut f, m, package, MAX_CONTROL, &|n| n == "control")?;
+    Ok(files
+        .into_iter()
+        .next()
+        .map(|(_, bytes)| String::from_utf8_lossy(&bytes).into_owned()))
 }

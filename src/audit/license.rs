@@ -1,5 +1,6 @@
-//! Declared licences of the locked inputs, for the SBOMs, read from files ocibuild already has
-//! in its store (never from the network):
+//! Declared licences (and suppliers, [`super::supplier`]) of the locked inputs, for the SBOMs,
+//! read from the archives in the store (this module never fetches; `ocibuild sbom` fetches
+//! what the store lacks first):
 //!
 //! - a .deb: its `usr/share/doc/PKG/copyright`, when it is machine-readable (DEP-5): the
 //!   `License:` of its `Files:` paragraphs, Debian's short names mapped to SPDX identifiers;
@@ -18,19 +19,64 @@ use crate::lock::Lock;
 use crate::store::{Store, StoreError};
 
 /// Bump when what is read or how it is mapped changes (part of the cache key).
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 3;
 
 /// The DEP-5 `Format:` URL (without scheme and trailing slash).
 const DEP5_FORMAT: &str = "www.debian.org/doc/packaging-manuals/copyright-format/1.0";
 
-/// The declared licence (an SPDX expression) of each input that declares one, by sha256.
+/// What the inputs' own files declare, by sha256: the licence (an SPDX expression) and the
+/// supplier ([`super::supplier`], SPDX form) of each input that declares one.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Licenses(pub BTreeMap<Digest, String>);
+pub struct Licenses {
+    pub declared: BTreeMap<Digest, String>,
+    pub suppliers: BTreeMap<Digest, String>,
+}
 
 impl Licenses {
     /// The declared licence of the input with `sha256`, if any.
     pub fn get(&self, sha256: &Digest) -> Option<&str> {
-        self.0.get(sha256).map(String::as_str)
+        self.declared.get(sha256).map(String::as_str)
+    }
+
+    /// The supplier the input with `sha256` names, if any.
+    pub fn supplier(&self, sha256: &Digest) -> Option<&str> {
+        self.suppliers.get(sha256).map(String::as_str)
+    }
+}
+
+/// One input's facts as the store's meta keeps them.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Facts {
+    license: String,
+    supplier: String,
+}
+
+/// The facts of the .deb or wheel at `path`; an error when the archive cannot be read.
+fn read_facts(path: &std::path::Path, name: &str, is_deb: bool) -> Result<Facts, String> {
+    if is_deb {
+        let copyright = crate::apt::copyright::read(path, name).map_err(|e| e.to_string())?;
+        let control = crate::apt::copyright::control(path, name).map_err(|e| e.to_string())?;
+        Ok(Facts {
+            license: copyright
+                .and_then(|t| dep5_expression(&t))
+                .unwrap_or_default(),
+            supplier: control
+                .and_then(|c| super::supplier::of_control(&c))
+                .unwrap_or_default(),
+        })
+    } else {
+        let meta =
+            crate::python::dist_info::read_metadata(path, name).map_err(|e| e.to_string())?;
+        Ok(Facts {
+            license: meta
+                .as_deref()
+                .and_then(metadata_expression)
+                .unwrap_or_default(),
+            supplier: meta
+                .as_deref()
+                .and_then(super::supplier::of_metadata)
+                .unwrap_or_default(),
+        })
     }
 }
 
@@ -55,7 +101,7 @@ pub fn is_known(store: &Store, sha256: &Digest) -> bool {
 
 /// The declared licences of the lock's .debs and wheels found in `store` (cached in its meta).
 pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
-    let mut out = BTreeMap::new();
+    let mut out = Licenses::default();
     let mut inputs: Vec<(Digest, &str, bool)> = Vec::new();
     if let Some(apt) = &lock.apt {
         inputs.extend(
@@ -71,43 +117,33 @@ pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
     );
     for (sha256, name, is_deb) in inputs {
         let key = meta_key(&sha256);
-        let found = match store.meta(&key)? {
-            Some(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        let facts = match store.meta(&key)? {
+            Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
             None => {
                 // Not in the store (a pruned store, another machine): nothing declared, and
                 // nothing cached (the absence is not a fact about the file).
                 if !store.has_blob(&sha256) {
                     continue;
                 }
-                let path = store.blob_path(&sha256);
-                let text = if is_deb {
-                    crate::apt::copyright::read(&path, name).map_err(|e| e.to_string())
-                } else {
-                    crate::python::dist_info::read_metadata(&path, name).map_err(|e| e.to_string())
-                };
                 // An archive that cannot be read declares nothing, and is not cached (a
                 // read error may pass).
-                let Ok(text) = text else {
+                let Ok(facts) = read_facts(&store.blob_path(&sha256), name, is_deb) else {
                     continue;
                 };
-                let expr = text
-                    .and_then(|t| {
-                        if is_deb {
-                            dep5_expression(&t)
-                        } else {
-                            metadata_expression(&t)
-                        }
-                    })
-                    .unwrap_or_default();
-                store.put_meta(&key, expr.as_bytes())?;
-                expr
+                if let Ok(bytes) = serde_json::to_vec(&facts) {
+                    store.put_meta(&key, &bytes)?;
+                }
+                facts
             }
         };
-        if !found.is_empty() {
-            out.insert(sha256, found);
+        if !facts.license.is_empty() {
+            out.declared.insert(sha256, facts.license);
+        }
+        if !facts.supplier.is_empty() {
+            out.suppliers.insert(sha256, facts.supplier);
         }
     }
-    Ok(Licenses(out))
+    Ok(out)
 }
 
 /// The SPDX 2.3 `hasExtractedLicensingInfos` entry of a `LicenseRef-…` (its text is the
@@ -428,7 +464,7 @@ fn plausible_expression(e: &str) -> bool {
 }
 
 /// The declared licence of a wheel's METADATA: `License-Expression`, else its OSI licence
-/// classifiers (AND, sorted); None otherwise (the free-text `License:` is not an expression).
+/// classifiers (AND, sorted), else a `License:` that is one known licence name; None otherwise.
 pub fn metadata_expression(text: &str) -> Option<String> {
     // The headers end at the first empty line (the description follows).
     let headers = text.split("\n\n").next().unwrap_or("");
@@ -446,7 +482,14 @@ pub fn metadata_expression(text: &str) -> Option<String> {
         .filter_map(|l| field(l, "Classifier"))
         .filter_map(|c| classifier_to_spdx(&c).map(str::to_string))
         .collect();
-    combine(ids)
+    combine(ids).or_else(|| {
+        // The free-text `License:`, only when it is itself an SPDX identifier (`MIT`,
+        // `Apache-2.0`, `BSD-3-Clause`): anything else (`BSD`, `GPL`, a sentence, the whole
+        // licence text) is not guessed at.
+        let v = headers.lines().find_map(|l| field(l, "License"))?;
+        let id = debian_to_spdx(&v);
+        (!id.starts_with("LicenseRef-") && id.eq_ignore_ascii_case(&v)).then_some(id)
+    })
 }
 
 #[cfg(test)]
@@ -561,5 +604,21 @@ License: Expat
             metadata_expression("License-Expression: MIT; rm -rf\n"),
             None
         );
+        // charset-normalizer 3.4's METADATA: `License: MIT`, no classifier.
+        assert_eq!(
+            metadata_expression("Name: x\nLicense: MIT\nLicense-File: LICENSE\n").as_deref(),
+            Some("MIT")
+        );
+        assert_eq!(
+            metadata_expression("Name: x\nLicense: Apache-2.0\n").as_deref(),
+            Some("Apache-2.0")
+        );
+        for text in [
+            "License: GPL\n",
+            "License: MIT License\n",
+            "License: UNKNOWN\n",
+        ] {
+            assert_eq!(metadata_expression(text), None, "{text}");
+        }
     }
 }

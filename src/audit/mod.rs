@@ -23,6 +23,7 @@ pub mod provenance;
 pub mod render;
 pub mod sbom;
 pub mod source;
+pub mod supplier;
 pub mod tarmeta;
 pub mod verify;
 

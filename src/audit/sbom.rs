@@ -94,6 +94,8 @@ struct Item {
     layers: Vec<Layer>,
     /// Its declared licence (an SPDX expression), if its files say one.
     license: Option<String>,
+    /// Its supplier (SPDX form: `Person: …` / `Organization: …`), if its files name one.
+    supplier: Option<String>,
 }
 
 fn layers_of(subject: &Subject, inputs: &Inputs<'_>) -> Vec<Layer> {
@@ -145,6 +147,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             sha256: b.manifest_digest,
             layers: layers.iter().filter(|l| l.base).cloned().collect(),
             license: None,
+            supplier: None,
         });
     }
     if let Some(apt) = &lock.apt {
@@ -175,6 +178,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
                 sha256: p.sha256,
                 layers: in_layer.clone(),
                 license: inputs.licenses.get(&p.sha256).map(str::to_string),
+                supplier: inputs.licenses.supplier(&p.sha256).map(str::to_string),
             });
         }
     }
@@ -190,6 +194,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             sha256: py.sha256,
             layers: named(PYTHON_LAYER),
             license: None,
+            supplier: None,
         });
     }
     // The wheel layers' grouping is a pure function of the locked wheels (names and sizes) and
@@ -237,6 +242,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             sha256: w.sha256,
             layers: wheel_layer[wi].clone(),
             license: inputs.licenses.get(&w.sha256).map(str::to_string),
+            supplier: inputs.licenses.supplier(&w.sha256).map(str::to_string),
         });
     }
     out
@@ -327,6 +333,27 @@ fn image_purl(subject: &Subject) -> String {
     )
 }
 
+/// The image's supplier: its `org.opencontainers.image.vendor` annotation ("the distributing
+/// entity", set with `[config] annotations`), as an SPDX organization; None without one.
+fn image_supplier(subject: &Subject) -> Option<String> {
+    let v = subject
+        .manifest
+        .annotations
+        .get("org.opencontainers.image.vendor")?;
+    let v: String = v
+        .chars()
+        .filter(|c| !c.is_control() && !matches!(c, '(' | ')'))
+        .collect();
+    let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
+    (!v.is_empty()).then(|| format!("Organization: {v}"))
+}
+
+/// The name in an SPDX supplier (`Person: NAME (EMAIL)`), for CycloneDX's `supplier.name`.
+fn cyclonedx_supplier(spdx: &str) -> Option<&str> {
+    let (_, rest) = spdx.split_once(": ")?;
+    Some(rest.split(" (").next().unwrap_or(rest))
+}
+
 fn tool() -> String {
     format!("ocibuild-{TOOL_VERSION}")
 }
@@ -350,11 +377,13 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
     let items = items(inputs, &layers);
     let digest = subject.digest();
     let purl_ref = |p: &str| json!([{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": p}]);
+    let vendor = image_supplier(subject);
     let mut packages = vec![json!({
         "SPDXID": "SPDXRef-Image",
         "name": subject.name,
         "versionInfo": subject.tag,
         "downloadLocation": "NOASSERTION",
+        "supplier": vendor.as_deref().unwrap_or("NOASSERTION"),
         "filesAnalyzed": false,
         "licenseConcluded": "NOASSERTION",
         "licenseDeclared": "NOASSERTION",
@@ -375,6 +404,8 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             "name": format!("{}: {}", subject.name, l.label()),
             "versionInfo": l.digest.to_string(),
             "downloadLocation": "NOASSERTION",
+            // Ours: the image's supplier; the base's: not known.
+            "supplier": if l.base { None } else { vendor.as_deref() }.unwrap_or("NOASSERTION"),
             "filesAnalyzed": false,
             "licenseConcluded": "NOASSERTION",
             "licenseDeclared": "NOASSERTION",
@@ -390,6 +421,7 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             "SPDXID": it.spdx_id,
             "name": it.name,
             "downloadLocation": it.url.as_deref().map(spdx_download_location).unwrap_or_else(|| "NOASSERTION".into()),
+            "supplier": it.supplier.as_deref().unwrap_or("NOASSERTION"),
             "filesAnalyzed": false,
             // Declared (what the package's files say), never concluded.
             "licenseConcluded": "NOASSERTION",
@@ -538,6 +570,9 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         }
         if let Some(l) = &it.license {
             c["licenses"] = license::cyclonedx(l);
+        }
+        if let Some(name) = it.supplier.as_deref().and_then(cyclonedx_supplier) {
+            c["supplier"] = json!({"name": name});
         }
         let mut props = layer_props(&it.layers);
         props.push(json!({"name": "ocibuild:input", "value": match it.kind {
@@ -734,12 +769,12 @@ pub(crate) mod tests {
     fn sbom_declared_licences_in_both_formats() {
         let (s, lock) = sample();
         let mut inp = inputs(&lock);
-        inp.licenses.0.insert(
+        inp.licenses.declared.insert(
             Digest::of(b"deb"),
             "GPL-3.0-or-later AND LicenseRef-GCC-exception".into(),
         );
         inp.licenses
-            .0
+            .declared
             .insert(Digest::of(b"whl"), "BSD-3-Clause".into());
         let doc: Value = serde_json::from_slice(&spdx(&s, &inp).unwrap()).unwrap();
         let pkgs = doc["packages"].as_array().unwrap();

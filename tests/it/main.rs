@@ -46,6 +46,7 @@ mod layer_contract;
 mod merged_usr;
 mod online_debian;
 mod online_platforms;
+mod online_sbom_peers;
 mod online_steps;
 mod online_wheels;
 mod paths;

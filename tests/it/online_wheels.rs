@@ -266,7 +266,7 @@ fn build_json(recipe: &Path, cache: &Path, out: &Path) -> serde_json::Value {
 
 /// `uv pip compile` of `requirements` into `dir/pylock.toml`, for the release's CPython on its
 /// glibc.
-fn uv_lock(uv: &Path, dir: &Path, requirements: &str, rel: &Release) {
+pub(crate) fn uv_lock(uv: &Path, dir: &Path, requirements: &str, rel: &Release) {
     fs::write(dir.join("req.in"), requirements).unwrap();
     run_ok(
         Command::new(uv)
