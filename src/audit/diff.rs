@@ -20,7 +20,7 @@ use crate::digest::Digest;
 use crate::image::annotations;
 
 /// Version of the JSON report's schema (docs/commands.md § diff and verify documents it).
-pub const SCHEMA: &str = "ocibuild-diff/1";
+pub const SCHEMA: &str = "ocibuild-diff/2";
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DiffOptions {
@@ -98,7 +98,14 @@ pub struct FileDiff {
     /// For changed paths: what differs.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub attributes: Vec<AttrDiff>,
+    /// For a changed small text file (both sides UTF-8, no NUL, at most [`TEXT_DIFF_MAX`]
+    /// bytes): its contents as a unified diff (3 lines of context).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
 }
+
+/// The largest file (either side) whose change is shown as a unified diff.
+pub const TEXT_DIFF_MAX: u64 = 64 * 1024;
 
 /// The comparison of the layers at one position.
 #[derive(Clone, Debug, Serialize)]
@@ -311,7 +318,7 @@ fn keyed(
 
 /// The config fields that differ: top-level fields by name (`architecture`, `created`, …), the
 /// runtime config's (`Env[NAME]`, `Labels[KEY]`, `Entrypoint`, `Cmd`, `WorkingDir`, `User`,
-/// `ExposedPorts`, …), `rootfs.diff_ids` and `history[N]`.
+/// `ExposedPorts`, …), `rootfs.diff_ids[N]` and `history[N]`.
 pub fn config_diff(a: &Value, b: &Value, semantic: bool) -> Vec<FieldDiff> {
     let mut out = Vec::new();
     let top = |v: &Value| object_map(Some(v));
@@ -350,16 +357,22 @@ pub fn config_diff(a: &Value, b: &Value, semantic: bool) -> Vec<FieldDiff> {
         }
     }
     if !semantic {
-        push_field(
-            &mut out,
-            "rootfs.diff_ids",
-            a.pointer("/rootfs/diff_ids")
+        // Index by index: a new top layer is one line, not two whole arrays.
+        let ids = |v: &Value| -> Vec<Value> {
+            v.pointer("/rootfs/diff_ids")
+                .and_then(Value::as_array)
                 .cloned()
-                .unwrap_or(Value::Null),
-            b.pointer("/rootfs/diff_ids")
-                .cloned()
-                .unwrap_or(Value::Null),
-        );
+                .unwrap_or_default()
+        };
+        let (ia, ib) = (ids(a), ids(b));
+        for i in 0..ia.len().max(ib.len()) {
+            push_field(
+                &mut out,
+                format!("rootfs.diff_ids[{i}]"),
+                ia.get(i).cloned().unwrap_or(Value::Null),
+                ib.get(i).cloned().unwrap_or(Value::Null),
+            );
+        }
     }
     let history = |v: &Value| -> Vec<Value> {
         let mut h: Vec<Value> = v
@@ -464,6 +477,7 @@ fn layer_diff(
         d.order = tarmeta::first_out_of_order(&ia, &ib);
     }
     d.files = file_diffs(&ia, &ib, semantic);
+    text_diffs(a, b, i, &ia, &ib, &mut d.files)?;
     let counted = !d.files.is_empty()
         || d.order.is_some()
         || d.fields
@@ -495,6 +509,61 @@ fn read_pair(
     })
 }
 
+/// The changed small regular files of layer `i` (both sides at most [`TEXT_DIFF_MAX`]
+/// bytes, other contents): their contents read from both layers (a second read, only when
+/// there are some) and, where both are text, a unified diff in `files`.
+fn text_diffs(
+    a: &Image<'_>,
+    b: &Image<'_>,
+    i: usize,
+    ia: &LayerIndex,
+    ib: &LayerIndex,
+    files: &mut [FileDiff],
+) -> Result<(), AuditError> {
+    let small = |m: &FileMeta| m.kind == "file" && m.size <= TEXT_DIFF_MAX;
+    let wanted: BTreeSet<String> = files
+        .iter()
+        .filter(|f| f.change == Change::Changed)
+        .filter(|f| match (ia.files.get(&f.path), ib.files.get(&f.path)) {
+            (Some(x), Some(y)) => small(x) && small(y) && x.content != y.content,
+            _ => false,
+        })
+        .map(|f| f.path.clone())
+        .collect();
+    if wanted.is_empty() {
+        return Ok(());
+    }
+    let read = |img: &Image<'_>| -> Result<BTreeMap<String, Vec<u8>>, AuditError> {
+        let r = img.open_layer(i)?;
+        tarmeta::read_contents(r, &wanted, TEXT_DIFF_MAX).map_err(|e| layer_error(img, i, e))
+    };
+    let (ca, cb) = std::thread::scope(|s| {
+        let hb = s.spawn(|| read(b));
+        let ca = read(a);
+        let cb = hb.join().unwrap_or_else(|p| std::panic::resume_unwind(p));
+        (ca, cb)
+    });
+    let (ca, cb) = (ca?, cb?);
+    let text = |v: Option<&Vec<u8>>| -> Option<String> {
+        let v = v?;
+        (!v.contains(&0))
+            .then(|| String::from_utf8(v.clone()).ok())
+            .flatten()
+    };
+    for f in files.iter_mut().filter(|f| wanted.contains(&f.path)) {
+        if let (Some(x), Some(y)) = (text(ca.get(&f.path)), text(cb.get(&f.path))) {
+            let diff = similar::TextDiff::from_lines(&x, &y);
+            let unified = diff
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{}", f.path), &format!("b/{}", f.path))
+                .to_string();
+            f.text = Some(unified);
+        }
+    }
+    Ok(())
+}
+
 /// Added, removed and changed paths, in path order.
 pub fn file_diffs(a: &LayerIndex, b: &LayerIndex, semantic: bool) -> Vec<FileDiff> {
     let paths: BTreeSet<&String> = a.files.keys().chain(b.files.keys()).collect();
@@ -509,6 +578,7 @@ pub fn file_diffs(a: &LayerIndex, b: &LayerIndex, semantic: bool) -> Vec<FileDif
                         change: Change::Changed,
                         entry: None,
                         attributes,
+                        text: None,
                     });
                 }
             }
@@ -517,12 +587,14 @@ pub fn file_diffs(a: &LayerIndex, b: &LayerIndex, semantic: bool) -> Vec<FileDif
                 change: Change::Removed,
                 entry: Some(x.clone()),
                 attributes: Vec::new(),
+                text: None,
             }),
             (None, Some(y)) => out.push(FileDiff {
                 path: p.clone(),
                 change: Change::Added,
                 entry: Some(y.clone()),
                 attributes: Vec::new(),
+                text: None,
             }),
             (None, None) => {}
         }

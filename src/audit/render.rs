@@ -51,6 +51,19 @@ fn entry(m: &FileMeta) -> String {
     }
 }
 
+/// `line` with its control characters (a tab aside) as `\u{..}` escapes.
+fn visible(line: &str) -> String {
+    line.chars()
+        .map(|c| {
+            if c.is_control() && c != '\t' {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 fn layer_label(l: &LayerDiff) -> String {
     match &l.name {
         Some(n) => format!("layer {} ({n})", l.index),
@@ -125,6 +138,11 @@ fn layer(out: &mut String, l: &LayerDiff) {
                     .join(", ")
             ),
         };
+        // A small text file's change, as a unified diff, indented under its line.
+        // Control characters shown escaped: an image's file cannot drive the terminal.
+        for line in f.text.iter().flat_map(|t| t.lines()) {
+            let _ = writeln!(out, "    {}", visible(line));
+        }
     }
 }
 
@@ -221,4 +239,19 @@ pub fn verify_text(r: &VerifyReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn render_text_diff_lines_escape_control_characters() {
+        // A file in an image that tries to recolour or clear the terminal.
+        assert_eq!(
+            visible("+x\u{1b}[2J\u{7}\tend\r"),
+            "+x\\u{1b}[2J\\u{7}\tend\\u{d}"
+        );
+        assert_eq!(visible("-plain café"), "-plain café");
+    }
 }

@@ -225,6 +225,32 @@ pub fn index_layer(reader: impl Read) -> io::Result<LayerIndex> {
     Ok(index)
 }
 
+/// The contents of the regular files at `wanted` (normalized paths) in a layer tar, each read
+/// up to `max` bytes; the last entry of a path wins, as in `index_layer`.
+pub fn read_contents(
+    reader: impl Read,
+    wanted: &std::collections::BTreeSet<String>,
+    max: u64,
+) -> io::Result<BTreeMap<String, Vec<u8>>> {
+    let mut archive = crate::tarbound::archive(reader);
+    let mut out = BTreeMap::new();
+    for entry in archive.entries()? {
+        let entry = entry?;
+        let t = entry.header().entry_type();
+        if !(t.is_file() || matches!(t, tar::EntryType::Continuous)) {
+            continue;
+        }
+        let path = normalize_path(&lossy(&entry.path_bytes()));
+        if !wanted.contains(&path) {
+            continue;
+        }
+        let mut bytes = Vec::new();
+        entry.take(max).read_to_end(&mut bytes)?;
+        out.insert(path, bytes);
+    }
+    Ok(out)
+}
+
 /// One attribute that differs between two entries of the same path. Values are strings:
 /// digests in full, modes as four octal digits, sizes in bytes, owners as `UID:GID` with
 /// ` (UNAME:GNAME)` when names are recorded, maps as `{k=v, …}`.

@@ -39,7 +39,7 @@ pub struct DiffArgs {
     /// images differing only in those are reported `equivalent` (exit 0).
     #[arg(long)]
     pub semantic: bool,
-    /// Print the report as JSON (schema `ocibuild-diff/1`, see docs/commands.md).
+    /// Print the report as JSON (schema `ocibuild-diff/2`, see docs/commands.md).
     #[arg(long)]
     pub json: bool,
     /// The platform to pick from an image index: os/arch[/variant]. Default: when both images

@@ -165,10 +165,7 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
         + &recipe_note(&recipe_text("gzip", "hello"), &recipe_text("gzip", "hi"))
         + &format!("config digest: {} → {}\n", a.config, b.config)
         + "config Env[GREETING]: hello → hi\n"
-        + &format!(
-            "config rootfs.diff_ids: [\"{}\"] → [\"{}\"]\n",
-            a.diff_id, b.diff_id
-        )
+        + &format!("config rootfs.diff_ids[0]: {} → {}\n", a.diff_id, b.diff_id)
         + &format!(
             "layer 1 (app): differs: digest {} → {}, diffId {} → {}\n",
             a.layer, b.layer, a.diff_id, b.diff_id
@@ -179,6 +176,12 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
             short("print(1)\n"),
             short("print(2)\n")
         )
+        // A small text file's change: its unified diff, indented.
+        + "    --- a/srv/app/main.py\n"
+        + "    +++ b/srv/app/main.py\n"
+        + "    @@ -1 +1 @@\n"
+        + "    -print(1)\n"
+        + "    +print(2)\n"
         + "layer 1 (app): + srv/app/new.txt (file, 4 B, mode 0644)\n"
         + "layer 1 (app): - srv/app/old.txt (file, 4 B, mode 0644)\n"
         + "layer 1 (app): ~ srv/app/run.sh: mode 0644 → 0755\n"
@@ -190,7 +193,7 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
     assert_eq!(code(&out), 1);
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let expected = json!({
-        "schema": "ocibuild-diff/1",
+        "schema": "ocibuild-diff/2",
         "semantic": true,
         "result": "different",
         "a": {"image": "oci:a.oci", "manifest": a.manifest, "config": a.config, "layers": 1},
@@ -215,7 +218,8 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
                 {"path": "srv/app/main.py", "change": "changed",
                  "attributes": [{"attribute": "content",
                     "a": Digest::of(b"print(1)\n").to_string(),
-                    "b": Digest::of(b"print(2)\n").to_string()}]},
+                    "b": Digest::of(b"print(2)\n").to_string()}],
+                 "text": "--- a/srv/app/main.py\n+++ b/srv/app/main.py\n@@ -1 +1 @@\n-print(1)\n+print(2)\n"},
                 {"path": "srv/app/new.txt", "change": "added", "entry": entry(4, "new\n")},
                 {"path": "srv/app/old.txt", "change": "removed", "entry": entry(4, "old\n")},
                 {"path": "srv/app/run.sh", "change": "changed",
@@ -386,10 +390,7 @@ fn verify_passes_on_a_clean_rebuild_and_explains_changes() {
             + "NOT reproduced: the rebuild differs (a = target, b = rebuild):\n"
             + &format!("manifest digest: {} → {}\n", a.manifest, c.manifest)
             + &format!("config digest: {} → {}\n", a.config, c.config)
-            + &format!(
-                "config rootfs.diff_ids: [\"{}\"] → [\"{}\"]\n",
-                a.diff_id, c.diff_id
-            )
+            + &format!("config rootfs.diff_ids[0]: {} → {}\n", a.diff_id, c.diff_id)
             + &format!(
                 "layer 1 (app): differs: digest {} → {}, diffId {} → {}\n",
                 a.layer, c.layer, a.diff_id, c.diff_id
@@ -399,6 +400,8 @@ fn verify_passes_on_a_clean_rebuild_and_explains_changes() {
                 short("print(1)\n"),
                 short("print(3)\n")
             )
+            + "    --- a/srv/app/main.py\n    +++ b/srv/app/main.py\n    @@ -1 +1 @@\n"
+            + "    -print(1)\n    +print(3)\n"
             + "compared with tag `v1` of app.oci (the recipe's [image] tag)\n"
     );
     // The digest alone: compared, not explained.
