@@ -42,7 +42,7 @@ pub(crate) fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// A small app recipe; `text` makes images that differ.
-fn app(dir: &Path, text: &str) -> PathBuf {
+pub(crate) fn app(dir: &Path, text: &str) -> PathBuf {
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::write(dir.join("src/hello.txt"), text).unwrap();
     let r = dir.join("app.toml");
