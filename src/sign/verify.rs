@@ -35,6 +35,10 @@ pub enum Status {
     /// A platform manifest without a signature of its own: the index's signature covers a
     /// pull by the index, not a pull by this digest. A note.
     ByIndex,
+    /// The signed attestations are also in cosign's `.att` layout. A note.
+    Present,
+    /// They are not (all) there: cosign does not find them. A note, not a failure.
+    Absent,
 }
 
 impl Status {
@@ -52,6 +56,8 @@ impl Status {
             Status::Unsigned => "unsigned",
             Status::None => "none",
             Status::ByIndex => "index's only",
+            Status::Present => "present",
+            Status::Absent => "absent",
         }
     }
 }
@@ -61,7 +67,8 @@ impl Status {
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
     /// `signature`, the attestation's predicate type (`attestation` when it cannot be read or
-    /// does not verify), an unsigned document's artifact type, or `attestations`.
+    /// does not verify), an unsigned document's artifact type, `attestations`, or `cosign`
+    /// (the signed attestations in cosign's `.att` layout).
     pub what: String,
     /// What it is, for a person: `signature`, `SPDX SBOM`, `CycloneDX SBOM`,
     /// `SLSA provenance`, `SLSA verification summary`, `attestations`; another predicate or
@@ -79,6 +86,9 @@ pub struct Finding {
     /// That key's id: `sha256:` + the sha256 of its SPKI DER.
     pub key_id: Option<String>,
     pub detail: String,
+    /// A signed attestation's envelope blob (to find it in cosign's `.att` layout).
+    #[serde(skip)]
+    envelope: Option<Digest>,
 }
 
 impl Finding {
@@ -87,11 +97,15 @@ impl Finding {
             what: what.to_string(),
             item: item.to_string(),
             platform: None,
-            ok: matches!(status, Status::Verified | Status::None | Status::ByIndex),
+            ok: matches!(
+                status,
+                Status::Verified | Status::None | Status::ByIndex | Status::Present
+            ),
             status,
             key: None,
             key_id: None,
             detail,
+            envelope: None,
         }
     }
 
@@ -143,7 +157,8 @@ fn rank(f: &Finding) -> (u8, Status) {
         "CycloneDX SBOM" => 2,
         "SLSA provenance" => 3,
         "SLSA verification summary" => 4,
-        "attestations" => 6,
+        "cosign .att" => 6,
+        "attestations" => 7,
         _ => 5,
     };
     (r, f.status)
@@ -287,10 +302,15 @@ fn check_digest(
         Err(e) if crate::push::is_manifest_unknown(&e) => Vec::new(),
         Err(e) => return Err(e.into()),
     };
+    let mut verified_envelopes = Vec::new();
     for r in &referrers {
         match r.artifact_type.as_deref() {
             Some(DSSE_MEDIA_TYPE) => {
-                findings.push(check_attestation(client, store, &ix_ref, r, &digest, keys))
+                let f = check_attestation(client, store, &ix_ref, r, &digest, keys);
+                if let (Status::Verified, Some(e)) = (f.status, &f.envelope) {
+                    verified_envelopes.push(*e);
+                }
+                findings.push(f);
             }
             other => findings.push(Finding::new(
                 other.unwrap_or("referrer"),
@@ -309,6 +329,14 @@ fn check_digest(
             "attestations",
             Status::None,
             "no signed attestation attached".into(),
+        ));
+    }
+    if !verified_envelopes.is_empty() {
+        findings.push(check_cosign_layout(
+            client,
+            reference,
+            &digest,
+            &verified_envelopes,
         ));
     }
     findings.sort_by_key(rank);
@@ -506,11 +534,76 @@ fn check_attestation(
         )
         .by(key);
     }
-    Finding::new(
+    let mut f = Finding::new(
         &predicate,
         &item,
         Status::Verified,
         format!("{} signed attestation", r.digest),
     )
-    .by(key)
+    .by(key);
+    f.envelope = Some(layer.digest);
+    f
+}
+
+/// Whether the signed attestations that verified (their envelopes `verified`) are also in
+/// cosign's layout, under `sha256-<hex>.att`, as layers cosign reads (a DSSE envelope with
+/// the signature annotation): the same blobs, so they verify there too. A note either way:
+/// an image pushed before ocibuild wrote that tag has none, and its referrers are what counts.
+fn check_cosign_layout(
+    client: &Client,
+    reference: &Reference,
+    digest: &Digest,
+    verified: &[Digest],
+) -> Finding {
+    let tag = super::cosign::attestation_tag(digest);
+    let shown = format!("{}/{}:{tag}", reference.registry(), reference.repository());
+    let note = |status, detail| Finding::new("cosign", "cosign .att", status, detail);
+    let layers = match reference.with_tag(&tag).map(|r| client.get_manifest(&r)) {
+        Ok(Ok(m)) => match serde_json::from_slice::<Manifest>(&m.bytes) {
+            Ok(m) => m.layers,
+            Err(_) => return note(Status::Absent, format!("{shown} is not a manifest")),
+        },
+        Ok(Err(e)) if crate::push::is_manifest_unknown(&e) => {
+            return note(
+                Status::Absent,
+                format!(
+                    "no {shown}: `cosign verify-attestation` finds none of the {} signed \
+                     attestations (push them again with --attach --sign-key)",
+                    verified.len()
+                ),
+            )
+        }
+        Ok(Err(e)) => return note(Status::Absent, crate::diag::chain(&e)),
+        Err(e) => return note(Status::Absent, e.to_string()),
+    };
+    let readable = |d: &Digest| {
+        layers.iter().any(|l| {
+            l.digest == *d
+                && l.media_type == DSSE_MEDIA_TYPE
+                && l.annotations.contains_key(SIGNATURE_ANNOTATION)
+        })
+    };
+    let lacking: Vec<String> = verified
+        .iter()
+        .filter(|d| !readable(d))
+        .map(|d| d.to_string())
+        .collect();
+    if lacking.is_empty() {
+        note(
+            Status::Present,
+            format!(
+                "the {} signed attestations also under {shown}, as cosign reads them",
+                verified.len()
+            ),
+        )
+    } else {
+        note(
+            Status::Absent,
+            format!(
+                "{shown} lacks {} of them: {}",
+                lacking.len(),
+                lacking.join(", ")
+            ),
+        )
+    }
 }

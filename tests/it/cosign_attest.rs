@@ -180,6 +180,54 @@ fn cosign_verifies_the_attestations_and_lists_them() {
     // 3. The same build pushed again: the same `.att` manifest (nothing added, no time in it).
     assert_eq!(build(&t.path().join("img2")), att_tag);
 
+    // ocibuild's own check names the `.att` layout: present; with its layers gone (the tag
+    // overwritten by a manifest without them), absent, a note (the referrers verify), and
+    // cosign finds nothing.
+    let verify_signature = || {
+        let o = run(cmd()
+            .args(["verify-signature", &image, "--key"])
+            .arg(&public));
+        (o.status.success(), stdout(&o))
+    };
+    let (ok, out) = verify_signature();
+    let present = crate::signing::row(&out, "cosign .att", "-", "present");
+    assert!(
+        ok && present.is_some_and(|r| r[4].starts_with("the 3 signed attestations")),
+        "{out}"
+    );
+    let att_name = format!("sha256-{hex}.att");
+    let mut emptied = manifest.clone();
+    emptied["layers"] = serde_json::json!([]);
+    let emptied = serde_json::to_vec(&emptied).unwrap();
+    let oci_manifest = "application/vnd.oci.image.manifest.v1+json";
+    registry_manifest(
+        &reg.addr,
+        "att/app",
+        &att_name,
+        Some((&emptied, oci_manifest)),
+    );
+    let (ok, out) = verify_signature();
+    let absent = crate::signing::row(&out, "cosign .att", "-", "absent");
+    assert!(
+        ok && absent.is_some_and(|r| r[4].contains("lacks 3 of them")),
+        "{out}"
+    );
+    let o = cosign(
+        &["verify-attestation", "--type", "spdxjson"],
+        Some(&public),
+        &image,
+    );
+    assert!(
+        !o.status.success(),
+        "cosign verified without the .att layers"
+    );
+    registry_manifest(
+        &reg.addr,
+        "att/app",
+        &att_name,
+        Some((&att_bytes, oci_manifest)),
+    );
+
     // 4. An auditor's verification summary joins the `.att` layers: cosign finds it with the
     // auditor's key, and not with the release key (whose attestations still verify).
     run_ok(

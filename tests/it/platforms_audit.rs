@@ -5,6 +5,7 @@
 //! archive per platform (`[python.archives]`); a base without one of the platforms.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use fs_err as fs;
 
@@ -244,6 +245,34 @@ fn documents_signatures_and_diffs_per_platform() {
     for d in [pushed_entry["digest"].as_str().unwrap(), &amd64, &arm64] {
         let tag = format!("sha256-{}.sig", d.trim_start_matches("sha256:"));
         assert!(top.contains(&tag), "{tag}: {top}");
+    }
+    // Each platform's attestations also in cosign's layout, under its own manifest's digest:
+    // what `cosign verify-attestation REPO@PLATFORM-DIGEST` reads.
+    for d in [&amd64, &arm64] {
+        let tag = format!("sha256-{}.att", d.trim_start_matches("sha256:"));
+        assert!(top.contains(&tag), "{tag}: {top}");
+    }
+    if crate::common::require_sigstore_tools(&["cosign"]) {
+        let docker_config = t.path().join("docker");
+        fs::create_dir_all(&docker_config).unwrap();
+        fs::copy(&auth, docker_config.join("config.json")).unwrap();
+        let cosign = |reference: &str, kind: &str, key: &Path| {
+            run(Command::new("cosign")
+                .env("DOCKER_CONFIG", &docker_config)
+                .args(["verify-attestation", "--type", kind])
+                .args(["--insecure-ignore-tlog=true", "--allow-http-registry=true"])
+                .arg("--key")
+                .arg(key)
+                .arg(reference))
+        };
+        for d in [&amd64, &arm64] {
+            let at = format!("{}/multi/app@{d}", a.addr);
+            let o = cosign(&at, "spdxjson", &public);
+            assert!(o.status.success(), "{at}: {}", stderr(&o));
+            assert!(!cosign(&at, "spdxjson", &other).status.success(), "{at}");
+        }
+        // The index has no attestations of its own: its platforms' are about their manifests.
+        assert!(!cosign(&image, "spdxjson", &public).status.success());
     }
     let by_subject = referrers_by_subject(&signed);
     assert_eq!(by_subject[amd64.as_str()].len(), 6, "{by_subject:?}");
