@@ -130,3 +130,64 @@ pub fn layout_attestations(
     blobs.push((entry.digest, entry.size));
     Ok(Some((entry, blobs)))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::attest::{self, Document};
+    use crate::sign::payload::{self, Envelope};
+
+    #[test]
+    fn only_signed_attestations_become_att_layers_the_same_each_time() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (subject, _) = crate::audit::sbom::tests::sample();
+        let key = crate::sign::PrivateKey::from_test_bytes(&[3u8; 32]);
+        let statement = payload::statement(
+            "r/a",
+            &subject.digest(),
+            "https://spdx.dev/Document",
+            serde_json::json!({}),
+        )
+        .unwrap();
+        let docs = [
+            Document {
+                artifact_type: crate::audit::sbom::SPDX_MEDIA_TYPE,
+                bytes: b"{}".to_vec(),
+            },
+            Document {
+                artifact_type: DSSE_MEDIA_TYPE,
+                bytes: Envelope::sign(&statement, &key).to_bytes().unwrap(),
+            },
+        ];
+        let referrers = attest::attach(&store, &subject, &docs).unwrap();
+        let layers = layers_of(&store, &referrers).unwrap();
+        assert_eq!(layers.len(), 1, "{layers:?}");
+        let l = &layers[0];
+        assert_eq!(l.media_type, DSSE_MEDIA_TYPE);
+        assert_eq!(l.digest, Digest::of(&docs[1].bytes));
+        assert_eq!(
+            l.annotations[PREDICATE_TYPE_ANNOTATION],
+            "https://spdx.dev/Document"
+        );
+        assert_eq!(l.annotations[SIGNATURE_ANNOTATION], "");
+        let digest = subject.digest();
+        let (a, _) = layout_attestations(&store, &digest, &referrers)
+            .unwrap()
+            .unwrap();
+        let (b, _) = layout_attestations(&store, &digest, &referrers)
+            .unwrap()
+            .unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            a.annotations[image::annotations::REF_NAME],
+            format!("sha256-{}.att", digest.hex())
+        );
+        assert_eq!(a.artifact_type.as_deref(), Some(LAYOUT_ARTIFACT_TYPE));
+        // No signed attestation: no `.att`.
+        let unsigned = attest::attach(&store, &subject, &docs[..1]).unwrap();
+        assert!(layout_attestations(&store, &digest, &unsigned)
+            .unwrap()
+            .is_none());
+    }
+}

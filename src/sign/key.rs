@@ -109,6 +109,15 @@ impl PrivateKey {
         sig.to_der().as_bytes().to_vec()
     }
 
+    /// A key from its scalar's bytes, for tests.
+    #[cfg(test)]
+    pub(crate) fn from_test_bytes(bytes: &[u8]) -> PrivateKey {
+        PrivateKey {
+            key: SigningKey::from_slice(bytes).unwrap(),
+            readable_by_others: None,
+        }
+    }
+
     /// The matching public key.
     pub fn public(&self) -> PublicKey {
         PublicKey {
