@@ -328,7 +328,8 @@ pub fn layout_images(
     let ix: crate::image::Index =
         serde_json::from_slice(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
     let mut out = Vec::new();
-    // Signatures and referrers go with their image, not as images of their own; an artifact
+    // Signatures and referrers go with their image, not as images of their own (cosign's
+    // `.att` manifest too: pushing the referrers makes it again, the same bytes); an artifact
     // of no image in the index (one `oras` put there) is copied like an image.
     // An image index's platform manifests count: their signatures and referrers go too.
     let mut image_digests: Vec<Digest> = Vec::new();
@@ -345,8 +346,9 @@ pub fn layout_images(
     let belongs = |e: &crate::image::Descriptor| {
         e.artifact_type.is_some()
             && image_digests.iter().any(|i| {
-                e.annotations.get(crate::image::annotations::REF_NAME)
-                    == Some(&crate::push::signature_tag(i))
+                let tag = e.annotations.get(crate::image::annotations::REF_NAME);
+                tag == Some(&crate::push::signature_tag(i))
+                    || tag == Some(&crate::sign::cosign::attestation_tag(i))
                     || subject_of(dir, &e.digest) == Some(*i)
             })
     };

@@ -346,6 +346,10 @@ pub struct ReferrersReport {
     /// index now under it.
     pub fallback_tag: String,
     pub fallback_digest: Digest,
+    /// The signed attestations among them in cosign's layout too:
+    /// `registry/repository:sha256-<hex>.att@digest` (none when none is signed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attestation_tag: Option<String>,
     pub uploaded_bytes: u64,
 }
 
@@ -437,7 +441,20 @@ pub fn push_signature(
     scratch: &Store,
 ) -> Result<(Digest, bool), PushError> {
     let tag = signature_tag(subject);
-    let tag_ref = target.with_tag(&tag).map_err(RegistryError::from)?;
+    push_attachment(client, target, &tag, ours, ours_from, scratch)
+}
+
+/// Pushes the layers `ours` under `tag` as a sigstore attachment manifest (cosign's `.sig` and
+/// `.att` layouts: no subject, the signature config), joining the layers already there.
+pub fn push_attachment(
+    client: &Client,
+    target: &Reference,
+    tag: &str,
+    ours: &[Descriptor],
+    ours_from: &Store,
+    scratch: &Store,
+) -> Result<(Digest, bool), PushError> {
+    let tag_ref = target.with_tag(tag).map_err(RegistryError::from)?;
     let mut layers = match client.get_manifest(&tag_ref) {
         Ok(m) => {
             let existing: crate::image::Manifest =
@@ -464,7 +481,7 @@ pub fn push_signature(
     for l in &manifest.layers {
         client.push_blob(target, &l.digest, l.size, ours_from, None, &Silent)?;
     }
-    let pushed = client.push_manifest(target, &tag, &bytes, MEDIA_TYPE_MANIFEST)?;
+    let pushed = client.push_manifest(target, tag, &bytes, MEDIA_TYPE_MANIFEST)?;
     Ok((pushed, added))
 }
 
@@ -578,11 +595,14 @@ pub fn push_referrers(
     index.manifests.sort_by_key(|d| d.digest);
     let bytes = crate::json::to_canonical_vec("referrers index", &index)?;
     let fallback_digest = client.push_manifest(target, &tag, &bytes, MEDIA_TYPE_INDEX)?;
+    let attestation_tag =
+        crate::sign::cosign::push_attestations(client, blobs, subject, referrers, target)?;
     Ok(ReferrersReport {
         pushed,
         documents,
         fallback_tag: tag,
         fallback_digest,
+        attestation_tag,
         uploaded_bytes,
     })
 }

@@ -145,6 +145,9 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
                         "  referrers tag {} ({})",
                         refs.fallback_tag, refs.fallback_digest
                     );
+                    if let Some(att) = &refs.attestation_tag {
+                        println!("  attestations for cosign {att}");
+                    }
                 }
             }
         }

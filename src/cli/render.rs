@@ -138,6 +138,9 @@ pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
             println!("attached {} ({})", d.reference, d.describe());
         }
         println!("referrers tag {} ({})", r.fallback_tag, r.fallback_digest);
+        if let Some(att) = &r.attestation_tag {
+            println!("attestations for cosign {att}");
+        }
     }
     for s in signatures {
         super::sign::print_signed_line(s);

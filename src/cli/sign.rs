@@ -164,19 +164,7 @@ pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitC
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        for f in &report.findings {
-            let platform = f
-                .platform
-                .as_ref()
-                .map(|p| format!("{p} "))
-                .unwrap_or_default();
-            println!(
-                "{} {platform}{}: {}",
-                if f.ok { "ok    " } else { "FAILED" },
-                f.what,
-                f.detail
-            );
-        }
+        print_grid(&report);
         println!(
             "{}: {}",
             report.image,
@@ -192,4 +180,55 @@ pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitC
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// A key as the grid names it: its file's name and the start of its id.
+fn key_cell(f: &sign::Finding) -> String {
+    let Some(file) = &f.key else {
+        return "-".into();
+    };
+    let name = Path::new(file)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.clone());
+    match f
+        .key_id
+        .as_deref()
+        .and_then(|id| id.strip_prefix("sha256:"))
+    {
+        Some(hex) => format!("{name} ({})", &hex[..hex.len().min(12)]),
+        None => name,
+    }
+}
+
+/// `verify-signature`'s grid: one row per item (signature, SPDX SBOM, CycloneDX SBOM, SLSA
+/// provenance, SLSA verification summary, anything else attached) and platform, with its
+/// result and the key that verified it, in aligned columns (the detail last).
+fn print_grid(report: &sign::VerifyReport) {
+    let header = ["ITEM", "PLATFORM", "RESULT", "KEY", "DETAIL"].map(String::from);
+    let rows: Vec<[String; 5]> = std::iter::once(header)
+        .chain(report.findings.iter().map(|f| {
+            [
+                f.item.clone(),
+                f.platform.clone().unwrap_or_else(|| "-".into()),
+                f.status.word().to_string(),
+                key_cell(f),
+                f.detail.clone(),
+            ]
+        }))
+        .collect();
+    let mut widths = [0usize; 4];
+    for r in &rows {
+        for (w, cell) in widths.iter_mut().zip(r) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    for r in &rows {
+        let mut line = String::new();
+        for (w, cell) in widths.iter().zip(r) {
+            line.push_str(&format!("{cell:<w$}  "));
+        }
+        line.push_str(&r[4]);
+        println!("{line}");
+    }
 }

@@ -147,6 +147,9 @@ fn verify(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
         for pushed in attested.get(i).map(|a| &a.pushed[..]).unwrap_or_default() {
             println!("attested {pushed} (SLSA verification summary, signed)");
         }
+        if let Some(att) = attested.get(i).and_then(|a| a.attestation_tag.as_ref()) {
+            println!("attestations for cosign {att}");
+        }
     };
     if recipe.is_multi_platform() {
         if args.json {

@@ -247,6 +247,14 @@ fn write(
         return Ok(());
     };
     let mut in_layout: Referrers = built.iter().flat_map(|b| b.referrers.clone()).collect();
+    // The signed attestations also in cosign's layout (`sha256-<hex>.att`), as pushed.
+    for b in built {
+        let descriptors: Vec<_> = b.referrers.iter().map(|(d, _)| d.clone()).collect();
+        let subject = &b.built.image.manifest.digest;
+        if let Some(att) = crate::sign::cosign::layout_attestations(store, subject, &descriptors)? {
+            in_layout.push(att);
+        }
+    }
     if let (Some(k), Some(dest)) = (req.key, &req.push) {
         let identity = crate::sign::identity_of(dest);
         for d in assembled.signed() {

@@ -248,12 +248,13 @@ fn write_into(
             images.extend(index_manifests(dir, &d.digest));
         }
     }
-    // So do their signatures (tagged `sha256-<hex>.sig`, with no subject).
+    // So do their signatures and cosign's attestations (tagged `sha256-<hex>.sig`,
+    // `sha256-<hex>.att`, with no subject).
     let signs_an_image = |d: &Descriptor| {
-        let hex = d
-            .annotations
-            .get(annotations::REF_NAME)
-            .and_then(|t| t.strip_prefix("sha256-")?.strip_suffix(".sig"));
+        let hex = d.annotations.get(annotations::REF_NAME).and_then(|t| {
+            let t = t.strip_prefix("sha256-")?;
+            t.strip_suffix(".sig").or_else(|| t.strip_suffix(".att"))
+        });
         hex.is_none_or(|h| images.iter().any(|i| i.hex() == h))
     };
     index.manifests.retain(|d| {

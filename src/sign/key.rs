@@ -109,10 +109,20 @@ impl PrivateKey {
         sig.to_der().as_bytes().to_vec()
     }
 
+    /// A key from its scalar's bytes, for tests.
+    #[cfg(test)]
+    pub(crate) fn from_test_bytes(bytes: &[u8]) -> PrivateKey {
+        PrivateKey {
+            key: SigningKey::from_slice(bytes).unwrap(),
+            readable_by_others: None,
+        }
+    }
+
     /// The matching public key.
     pub fn public(&self) -> PublicKey {
         PublicKey {
             key: *self.key.verifying_key(),
+            name: String::new(),
         }
     }
 }
@@ -121,6 +131,8 @@ impl PrivateKey {
 #[derive(Clone, Debug)]
 pub struct PublicKey {
     key: VerifyingKey,
+    /// The file it was read from, as given (empty for a key made here).
+    name: String,
 }
 
 impl PublicKey {
@@ -149,7 +161,26 @@ impl PublicKey {
                 None => "is not a valid public key".into(),
             })
         })?;
-        Ok(PublicKey { key })
+        Ok(PublicKey {
+            key,
+            name: path.display().to_string(),
+        })
+    }
+
+    /// The file it was read from, as given.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Its id: `sha256:` and the hex sha256 of its SPKI DER (what `openssl pkey -pubin
+    /// -outform DER | sha256sum` gives), the same whichever file holds it.
+    pub fn id(&self) -> String {
+        use p256::pkcs8::EncodePublicKey;
+        match self.key.to_public_key_der() {
+            Ok(der) => crate::digest::Digest::of(der.as_bytes()).to_string(),
+            // Encoding a valid P-256 point does not fail; were it to, no id rather than a panic.
+            Err(_) => String::new(),
+        }
     }
 
     /// Whether `signature` (ASN.1 DER, or the raw 64-byte r‖s) signs `message`.

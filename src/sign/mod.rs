@@ -7,13 +7,16 @@
 //!   (a `sigstoreSigned` policy) and cosign (`cosign verify --key`) check it.
 //! - Attestations: the SBOMs and the provenance as in-toto statements in DSSE envelopes signed
 //!   with the same key, attached as OCI 1.1 referrers (with the referrers tag fallback), like the
-//!   unsigned documents; and a SLSA verification summary ([`vsa_statement`]).
+//!   unsigned documents; and a SLSA verification summary ([`vsa_statement`]). The same
+//!   envelopes also in cosign's layout, under `sha256-<hex>.att` ([`cosign`]), where
+//!   `cosign verify-attestation` and `cosign tree` look for them.
 //! - [`verify::verify_image`]: the signature and every attached attestation checked against
 //!   public keys.
 //!
 //! Signing the same image with the same key gives the same bytes (RFC 6979 nonces, canonical
 //! JSON, no timestamps). No key material reaches a message, a log or an output.
 
+pub mod cosign;
 pub mod key;
 pub mod payload;
 pub mod verify;

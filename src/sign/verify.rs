@@ -17,18 +17,104 @@ use crate::store::Store;
 /// before it is downloaded.
 const MAX_DOCUMENT: u64 = 16 << 20;
 
-/// One finding of [`verify_image`].
+/// What a finding says about its item.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Status {
+    /// A signature or a signed attestation that verified with one of the keys.
+    Verified,
+    /// One that is there but does not verify, or says something wrong (another image).
+    Failed,
+    /// The image's signature is not there.
+    Missing,
+    /// A document attached without a signature: not checked, so never counted as verified
+    /// (nor as a failure: ocibuild attaches each document unsigned too).
+    Unsigned,
+    /// No signed attestation attached: a note.
+    None,
+    /// A platform manifest without a signature of its own: the index's signature covers a
+    /// pull by the index, not a pull by this digest. A note.
+    ByIndex,
+    /// The signed attestations are also in cosign's `.att` layout. A note.
+    Present,
+    /// They are not (all) there: cosign does not find them. A note, not a failure.
+    Absent,
+}
+
+impl Status {
+    /// Whether it fails the check.
+    pub fn fails(self) -> bool {
+        matches!(self, Status::Failed | Status::Missing)
+    }
+
+    /// The word the grid shows.
+    pub fn word(self) -> &'static str {
+        match self {
+            Status::Verified => "verified",
+            Status::Failed => "FAILED",
+            Status::Missing => "MISSING",
+            Status::Unsigned => "unsigned",
+            Status::None => "none",
+            Status::ByIndex => "index's only",
+            Status::Present => "present",
+            Status::Absent => "absent",
+        }
+    }
+}
+
+/// One finding of [`verify_image`]: a row of the grid item × platform × result × key.
 #[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Finding {
-    /// `signature`, the attestation's predicate type (`attestation` when it cannot be read),
-    /// an unsigned document's artifact type, or `attestations`.
+    /// `signature`, the attestation's predicate type (`attestation` when it cannot be read or
+    /// does not verify), an unsigned document's artifact type, `attestations`, or `cosign`
+    /// (the signed attestations in cosign's `.att` layout).
     pub what: String,
+    /// What it is, for a person: `signature`, `SPDX SBOM`, `CycloneDX SBOM`,
+    /// `SLSA provenance`, `SLSA verification summary`, `attestations`; another predicate or
+    /// artifact type as it is.
+    pub item: String,
     /// For an image index: the platform of the manifest this finding is about (`null`: the
     /// image named, the index itself).
     pub platform: Option<String>,
+    /// Verified, or a note (`none`, `by-index`); false for a failure and for an unsigned
+    /// document (which is not verified, but does not fail the check).
     pub ok: bool,
+    pub status: Status,
+    /// The key file that verified it, as given (`null` when none did).
+    pub key: Option<String>,
+    /// That key's id: `sha256:` + the sha256 of its SPKI DER.
+    pub key_id: Option<String>,
     pub detail: String,
+    /// A signed attestation's envelope blob (to find it in cosign's `.att` layout).
+    #[serde(skip)]
+    envelope: Option<Digest>,
+}
+
+impl Finding {
+    fn new(what: &str, item: &str, status: Status, detail: String) -> Finding {
+        Finding {
+            what: what.to_string(),
+            item: item.to_string(),
+            platform: None,
+            ok: matches!(
+                status,
+                Status::Verified | Status::None | Status::ByIndex | Status::Present
+            ),
+            status,
+            key: None,
+            key_id: None,
+            detail,
+            envelope: None,
+        }
+    }
+
+    /// Verified with `key`.
+    fn by(mut self, key: &PublicKey) -> Finding {
+        self.key = Some(key.name().to_string());
+        self.key_id = Some(key.id());
+        self
+    }
 }
 
 /// What [`verify_image`] found.
@@ -37,26 +123,45 @@ pub struct Finding {
 pub struct VerifyReport {
     pub image: String,
     pub digest: Digest,
+    /// [`VerifyReport::ok`].
+    pub verified: bool,
     pub findings: Vec<Finding>,
 }
 
 impl VerifyReport {
-    /// A signature verified, and nothing is wrong.
+    /// A signature of the image named verified, and nothing fails (an unsigned document is
+    /// not verified, and does not fail it).
     pub fn ok(&self) -> bool {
         self.findings
             .iter()
-            .any(|f| f.what == "signature" && f.platform.is_none() && f.ok)
-            && self.findings.iter().all(|f| f.ok)
+            .any(|f| f.what == "signature" && f.platform.is_none() && f.status == Status::Verified)
+            && !self.findings.iter().any(|f| f.status.fails())
     }
 }
 
-fn finding(what: &str, ok: bool, detail: String) -> Finding {
-    Finding {
-        what: what.to_string(),
-        platform: None,
-        ok,
-        detail,
+/// The grid's name for a predicate type.
+fn item_of_predicate(predicate: &str) -> String {
+    let name = crate::audit::attest::document_name(Some(DSSE_MEDIA_TYPE), Some(predicate));
+    match name.strip_suffix(", signed attestation") {
+        Some(n) => n.to_string(),
+        None => predicate.to_string(),
     }
+}
+
+/// The grid's order within a platform: the signature, the SBOMs, the provenance, the
+/// verification summary, anything else, the note on attestations.
+fn rank(f: &Finding) -> (u8, Status) {
+    let r = match f.item.as_str() {
+        "signature" => 0,
+        "SPDX SBOM" => 1,
+        "CycloneDX SBOM" => 2,
+        "SLSA provenance" => 3,
+        "SLSA verification summary" => 4,
+        "cosign .att" => 6,
+        "attestations" => 7,
+        _ => 5,
+    };
+    (r, f.status)
 }
 
 /// `registry/repository` of a reference as written in a signature or on the command line.
@@ -130,11 +235,14 @@ pub fn verify_image(
             }
         }
     }
-    Ok(VerifyReport {
+    let mut report = VerifyReport {
         image: format!("{repo}@{digest}"),
         digest,
+        verified: false,
         findings,
-    })
+    };
+    report.verified = report.ok();
+    Ok(report)
 }
 
 /// The signature and attestations of the manifest `want.digest` in `reference`'s repository;
@@ -154,18 +262,20 @@ fn check_digest(
         .with_tag(&signature_tag(&digest))
         .map_err(RegistryError::from)?;
     match client.get_manifest(&sig_ref) {
-        Err(e) if crate::push::is_manifest_unknown(&e) && in_index => findings.push(finding(
+        Err(e) if crate::push::is_manifest_unknown(&e) && in_index => findings.push(Finding::new(
             "signature",
-            true,
+            "signature",
+            Status::ByIndex,
             format!(
                 "none of its own (no {repo}:{}): the index's signature covers a pull by the \
                  index, not a pull by this digest",
                 signature_tag(&digest)
             ),
         )),
-        Err(e) if crate::push::is_manifest_unknown(&e) => findings.push(finding(
+        Err(e) if crate::push::is_manifest_unknown(&e) => findings.push(Finding::new(
             "signature",
-            false,
+            "signature",
+            Status::Missing,
             format!("missing: no {repo}:{}", signature_tag(&digest)),
         )),
         Err(e) => return Err(e.into()),
@@ -177,9 +287,10 @@ fn check_digest(
         Ok(m) => match serde_json::from_slice::<Index>(&m.bytes) {
             Ok(i) if m.media_type == MEDIA_TYPE_INDEX => i.manifests,
             _ => {
-                findings.push(finding(
+                findings.push(Finding::new(
                     "attestations",
-                    false,
+                    "attestations",
+                    Status::Failed,
                     format!(
                         "{repo}:{ix_tag} (the referrers tag) is not an image index ({})",
                         m.media_type
@@ -191,15 +302,21 @@ fn check_digest(
         Err(e) if crate::push::is_manifest_unknown(&e) => Vec::new(),
         Err(e) => return Err(e.into()),
     };
+    let mut verified_envelopes = Vec::new();
     for r in &referrers {
         match r.artifact_type.as_deref() {
             Some(DSSE_MEDIA_TYPE) => {
-                findings.push(check_attestation(client, store, &ix_ref, r, &digest, keys))
+                let f = check_attestation(client, store, &ix_ref, r, &digest, keys);
+                if let (Status::Verified, Some(e)) = (f.status, &f.envelope) {
+                    verified_envelopes.push(*e);
+                }
+                findings.push(f);
             }
-            other => findings.push(finding(
+            other => findings.push(Finding::new(
                 other.unwrap_or("referrer"),
-                true,
-                format!("{} attached unsigned (not checked)", r.digest),
+                &crate::audit::attest::document_name(other, None),
+                Status::Unsigned,
+                format!("{} attached unsigned: not checked, not verified", r.digest),
             )),
         }
     }
@@ -207,8 +324,22 @@ fn check_digest(
         .iter()
         .any(|r| r.artifact_type.as_deref() == Some(DSSE_MEDIA_TYPE))
     {
-        findings.push(finding("attestations", true, "none attached".into()));
+        findings.push(Finding::new(
+            "attestations",
+            "attestations",
+            Status::None,
+            "no signed attestation attached".into(),
+        ));
     }
+    if !verified_envelopes.is_empty() {
+        findings.push(check_cosign_layout(
+            client,
+            reference,
+            &digest,
+            &verified_envelopes,
+        ));
+    }
+    findings.sort_by_key(rank);
     Ok(findings)
 }
 
@@ -247,7 +378,12 @@ fn check_signatures(
     want: &Wanted<'_>,
 ) -> Finding {
     let Ok(m) = serde_json::from_slice::<Manifest>(bytes) else {
-        return finding("signature", false, format!("{sig_ref} is not a manifest"));
+        return Finding::new(
+            "signature",
+            "signature",
+            Status::Failed,
+            format!("{sig_ref} is not a manifest"),
+        );
     };
     let mut problems = Vec::new();
     for (i, l) in m.layers.iter().enumerate() {
@@ -269,10 +405,10 @@ fn check_signatures(
                 continue;
             }
         };
-        if !want.keys.iter().any(|k| k.verifies(&payload, &sig)) {
+        let Some(key) = want.keys.iter().find(|k| k.verifies(&payload, &sig)) else {
             problems.push(format!("layer {i}: does not verify with this key"));
             continue;
-        }
+        };
         let Ok(claims) = serde_json::from_slice::<payload::SimpleSigning>(&payload) else {
             problems.push(format!("layer {i}: not a simple-signing payload"));
             continue;
@@ -296,7 +432,15 @@ fn check_signatures(
                     "layer {i}: signed as {signed_as}, not with the tag {}",
                     want.tag.unwrap_or_default()
                 )),
-                Some(_) => return finding("signature", true, format!("signed as {signed_as}")),
+                Some(_) => {
+                    return Finding::new(
+                        "signature",
+                        "signature",
+                        Status::Verified,
+                        format!("signed as {signed_as}"),
+                    )
+                    .by(key)
+                }
                 None => problems.push(format!(
                     "layer {i}: signed as `{signed_as}`, which is not an image reference"
                 )),
@@ -306,7 +450,12 @@ fn check_signatures(
     if problems.is_empty() {
         problems.push("no signature layers".into());
     }
-    finding("signature", false, problems.join("; "))
+    Finding::new(
+        "signature",
+        "signature",
+        Status::Failed,
+        problems.join("; "),
+    )
 }
 
 fn check_attestation(
@@ -317,46 +466,144 @@ fn check_attestation(
     digest: &Digest,
     keys: &[PublicKey],
 ) -> Finding {
-    let bad = |detail: String| finding("attestation", false, format!("{}: {detail}", r.digest));
+    // Until it verifies, the row is named by what the envelope claims to be (if anything).
+    let mut claimed = "attestation".to_string();
+    let bad = |claimed: &str, detail: String| {
+        Finding::new(
+            "attestation",
+            claimed,
+            Status::Failed,
+            format!("{}: {detail}", r.digest),
+        )
+    };
     // A manifest, by digest: through the manifests endpoint (verified against the digest).
     let bytes = match client.get_manifest(&at.with_digest(r.digest)) {
         Ok(m) => m.bytes,
         Err(e) if crate::push::is_manifest_unknown(&e) => {
-            return bad("listed in the referrers tag, but not in the registry".into())
+            return bad(
+                &claimed,
+                "listed in the referrers tag, but not in the registry".into(),
+            )
         }
-        Err(e) => return bad(crate::diag::chain(&e)),
+        Err(e) => return bad(&claimed, crate::diag::chain(&e)),
     };
     let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
-        return bad("not a manifest".into());
+        return bad(&claimed, "not a manifest".into());
     };
     let Some(layer) = m.layers.first() else {
-        return bad("has no layer".into());
+        return bad(&claimed, "has no layer".into());
     };
     let env_bytes = match fetch_document(client, store, at, layer) {
         Ok(b) => b,
-        Err(e) => return bad(e),
+        Err(e) => return bad(&claimed, e),
     };
+    if let Some(p) = payload::envelope_predicate_type(&env_bytes) {
+        claimed = item_of_predicate(&p);
+    }
     let Ok(envelope) = serde_json::from_slice::<Envelope>(&env_bytes) else {
-        return bad("not a DSSE envelope".into());
+        return bad(&claimed, "not a DSSE envelope".into());
     };
     if envelope.payload_type != payload::IN_TOTO_PAYLOAD {
-        return bad(format!(
-            "payload type `{}`, not an in-toto statement",
-            envelope.payload_type
-        ));
-    }
-    let Some(statement) = keys.iter().find_map(|k| envelope.verified(k)) else {
-        return bad("the envelope's signature does not verify with this key".into());
-    };
-    let Some((subjects, predicate)) = payload::statement_claims(&statement) else {
-        return bad("not an in-toto statement".into());
-    };
-    if !subjects.iter().any(|s| *s == digest.hex()) {
-        return finding(
-            &predicate,
-            false,
-            format!("{}: a statement about another image", r.digest),
+        return bad(
+            &claimed,
+            format!(
+                "payload type `{}`, not an in-toto statement",
+                envelope.payload_type
+            ),
         );
     }
-    finding(&predicate, true, format!("{} verified", r.digest))
+    let Some((key, statement)) = keys
+        .iter()
+        .find_map(|k| envelope.verified(k).map(|s| (k, s)))
+    else {
+        return bad(
+            &claimed,
+            "the envelope's signature does not verify with this key".into(),
+        );
+    };
+    let Some((subjects, predicate)) = payload::statement_claims(&statement) else {
+        return bad(&claimed, "not an in-toto statement".into());
+    };
+    let item = item_of_predicate(&predicate);
+    if !subjects.iter().any(|s| *s == digest.hex()) {
+        return Finding::new(
+            &predicate,
+            &item,
+            Status::Failed,
+            format!("{}: a statement about another image", r.digest),
+        )
+        .by(key);
+    }
+    let mut f = Finding::new(
+        &predicate,
+        &item,
+        Status::Verified,
+        format!("{} signed attestation", r.digest),
+    )
+    .by(key);
+    f.envelope = Some(layer.digest);
+    f
+}
+
+/// Whether the signed attestations that verified (their envelopes `verified`) are also in
+/// cosign's layout, under `sha256-<hex>.att`, as layers cosign reads (a DSSE envelope with
+/// the signature annotation): the same blobs, so they verify there too. A note either way:
+/// an image pushed before ocibuild wrote that tag has none, and its referrers are what counts.
+fn check_cosign_layout(
+    client: &Client,
+    reference: &Reference,
+    digest: &Digest,
+    verified: &[Digest],
+) -> Finding {
+    let tag = super::cosign::attestation_tag(digest);
+    let shown = format!("{}/{}:{tag}", reference.registry(), reference.repository());
+    let note = |status, detail| Finding::new("cosign", "cosign .att", status, detail);
+    let layers = match reference.with_tag(&tag).map(|r| client.get_manifest(&r)) {
+        Ok(Ok(m)) => match serde_json::from_slice::<Manifest>(&m.bytes) {
+            Ok(m) => m.layers,
+            Err(_) => return note(Status::Absent, format!("{shown} is not a manifest")),
+        },
+        Ok(Err(e)) if crate::push::is_manifest_unknown(&e) => {
+            return note(
+                Status::Absent,
+                format!(
+                    "no {shown}: `cosign verify-attestation` finds none of the {} signed \
+                     attestations (push them again with --attach --sign-key)",
+                    verified.len()
+                ),
+            )
+        }
+        Ok(Err(e)) => return note(Status::Absent, crate::diag::chain(&e)),
+        Err(e) => return note(Status::Absent, e.to_string()),
+    };
+    let readable = |d: &Digest| {
+        layers.iter().any(|l| {
+            l.digest == *d
+                && l.media_type == DSSE_MEDIA_TYPE
+                && l.annotations.contains_key(SIGNATURE_ANNOTATION)
+        })
+    };
+    let lacking: Vec<String> = verified
+        .iter()
+        .filter(|d| !readable(d))
+        .map(|d| d.to_string())
+        .collect();
+    if lacking.is_empty() {
+        note(
+            Status::Present,
+            format!(
+                "the {} signed attestations also under {shown}, as cosign reads them",
+                verified.len()
+            ),
+        )
+    } else {
+        note(
+            Status::Absent,
+            format!(
+                "{shown} lacks {} of them: {}",
+                lacking.len(),
+                lacking.join(", ")
+            ),
+        )
+    }
 }

@@ -5,6 +5,7 @@
 //! archive per platform (`[python.archives]`); a base without one of the platforms.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use fs_err as fs;
 
@@ -245,6 +246,34 @@ fn documents_signatures_and_diffs_per_platform() {
         let tag = format!("sha256-{}.sig", d.trim_start_matches("sha256:"));
         assert!(top.contains(&tag), "{tag}: {top}");
     }
+    // Each platform's attestations also in cosign's layout, under its own manifest's digest:
+    // what `cosign verify-attestation REPO@PLATFORM-DIGEST` reads.
+    for d in [&amd64, &arm64] {
+        let tag = format!("sha256-{}.att", d.trim_start_matches("sha256:"));
+        assert!(top.contains(&tag), "{tag}: {top}");
+    }
+    if crate::common::require_sigstore_tools(&["cosign"]) {
+        let docker_config = t.path().join("docker");
+        fs::create_dir_all(&docker_config).unwrap();
+        fs::copy(&auth, docker_config.join("config.json")).unwrap();
+        let cosign = |reference: &str, kind: &str, key: &Path| {
+            run(Command::new("cosign")
+                .env("DOCKER_CONFIG", &docker_config)
+                .args(["verify-attestation", "--type", kind])
+                .args(["--insecure-ignore-tlog=true", "--allow-http-registry=true"])
+                .arg("--key")
+                .arg(key)
+                .arg(reference))
+        };
+        for d in [&amd64, &arm64] {
+            let at = format!("{}/multi/app@{d}", a.addr);
+            let o = cosign(&at, "spdxjson", &public);
+            assert!(o.status.success(), "{at}: {}", stderr(&o));
+            assert!(!cosign(&at, "spdxjson", &other).status.success(), "{at}");
+        }
+        // The index has no attestations of its own: its platforms' are about their manifests.
+        assert!(!cosign(&image, "spdxjson", &public).status.success());
+    }
     let by_subject = referrers_by_subject(&signed);
     assert_eq!(by_subject[amd64.as_str()].len(), 6, "{by_subject:?}");
     assert_eq!(by_subject[arm64.as_str()].len(), 6, "{by_subject:?}");
@@ -273,7 +302,7 @@ fn documents_signatures_and_diffs_per_platform() {
         .arg(&other));
     assert_eq!(o.status.code(), Some(1), "{}", stdout(&o));
     assert!(
-        stdout(&o).contains("FAILED linux/arm64/v8 signature"),
+        crate::signing::row(&stdout(&o), "signature", "linux/arm64/v8", "FAILED").is_some(),
         "{}",
         stdout(&o)
     );
@@ -299,8 +328,8 @@ fn documents_signatures_and_diffs_per_platform() {
             .arg(&public),
     );
     for p in ["linux/amd64", "linux/arm64/v8"] {
-        let line = format!("ok     {p} https://slsa.dev/verification_summary/v1");
-        assert!(stdout(&o).contains(&line), "{line}: {}", stdout(&o));
+        let row = crate::signing::row(&stdout(&o), "SLSA verification summary", p, "verified");
+        assert!(row.is_some(), "{p}: {}", stdout(&o));
     }
 
     // Mirrored with its signatures and referrers: verified there under the pushed identity.
@@ -359,7 +388,8 @@ fn documents_signatures_and_diffs_per_platform() {
             .arg(&public),
     );
     assert!(
-        stdout(&o).contains("ok     linux/arm64/v8 signature: signed as"),
+        crate::signing::row(&stdout(&o), "signature", "linux/arm64/v8", "verified")
+            .is_some_and(|r| r[4].starts_with("signed as")),
         "{}",
         stdout(&o)
     );

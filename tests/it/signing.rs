@@ -42,7 +42,7 @@ pub(crate) fn keypair(dir: &Path, name: &str) -> (PathBuf, PathBuf) {
 }
 
 /// A small app recipe; `text` makes images that differ.
-fn app(dir: &Path, text: &str) -> PathBuf {
+pub(crate) fn app(dir: &Path, text: &str) -> PathBuf {
     fs::create_dir_all(dir.join("src")).unwrap();
     fs::write(dir.join("src/hello.txt"), text).unwrap();
     let r = dir.join("app.toml");
@@ -120,6 +120,39 @@ fn skopeo_policy_accepts(
         .arg(format!("docker://{image}"))
         .arg(format!("oci:{}:x", out.display())));
     (o.status.success(), stderr(&o))
+}
+
+/// The rows of `verify-signature`'s grid (ITEM, PLATFORM, RESULT, KEY, DETAIL; the header
+/// left out): its aligned columns split where two spaces or more separate them.
+pub(crate) fn grid(out: &str) -> Vec<Vec<String>> {
+    out.lines()
+        .map(|l| {
+            l.split("  ")
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(String::from)
+                .collect::<Vec<_>>()
+        })
+        .filter(|cells| cells.len() == 5 && cells[0] != "ITEM")
+        .collect()
+}
+
+/// The grid's row for `item` on `platform` (`-`: the image named) with `result`, if any.
+pub(crate) fn row(out: &str, item: &str, platform: &str, result: &str) -> Option<Vec<String>> {
+    grid(out)
+        .into_iter()
+        .find(|r| r[0] == item && r[1] == platform && r[2] == result)
+}
+
+/// A verified row, its key cell naming `key_file`; never one whose key cell is empty.
+pub(crate) fn verified_by(out: &str, item: &str, platform: &str, key_file: &str) -> bool {
+    let all_keyed = grid(out)
+        .iter()
+        .filter(|r| r[2] == "verified")
+        .all(|r| r[3] != "-");
+    all_keyed
+        && row(out, item, platform, "verified")
+            .is_some_and(|r| r[3].starts_with(&format!("{key_file} (")))
 }
 
 const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
@@ -241,24 +274,64 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let o = verify(&image, &public);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
-    for predicate in [
-        "https://spdx.dev/Document",
-        "https://cyclonedx.org/bom",
-        "https://slsa.dev/provenance/v1",
+    // The grid: each item verified by the release key; the same documents attached
+    // unsigned are shown as such, never as verified.
+    for item in [
+        "signature",
+        "SPDX SBOM",
+        "CycloneDX SBOM",
+        "SLSA provenance",
     ] {
-        assert!(
-            out.contains(&format!("ok     {predicate}: ")),
-            "{predicate}: {out}"
-        );
+        assert!(verified_by(&out, item, "-", "release.pub"), "{item}: {out}");
+    }
+    for item in ["SPDX SBOM", "CycloneDX SBOM", "SLSA provenance"] {
+        let r = row(&out, item, "-", "unsigned").unwrap_or_else(|| panic!("{item}: {out}"));
+        assert_eq!(r[3], "-", "{out}");
+        assert!(r[4].contains("not verified"), "{out}");
     }
     let o = verify(&image, &other_public);
     assert!(!o.status.success());
+    let out = stdout(&o);
     assert!(
-        stdout(&o).contains("FAILED signature: layer 0: does not verify with this key")
-            && stdout(&o).contains("the envelope's signature does not verify with this key"),
-        "{}",
-        stdout(&o)
+        row(&out, "signature", "-", "FAILED")
+            .is_some_and(|r| r[4] == "layer 0: does not verify with this key")
+            && row(&out, "SPDX SBOM", "-", "FAILED").is_some_and(|r| r[3] == "-"
+                && r[4].ends_with("the envelope's signature does not verify with this key")),
+        "{out}"
     );
+    // --json: the same grid, structured.
+    let mut c = ocibuild();
+    with_env(&mut c);
+    c.args(["verify-signature", "--json", &image, "--key"])
+        .arg(&public);
+    let v: serde_json::Value = serde_json::from_slice(&run(&mut c).stdout).unwrap();
+    assert_eq!(v["verified"], true, "{v:#}");
+    let findings = v["findings"].as_array().unwrap();
+    let spdx = findings
+        .iter()
+        .find(|f| f["item"] == "SPDX SBOM" && f["status"] == "verified")
+        .unwrap_or_else(|| panic!("{v:#}"));
+    assert!(
+        spdx["key"].as_str().unwrap().ends_with("release.pub"),
+        "{spdx:#}"
+    );
+    // The key's id is the sha256 of its SPKI DER, as openssl writes it.
+    let der = run_ok(
+        Command::new("openssl")
+            .args(["pkey", "-pubin", "-outform", "DER", "-in"])
+            .arg(&public),
+    )
+    .stdout;
+    let sha = {
+        use sha2::Digest as _;
+        format!("sha256:{:x}", sha2::Sha256::digest(&der))
+    };
+    assert_eq!(spdx["keyId"], sha, "{spdx:#}");
+    assert_eq!(spdx["what"], "https://spdx.dev/Document");
+    assert!(findings
+        .iter()
+        .filter(|f| f["status"] == "unsigned")
+        .all(|f| f["ok"] == false && f["key"].is_null()));
 
     // The auditor's signature on the reproducibility: a bit-identical rebuild attaches a
     // signed SLSA verification summary, which verify-signature then checks with the rest.
@@ -286,8 +359,8 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let o = verify(&image, &public);
     assert!(
         !o.status.success()
-            && stdout(&o).contains("FAILED attestation: ")
-            && stdout(&o).contains("the envelope's signature does not verify"),
+            && row(&stdout(&o), "SLSA verification summary", "-", "FAILED")
+                .is_some_and(|r| r[4].contains("the envelope's signature does not verify")),
         "{}",
         stdout(&o)
     );
@@ -300,7 +373,8 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let o = run(&mut both);
     assert!(
         o.status.success()
-            && stdout(&o).contains("ok     https://slsa.dev/verification_summary/v1: "),
+            && verified_by(&stdout(&o), "SLSA verification summary", "-", "auditor.pub")
+            && verified_by(&stdout(&o), "SPDX SBOM", "-", "release.pub"),
         "{}{}",
         stdout(&o),
         stderr(&o)
@@ -414,7 +488,8 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let o = verify(&image, &public);
     assert!(!o.status.success());
     assert!(
-        stdout(&o).contains("signature: missing: no "),
+        row(&stdout(&o), "signature", "-", "MISSING")
+            .is_some_and(|r| r[4].starts_with("missing: no ")),
         "{}",
         stdout(&o)
     );
@@ -461,8 +536,9 @@ fn signatures_verify_with_skopeo_and_openssl() {
     let o = verify(&format!("{}/sig/app@{digest2}", reg.addr), &public);
     assert!(!o.status.success());
     assert!(
-        stdout(&o).contains("ok     signature: signed as ")
-            && stdout(&o).contains(": a statement about another image"),
+        verified_by(&stdout(&o), "signature", "-", "release.pub")
+            && row(&stdout(&o), "SPDX SBOM", "-", "FAILED")
+                .is_some_and(|r| r[4].ends_with(": a statement about another image")),
         "{}",
         stdout(&o)
     );
@@ -695,8 +771,8 @@ fn a_cosign_key_signs_and_the_signature_survives_a_mirror() {
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(
-        out.contains("ok     signature: signed as ")
-            && out.contains("ok     https://spdx.dev/Document"),
+        row(&out, "signature", "-", "verified").is_some_and(|r| r[4].starts_with("signed as "))
+            && row(&out, "SPDX SBOM", "-", "verified").is_some(),
         "{out}"
     );
 }
