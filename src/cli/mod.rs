@@ -46,6 +46,7 @@ Examples:
   ocibuild push app.oci:latest registry.example/team/app:1.0
   ocibuild lock app.toml --update                    re-resolve the base's tag, report a move
   ocibuild diff a.oci oci-archive:b.tar --semantic   what differs, down to files (exit 1 if any)
+  ocibuild report app.toml -o report.html            layer stack, wasted bytes, packages: one page
   ocibuild verify app.toml                           rebuild from the lock in an empty store and
                                                      check it is bit-identical to ./app.oci
   ocibuild vendor app.toml --into vendor/            every locked input, for an air-gapped build

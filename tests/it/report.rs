@@ -247,25 +247,41 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
     assert_eq!(by_layout, report_json(&[&layout]));
 }
 
-/// A tar of `entries`: (path, Some(content)) a file, (path, None) a directory.
-fn tar_of(entries: &[(&str, Option<&[u8]>)]) -> Vec<u8> {
+/// A tar entry of a hand-made layer.
+enum E<'a> {
+    File(&'a str, &'a [u8]),
+    Dir(&'a str),
+    Hardlink(&'a str, &'a str),
+    Symlink(&'a str, &'a str),
+}
+
+fn tar_of(entries: &[E<'_>]) -> Vec<u8> {
     let mut b = tar::Builder::new(Vec::new());
-    for (path, content) in entries {
+    for e in entries {
         let mut h = tar::Header::new_ustar();
-        match content {
-            Some(c) => {
+        h.set_mode(0o644);
+        match e {
+            E::File(path, c) => {
                 h.set_entry_type(tar::EntryType::Regular);
                 h.set_size(c.len() as u64);
-                h.set_mode(0o644);
                 h.set_cksum();
                 b.append_data(&mut h, path, *c).unwrap();
             }
-            None => {
+            E::Dir(path) => {
                 h.set_entry_type(tar::EntryType::Directory);
                 h.set_size(0);
-                h.set_mode(0o755);
                 h.set_cksum();
                 b.append_data(&mut h, path, &[][..]).unwrap();
+            }
+            E::Hardlink(path, target) | E::Symlink(path, target) => {
+                let t = if matches!(e, E::Hardlink(..)) {
+                    tar::EntryType::Link
+                } else {
+                    tar::EntryType::Symlink
+                };
+                h.set_entry_type(t);
+                h.set_size(0);
+                b.append_link(&mut h, path, target).unwrap();
             }
         }
     }
@@ -305,24 +321,67 @@ fn handmade_layers() -> Vec<Vec<u8>> {
     let big = vec![7u8; 40_000];
     vec![
         tar_of(&[
-            ("d", None),
-            ("d/x", Some(b"12345")),
-            ("d/y", Some(b"1234567")),
-            ("f", Some(&[1u8; 30][..])),
-            ("keep/a.so", Some(&big[..])),
-            ("gone", None),
-            ("gone/inside", Some(b"abc")),
-            (HOSTILE, Some(b"x")),
+            E::Dir("d"),
+            E::File("d/x", b"12345"),
+            E::File("d/y", b"1234567"),
+            E::File("f", &[1u8; 30]),
+            E::File("keep/a.so", &big),
+            E::Dir("gone"),
+            E::File("gone/inside", b"abc"),
+            E::File(HOSTILE, b"x"),
         ]),
         tar_of(&[
-            ("d", None),
-            ("d/x", Some(b"1234567890")),
-            (".wh.f", Some(b"")),
-            (".wh.gone", Some(b"")),
-            ("other", None),
-            ("other/b.so", Some(&big[..])),
+            E::Dir("d"),
+            E::File("d/x", b"1234567890"),
+            E::File(".wh.f", b""),
+            E::File(".wh.gone", b""),
+            E::Dir("other"),
+            E::File("other/b.so", &big),
         ]),
     ]
+}
+
+/// dive's corners: implicit directories (one removed), hard and symbolic links, an empty
+/// directory in two layers, an opaque whiteout, and a whiteout of nothing (dive stops counting
+/// the rest of that layer).
+fn quirk_layers() -> Vec<Vec<u8>> {
+    vec![
+        tar_of(&[
+            E::File("a/b/c", b"eleven byte"),
+            E::File("h", &[2u8; 50]),
+            E::Hardlink("h2", "h"),
+            E::Symlink("s", "h"),
+            E::Dir("e"),
+            E::Dir("m"),
+            E::File("m/n", b"123456789"),
+        ]),
+        tar_of(&[
+            E::File(".wh.a", b""),
+            E::Dir("m"),
+            E::File("m/.wh..wh..opq", b""),
+            E::File("m/o", b"1234"),
+            E::Dir("e"),
+            E::File("h", &[3u8; 60]),
+        ]),
+        tar_of(&[E::File(".wh.zzz", b""), E::File("q", &[4u8; 100])]),
+    ]
+}
+
+#[test]
+fn dive_corners_as_dive_counts_them() {
+    let t = tempdir();
+    let dir = t.path().join("quirks");
+    handmade(&dir, &quirk_layers());
+    let v = report_json(&[&format!("oci:{}", dir.display())]);
+    let e = &v["images"][0]["efficiency"];
+    // /h: 50 + 60; /e: 0 + 0 (two leaves); /a: 0 (implicit below) — only /h costs.
+    assert_eq!(e["wastedBytes"], 110);
+    // Smallest sizes: a/b/c 11, h 50, h2 0, s 0, e 0, m/n 9, a 0, m/o 4, /zzz -1 (q never
+    // counted) = 73; all sizes: 11 + 110 + 9 + 4 = 134.
+    assert_eq!(e["score"].as_f64().unwrap(), 73.0 / 134.0);
+    let files = &v["images"][0]["totals"]["files"];
+    // As run: h (60), m/o, q (a removed, m/n hidden by the opaque whiteout).
+    assert_eq!(*files, 3);
 }
 
 #[test]
@@ -388,7 +447,7 @@ fn dive_json(dive: &Path, archive: &Path, out: &Path) -> Value {
         .arg(format!("docker-archive://{}", archive.display()))
         .arg("--json")
         .arg(out)
-        .env("CI", "true"));
+        .env_remove("CI"));
     common::assert_success(&o, "dive --json");
     serde_json::from_slice(&fs::read(out).unwrap()).unwrap()
 }
@@ -405,8 +464,11 @@ fn online_wasted_bytes_and_efficiency_equal_dives() {
     handmade(&hand, &handmade_layers());
     let built = app_image(&t.path().join("app-project"));
     let app = built.out.clone();
+    let quirks = t.path().join("quirks");
+    handmade(&quirks, &quirk_layers());
     for (name, layout) in [
         ("hand", format!("oci:{}:v1", hand.display())),
+        ("quirks", format!("oci:{}:v1", quirks.display())),
         ("app", format!("oci:{}:v1", app.display())),
     ] {
         let archive = t.path().join(format!("{name}.tar"));
@@ -433,12 +495,70 @@ fn online_wasted_bytes_and_efficiency_equal_dives() {
         );
         // The layout and its export report the same numbers.
         assert_eq!(report_json(&[&layout])["images"][0]["efficiency"], *e);
-        // The duplicate content is ours alone: no dive entry names both of its paths.
-        assert!(
-            ours["images"][0]["duplicates"]["extraBytes"]
-                .as_u64()
+        if name == "hand" {
+            let listed: Vec<&str> = theirs["image"]["fileReference"]
+                .as_array()
                 .unwrap()
-                >= 40_000
-        );
+                .iter()
+                .map(|r| r["file"].as_str().unwrap())
+                .collect();
+            assert!(
+                !listed.contains(&"/keep/a.so") && !listed.contains(&"/other/b.so"),
+                "{listed:?}"
+            );
+        }
+        if name != "quirks" {
+            // Content at two paths costs dive nothing: it is ours alone.
+            assert!(
+                ours["images"][0]["duplicates"]["extraBytes"]
+                    .as_u64()
+                    .unwrap()
+                    >= 40_000
+            );
+        }
     }
+}
+
+/// 40 layers of 1,500 files each (60,000 paths, a few large): the page stays small, its lists
+/// capped and the rest summarised.
+#[test]
+fn the_page_of_a_big_image_stays_small() {
+    let t = tempdir();
+    let dir = t.path().join("big");
+    let names: Vec<Vec<String>> = (0..40)
+        .map(|l| {
+            (0..1500)
+                .map(|i| format!("opt/pkg{l}/sub{}/file-with-a-long-name-{i}.py", i % 37))
+                .collect()
+        })
+        .collect();
+    let layers: Vec<Vec<u8>> = names
+        .iter()
+        .enumerate()
+        .map(|(l, files)| {
+            let contents: Vec<Vec<u8>> = (0..files.len())
+                .map(|i| format!("{l}:{i}:{}", "x".repeat(i % 300)).into_bytes())
+                .collect();
+            let entries: Vec<E<'_>> = files
+                .iter()
+                .zip(&contents)
+                .map(|(p, c)| E::File(p, c))
+                .collect();
+            tar_of(&entries)
+        })
+        .collect();
+    handmade(&dir, &layers);
+    let html = t.path().join("big.html");
+    let v = report_json(&[
+        &format!("oci:{}", dir.display()),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let size = fs::metadata(&html).unwrap().len();
+    println!("report of 60,000 files in 40 layers: {size} bytes");
+    assert!(size < 5_000_000, "{size}");
+    assert_eq!(v["images"][0]["totals"]["files"], 60_000);
+    let l = &v["images"][0]["layers"][0];
+    assert_eq!(l["largestFiles"].as_array().unwrap().len(), 50);
+    assert_eq!(l["filesLeftOut"]["count"], 1450);
 }
