@@ -106,6 +106,15 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                 ..opts
             },
         )?;
+        // A multi-platform recipe's lock: the platform's section.
+        let view = ropts
+            .lock
+            .filter(|l| !l.platforms.is_empty())
+            .map(|l| l.view(&p.to_string()));
+        let ropts = report::Options {
+            lock: view.as_ref().or(ropts.lock),
+            ..ropts
+        };
         images.push(report::analyze(&image, &ropts)?);
     }
     let report = Report {

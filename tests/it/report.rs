@@ -294,8 +294,8 @@ fn put(dir: &Path, bytes: &[u8]) -> (String, u64) {
     (d.to_string(), bytes.len() as u64)
 }
 
-/// An OCI layout with these layers (uncompressed tars) and no ocibuild annotation.
-fn handmade(dir: &Path, layers: &[Vec<u8>]) {
+/// An image manifest for `arch` with these layers (uncompressed tars), its blobs in `dir`.
+fn image_manifest(dir: &Path, arch: &str, layers: &[Vec<u8>]) -> Value {
     fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
     fs::write(dir.join("oci-layout"), r#"{"imageLayoutVersion":"1.0.0"}"#).unwrap();
     let mut descs = Vec::new();
@@ -305,16 +305,29 @@ fn handmade(dir: &Path, layers: &[Vec<u8>]) {
         descs.push(json!({"mediaType": "application/vnd.oci.image.layer.v1.tar", "digest": d, "size": size}));
         diff_ids.push(d);
     }
-    let config = json!({"architecture": "amd64", "os": "linux", "config": {},
+    let config = json!({"architecture": arch, "os": "linux", "config": {},
         "rootfs": {"type": "layers", "diff_ids": diff_ids}});
     let (cd, cs) = put(dir, config.to_string().as_bytes());
     let manifest = json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.manifest.v1+json",
         "config": {"mediaType": "application/vnd.oci.image.config.v1+json", "digest": cd, "size": cs},
         "layers": descs});
     let (md, ms) = put(dir, manifest.to_string().as_bytes());
-    let index = json!({"schemaVersion": 2, "manifests": [{"mediaType": "application/vnd.oci.image.manifest.v1+json",
-        "digest": md, "size": ms, "annotations": {"org.opencontainers.image.ref.name": "v1"}}]});
+    json!({"mediaType": "application/vnd.oci.image.manifest.v1+json", "digest": md, "size": ms,
+        "platform": {"os": "linux", "architecture": arch}})
+}
+
+fn write_index(dir: &Path, entry: Value) {
+    let mut entry = entry;
+    entry["annotations"] = json!({"org.opencontainers.image.ref.name": "v1"});
+    let index = json!({"schemaVersion": 2, "manifests": [entry]});
     fs::write(dir.join("index.json"), index.to_string()).unwrap();
+}
+
+/// An OCI layout with these layers (uncompressed tars) and no ocibuild annotation.
+fn handmade(dir: &Path, layers: &[Vec<u8>]) {
+    let mut m = image_manifest(dir, "amd64", layers);
+    m.as_object_mut().unwrap().remove("platform");
+    write_index(dir, m);
 }
 
 fn handmade_layers() -> Vec<Vec<u8>> {
@@ -561,4 +574,38 @@ fn the_page_of_a_big_image_stays_small() {
     let l = &v["images"][0]["layers"][0];
     assert_eq!(l["largestFiles"].as_array().unwrap().len(), 50);
     assert_eq!(l["filesLeftOut"]["count"], 1450);
+}
+
+/// An image index of two platforms: one report each, in the index's order; `--platform` picks.
+#[test]
+fn an_index_gets_one_report_per_platform() {
+    let t = tempdir();
+    let dir = t.path().join("multi");
+    let amd = image_manifest(&dir, "amd64", &handmade_layers());
+    let arm = image_manifest(&dir, "arm64", &quirk_layers());
+    let index = json!({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json",
+        "manifests": [amd, arm]});
+    let (d, size) = put(&dir, index.to_string().as_bytes());
+    write_index(
+        &dir,
+        json!({"mediaType": "application/vnd.oci.image.index.v1+json", "digest": d, "size": size}),
+    );
+    let layout = format!("oci:{}:v1", dir.display());
+    let v = report_json(&[&layout]);
+    let platforms: Vec<&str> = v["images"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["platform"].as_str().unwrap())
+        .collect();
+    assert_eq!(platforms, ["linux/amd64", "linux/arm64"]);
+    assert_eq!(v["images"][0]["efficiency"]["wastedBytes"], 45);
+    assert_eq!(v["images"][1]["efficiency"]["wastedBytes"], 110);
+    let one = report_json(&[&layout, "--platform", "linux/arm64"]);
+    assert_eq!(one["images"].as_array().unwrap().len(), 1);
+    assert_eq!(one["images"][0], v["images"][1]);
+    // Without --json or -o: a summary per platform.
+    let text = stdout(&run_ok(ocibuild().args(["report", &layout])));
+    assert!(text.contains("linux/arm64: 3 layers (of 127)"), "{text}");
+    assert!(text.contains("wasted 45 bytes"), "{text}");
 }
