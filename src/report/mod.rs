@@ -106,6 +106,13 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
             analysis::layer_report(facts, scan, &owners)
         })
         .collect();
+    let not_kept: u64 = scans.iter().map(|s| s.not_kept).sum();
+    if not_kept > 0 {
+        missing.push(format!(
+            "records: {not_kept} dpkg or dist-info files too large to read (their packages and \
+             files are not attributed)"
+        ));
+    }
     let (mut packages, dpkg) = analysis::packages(&scans, &merged);
     if !dpkg {
         missing.push("dpkg status: none in the image (no Debian packages listed)".to_string());

@@ -10,6 +10,9 @@ use crate::digest::{Digest, Hasher};
 
 /// Files larger than this are not kept even when their path is one the report reads.
 const MAX_KEPT: u64 = 16 << 20;
+/// At most this many bytes of such files are kept per layer (a hostile layer of many large
+/// RECORDs must not fill the memory); the files beyond are counted in `not_kept`.
+const MAX_KEPT_LAYER: u64 = 256 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -51,6 +54,9 @@ pub struct LayerScan {
     pub tar_bytes: u64,
     /// Contents of the files [`keep`] selects, by path.
     pub kept: BTreeMap<String, Vec<u8>>,
+    /// Files [`keep`] selects that were too large to keep (over [`MAX_KEPT`], or beyond
+    /// [`MAX_KEPT_LAYER`] in all).
+    pub not_kept: u64,
 }
 
 /// Whether the report reads the file at `path`.
@@ -88,6 +94,7 @@ pub fn scan_layer(reader: impl Read) -> io::Result<LayerScan> {
     };
     let mut scan = LayerScan::default();
     let mut buf = vec![0u8; 256 * 1024];
+    let mut kept_bytes = 0u64;
     {
         let mut archive = crate::tarbound::archive(&mut counting);
         for entry in archive.entries()? {
@@ -107,7 +114,12 @@ pub fn scan_layer(reader: impl Read) -> io::Result<LayerScan> {
             let size = entry.size();
             let content = if kind == Kind::File {
                 let mut hasher = Hasher::new();
-                let mut kept = (keep(&path) && size <= MAX_KEPT).then(Vec::new);
+                let wanted = keep(&path);
+                let room = kept_bytes + size <= MAX_KEPT_LAYER;
+                let mut kept = (wanted && size <= MAX_KEPT && room).then(Vec::new);
+                if wanted && kept.is_none() {
+                    scan.not_kept += 1;
+                }
                 loop {
                     let n = entry.read(&mut buf)?;
                     if n == 0 {
@@ -119,6 +131,7 @@ pub fn scan_layer(reader: impl Read) -> io::Result<LayerScan> {
                     }
                 }
                 if let Some(k) = kept {
+                    kept_bytes += k.len() as u64;
                     scan.kept.insert(path.clone(), k);
                 }
                 Some(hasher.finish().0)
