@@ -52,18 +52,28 @@ struct FromRecipe {
     image: ImageRef,
     lock: Option<Lock>,
     max_wheel_layer_size: Option<u64>,
+    steps: Vec<String>,
 }
 
 fn from_recipe(args: &ReportArgs, path: &Path) -> anyhow::Result<FromRecipe> {
     let recipe = args.recipe_args.load(path)?;
     let lock = Lock::load(&Lock::path_for(path))?;
+    let dir = super::default_output(path);
+    if !dir.join("index.json").is_file() {
+        anyhow::bail!(
+            "no OCI layout at {}: build it first (`ocibuild build {}`)",
+            dir.display(),
+            path.display()
+        );
+    }
     Ok(FromRecipe {
         image: ImageRef::Layout {
-            dir: super::default_output(path),
+            dir,
             tag: Some(recipe.image.tag.clone()),
         },
         lock,
         max_wheel_layer_size: recipe.python.as_ref().map(|p| p.max_layer_size),
+        steps: recipe.steps.iter().map(|s| s.name.clone()).collect(),
     })
 }
 
@@ -92,6 +102,10 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let ropts = report::Options {
         max_wheel_layer_size: recipe.as_ref().and_then(|r| r.max_wheel_layer_size),
         lock: recipe.as_ref().and_then(|r| r.lock.as_ref()),
+        steps: recipe
+            .as_ref()
+            .map(|r| r.steps.as_slice())
+            .unwrap_or_default(),
     };
     let mut images = Vec::new();
     if platforms.is_empty() {

@@ -11,8 +11,17 @@ use super::model::{
 use super::scan::{Kind, LayerScan};
 use crate::digest::Digest;
 
-/// What a layer's annotation says it is.
-pub fn origin_of(name: Option<&str>, below_first_named: bool) -> Origin {
+/// What a layer's annotation says it is; `steps` are the recipe's step names (a step's
+/// layers are `NAME`, or `NAME.1`, `NAME.2`, … for several outputs).
+pub fn origin_of(name: Option<&str>, below_first_named: bool, steps: &[String]) -> Origin {
+    let is_step = |n: &str| {
+        steps.iter().any(|s| {
+            n == s
+                || n.strip_prefix(s.as_str())
+                    .and_then(|r| r.strip_prefix('.'))
+                    .is_some_and(|r| !r.is_empty() && r.bytes().all(|b| b.is_ascii_digit()))
+        })
+    };
     match name {
         None if below_first_named => Origin::Base,
         None => Origin::Unknown,
@@ -21,6 +30,7 @@ pub fn origin_of(name: Option<&str>, below_first_named: bool) -> Origin {
         Some(crate::rootfs::LAYER_NAME) => Origin::System,
         Some(crate::recipe::PATHS_LAYER) => Origin::Paths,
         Some(n) if crate::python::plan::is_wheel_layer(n) => Origin::Wheels,
+        Some(n) if is_step(n) => Origin::Steps,
         Some(_) => Origin::App,
     }
 }
@@ -464,6 +474,22 @@ pub fn packages(scans: &[LayerScan], merged: &Merged) -> (Vec<Package>, bool) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn origins_from_layer_names() {
+        let steps = ["build".to_string()];
+        assert_eq!(origin_of(None, true, &steps), Origin::Base);
+        assert_eq!(origin_of(None, false, &steps), Origin::Unknown);
+        assert_eq!(origin_of(Some("apt"), false, &steps), Origin::Packages);
+        assert_eq!(
+            origin_of(Some("wheels-a-and-2-more"), false, &steps),
+            Origin::Wheels
+        );
+        assert_eq!(origin_of(Some("build.2"), false, &steps), Origin::Steps);
+        assert_eq!(origin_of(Some("build"), false, &steps), Origin::Steps);
+        assert_eq!(origin_of(Some("builder"), false, &steps), Origin::App);
+        assert_eq!(origin_of(Some("build.x"), false, &steps), Origin::App);
+    }
 
     #[test]
     fn record_paths_resolve_against_site_packages() {

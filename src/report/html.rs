@@ -53,6 +53,7 @@ fn colour(o: Origin) -> &'static str {
         Origin::Interpreter => "#3c78d8",
         Origin::Wheels => "#2e9e5b",
         Origin::Paths => "#c2a200",
+        Origin::Steps => "#1f9bb0",
         Origin::App => "#d64545",
         Origin::Unknown => "#5b6f7f",
     }

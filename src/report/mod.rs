@@ -48,6 +48,8 @@ pub struct Options<'a> {
     pub max_wheel_layer_size: Option<u64>,
     /// The recipe's lock: packages get their source URL and sha256 from it.
     pub lock: Option<&'a Lock>,
+    /// The recipe's `[[step]]` names: their layers' origin is `steps`.
+    pub steps: &'a [String],
 }
 
 fn platform_of(config: &serde_json::Value) -> String {
@@ -99,7 +101,11 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
                 digest: l.digest.map(|d| d.to_string()),
                 diff_id: l.diff_id.map(|d| d.to_string()),
                 name: l.name.clone(),
-                origin: analysis::origin_of(l.name.as_deref(), first_named.is_some_and(|f| i < f)),
+                origin: analysis::origin_of(
+                    l.name.as_deref(),
+                    first_named.is_some_and(|f| i < f),
+                    opts.steps,
+                ),
                 compressed: l.size,
                 shadowed_bytes: merged.shadowed[i],
             };

@@ -103,6 +103,8 @@ pub enum Origin {
     Wheels,
     /// `[paths]`.
     Paths,
+    /// A `[[step]]`'s outputs (known from the recipe: step layers take the step's name).
+    Steps,
     /// The recipe's `[[layer]]`s.
     App,
     /// No ocibuild annotation tells.
@@ -118,18 +120,20 @@ impl Origin {
             Origin::Interpreter => "interpreter",
             Origin::Wheels => "wheels",
             Origin::Paths => "paths",
+            Origin::Steps => "steps",
             Origin::App => "app",
             Origin::Unknown => "unknown",
         }
     }
 
-    pub const ALL: [Origin; 8] = [
+    pub const ALL: [Origin; 9] = [
         Origin::Base,
         Origin::Packages,
         Origin::System,
         Origin::Interpreter,
         Origin::Wheels,
         Origin::Paths,
+        Origin::Steps,
         Origin::App,
         Origin::Unknown,
     ];

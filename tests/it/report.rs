@@ -438,6 +438,17 @@ fn report_of_a_handmade_image_without_metadata() {
     assert_eq!(img["duplicates"]["sets"], 1);
     let page = fs::read_to_string(&html).unwrap();
     assert!(page.contains("id=\"total-size-0\""));
+    // A recipe whose image was never built: said, with what to do.
+    fs::write(t.path().join("unbuilt.toml"), "[image]\nname = \"x\"\n").unwrap();
+    let o = run(ocibuild()
+        .current_dir(t.path())
+        .args(["report", "unbuilt.toml"]));
+    assert!(!o.status.success());
+    assert!(
+        common::stderr(&o).contains("build it first (`ocibuild build unbuilt.toml`)"),
+        "{}",
+        common::stderr(&o)
+    );
     assert!(!page.contains(HOSTILE));
 }
 
