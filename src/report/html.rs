@@ -162,7 +162,10 @@ fn totals(out: &mut String, k: usize, i: &ImageReport) {
         hfb = human(t.file_bytes),
         w = i.efficiency.wasted_bytes,
         hw = human(i.efficiency.wasted_bytes),
-        e = i.efficiency.score,
+        // The digits the JSON document has (serde_json's shortest form).
+        e = serde_json::Number::from_f64(i.efficiency.score)
+            .map(|n| n.to_string())
+            .unwrap_or_else(|| i.efficiency.score.to_string()),
         ep = i.efficiency.score * 100.0,
         d = i.duplicates.extra_bytes,
         ds = i.duplicates.sets,

@@ -46,6 +46,10 @@ fn app_image(dir: &Path) -> AppImage {
     let mut text = fs::read_to_string(&r).unwrap();
     text = text.replace("[image]\n", "[image]\ntag = \"v1\"\n");
     text.push_str("\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/srv/app\"\n");
+    // A second layer over the app's main.py: 15 + 17 bytes wasted, as dive counts.
+    fs::create_dir_all(dir.join("patch")).unwrap();
+    fs::write(dir.join("patch/main.py"), "print('patched')\n").unwrap();
+    text.push_str("\n[[layer]]\nname = \"patch\"\nsrc = \"patch\"\ndest = \"/srv/app\"\n");
     fs::write(&r, text).unwrap();
     let out = ocibuild::output::default_output(&r);
     let o = run_ok(
@@ -120,8 +124,14 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
         .iter()
         .map(|l| l["origin"].as_str().unwrap())
         .collect();
-    assert_eq!(origins, ["packages", "system", "wheels", "app"]);
-    assert_eq!(img["totals"]["layers"], 4);
+    assert_eq!(origins, ["packages", "system", "wheels", "app", "app"]);
+    assert_eq!(img["totals"]["layers"], 5);
+    assert_eq!(img["efficiency"]["wastedBytes"], 15 + 17);
+    assert_eq!(
+        img["efficiency"]["inefficient"][0]["path"],
+        "/srv/app/main.py"
+    );
+    assert_eq!(layers[3]["shadowedBytes"], 15);
     assert_eq!(img["guardrails"]["maxLayers"], 127);
     assert_eq!(img["guardrails"]["maxWheelLayerSizeFrom"], "recipe");
     let mut sum = 0;
@@ -205,12 +215,13 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
         attr(&html, "total-size-0", "data-bytes"),
         i["totals"]["uncompressed"].to_string()
     );
-    assert_eq!(attr(&html, "layer-count-0", "data-count"), "4");
+    assert_eq!(attr(&html, "layer-count-0", "data-count"), "5");
     assert_eq!(
         attr(&html, "wasted-bytes-0", "data-bytes"),
         i["efficiency"]["wastedBytes"].to_string()
     );
-    let score: f64 = attr(&html, "efficiency-0", "data-value").parse().unwrap();
+    // Read with serde_json's parser, as the document was (the same text, the same value).
+    let score: f64 = serde_json::from_str(&attr(&html, "efficiency-0", "data-value")).unwrap();
     assert_eq!(score, i["efficiency"]["score"].as_f64().unwrap());
     assert_eq!(
         attr(&html, "duplicate-bytes-0", "data-bytes"),
