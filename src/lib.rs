@@ -74,6 +74,7 @@ pub mod push;
 pub mod python;
 pub mod recipe;
 pub mod registry;
+pub mod report;
 pub mod rootfs;
 pub mod run;
 pub mod session;

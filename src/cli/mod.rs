@@ -16,6 +16,7 @@ mod push;
 mod recipe_args;
 mod reference;
 mod render;
+mod report;
 mod shell;
 mod sign;
 mod test;
@@ -45,6 +46,7 @@ Examples:
   ocibuild push app.oci:latest registry.example/team/app:1.0
   ocibuild lock app.toml --update                    re-resolve the base's tag, report a move
   ocibuild diff a.oci oci-archive:b.tar --semantic   what differs, down to files (exit 1 if any)
+  ocibuild report app.toml -o report.html            layer stack, wasted bytes, packages: one page
   ocibuild verify app.toml                           rebuild from the lock in an empty store and
                                                      check it is bit-identical to ./app.oci
   ocibuild vendor app.toml --into vendor/            every locked input, for an air-gapped build
@@ -148,6 +150,10 @@ enum Command {
     Test(test::TestArgs),
     /// Compare two images (layouts, archives, registry images) down to files; exit 1 if they differ.
     Diff(diff::DiffArgs),
+    /// Describe an image: its layer stack, files by package, wheel or directory, wasted bytes
+    /// (as dive counts them), identical content at different paths, installed packages; as
+    /// JSON or one self-contained HTML page.
+    Report(report::ReportArgs),
     /// Rebuild a recipe from its lock in an empty store and check the result is bit-identical.
     Verify(verify::VerifyArgs),
     /// Copy recipes' locked inputs into a vendor directory (for air-gapped builds); merge or
@@ -218,6 +224,7 @@ const SUBCOMMANDS: &[&str] = &[
     "push",
     "test",
     "diff",
+    "report",
     "verify",
     "vendor",
     "mirror",
@@ -322,6 +329,7 @@ pub fn main() -> ExitCode {
         Command::Push(a) => push::run(&cli, a),
         Command::Test(a) => test::run(&cli, a),
         Command::Diff(a) => diff::run(&cli, a),
+        Command::Report(a) => report::run(&cli, a),
         Command::Verify(a) => verify::run(&cli, a),
         Command::Vendor(a) => vendor::run(&cli, a),
         Command::Mirror(a) => mirror::run(&cli, a),

@@ -109,6 +109,7 @@ fn top_level_help_lists_every_subcommand() {
         "push",
         "test",
         "diff",
+        "report",
         "verify",
         "vendor",
         "mirror",

@@ -58,6 +58,7 @@ mod recipe_errors;
 mod registry_behaviours;
 mod registry_fake;
 mod registry_real;
+mod report;
 mod rootfs;
 mod run_stage;
 mod sbom;

@@ -1,0 +1,185 @@
+//! `ocibuild report REF|RECIPE [--json] [-o report.html]`: what an image is made of.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::Context;
+use clap::Args;
+use fs_err as fs;
+
+use super::Cli;
+use crate::audit::{self, OpenOptions};
+use crate::imageref::{ImageRef, Role};
+use crate::lock::Lock;
+use crate::report::{self, Report};
+
+pub const AFTER_HELP: &str = "\
+Images: DIR or oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE,
+docker://REGISTRY/REPO[:TAG|@DIGEST], or a recipe (FILE.toml: the image `build` wrote to its
+default output; its lock gives the packages' source URLs and sha256s).
+
+The report: the layer stack (sizes, origin: base, packages, system, interpreter, wheels,
+paths, app), the guardrails (127 layers, the wheel layers' size bound), each layer's files by
+Debian package, wheel or directory, wasted bytes and the efficiency score (computed as dive
+computes them), identical content at different paths (which dive cannot see), and the
+installed packages. An image index: one report per platform.
+
+Examples:
+  ocibuild report app.toml -o report.html
+  ocibuild report oci:app.oci:1.0 --json | jq '.images[0].efficiency'
+  ocibuild report docker-archive:app.tar -o app.html";
+
+#[derive(Args, Debug)]
+#[command(after_help = AFTER_HELP)]
+pub struct ReportArgs {
+    /// The image, or a recipe (FILE.toml).
+    pub image: String,
+    /// Print the report as JSON (schema `ocibuild-report/1`, see docs/commands.md).
+    #[arg(long)]
+    pub json: bool,
+    /// Write the report as one self-contained HTML page.
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// The platform to report on in an image index: os/arch[/variant]. Default: every one.
+    #[arg(long, value_name = "OS/ARCH")]
+    pub platform: Option<String>,
+    #[command(flatten)]
+    pub recipe_args: super::recipe_args::RecipeArgs,
+}
+
+/// The image a recipe builds (its default output and tag), its lock, its wheel layer bound.
+struct FromRecipe {
+    image: ImageRef,
+    lock: Option<Lock>,
+    max_wheel_layer_size: Option<u64>,
+    steps: Vec<String>,
+}
+
+fn from_recipe(args: &ReportArgs, path: &Path) -> anyhow::Result<FromRecipe> {
+    let recipe = args.recipe_args.load(path)?;
+    let lock = Lock::load(&Lock::path_for(path))?;
+    let dir = super::default_output(path);
+    if !dir.join("index.json").is_file() {
+        anyhow::bail!(
+            "no OCI layout at {}: build it first (`ocibuild build {}`)",
+            dir.display(),
+            path.display()
+        );
+    }
+    Ok(FromRecipe {
+        image: ImageRef::Layout {
+            dir,
+            tag: Some(recipe.image.tag.clone()),
+        },
+        lock,
+        max_wheel_layer_size: recipe.python.as_ref().map(|p| p.max_layer_size),
+        steps: recipe.steps.iter().map(|s| s.name.clone()).collect(),
+    })
+}
+
+pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let as_path = Path::new(&args.image);
+    let recipe = if args.image.ends_with(".toml") && as_path.is_file() {
+        Some(from_recipe(args, as_path)?)
+    } else {
+        None
+    };
+    let spec = match &recipe {
+        Some(r) => r.image.clone(),
+        None => ImageRef::parse(&args.image, Role::Source { digest: false })?,
+    };
+    let client = super::diff::client_for(cli, &[&spec])?;
+    let bars = cli.bars(args.json);
+    let opts = OpenOptions {
+        client: client.as_ref(),
+        platform: None,
+        reporter: &bars,
+    };
+    let platforms = match &args.platform {
+        Some(p) => vec![super::diff::platform(Some(p))?],
+        None => audit::source::index_platforms(&spec, opts)?.unwrap_or_default(),
+    };
+    let ropts = report::Options {
+        max_wheel_layer_size: recipe.as_ref().and_then(|r| r.max_wheel_layer_size),
+        lock: recipe.as_ref().and_then(|r| r.lock.as_ref()),
+        steps: recipe
+            .as_ref()
+            .map(|r| r.steps.as_slice())
+            .unwrap_or_default(),
+    };
+    let mut images = Vec::new();
+    if platforms.is_empty() {
+        let image = audit::open(&spec, opts)?;
+        images.push(report::analyze(&image, &ropts)?);
+    }
+    for p in &platforms {
+        let image = audit::open(
+            &spec,
+            OpenOptions {
+                platform: Some(p),
+                ..opts
+            },
+        )?;
+        // A multi-platform recipe's lock: the platform's section.
+        let view = ropts
+            .lock
+            .filter(|l| !l.platforms.is_empty())
+            .map(|l| l.view(&p.to_string()));
+        let ropts = report::Options {
+            lock: view.as_ref().or(ropts.lock),
+            ..ropts
+        };
+        images.push(report::analyze(&image, &ropts)?);
+    }
+    let report = Report {
+        schema: report::SCHEMA,
+        source: args.image.clone(),
+        images,
+        missing: vec![
+            "signatures and attestations: not examined by this version of `report`".to_string(),
+        ],
+        against: None,
+    };
+    if let Some(out) = &args.output {
+        let page = report::html::render(&report);
+        fs::write(out, page).with_context(|| format!("writing the report {}", out.display()))?;
+    }
+    if args.json {
+        let mut bytes = report::to_json(&report)?;
+        bytes.push(b'\n');
+        std::io::Write::write_all(&mut std::io::stdout().lock(), &bytes)?;
+    } else if args.output.is_none() {
+        print!("{}", summary(&report));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A few lines: what the page would show first.
+fn summary(report: &Report) -> String {
+    let mut out = String::new();
+    for i in &report.images {
+        out.push_str(&format!(
+            "{}: {} layers (of {}), {} bytes uncompressed, {} files, {} packages\n  \
+             wasted {} bytes, efficiency {:.4} (as dive computes them); \
+             identical content at different paths: {} bytes in {} sets\n",
+            i.platform,
+            i.totals.layers,
+            i.guardrails.max_layers,
+            i.totals.uncompressed,
+            i.totals.files,
+            i.packages.len(),
+            i.efficiency.wasted_bytes,
+            i.efficiency.score,
+            i.duplicates.extra_bytes,
+            i.duplicates.sets,
+        ));
+        for m in &i.missing {
+            out.push_str(&format!("  missing: {m}\n"));
+        }
+    }
+    for m in &report.missing {
+        out.push_str(&format!("missing: {m}\n"));
+    }
+    out.push_str("(write the page with -o report.html, the document with --json)\n");
+    out
+}
