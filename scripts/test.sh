@@ -41,6 +41,7 @@ PACKAGES=(
     python3         # tarfile listings; the online tests' venvs (uv, spdx-tools)
     python3-venv    # `python3 -m venv` with pip on Debian/Ubuntu's python3
     ca-certificates # TLS to PyPI / Debian for the online tests
+    chromium        # headless: the report page rendered, its numbers read from the DOM
 )
 
 log() { printf '==> %s\n' "$*" >&2; }

@@ -131,6 +131,10 @@ pub struct DiffReport {
     pub result: Outcome,
     pub a: Side,
     pub b: Side,
+    /// Packages added, removed and changed (dpkg status, wheels' METADATA), filled by the
+    /// caller that reads them ([`crate::report::against::package_diff`]); empty when not
+    /// read or none changed.
+    pub packages: Vec<super::packages::PackageChange>,
     pub manifest: Vec<FieldDiff>,
     pub config: Vec<FieldDiff>,
     pub layers: Vec<LayerDiff>,
@@ -180,6 +184,7 @@ pub fn diff(a: &Image<'_>, b: &Image<'_>, opts: DiffOptions) -> Result<DiffRepor
         result: Outcome::Identical,
         a: side(a),
         b: side(b),
+        packages: Vec::new(),
         manifest: Vec::new(),
         config: Vec::new(),
         layers: Vec::new(),
@@ -630,10 +635,20 @@ mod tests {
                 "Cmd",
                 "Env[B]",
                 "Env[C]",
-                "rootfs.diff_ids",
+                "rootfs.diff_ids[0]",
                 "history[0]"
             ]
         );
+        // A layer added on top: one field, the new index, not two whole arrays.
+        let mut c = a.clone();
+        c["rootfs"]["diff_ids"] = json!(["sha256:aa", "sha256:cc"]);
+        let ids: Vec<FieldDiff> = config_diff(&a, &c, false)
+            .into_iter()
+            .filter(|f| f.field.starts_with("rootfs"))
+            .collect();
+        assert_eq!(ids.len(), 1);
+        assert_eq!(ids[0].field, "rootfs.diff_ids[1]");
+        assert_eq!((&ids[0].a, &ids[0].b), (&Value::Null, &json!("sha256:cc")));
         assert_eq!(fields(true), ["Cmd", "Env[B]", "Env[C]"]);
         let env_b = &config_diff(&a, &b, true)[1];
         assert_eq!((&env_b.a, &env_b.b), (&json!("2"), &Value::Null));

@@ -19,6 +19,7 @@ pub mod attest;
 pub mod diff;
 pub mod import;
 pub mod license;
+pub mod packages;
 pub mod provenance;
 pub mod render;
 pub mod sbom;

@@ -149,6 +149,22 @@ fn layer(out: &mut String, l: &LayerDiff) {
 /// The differences of a report, one per line, without the header or the result line.
 pub fn diff_body(r: &DiffReport) -> String {
     let mut out = String::new();
+    // Packages first: what a reviewer reads before any file.
+    for p in &r.packages {
+        let v = |x: &Option<String>| visible(x.as_deref().unwrap_or_default());
+        let name = visible(&p.name);
+        let _ = match p.change {
+            Change::Added => writeln!(out, "package {} {name}: added {}", p.kind, v(&p.new)),
+            Change::Removed => writeln!(out, "package {} {name}: removed {}", p.kind, v(&p.old)),
+            Change::Changed => writeln!(
+                out,
+                "package {} {name}: {} → {}",
+                p.kind,
+                v(&p.old),
+                v(&p.new)
+            ),
+        };
+    }
     for f in &r.manifest {
         let _ = writeln!(out, "manifest {}", field(f));
     }

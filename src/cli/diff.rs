@@ -132,13 +132,26 @@ fn diff_one(
     };
     let ia = audit::open(a, opts)?;
     let ib = audit::open(b, opts)?;
-    Ok(audit::diff(
+    let mut report = audit::diff(
         &ia,
         &ib,
         DiffOptions {
             semantic: args.semantic,
         },
-    )?)
+    )?;
+    // The package summary, first in the report: only when some layer differs (the same
+    // layers install the same packages).
+    if report.layers.iter().any(|l| {
+        !matches!(
+            l.status,
+            audit::diff::LayerStatus::Identical
+                | audit::diff::LayerStatus::SameContent
+                | audit::diff::LayerStatus::Equivalent
+        )
+    }) {
+        report.packages = crate::report::against::package_diff(&ia, &ib)?;
+    }
+    Ok(report)
 }
 
 /// Two image indexes: each platform either has compared (a platform only one has makes them

@@ -27,7 +27,8 @@ installed packages. An image index: one report per platform.
 Examples:
   ocibuild report app.toml -o report.html
   ocibuild report oci:app.oci:1.0 --json | jq '.images[0].efficiency'
-  ocibuild report docker-archive:app.tar -o app.html";
+  ocibuild report docker-archive:app.tar -o app.html
+  ocibuild report oci:app.oci:2.0 --against oci:app.oci:1.0 -o changes.html";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
@@ -40,6 +41,11 @@ pub struct ReportArgs {
     /// Write the report as one self-contained HTML page.
     #[arg(short = 'o', long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Compare with an earlier image (any form IMAGE takes): packages added, removed and
+    /// changed, the files that changed (small text files as unified diffs), and what a pull
+    /// of this image fetches when that one is already there.
+    #[arg(long, value_name = "IMAGE")]
+    pub against: Option<String>,
     /// The platform to report on in an image index: os/arch[/variant]. Default: every one.
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
@@ -88,7 +94,13 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         Some(r) => r.image.clone(),
         None => ImageRef::parse(&args.image, Role::Source { digest: false })?,
     };
-    let client = super::diff::client_for(cli, &[&spec])?;
+    let against = args
+        .against
+        .as_deref()
+        .map(|a| ImageRef::parse(a, Role::Source { digest: false }))
+        .transpose()?;
+    let specs: Vec<&ImageRef> = std::iter::once(&spec).chain(against.as_ref()).collect();
+    let client = super::diff::client_for(cli, &specs)?;
     let bars = cli.bars(args.json);
     let opts = OpenOptions {
         client: client.as_ref(),
@@ -108,9 +120,13 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .unwrap_or_default(),
     };
     let mut images = Vec::new();
+    let mut compared = Vec::new();
     if platforms.is_empty() {
         let image = audit::open(&spec, opts)?;
         images.push(report::analyze(&image, &ropts)?);
+        if let (Some(old), Some(new)) = (&against, images.last()) {
+            compared.push(report::against::compare_with(old, &image, new, opts)?);
+        }
     }
     for p in &platforms {
         let image = audit::open(
@@ -130,6 +146,13 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             ..ropts
         };
         images.push(report::analyze(&image, &ropts)?);
+        if let (Some(old), Some(new)) = (&against, images.last()) {
+            let o = OpenOptions {
+                platform: Some(p),
+                ..opts
+            };
+            compared.push(report::against::compare_with(old, &image, new, o)?);
+        }
     }
     let report = Report {
         schema: report::SCHEMA,
@@ -138,7 +161,10 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         missing: vec![
             "signatures and attestations: not examined by this version of `report`".to_string(),
         ],
-        against: None,
+        against: args.against.as_ref().map(|a| report::Against {
+            source: a.clone(),
+            images: compared,
+        }),
     };
     if let Some(out) = &args.output {
         let page = report::html::render(&report);
@@ -179,6 +205,22 @@ fn summary(report: &Report) -> String {
     }
     for m in &report.missing {
         out.push_str(&format!("missing: {m}\n"));
+    }
+    if let Some(a) = &report.against {
+        for i in &a.images {
+            out.push_str(&format!(
+                "against {} ({}): {} package changes, {} files changed; a pull with it present \
+                 fetches {} bytes in {} layers (and {} of config), reuses {} layers\n",
+                a.source,
+                i.platform,
+                i.packages.len(),
+                i.files.len() + i.files_left_out,
+                i.pull.bytes_fetched,
+                i.pull.layers_fetched,
+                i.pull.config_bytes,
+                i.pull.layers_reused,
+            ));
+        }
     }
     out.push_str("(write the page with -o report.html, the document with --json)\n");
     out

@@ -66,7 +66,8 @@ text-align:left;vertical-align:top}td.n,th.n{text-align:right;font-variant-numer
 code{font-size:.9em;word-break:break-all}dl.totals{display:grid;grid-template-columns:max-content \
 auto;gap:2px 1em}dl.totals dt{font-weight:600}.sw{display:inline-block;width:.9em;height:.9em;\
 margin:0 .3em 0 1em;vertical-align:middle}.warn{color:#b00;font-weight:600}details{margin:.3em 0}\
-summary{cursor:pointer}.missing li{color:#8a5a00}";
+summary{cursor:pointer}.missing li{color:#8a5a00}pre.diff{background:#f6f6f6;padding:.4em;\
+overflow-x:auto;max-height:30em}";
 
 const SCRIPT: &str = "document.querySelectorAll('input.pkg-search').forEach(function(i){\
 i.hidden=false;var t=document.getElementById(i.dataset.table);i.addEventListener('input',\
@@ -92,6 +93,9 @@ pub fn render(report: &Report) -> String {
     missing(&mut out, "missing", &report.missing);
     for (k, image) in report.images.iter().enumerate() {
         image_section(&mut out, k, image);
+    }
+    if let Some(a) = &report.against {
+        super::html_against::section(&mut out, a);
     }
     out.push_str(&format!("<script>{SCRIPT}</script>\n</body></html>\n"));
     out

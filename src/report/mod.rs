@@ -6,13 +6,17 @@
 //! - [`dive`]: wasted bytes and the efficiency score, exactly as dive computes them;
 //! - [`analysis`]: origins, the filesystem as run, groups by package / wheel / directory,
 //!   identical content at different paths, installed packages;
-//! - [`html`]: the page.
+//! - [`html`]: the page;
+//! - [`against`]: the comparison with an earlier image (`--against`), and `diff`'s package
+//!   summary.
 //!
 //! Nothing here prints. Images are opened by [`crate::audit::source`].
 
+pub mod against;
 pub mod analysis;
 pub mod dive;
 pub mod html;
+pub mod html_against;
 pub mod model;
 pub mod scan;
 
@@ -37,6 +41,8 @@ pub enum ReportError {
         digest: String,
         source: std::io::Error,
     },
+    #[error("comparing with the earlier image")]
+    Compare(#[source] Box<AuditError>),
     #[error(transparent)]
     Json(#[from] crate::json::JsonError),
 }
@@ -62,8 +68,8 @@ fn platform_of(config: &serde_json::Value) -> String {
     p
 }
 
-/// Read every layer of `image` and describe it.
-pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, ReportError> {
+/// One scan per layer of `image`, bottom first.
+fn scan_all(image: &Image<'_>) -> Result<Vec<scan::LayerScan>, ReportError> {
     let mut scans = Vec::with_capacity(image.layers.len());
     for i in 0..image.layers.len() {
         let reader = image.open_layer(i).map_err(|source| ReportError::Open {
@@ -80,6 +86,19 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
         })?;
         scans.push(scan);
     }
+    Ok(scans)
+}
+
+/// The packages installed in `image` as run (dpkg status, dist-info METADATA): what `diff`
+/// compares first.
+pub fn packages_of(image: &Image<'_>) -> Result<Vec<model::Package>, ReportError> {
+    let scans = scan_all(image)?;
+    Ok(analysis::packages(&scans, &analysis::merge(&scans)).0)
+}
+
+/// Read every layer of `image` and describe it.
+pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, ReportError> {
+    let scans = scan_all(image)?;
     let merged = analysis::merge(&scans);
     let owners = analysis::owners(&scans, &merged);
     let first_named = image.layers.iter().position(|l| l.name.is_some());

@@ -5,6 +5,8 @@
 
 use serde::Serialize;
 
+pub use super::against::Against;
+
 /// The schema name written in every report.
 pub const SCHEMA: &str = "ocibuild-report/1";
 
@@ -27,15 +29,6 @@ pub struct Report {
     pub missing: Vec<String>,
     /// A comparison with an earlier image (`--against`), when asked for.
     pub against: Option<Against>,
-}
-
-/// A comparison with an earlier image (package and file differences). A placeholder: the
-/// differences are filled by the comparison of `crate::audit::diff`.
-#[derive(Clone, Debug, Default, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct Against {
-    /// The earlier image, as named.
-    pub source: String,
 }
 
 /// One image (one platform).

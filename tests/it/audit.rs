@@ -198,6 +198,7 @@ fn diff_reports_content_mode_added_removed_symlink_and_env() {
         "result": "different",
         "a": {"image": "oci:a.oci", "manifest": a.manifest, "config": a.config, "layers": 1},
         "b": {"image": "oci:b.oci", "manifest": b.manifest, "config": b.config, "layers": 1},
+        "packages": [],
         "manifest": [{
             "field": "annotations[dev.ocibuild.recipe.digest]",
             "a": identity(&recipe_text("gzip", "hello")).to_string(),

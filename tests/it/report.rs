@@ -19,15 +19,15 @@ use serde_json::{json, Value};
 const HOSTILE: &str = "<script>alert(1)</script>";
 
 /// A built image: its recipe, its layout, `build --json`; the archive it was built from.
-struct AppImage {
-    recipe: PathBuf,
-    out: PathBuf,
-    built: Value,
-    _archive: aptfix::Fixture,
+pub(crate) struct AppImage {
+    pub recipe: PathBuf,
+    pub out: PathBuf,
+    pub built: Value,
+    pub _archive: aptfix::Fixture,
 }
 
 /// The wheel recipe of tests/it/wheel_recipe.rs plus an app layer.
-fn app_image(dir: &Path) -> AppImage {
+pub(crate) fn app_image(dir: &Path) -> AppImage {
     fs::create_dir_all(dir).unwrap();
     let f = fixture(&python_universe(), false);
     let w = wheels(dir);
@@ -51,7 +51,9 @@ fn app_image(dir: &Path) -> AppImage {
     fs::write(dir.join("patch/main.py"), "print('patched')\n").unwrap();
     text.push_str("\n[[layer]]\nname = \"patch\"\nsrc = \"patch\"\ndest = \"/srv/app\"\n");
     fs::write(&r, text).unwrap();
-    let out = ocibuild::output::default_output(&r);
+    // Where `build` and `report` of the recipe, run in `dir`, find it (the default output is
+    // relative to the working directory: never the test process's own).
+    let out = dir.join(ocibuild::output::default_output(&r));
     let o = run_ok(
         ocibuild()
             .env("OCIBUILD_CACHE", dir.join("cache"))
@@ -72,8 +74,20 @@ fn report_json(args: &[&str]) -> Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
+/// `report_json` run in `dir` (a recipe's default output is relative to it).
+fn report_json_in(dir: &Path, args: &[&str]) -> Value {
+    let o = run_ok(
+        ocibuild()
+            .current_dir(dir)
+            .arg("report")
+            .args(args)
+            .arg("--json"),
+    );
+    serde_json::from_str(&stdout(&o)).unwrap()
+}
+
 /// `data-ATTR="…"` of the element whose id is `id`.
-fn attr(html: &str, id: &str, name: &str) -> String {
+pub(crate) fn attr(html: &str, id: &str, name: &str) -> String {
     let at = html
         .find(&format!("id=\"{id}\""))
         .unwrap_or_else(|| panic!("no #{id} in the page"));
@@ -107,7 +121,7 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
         built,
         _archive,
     } = app_image(t.path());
-    let by_recipe = report_json(&[r.to_str().unwrap()]);
+    let by_recipe = report_json_in(t.path(), &[r.to_str().unwrap()]);
     let layout = format!("oci:{}:v1", out.display());
     let html_path = t.path().join("report.html");
     let by_layout = report_json(&[&layout, "-o", html_path.to_str().unwrap()]);
