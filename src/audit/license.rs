@@ -19,7 +19,7 @@ use crate::lock::Lock;
 use crate::store::{Store, StoreError};
 
 /// Bump when what is read or how it is mapped changes (part of the cache key).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// The DEP-5 `Format:` URL (without scheme and trailing slash).
 const DEP5_FORMAT: &str = "www.debian.org/doc/packaging-manuals/copyright-format/1.0";
@@ -30,6 +30,9 @@ const DEP5_FORMAT: &str = "www.debian.org/doc/packaging-manuals/copyright-format
 pub struct Licenses {
     pub declared: BTreeMap<Digest, String>,
     pub suppliers: BTreeMap<Digest, String>,
+    /// Each `LicenseRef-…` of `declared`: the licence names, verbatim, that the packages' own
+    /// files give for it (an unknown name is kept as written, never guessed at).
+    pub names: BTreeMap<String, BTreeSet<String>>,
 }
 
 impl Licenses {
@@ -49,6 +52,9 @@ impl Licenses {
 struct Facts {
     license: String,
     supplier: String,
+    /// `LicenseRef-…` → the `License:` line it was made from, verbatim.
+    #[serde(default)]
+    names: BTreeMap<String, String>,
 }
 
 /// The facts of the .deb or wheel at `path`; an error when the archive cannot be read.
@@ -58,8 +64,10 @@ fn read_facts(path: &std::path::Path, name: &str, is_deb: bool) -> Result<Facts,
         let control = crate::apt::copyright::control(path, name).map_err(|e| e.to_string())?;
         Ok(Facts {
             license: copyright
-                .and_then(|t| dep5_expression(&t))
+                .as_deref()
+                .and_then(dep5_expression)
                 .unwrap_or_default(),
+            names: copyright.as_deref().map(dep5_names).unwrap_or_default(),
             supplier: control
                 .and_then(|c| super::supplier::of_control(&c))
                 .unwrap_or_default(),
@@ -76,6 +84,7 @@ fn read_facts(path: &std::path::Path, name: &str, is_deb: bool) -> Result<Facts,
                 .as_deref()
                 .and_then(super::supplier::of_metadata)
                 .unwrap_or_default(),
+            names: BTreeMap::new(),
         })
     }
 }
@@ -142,30 +151,74 @@ pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
         if !facts.supplier.is_empty() {
             out.suppliers.insert(sha256, facts.supplier);
         }
+        for (r, name) in facts.names {
+            out.names.entry(r).or_default().insert(name);
+        }
     }
     Ok(out)
 }
 
 /// The SPDX 2.3 `hasExtractedLicensingInfos` entry of a `LicenseRef-…` (its text is the
-/// package's: ocibuild names it, it does not copy it).
-pub fn spdx_extracted(license_ref: &str) -> serde_json::Value {
-    let name = license_ref.trim_start_matches("LicenseRef-");
+/// package's: ocibuild names it, it does not copy it). `verbatim`: the names the packages'
+/// files wrote that became this reference, as written.
+pub fn spdx_extracted(license_ref: &str, verbatim: Option<&BTreeSet<String>>) -> serde_json::Value {
+    let short = license_ref.trim_start_matches("LicenseRef-");
+    let written: Vec<String> = verbatim
+        .into_iter()
+        .flatten()
+        .map(|n| format!("`{n}`"))
+        .collect();
+    let (name, as_written) = match written.as_slice() {
+        [] => (short.to_string(), format!("`{short}`")),
+        [one] => (one.trim_matches('`').to_string(), one.clone()),
+        many => (short.to_string(), many.join(", ")),
+    };
     serde_json::json!({
         "licenseId": license_ref,
         "name": name,
         "extractedText": format!(
             "The licence the package's own files (a Debian copyright file, a wheel's METADATA) \
-             name `{name}`, which has no SPDX identifier; its text is in the package."
+             name {as_written}, which has no SPDX identifier; its text is in the package."
         ),
     })
 }
 
 /// The SPDX `hasExtractedLicensingInfos` of the `LicenseRef-…`s these expressions use, sorted;
-/// None when they use none.
-pub fn spdx_extracted_infos<'a>(exprs: impl Iterator<Item = &'a str>) -> Option<serde_json::Value> {
+/// None when they use none. `names`: [`Licenses::names`].
+pub fn spdx_extracted_infos<'a>(
+    exprs: impl Iterator<Item = &'a str>,
+    names: &BTreeMap<String, BTreeSet<String>>,
+) -> Option<serde_json::Value> {
     let refs: BTreeSet<String> = exprs.flat_map(refs_of).collect();
-    (!refs.is_empty())
-        .then(|| serde_json::json!(refs.iter().map(|r| spdx_extracted(r)).collect::<Vec<_>>()))
+    (!refs.is_empty()).then(|| {
+        serde_json::json!(refs
+            .iter()
+            .map(|r| spdx_extracted(r, names.get(r)))
+            .collect::<Vec<_>>())
+    })
+}
+
+/// The `LicenseRef-…`s of a DEP-5 file's expression, each with the `License:` short name line
+/// it was made from, verbatim (the first such line).
+fn dep5_names(text: &str) -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    if dep5_expression(text).is_none() {
+        return out;
+    }
+    for p in dep5_paragraphs(text).iter().skip(1) {
+        if field(p, "Files").is_none() {
+            continue;
+        }
+        let Some(line) = field(p, "License").map(str::trim) else {
+            continue;
+        };
+        for e in dep5_license(line).unwrap_or_default() {
+            for r in refs_of(&e) {
+                out.entry(r).or_insert_with(|| line.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// The CycloneDX `licenses` of an expression: one listed SPDX identifier as `license.id`,
@@ -582,6 +635,38 @@ License: Expat
             refs_of("(MIT OR LicenseRef-a) AND LicenseRef-b"),
             ["LicenseRef-a", "LicenseRef-b"]
         );
+    }
+
+    #[test]
+    fn license_refs_keep_the_names_as_written() {
+        let text = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/
+
+Files: *
+License: GPL-2+ with OpenSSL exception
+
+Files: doc/*
+License: Custom Weird-Licence (v2)
+";
+        let expr = dep5_expression(text).unwrap();
+        let names = dep5_names(text);
+        assert_eq!(names.len(), 2, "{expr} {names:?}");
+        let r = &names["LicenseRef-GPL-2-or-later-with-OpenSSL-exception"];
+        assert_eq!(r, "GPL-2+ with OpenSSL exception");
+        let all: BTreeMap<String, BTreeSet<String>> = names
+            .iter()
+            .map(|(k, v)| (k.clone(), BTreeSet::from([v.clone()])))
+            .collect();
+        let infos = spdx_extracted_infos(std::iter::once(expr.as_str()), &all).unwrap();
+        let weird = infos
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|i| i["name"] == "Custom Weird-Licence (v2)")
+            .unwrap_or_else(|| panic!("{infos}"));
+        assert!(weird["extractedText"]
+            .as_str()
+            .unwrap()
+            .contains("`Custom Weird-Licence (v2)`"));
     }
 
     #[test]

@@ -517,9 +517,10 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
         "packages": packages,
         "relationships": relationships,
     });
-    if let Some(infos) =
-        license::spdx_extracted_infos(items.iter().filter_map(|i| i.license.as_deref()))
-    {
+    if let Some(infos) = license::spdx_extracted_infos(
+        items.iter().filter_map(|i| i.license.as_deref()),
+        &inputs.licenses.names,
+    ) {
         doc["hasExtractedLicensingInfos"] = infos;
     }
     Ok(cjson::to_canonical_vec("SPDX document", &doc)?)

@@ -67,7 +67,7 @@ code{font-size:.9em;word-break:break-all}dl.totals{display:grid;grid-template-co
 auto;gap:2px 1em}dl.totals dt{font-weight:600}.sw{display:inline-block;width:.9em;height:.9em;\
 margin:0 .3em 0 1em;vertical-align:middle}.warn{color:#b00;font-weight:600}details{margin:.3em 0}\
 summary{cursor:pointer}.missing li{color:#8a5a00}pre.diff{background:#f6f6f6;padding:.4em;\
-overflow-x:auto;max-height:30em}";
+overflow-x:auto;max-height:30em}table.changes td:nth-child(3){min-width:24em}";
 
 const SCRIPT: &str = "document.querySelectorAll('input.pkg-search').forEach(function(i){\
 i.hidden=false;var t=document.getElementById(i.dataset.table);i.addEventListener('input',\

@@ -82,7 +82,7 @@ fn image(out: &mut String, k: usize, a: &AgainstImage) {
 
 fn files(out: &mut String, k: usize, a: &AgainstImage) {
     out.push_str(&format!(
-        "<h4>Files</h4><table id=\"file-changes-{k}\" data-count=\"{}\" data-left-out=\"{}\">\
+        "<h4>Files</h4><table class=\"changes\" id=\"file-changes-{k}\" data-count=\"{}\" data-left-out=\"{}\">\
          <thead><tr><th class=\"n\">layer</th><th>change</th><th>path</th><th class=\"n\">size</th>\
          <th>what differs</th></tr></thead><tbody>",
         a.files.len(),
