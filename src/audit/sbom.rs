@@ -412,7 +412,7 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             "copyrightText": "NOASSERTION",
             "primaryPackagePurpose": "ARCHIVE",
             "checksums": [{"algorithm": "SHA256", "checksumValue": l.digest.hex()}],
-            "comment": format!("image layer {} (blob {})", l.label(), l.digest),
+            "comment": format!("{} of the image (blob {})", l.label(), l.digest),
         }));
         rels.push(("SPDXRef-Image".into(), "CONTAINS", l.spdx_id()));
     }
@@ -435,7 +435,7 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             },
             "comment": match (it.kind, it.layers.as_slice()) {
                 (Kind::Base, _) => format!("base image manifest {}", it.sha256),
-                (_, [l, ..]) => format!("in image layer {} (blob {})", l.label(), l.digest),
+                (_, [l, ..]) => format!("in {} of the image (blob {})", l.label(), l.digest),
                 (_, []) => "in no layer of the image".to_string(),
             },
         });
