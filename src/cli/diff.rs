@@ -99,7 +99,17 @@ fn diff(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
             audit::source::index_platforms(&a, opts)?,
             audit::source::index_platforms(&b, opts)?,
         ) {
-            return diff_indexes(args, (&a, pa), (&b, pb), opts);
+            let sides = [
+                IndexSide {
+                    spec: &a,
+                    platforms: pa,
+                },
+                IndexSide {
+                    spec: &b,
+                    platforms: pb,
+                },
+            ];
+            return diff_indexes(args, sides, opts);
         }
     }
     let platform = platform(args.platform.as_deref())?;
@@ -154,14 +164,21 @@ fn diff_one(
     Ok(report)
 }
 
+/// One side of an index comparison: the image and the platforms its index lists.
+struct IndexSide<'a> {
+    spec: &'a ImageRef,
+    platforms: Vec<Platform>,
+}
+
 /// Two image indexes: each platform either has compared (a platform only one has makes them
 /// different), one report per platform.
 fn diff_indexes(
     args: &DiffArgs,
-    (a, pa): (&ImageRef, Vec<Platform>),
-    (b, pb): (&ImageRef, Vec<Platform>),
+    [a, b]: [IndexSide<'_>; 2],
     opts: OpenOptions<'_>,
 ) -> anyhow::Result<ExitCode> {
+    let (pa, pb) = (a.platforms, b.platforms);
+    let (a, b) = (a.spec, b.spec);
     let mut all: Vec<Platform> = pa.clone();
     all.extend(pb.iter().filter(|p| !pa.contains(p)).cloned());
     let mut result = Outcome::Identical;

@@ -174,11 +174,28 @@ impl Mapper<'_> {
                 }
                 Instruction::User(u) => step.user = Some(expand(&u.arguments.value, &vars)),
                 Instruction::Copy(c) => {
-                    (class, note) =
-                        self.builder_copy(&mut step, i, c, (st, si), (&vars, &cwd), note);
+                    let scope = Scope {
+                        vars: &vars,
+                        cwd: &cwd,
+                    };
+                    (class, note) = self.builder_copy(
+                        &mut step,
+                        i,
+                        c,
+                        Stage {
+                            stages: st,
+                            index: si,
+                        },
+                        scope,
+                        note,
+                    );
                 }
                 Instruction::Add(a) => {
-                    (class, note) = self.builder_add(&mut step, a, (&vars, &cwd), note);
+                    let scope = Scope {
+                        vars: &vars,
+                        cwd: &cwd,
+                    };
+                    (class, note) = self.builder_add(&mut step, a, scope, note);
                 }
                 Instruction::From(_) => note = format!("the builder of [[step]] {name}"),
                 _ => {
@@ -200,6 +217,20 @@ impl Mapper<'_> {
     }
 }
 
+/// The stage an instruction is in: the stages, and its index among them.
+#[derive(Clone, Copy)]
+struct Stage<'a> {
+    stages: &'a Stages,
+    index: usize,
+}
+
+/// Where an instruction's names resolve: the stage's variables and working directory.
+#[derive(Clone, Copy)]
+struct Scope<'a> {
+    vars: &'a Vars,
+    cwd: &'a str,
+}
+
 impl Mapper<'_> {
     /// A COPY in a builder stage: an input of its step (from the context or another step).
     fn builder_copy(
@@ -207,10 +238,12 @@ impl Mapper<'_> {
         step: &mut StepDraft,
         i: &Instruction<'_>,
         c: &parse_dockerfile::CopyInstruction<'_>,
-        (st, si): (&Stages, usize),
-        (vars, cwd): (&Vars, &str),
+        stage: Stage<'_>,
+        scope: Scope<'_>,
         mut note: String,
     ) -> (Class, String) {
+        let (st, si) = (stage.stages, stage.index);
+        let (vars, cwd) = (scope.vars, scope.cwd);
         let mut class = Class::Step;
         let from = from_flag(i).into_iter().next();
         let dest = resolve(cwd, &expand(&c.dest.value, vars));
@@ -251,9 +284,10 @@ impl Mapper<'_> {
         &self,
         step: &mut StepDraft,
         a: &parse_dockerfile::AddInstruction<'_>,
-        (vars, cwd): (&Vars, &str),
+        scope: Scope<'_>,
         mut note: String,
     ) -> (Class, String) {
+        let (vars, cwd) = (scope.vars, scope.cwd);
         let mut class = Class::Step;
 
         let dest = resolve(cwd, &expand(&a.dest.value, vars));

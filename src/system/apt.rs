@@ -393,14 +393,27 @@ pub fn host_provides_warnings(host: &[LockedHostProvides]) -> Vec<String> {
         .collect()
 }
 
+/// What is below the packages layer, as far as its bytes depend on it.
+#[derive(Clone, Copy)]
+struct Below {
+    /// The image starts from scratch.
+    scratch: bool,
+    /// The base has dpkg's database.
+    has_dpkg_status: bool,
+}
+
 /// The packages layer's cache key: the .debs (by digest), the merged-/usr rewrite, the contract,
 /// the compressor and the epoch.
 fn cache_key(
     packages: &[LockedDeb],
     usr: &apt::UsrMerge,
-    (scratch, has_dpkg_status): (bool, bool),
+    below: Below,
     opts: &SystemOptions,
 ) -> Result<Digest, SystemError> {
+    let Below {
+        scratch,
+        has_dpkg_status,
+    } = below;
     let debs: Vec<_> = packages
         .iter()
         .map(|p| json!([p.name, p.version, p.sha256]))
@@ -464,7 +477,10 @@ pub fn layer(
     let key = cache_key(
         packages,
         &base.usr_merge,
-        (scratch, base.has_dpkg_status),
+        Below {
+            scratch,
+            has_dpkg_status: base.has_dpkg_status,
+        },
         opts,
     )?;
     if let Some(hit) = Extra::from_cache(store, &key, opts.no_cache, &name, &created_by, reporter)?

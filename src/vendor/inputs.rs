@@ -289,7 +289,7 @@ pub fn merge(dir: &mut VendorDir, src: &VendorDir, stats: &mut Stats) -> Result<
         for (d, size) in e.blobs() {
             let path = src.blob_path(&d);
             check_blob(src, key, &d, size, false)?;
-            dir.put_blob(&path, (&d, size), key, true, stats)?;
+            dir.put_blob(&path, Blob { digest: &d, size }, key, true, stats)?;
         }
         if dir.index.entries.insert(key.clone(), e.clone()).is_none() {
             stats.new_entries += 1;

@@ -332,6 +332,13 @@ pub struct Stats {
     pub bytes_written: u64,
 }
 
+/// A blob by digest and size.
+#[derive(Clone, Copy)]
+pub(crate) struct Blob<'a> {
+    pub digest: &'a Digest,
+    pub size: u64,
+}
+
 impl VendorDir {
     /// Open `root`; with `create` (to write into it), an empty one when it has no index yet,
     /// and `root`, `blobs` and `blobs/sha256` must each be missing or a real directory, as a
@@ -395,11 +402,12 @@ impl VendorDir {
     fn put_blob(
         &self,
         src: &Path,
-        (digest, size): (&Digest, u64),
+        blob: Blob<'_>,
         entry: &str,
         verified: bool,
         stats: &mut Stats,
     ) -> Result<(), VendorError> {
+        let Blob { digest, size } = blob;
         let dest = self.blob_path(digest);
         check_dirs(&self.root)?;
         let existing = match fs_err::symlink_metadata(&dest) {
@@ -490,7 +498,13 @@ impl VendorDir {
             }
         }
         for (d, size) in entry.blobs() {
-            self.put_blob(&store.blob_path(&d), (&d, size), &key, true, stats)?;
+            self.put_blob(
+                &store.blob_path(&d),
+                Blob { digest: &d, size },
+                &key,
+                true,
+                stats,
+            )?;
         }
         if self.index.entries.insert(key, entry).is_none() {
             stats.new_entries += 1;
