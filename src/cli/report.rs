@@ -43,12 +43,21 @@ pub struct ReportArgs {
     /// The platform to report on in an image index: os/arch[/variant]. Default: every one.
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
+    /// A public key to verify the signature and signed attestations with (PEM, or a cosign
+    /// key); repeatable. Without one, what is attached is listed, not verified.
+    #[arg(long = "key", value_name = "PUB")]
+    pub keys: Vec<PathBuf>,
+    /// With a recipe: rebuild it from its lock in an empty store and compare with the image,
+    /// as `ocibuild verify RECIPE` does (the result on the page and in the JSON).
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 /// The image a recipe builds (its default output and tag), its lock, its wheel layer bound.
 struct FromRecipe {
+    recipe: crate::recipe::Recipe,
     image: ImageRef,
     lock: Option<Lock>,
     max_wheel_layer_size: Option<u64>,
@@ -67,6 +76,7 @@ fn from_recipe(args: &ReportArgs, path: &Path) -> anyhow::Result<FromRecipe> {
         );
     }
     Ok(FromRecipe {
+        recipe: recipe.clone(),
         image: ImageRef::Layout {
             dir,
             tag: Some(recipe.image.tag.clone()),
@@ -88,7 +98,20 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         Some(r) => r.image.clone(),
         None => ImageRef::parse(&args.image, Role::Source { digest: false })?,
     };
+    if args.verify && recipe.is_none() {
+        anyhow::bail!("--verify rebuilds a recipe: give a recipe (FILE.toml), not an image");
+    }
+    let keys = args
+        .keys
+        .iter()
+        .map(|k| crate::sign::PublicKey::load(k))
+        .collect::<Result<Vec<_>, _>>()?;
     let client = super::diff::client_for(cli, &[&spec])?;
+    let store = cli.store()?;
+    let licences = match recipe.as_ref().and_then(|r| r.lock.as_ref()) {
+        Some(l) => Some(crate::audit::license::for_lock(&store, l)?),
+        None => None,
+    };
     let bars = cli.bars(args.json);
     let opts = OpenOptions {
         client: client.as_ref(),
@@ -106,6 +129,7 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|r| r.steps.as_slice())
             .unwrap_or_default(),
+        licences: licences.as_ref(),
     };
     let mut images = Vec::new();
     if platforms.is_empty() {
@@ -131,14 +155,25 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         };
         images.push(report::analyze(&image, &ropts)?);
     }
+    let mut missing = Vec::new();
+    let trust = trust_of(&spec, client.as_ref(), &store, &keys, &images)?;
+    if trust.is_none() {
+        missing.push(format!(
+            "signatures and attestations: {spec} is an archive, which carries none"
+        ));
+    }
+    let verify = match (&recipe, args.verify) {
+        (Some(r), true) => Some(super::report_verify::rebuild(cli, as_path, &r.recipe)?),
+        _ => None,
+    };
     let report = Report {
         schema: report::SCHEMA,
         source: args.image.clone(),
         images,
-        missing: vec![
-            "signatures and attestations: not examined by this version of `report`".to_string(),
-        ],
+        missing,
         against: None,
+        trust,
+        verify,
     };
     if let Some(out) = &args.output {
         let page = report::html::render(&report);
@@ -152,6 +187,35 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         print!("{}", summary(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The signatures, attestations and provenance of a registry image or a layout's (an archive
+/// carries none).
+fn trust_of(
+    spec: &ImageRef,
+    client: Option<&crate::registry::Client>,
+    store: &crate::store::Store,
+    keys: &[crate::sign::PublicKey],
+    images: &[report::ImageReport],
+) -> anyhow::Result<Option<report::trust::Trust>> {
+    let manifests: Vec<(crate::digest::Digest, String)> = images
+        .iter()
+        .filter_map(|i| {
+            let d = i.manifest.as_ref()?.parse().ok()?;
+            Some((d, i.platform.clone()))
+        })
+        .collect();
+    Ok(match (spec, client) {
+        (ImageRef::Registry(r), Some(c)) => {
+            let digests: Vec<_> = manifests.iter().map(|(d, _)| *d).collect();
+            Some(report::trust::of_registry(c, store, r, keys, &digests))
+        }
+        (ImageRef::Layout { dir, .. }, _) => {
+            let layout = crate::output::Layout::open(dir)?;
+            Some(report::trust::of_layout(&layout, keys, &manifests))
+        }
+        _ => None,
+    })
 }
 
 /// A few lines: what the page would show first.
@@ -179,6 +243,19 @@ fn summary(report: &Report) -> String {
     }
     for m in &report.missing {
         out.push_str(&format!("missing: {m}\n"));
+    }
+    if let Some(t) = &report.trust {
+        out.push_str(&super::report_verify::trust_lines(t));
+    }
+    if let Some(v) = &report.verify {
+        out.push_str(&format!(
+            "verify: {}\n",
+            if v.reproduced {
+                "reproduced (bit-identical)"
+            } else {
+                "NOT reproduced"
+            }
+        ));
     }
     out.push_str("(write the page with -o report.html, the document with --json)\n");
     out

@@ -92,7 +92,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(what: &str, item: &str, status: Status, detail: String) -> Finding {
+    pub(crate) fn new(what: &str, item: &str, status: Status, detail: String) -> Finding {
         Finding {
             what: what.to_string(),
             item: item.to_string(),
