@@ -15,8 +15,10 @@ use crate::output::Layout;
 use crate::progress::Silent;
 use crate::registry::{Client, Reference};
 use crate::sign::payload::DSSE_MEDIA_TYPE;
-use crate::sign::{signature_tag, verify::Status, PublicKey};
+use crate::sign::verify::{envelope_finding, Status};
+use crate::sign::{signature_tag, Finding, PublicKey};
 use crate::store::Store;
+use base64::Engine as _;
 
 /// An artifact manifest as read: its layers and its subject.
 #[derive(serde::Deserialize)]
@@ -63,7 +65,7 @@ pub enum Result {
     Verified,
     /// There, and does not verify with the keys given, or says something wrong.
     Failed,
-    /// Attached, but no key was given (or a layout, which is not verified): not verified.
+    /// Attached, but no key was given: not verified.
     AttachedNotVerified,
     /// Attached without a signature: never verified.
     Unsigned,
@@ -178,7 +180,7 @@ fn row_of(f: &crate::sign::Finding, no_keys: bool) -> GridRow {
     };
     GridRow {
         item: f.item.clone(),
-        signed: f.what != f.item || f.what == "signature" || f.what == "attestation",
+        signed: f.status != Status::Unsigned,
         platform: f.platform.clone(),
         result,
         status: Some(f.status.word().to_string()),
@@ -324,89 +326,129 @@ pub fn parse_provenance(subject: &Digest, referrer: &Digest, bytes: &[u8]) -> Op
     })
 }
 
-/// What an OCI layout holds for the images `manifests` (each with its platform): the
-/// signature entries (`sha256-<hex>.sig`), the referrers (SBOMs, provenance, signed
-/// attestations), cosign's `.att`. A layout's signatures are listed, not verified
-/// (`verify-signature` reads a registry): with keys given, the rows say to push and report the
-/// registry image.
+/// What an OCI layout holds for the images `manifests` (each with its platform), checked with
+/// `verify-signature`'s code: the signature entries (`sha256-<hex>.sig`, written when the
+/// build also pushed; the identity signed is named, as a layout has no repository to compare
+/// it with), the signed attestations, and the unsigned documents (never verified).
 pub fn of_layout(layout: &Layout, keys: &[PublicKey], manifests: &[(Digest, String)]) -> Trust {
     let mut trust = Trust {
         looked_in: "layout".into(),
         keys: key_infos(keys),
         ..Trust::default()
     };
-    let not_verified = if keys.is_empty() {
-        "attached, not verified (no key given)"
-    } else {
-        "attached, not verified (a layout's signatures are not checked: push the image and \
-         report docker://REF --key)"
-    };
+    let no_keys = keys.is_empty();
     let many = manifests.len() > 1;
+    let mut all_verified = !no_keys && !manifests.is_empty();
     for (digest, platform) in manifests {
-        let platform = many.then(|| platform.clone());
-        let row = |item: &str, signed: bool, result: Result, detail: String| GridRow {
-            item: item.into(),
-            signed,
-            platform: platform.clone(),
-            result,
-            status: None,
-            key: None,
-            key_id: None,
-            detail,
-        };
-        match layout.index().tagged(&signature_tag(digest)) {
-            Some(e) => trust.grid.push(row(
+        let mut findings = Vec::new();
+        let sig_tag = signature_tag(digest);
+        match layout.index().tagged(&sig_tag) {
+            Some(e) => findings.push(layout_signature(layout, e, digest, keys)),
+            None => findings.push(Finding::new(
                 "signature",
-                true,
-                Result::AttachedNotVerified,
-                format!("{}: {not_verified}", e.digest),
-            )),
-            None => trust.grid.push(row(
                 "signature",
-                true,
-                Result::Missing,
-                format!("missing: no {}", signature_tag(digest)),
+                Status::Missing,
+                format!("missing: no {sig_tag} in the layout (a build signs when it pushes)"),
             )),
         }
         let mut signed = 0;
         for r in referrers_in(layout, digest) {
             let at = r.artifact_type.as_deref();
-            let d: Option<Digest> = r.digest.parse().ok();
+            let Ok(d) = r.digest.parse::<Digest>() else {
+                continue;
+            };
             if at == Some(DSSE_MEDIA_TYPE) {
                 signed += 1;
-                let predicate = d.and_then(|d| envelope_predicate(layout, &d));
-                let name = crate::audit::attest::document_name(at, predicate.as_deref());
-                let item = name.strip_suffix(", signed attestation").unwrap_or(&name);
-                trust.grid.push(row(
-                    item,
-                    true,
-                    Result::AttachedNotVerified,
-                    format!("{}: {not_verified}", r.digest),
-                ));
+                findings.push(match artifact_layer(layout, &d) {
+                    Some((env, layer)) => envelope_finding(&env, &d, digest, keys, layer),
+                    None => Finding::new(
+                        "attestation",
+                        "attestation",
+                        Status::Failed,
+                        format!("{d}: its envelope is not in the layout"),
+                    ),
+                });
             } else {
-                trust.grid.push(row(
+                findings.push(Finding::new(
+                    at.unwrap_or("referrer"),
                     &crate::audit::attest::document_name(at, None),
-                    false,
-                    Result::Unsigned,
-                    format!("{} attached unsigned: not checked, not verified", r.digest),
+                    Status::Unsigned,
+                    format!("{d} attached unsigned: not checked, not verified"),
                 ));
                 if at == Some(crate::audit::provenance::MEDIA_TYPE) {
-                    if let Some(p) = d.and_then(|rd| layout_provenance(layout, digest, &rd)) {
+                    if let Some(p) = layout_provenance(layout, digest, &d) {
                         trust.provenance.push(p);
                     }
                 }
             }
         }
         if signed == 0 {
-            trust.grid.push(row(
+            findings.push(Finding::new(
                 "attestations",
-                true,
-                Result::Missing,
+                "attestations",
+                Status::None,
                 "no signed attestation attached".into(),
             ));
         }
+        all_verified &= findings
+            .iter()
+            .any(|f| f.what == "signature" && f.status == Status::Verified)
+            && !findings.iter().any(|f| f.status.fails());
+        for f in &findings {
+            let mut row = row_of(f, no_keys);
+            row.platform = many.then(|| platform.clone());
+            trust.grid.push(row);
+        }
     }
+    trust.verified = all_verified;
     trust
+}
+
+/// The layout's signature entry `entry` of `digest`: its first layer that verifies, or every
+/// layer's problem.
+fn layout_signature(
+    layout: &Layout,
+    entry: &ReadDescriptor,
+    digest: &Digest,
+    keys: &[PublicKey],
+) -> Finding {
+    let failed = |detail: String| Finding::new("signature", "signature", Status::Failed, detail);
+    let Some(m) = entry
+        .digest
+        .parse::<Digest>()
+        .ok()
+        .and_then(|d| layout_blob(layout, &d))
+        .and_then(|b| serde_json::from_slice::<ReadManifest>(&b).ok())
+    else {
+        return failed(format!("{}: not a manifest in the layout", entry.digest));
+    };
+    let mut problems = Vec::new();
+    for (i, l) in m.layers.iter().enumerate() {
+        if l.media_type != crate::sign::SIMPLE_SIGNING {
+            continue;
+        }
+        let sig = l
+            .annotations
+            .get(crate::sign::payload::SIGNATURE_ANNOTATION)
+            .and_then(|s| base64::engine::general_purpose::STANDARD.decode(s).ok());
+        let payload = l
+            .digest
+            .parse::<Digest>()
+            .ok()
+            .and_then(|d| layout_blob(layout, &d));
+        let (Some(sig), Some(payload)) = (sig, payload) else {
+            problems.push(format!("layer {i}: no signature or payload"));
+            continue;
+        };
+        match crate::sign::verify::layout_signature_finding(&payload, &sig, digest, keys) {
+            Ok(f) => return f,
+            Err(p) => problems.push(format!("layer {i}: {p}")),
+        }
+    }
+    if problems.is_empty() {
+        problems.push("no signature layers".into());
+    }
+    failed(problems.join("; "))
 }
 
 /// A small blob of the layout (None when it is missing, too large, or unreadable).
@@ -440,19 +482,15 @@ fn referrers_in<'l>(layout: &'l Layout, digest: &Digest) -> Vec<&'l ReadDescript
         .collect()
 }
 
-/// The first layer of the artifact manifest `referrer`.
-fn artifact_layer(layout: &Layout, referrer: &Digest) -> Option<Vec<u8>> {
+/// The first layer of the artifact manifest `referrer`, and its digest.
+fn artifact_layer(layout: &Layout, referrer: &Digest) -> Option<(Vec<u8>, Digest)> {
     let m: ReadManifest = serde_json::from_slice(&layout_blob(layout, referrer)?).ok()?;
     let d: Digest = m.layers.first()?.digest.parse().ok()?;
-    layout_blob(layout, &d)
-}
-
-fn envelope_predicate(layout: &Layout, referrer: &Digest) -> Option<String> {
-    crate::sign::payload::envelope_predicate_type(&artifact_layer(layout, referrer)?)
+    Some((layout_blob(layout, &d)?, d))
 }
 
 fn layout_provenance(layout: &Layout, subject: &Digest, referrer: &Digest) -> Option<Provenance> {
-    parse_provenance(subject, referrer, &artifact_layer(layout, referrer)?)
+    parse_provenance(subject, referrer, &artifact_layer(layout, referrer)?.0)
 }
 
 /// The most lines of a rebuild's differences kept.
@@ -513,7 +551,7 @@ mod tests {
 
     #[test]
     fn without_keys_nothing_is_verified() {
-        let f = crate::sign::Finding::new("signature", "signature", Status::Verified, "x".into());
+        let f = Finding::new("signature", "signature", Status::Verified, "x".into());
         assert_eq!(row_of(&f, false).result, Result::Verified);
         let r = row_of(&f, true);
         assert_eq!(r.result, Result::AttachedNotVerified);

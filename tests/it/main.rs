@@ -59,6 +59,7 @@ mod registry_behaviours;
 mod registry_fake;
 mod registry_real;
 mod report;
+mod report_trust;
 mod rootfs;
 mod run_stage;
 mod sbom;
