@@ -1,4 +1,5 @@
-//! `ocibuild report REF|RECIPE [--json] [-o report.html]`: what an image is made of.
+//! `ocibuild report REF|RECIPE [--json] [-o report.html] [--key PUB]… [--verify]`: what an
+//! image is made of, who signed what, and whether it rebuilds.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,12 +23,17 @@ The report: the layer stack (sizes, origin: base, packages, system, interpreter,
 paths, app), the guardrails (127 layers, the wheel layers' size bound), each layer's files by
 Debian package, wheel or directory, wasted bytes and the efficiency score (computed as dive
 computes them), identical content at different paths (which dive cannot see), and the
-installed packages. An image index: one report per platform.
+installed packages (licences as SPDX: Debian copyright files, wheels' METADATA); the
+provenance attached and the signature and attestation grid of `verify-signature`, checked with
+--key (without one: listed, not verified; an unsigned document is never verified); with
+--verify, the rebuild `verify` makes, compared. An image index: one report per platform.
 
 Examples:
   ocibuild report app.toml -o report.html
   ocibuild report oci:app.oci:1.0 --json | jq '.images[0].efficiency'
-  ocibuild report docker-archive:app.tar -o app.html";
+  ocibuild report docker-archive:app.tar -o app.html
+  ocibuild report docker://registry.example/team/app:1.0 --key release.pub -o app.html
+  ocibuild report app.toml --verify -o report.html";
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
