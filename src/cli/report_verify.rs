@@ -62,9 +62,12 @@ pub fn trust_lines(t: &Trust) -> String {
     let mut out = String::new();
     for r in &t.grid {
         out.push_str(&format!(
-            "  {} {}: {}{}\n",
+            "  {}{}: {}{}\n",
             r.item,
-            r.platform.as_deref().unwrap_or(""),
+            r.platform
+                .as_deref()
+                .map(|p| format!(" ({p})"))
+                .unwrap_or_default(),
             r.result.word(),
             r.key
                 .as_deref()

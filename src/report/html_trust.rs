@@ -122,8 +122,7 @@ fn provenance(out: &mut String, n: usize, p: &Provenance) {
     out.push_str(&format!(
         "<h3>Provenance of <code>{}</code></h3><dl class=\"totals\" id=\"provenance-{n}\" \
          data-lock-digest=\"{}\" data-inputs=\"{}\"><dt>builder</dt><dd>{}</dd><dt>build type\
-         </dt><dd>{}</dd><dt>recipe</dt><dd>{} <code>{}</code></dd><dt>lock</dt><dd>{} \
-         <code>{}</code></dd><dt>from</dt><dd><code>{}</code> (unsigned copy, read as \
+         </dt><dd>{}</dd><dt>recipe</dt><dd>{} <code>{}</code></dd><dt>lock</dt><dd>{}</dd><dt>from</dt><dd><code>{}</code> (unsigned copy, read as \
          attached)</dd></dl>",
         esc(&p.subject),
         esc(p.lock_digest.as_deref().unwrap_or("")),
@@ -132,8 +131,10 @@ fn provenance(out: &mut String, n: usize, p: &Provenance) {
         opt(&p.build_type),
         opt(&p.recipe),
         opt(&p.recipe_digest),
-        opt(&p.lock),
-        opt(&p.lock_digest),
+        match (&p.lock, &p.lock_digest) {
+            (None, None) => "none (built without a lock)".to_string(),
+            (l, d) => format!("{} <code>{}</code>", opt(l), opt(d)),
+        },
         esc(&p.referrer),
     ));
     out.push_str(&format!(

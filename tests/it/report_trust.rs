@@ -3,7 +3,8 @@
 //! key (the grid verified, each row by that key), another key (nothing verified, the signature
 //! FAILED) and no key (attached, not verified); unsigned documents never verified; an image
 //! without signatures (the grid says what is missing); a registry that answers 500 for the
-//! signature and referrers tags (the in-process fake: the page says so, exit 0); `--verify`
+//! signature and referrers tags (the in-process fake: the page says so, exit 0), and one that
+//! answers 404 (what is missing); `--verify`
 //! reproduced and not reproduced.
 
 use std::path::Path;
@@ -241,6 +242,22 @@ fn a_registry_that_does_not_answer_for_referrers_is_said_not_fatal() {
         attr(&html, "grid-image-signature", "data-status"),
         "unavailable"
     );
+
+    // A registry that answers 404 (no signature, no referrers tag): what is missing, no problem.
+    let plain = Fake::start(Knobs::default());
+    let image = format!("{}/team/app:1", plain.addr);
+    let mut push = ocibuild();
+    env(&mut push, t.path(), None);
+    run_ok(push.args(["build", "--push", &image]).arg(&r));
+    let (v, html) = report(t.path(), None, &format!("docker://{image}"), &[]);
+    assert!(v["trust"]["problems"].as_array().unwrap().is_empty());
+    assert_eq!(rows(&v, "signature", true)[0]["result"], "missing");
+    assert_eq!(rows(&v, "attestations", true)[0]["result"], "note");
+    assert_eq!(
+        attr(&html, "grid-image-signature", "data-status"),
+        "missing"
+    );
+    assert!(!html.contains("id=\"trust-problems\""));
 }
 
 #[test]
@@ -297,4 +314,76 @@ fn verify_says_reproduced_then_not_with_the_differing_file() {
         String::from_utf8_lossy(&o.stderr)
     );
     assert!(String::from_utf8_lossy(&o.stderr).contains("--verify rebuilds a recipe"));
+}
+
+/// A two-platform image signed and attested by `build`: one grid row per item and platform,
+/// in the layout and in the registry, each platform's signature verified by the key; the
+/// page's rows `grid-linux-amd64-signature`, `grid-linux-arm64-v8-spdx-sbom`.
+#[test]
+fn a_two_platform_image_has_a_grid_per_platform() {
+    if !crate::common::require_tools_all(&["docker-registry", "openssl"]) {
+        return;
+    }
+    let t = tempdir();
+    let (key, public) = keypair(t.path(), "release");
+    let reg = start_registry(None);
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let dir = t.path().join("m");
+    fs::create_dir_all(dir.join("etc")).unwrap();
+    fs::write(dir.join("etc/release"), "1\n").unwrap();
+    let r = dir.join("multi.toml");
+    fs::write(
+        &r,
+        "[image]\nname = \"example.com/multi\"\nplatforms = [\"linux/amd64\", \"linux/arm64\"]\n\n\
+         [[layer]]\nname = \"etc\"\nsrc = \"etc\"\ndest = \"/etc\"\n",
+    )
+    .unwrap();
+    let image = format!("{}/trust/multi:1", reg.addr);
+    let layout = t.path().join("img");
+    let mut build = ocibuild();
+    env(&mut build, t.path(), Some(&auth));
+    build.args(["build", "--attach", "--sign-key"]).arg(&key);
+    build.args(["--push", &image, "-o"]).arg(&layout).arg(&r);
+    run_ok(&mut build);
+    for source in [
+        format!("oci:{}", layout.display()),
+        format!("docker://{image}"),
+    ] {
+        let (v, html) = report(t.path(), Some(&auth), &source, &[&public]);
+        assert_eq!(v["images"].as_array().unwrap().len(), 2);
+        for p in ["linux/amd64", "linux/arm64/v8"] {
+            for item in [
+                "signature",
+                "SPDX SBOM",
+                "CycloneDX SBOM",
+                "SLSA provenance",
+            ] {
+                let row = v["trust"]["grid"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["item"] == item && r["platform"] == p && r["signed"] == true)
+                    .unwrap_or_else(|| panic!("{source}: no {item} for {p}: {:#}", v["trust"]));
+                assert_eq!(row["result"], "verified", "{source} {p} {item}: {row}");
+            }
+        }
+        never_verified_unsigned(&v, Some(public.to_str().unwrap()));
+        assert_eq!(v["trust"]["provenance"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            attr(&html, "grid-linux-amd64-signature", "data-status"),
+            "verified"
+        );
+        assert_eq!(
+            attr(&html, "grid-linux-arm64-v8-spdx-sbom", "data-status"),
+            "verified"
+        );
+        assert_eq!(
+            attr(
+                &html,
+                "grid-linux-arm64-v8-spdx-sbom-unsigned",
+                "data-status"
+            ),
+            "unsigned"
+        );
+    }
 }
