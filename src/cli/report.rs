@@ -53,6 +53,10 @@ pub struct ReportArgs {
     /// key); repeatable. Without one, what is attached is listed, not verified.
     #[arg(long = "key", value_name = "PUB")]
     pub keys: Vec<PathBuf>,
+    /// The repository a registry image's signature must name, when it is not the one
+    /// reported on (a mirror's images are signed as the repository first pushed to).
+    #[arg(long, value_name = "REGISTRY/REPO")]
+    pub signed_identity: Option<String>,
     /// With a recipe: rebuild it from its lock in an empty store and compare with the image,
     /// as `ocibuild verify RECIPE` does (the result on the page and in the JSON).
     #[arg(long)]
@@ -106,6 +110,11 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     };
     if args.verify && recipe.is_none() {
         anyhow::bail!("--verify rebuilds a recipe: give a recipe (FILE.toml), not an image");
+    }
+    if let Some(s) = &args.signed_identity {
+        if s.parse::<crate::registry::Reference>().is_err() {
+            anyhow::bail!("--signed-identity {s}: not a registry/repository reference");
+        }
     }
     let keys = args
         .keys
@@ -162,7 +171,16 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         images.push(report::analyze(&image, &ropts)?);
     }
     let mut missing = Vec::new();
-    let trust = trust_of(&spec, client.as_ref(), &store, &keys, &images)?;
+    let trust = trust_of(
+        &spec,
+        client.as_ref(),
+        &store,
+        &TrustKeys {
+            keys: &keys,
+            signed_identity: args.signed_identity.as_deref(),
+        },
+        &images,
+    )?;
     if trust.is_none() {
         missing.push(format!(
             "signatures and attestations: {spec} is an archive, which carries none"
@@ -195,15 +213,22 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// What the signatures are checked against: the keys, and the identity they must name.
+struct TrustKeys<'a> {
+    keys: &'a [crate::sign::PublicKey],
+    signed_identity: Option<&'a str>,
+}
+
 /// The signatures, attestations and provenance of a registry image or a layout's (an archive
 /// carries none).
 fn trust_of(
     spec: &ImageRef,
     client: Option<&crate::registry::Client>,
     store: &crate::store::Store,
-    keys: &[crate::sign::PublicKey],
+    with: &TrustKeys<'_>,
     images: &[report::ImageReport],
 ) -> anyhow::Result<Option<report::trust::Trust>> {
+    let keys = with.keys;
     let manifests: Vec<(crate::digest::Digest, String)> = images
         .iter()
         .filter_map(|i| {
@@ -214,7 +239,11 @@ fn trust_of(
     Ok(match (spec, client) {
         (ImageRef::Registry(r), Some(c)) => {
             let digests: Vec<_> = manifests.iter().map(|(d, _)| *d).collect();
-            Some(report::trust::of_registry(c, store, r, keys, &digests))
+            let check = report::trust::Check {
+                keys,
+                signed_identity: with.signed_identity,
+            };
+            Some(report::trust::of_registry(c, store, r, &check, &digests))
         }
         (ImageRef::Layout { dir, .. }, _) => {
             let layout = crate::output::Layout::open(dir)?;

@@ -190,21 +190,30 @@ fn row_of(f: &crate::sign::Finding, no_keys: bool) -> GridRow {
     }
 }
 
-/// What a registry image has attached: `verify-signature`'s check of `reference` with `keys`,
-/// and the provenance attached to each of `manifests` (the images reported on).
+/// What `verify-signature` checks signatures against.
+#[derive(Clone, Copy, Debug)]
+pub struct Check<'a> {
+    pub keys: &'a [PublicKey],
+    /// The repository the signature must name, when not the image's (a mirror).
+    pub signed_identity: Option<&'a str>,
+}
+
+/// What a registry image has attached: `verify-signature`'s check of `reference`, and the
+/// provenance attached to each of `manifests` (the images reported on).
 pub fn of_registry(
     client: &Client,
     store: &Store,
     reference: &Reference,
-    keys: &[PublicKey],
+    check: &Check<'_>,
     manifests: &[Digest],
 ) -> Trust {
+    let keys = check.keys;
     let mut trust = Trust {
         looked_in: "registry".into(),
         keys: key_infos(keys),
         ..Trust::default()
     };
-    match crate::sign::verify_image(client, store, reference, keys, None) {
+    match crate::sign::verify_image(client, store, reference, keys, check.signed_identity) {
         Ok(report) => {
             trust.verified = !keys.is_empty() && report.ok();
             trust.grid = report

@@ -173,6 +173,36 @@ fn a_signed_image_is_verified_with_its_key_only_in_the_layout_and_the_registry()
         let (v, html) = report(t.path(), Some(&auth), source, &[]);
         check_no_key(&v, &html);
     }
+
+    // --signed-identity: a registry image's signature must name that repository (a mirror's).
+    let page = t.path().join("mirror.html");
+    let mut c = ocibuild();
+    env(&mut c, t.path(), Some(&auth));
+    c.args([
+        "report",
+        &docker,
+        "--json",
+        "--signed-identity",
+        "mirror.example/x",
+        "-o",
+    ])
+    .arg(&page)
+    .arg("--key")
+    .arg(&public);
+    let v: Value = serde_json::from_str(&stdout(&run_ok(&mut c))).unwrap();
+    let sig = &rows(&v, "signature", true)[0];
+    assert_eq!(sig["result"], "failed", "{sig}");
+    assert!(
+        sig["detail"]
+            .as_str()
+            .unwrap()
+            .contains("not as mirror.example/x"),
+        "{sig}"
+    );
+    let mut c = ocibuild();
+    env(&mut c, t.path(), Some(&auth));
+    let o = run(c.args(["report", &docker, "--signed-identity", "Not A Ref"]));
+    assert_eq!(o.status.code(), Some(1));
 }
 
 #[test]
