@@ -399,6 +399,10 @@ pub fn of_layout(layout: &Layout, keys: &[PublicKey], manifests: &[(Digest, Stri
                 "no signed attestation attached".into(),
             ));
         }
+        let verified: Vec<Digest> = findings.iter().filter_map(Finding::envelope).collect();
+        if !verified.is_empty() {
+            findings.push(layout_cosign(layout, digest, &verified));
+        }
         all_verified &= findings
             .iter()
             .any(|f| f.what == "signature" && f.status == Status::Verified)
@@ -411,6 +415,47 @@ pub fn of_layout(layout: &Layout, keys: &[PublicKey], manifests: &[(Digest, Stri
     }
     trust.verified = all_verified;
     trust
+}
+
+/// Whether the signed attestations that verified (their envelopes) are also under cosign's
+/// `sha256-<hex>.att` in the layout, as `verify-signature` checks a registry's: a note.
+fn layout_cosign(layout: &Layout, digest: &Digest, verified: &[Digest]) -> Finding {
+    let tag = crate::sign::cosign::attestation_tag(digest);
+    let note = |status, detail| Finding::new("cosign", "cosign .att", status, detail);
+    let Some(m) = layout
+        .index()
+        .tagged(&tag)
+        .and_then(|e| e.digest.parse::<Digest>().ok())
+        .and_then(|d| layout_blob(layout, &d))
+        .and_then(|b| serde_json::from_slice::<ReadManifest>(&b).ok())
+    else {
+        return note(
+            Status::Absent,
+            format!("no {tag} in the layout: cosign finds none of the signed attestations"),
+        );
+    };
+    let lacking = verified
+        .iter()
+        .filter(|d| {
+            !m.layers.iter().any(|l| {
+                l.digest == d.to_string()
+                    && l.media_type == DSSE_MEDIA_TYPE
+                    && l.annotations
+                        .contains_key(crate::sign::payload::SIGNATURE_ANNOTATION)
+            })
+        })
+        .count();
+    if lacking == 0 {
+        note(
+            Status::Present,
+            format!(
+                "the {} signed attestations also under {tag}, as cosign reads them",
+                verified.len()
+            ),
+        )
+    } else {
+        note(Status::Absent, format!("{tag} lacks {lacking} of them"))
+    }
 }
 
 /// The layout's signature entry `entry` of `digest`: its first layer that verifies, or every

@@ -109,6 +109,11 @@ impl Finding {
         }
     }
 
+    /// A signed attestation's envelope blob, when it verified.
+    pub fn envelope(&self) -> Option<Digest> {
+        self.envelope
+    }
+
     /// Verified with `key`.
     fn by(mut self, key: &PublicKey) -> Finding {
         self.key = Some(key.name().to_string());

@@ -97,6 +97,9 @@ fn check_signed(v: &Value, html: &str, key: &Path) {
         assert_eq!(rows(v, item, false).len(), 1, "{item} unsigned");
     }
     never_verified_unsigned(v, Some(key));
+    // The signed attestations also in cosign's layout (`sha256-<hex>.att`).
+    let cosign = rows(v, "cosign .att", true);
+    assert_eq!(cosign[0]["status"], "present", "{:#}", v["trust"]["grid"]);
     assert_eq!(attr(html, "trust", "data-verified"), "true");
     assert_eq!(
         attr(html, "grid-image-signature", "data-status"),
