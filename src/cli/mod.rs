@@ -17,6 +17,7 @@ mod recipe_args;
 mod reference;
 mod render;
 mod report;
+mod report_verify;
 mod shell;
 mod sign;
 mod test;

@@ -1,4 +1,5 @@
-//! `ocibuild report REF|RECIPE [--json] [-o report.html]`: what an image is made of.
+//! `ocibuild report REF|RECIPE [--json] [-o report.html] [--key PUB]… [--verify]`: what an
+//! image is made of, who signed what, and whether it rebuilds.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -22,12 +23,17 @@ The report: the layer stack (sizes, origin: base, packages, system, interpreter,
 paths, app), the guardrails (127 layers, the wheel layers' size bound), each layer's files by
 Debian package, wheel or directory, wasted bytes and the efficiency score (computed as dive
 computes them), identical content at different paths (which dive cannot see), and the
-installed packages. An image index: one report per platform.
+installed packages (licences as SPDX: Debian copyright files, wheels' METADATA); the
+provenance attached and the signature and attestation grid of `verify-signature`, checked with
+--key (without one: listed, not verified; an unsigned document is never verified); with
+--verify, the rebuild `verify` makes, compared. An image index: one report per platform.
 
 Examples:
   ocibuild report app.toml -o report.html
   ocibuild report oci:app.oci:1.0 --json | jq '.images[0].efficiency'
   ocibuild report docker-archive:app.tar -o app.html
+  ocibuild report docker://registry.example/team/app:1.0 --key release.pub -o app.html
+  ocibuild report app.toml --verify -o report.html
   ocibuild report oci:app.oci:2.0 --against oci:app.oci:1.0 -o changes.html";
 
 #[derive(Args, Debug)]
@@ -49,12 +55,25 @@ pub struct ReportArgs {
     /// The platform to report on in an image index: os/arch[/variant]. Default: every one.
     #[arg(long, value_name = "OS/ARCH")]
     pub platform: Option<String>,
+    /// A public key to verify the signature and signed attestations with (PEM, or a cosign
+    /// key); repeatable. Without one, what is attached is listed, not verified.
+    #[arg(long = "key", value_name = "PUB")]
+    pub keys: Vec<PathBuf>,
+    /// The repository a registry image's signature must name, when it is not the one
+    /// reported on (a mirror's images are signed as the repository first pushed to).
+    #[arg(long, value_name = "REGISTRY/REPO")]
+    pub signed_identity: Option<String>,
+    /// With a recipe: rebuild it from its lock in an empty store and compare with the image,
+    /// as `ocibuild verify RECIPE` does (the result on the page and in the JSON).
+    #[arg(long)]
+    pub verify: bool,
     #[command(flatten)]
     pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
 /// The image a recipe builds (its default output and tag), its lock, its wheel layer bound.
 struct FromRecipe {
+    recipe: crate::recipe::Recipe,
     image: ImageRef,
     lock: Option<Lock>,
     max_wheel_layer_size: Option<u64>,
@@ -73,6 +92,7 @@ fn from_recipe(args: &ReportArgs, path: &Path) -> anyhow::Result<FromRecipe> {
         );
     }
     Ok(FromRecipe {
+        recipe: recipe.clone(),
         image: ImageRef::Layout {
             dir,
             tag: Some(recipe.image.tag.clone()),
@@ -93,6 +113,24 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let spec = match &recipe {
         Some(r) => r.image.clone(),
         None => ImageRef::parse(&args.image, Role::Source { digest: false })?,
+    };
+    if args.verify && recipe.is_none() {
+        anyhow::bail!("--verify rebuilds a recipe: give a recipe (FILE.toml), not an image");
+    }
+    if let Some(s) = &args.signed_identity {
+        if s.parse::<crate::registry::Reference>().is_err() {
+            anyhow::bail!("--signed-identity {s}: not a registry/repository reference");
+        }
+    }
+    let keys = args
+        .keys
+        .iter()
+        .map(|k| crate::sign::PublicKey::load(k))
+        .collect::<Result<Vec<_>, _>>()?;
+    let store = cli.store()?;
+    let licences = match recipe.as_ref().and_then(|r| r.lock.as_ref()) {
+        Some(l) => Some(crate::audit::license::for_lock(&store, l)?),
+        None => None,
     };
     let against = args
         .against
@@ -118,6 +156,7 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             .as_ref()
             .map(|r| r.steps.as_slice())
             .unwrap_or_default(),
+        licences: licences.as_ref(),
     };
     let mut images = Vec::new();
     let mut compared = Vec::new();
@@ -154,17 +193,37 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             compared.push(report::against::compare_with(old, &image, new, o)?);
         }
     }
+    let mut missing = Vec::new();
+    let trust = trust_of(
+        &spec,
+        client.as_ref(),
+        &store,
+        &TrustKeys {
+            keys: &keys,
+            signed_identity: args.signed_identity.as_deref(),
+        },
+        &images,
+    )?;
+    if trust.is_none() {
+        missing.push(format!(
+            "signatures and attestations: {spec} is an archive, which carries none"
+        ));
+    }
+    let verify = match (&recipe, args.verify) {
+        (Some(r), true) => Some(super::report_verify::rebuild(cli, as_path, &r.recipe)?),
+        _ => None,
+    };
     let report = Report {
         schema: report::SCHEMA,
         source: args.image.clone(),
         images,
-        missing: vec![
-            "signatures and attestations: not examined by this version of `report`".to_string(),
-        ],
+        missing,
         against: args.against.as_ref().map(|a| report::Against {
             source: a.clone(),
             images: compared,
         }),
+        trust,
+        verify,
     };
     if let Some(out) = &args.output {
         let page = report::html::render(&report);
@@ -178,6 +237,46 @@ pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         print!("{}", summary(&report));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the signatures are checked against: the keys, and the identity they must name.
+struct TrustKeys<'a> {
+    keys: &'a [crate::sign::PublicKey],
+    signed_identity: Option<&'a str>,
+}
+
+/// The signatures, attestations and provenance of a registry image or a layout's (an archive
+/// carries none).
+fn trust_of(
+    spec: &ImageRef,
+    client: Option<&crate::registry::Client>,
+    store: &crate::store::Store,
+    with: &TrustKeys<'_>,
+    images: &[report::ImageReport],
+) -> anyhow::Result<Option<report::trust::Trust>> {
+    let keys = with.keys;
+    let manifests: Vec<(crate::digest::Digest, String)> = images
+        .iter()
+        .filter_map(|i| {
+            let d = i.manifest.as_ref()?.parse().ok()?;
+            Some((d, i.platform.clone()))
+        })
+        .collect();
+    Ok(match (spec, client) {
+        (ImageRef::Registry(r), Some(c)) => {
+            let digests: Vec<_> = manifests.iter().map(|(d, _)| *d).collect();
+            let check = report::trust::Check {
+                keys,
+                signed_identity: with.signed_identity,
+            };
+            Some(report::trust::of_registry(c, store, r, &check, &digests))
+        }
+        (ImageRef::Layout { dir, .. }, _) => {
+            let layout = crate::output::Layout::open(dir)?;
+            Some(report::trust::of_layout(&layout, keys, &manifests))
+        }
+        _ => None,
+    })
 }
 
 /// A few lines: what the page would show first.
@@ -205,6 +304,19 @@ fn summary(report: &Report) -> String {
     }
     for m in &report.missing {
         out.push_str(&format!("missing: {m}\n"));
+    }
+    if let Some(t) = &report.trust {
+        out.push_str(&super::report_verify::trust_lines(t));
+    }
+    if let Some(v) = &report.verify {
+        out.push_str(&format!(
+            "verify: {}\n",
+            if v.reproduced {
+                "reproduced (bit-identical)"
+            } else {
+                "NOT reproduced"
+            }
+        ));
     }
     if let Some(a) = &report.against {
         for i in &a.images {

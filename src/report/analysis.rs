@@ -393,6 +393,7 @@ fn deb_packages(text: &str, layer: usize, out: &mut Vec<Package>) {
             version,
             architecture: arch,
             licence: None,
+            licence_spdx: None,
             layer: Some(layer + 1),
             source_url: None,
             sha256: None,
@@ -429,6 +430,7 @@ fn wheel_package(text: &str, layer: usize) -> Option<Package> {
         name: normalized,
         version,
         architecture: None,
+        licence_spdx: crate::audit::license::metadata_expression(text),
         licence,
         layer: Some(layer + 1),
         source_url: None,
@@ -443,7 +445,12 @@ fn wheel_package(text: &str, layer: usize) -> Option<Package> {
 pub fn packages(scans: &[LayerScan], merged: &Merged) -> (Vec<Package>, bool) {
     let mut out = Vec::new();
     let mut dpkg = false;
+    let mut copyrights = HashMap::new();
     for (path, layer, bytes) in kept(scans, merged) {
+        if let Some(pkg) = super::scan::copyright_package(path) {
+            copyrights.insert(pkg.to_string(), bytes);
+            continue;
+        }
         let text = String::from_utf8_lossy(bytes);
         let status_d = path
             .strip_prefix("var/lib/dpkg/status.d/")
@@ -468,6 +475,14 @@ pub fn packages(scans: &[LayerScan], merged: &Merged) -> (Vec<Package>, bool) {
         (a.kind, &a.name, &a.version, &a.architecture)
             == (b.kind, &b.name, &b.version, &b.architecture)
     });
+    // A deb's licence: its DEP-5 copyright file, as SPDX (an `arch`-qualified name shares it).
+    for p in out.iter_mut().filter(|p| p.kind == GroupKind::Deb) {
+        let name = p.name.split(':').next().unwrap_or(&p.name);
+        if let Some(bytes) = copyrights.get(name) {
+            p.licence_spdx =
+                crate::audit::license::dep5_expression(&String::from_utf8_lossy(bytes));
+        }
+    }
     (out, dpkg)
 }
 

@@ -94,6 +94,7 @@ pub fn render(report: &Report) -> String {
     for (k, image) in report.images.iter().enumerate() {
         image_section(&mut out, k, image);
     }
+    super::html_trust::render(&mut out, report);
     if let Some(a) = &report.against {
         super::html_against::section(&mut out, a);
     }
@@ -418,10 +419,7 @@ fn packages(out: &mut String, k: usize, packages: &[Package]) {
             },
             esc(&p.name),
             opt(&p.version),
-            p.licence
-                .as_ref()
-                .map(|l| esc(l))
-                .unwrap_or_else(|| "not stated".into()),
+            super::html_trust::licence_cell(p),
             p.layer.map(|l| l.to_string()).unwrap_or_default(),
             opt(&p.source_url),
             opt(&p.sha256),

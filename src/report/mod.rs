@@ -6,6 +6,7 @@
 //! - [`dive`]: wasted bytes and the efficiency score, exactly as dive computes them;
 //! - [`analysis`]: origins, the filesystem as run, groups by package / wheel / directory,
 //!   identical content at different paths, installed packages;
+//! - [`trust`]: provenance and the signature and attestation grid (as `verify-signature`);
 //! - [`html`]: the page;
 //! - [`against`]: the comparison with an earlier image (`--against`), and `diff`'s package
 //!   summary.
@@ -17,8 +18,10 @@ pub mod analysis;
 pub mod dive;
 pub mod html;
 pub mod html_against;
+pub mod html_trust;
 pub mod model;
 pub mod scan;
+pub mod trust;
 
 use crate::audit::{AuditError, Image};
 use crate::lock::Lock;
@@ -56,6 +59,8 @@ pub struct Options<'a> {
     pub lock: Option<&'a Lock>,
     /// The recipe's `[[step]]` names: their layers' origin is `steps`.
     pub steps: &'a [String],
+    /// The SBOM's facts for the lock's .debs and wheels (by sha256), when a lock is given.
+    pub licences: Option<&'a crate::audit::license::Licenses>,
 }
 
 fn platform_of(config: &serde_json::Value) -> String {
@@ -143,7 +148,7 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
         missing.push("dpkg status: none in the image (no Debian packages listed)".to_string());
     }
     match opts.lock {
-        Some(lock) => enrich(&mut packages, lock),
+        Some(lock) => enrich(&mut packages, lock, opts.licences),
         None => missing.push(
             "lock: none given (packages read from the image: no source URL or sha256)".to_string(),
         ),
@@ -190,7 +195,11 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
 }
 
 /// Source URLs and sha256s from the lock, for the packages it locked.
-fn enrich(packages: &mut [model::Package], lock: &Lock) {
+fn enrich(
+    packages: &mut [model::Package],
+    lock: &Lock,
+    licences: Option<&crate::audit::license::Licenses>,
+) {
     for p in packages.iter_mut() {
         match p.kind {
             model::GroupKind::Wheel => {
@@ -202,6 +211,7 @@ fn enrich(packages: &mut [model::Package], lock: &Lock) {
                     p.source_url = Some(w.url.clone());
                     p.sha256 = Some(w.sha256.to_string());
                     p.from = "image+lock";
+                    sbom_licence(p, licences, &w.sha256);
                 }
             }
             model::GroupKind::Deb => {
@@ -218,10 +228,22 @@ fn enrich(packages: &mut [model::Package], lock: &Lock) {
                     ));
                     p.sha256 = Some(d.sha256.to_string());
                     p.from = "image+lock";
+                    sbom_licence(p, licences, &d.sha256);
                 }
             }
             model::GroupKind::Dir => {}
         }
+    }
+}
+
+/// A locked package's licence as the SBOM states it (the archive's own files), when known.
+fn sbom_licence(
+    p: &mut model::Package,
+    licences: Option<&crate::audit::license::Licenses>,
+    sha256: &crate::digest::Digest,
+) {
+    if let Some(l) = licences.and_then(|l| l.get(sha256)) {
+        p.licence_spdx = Some(l.to_string());
     }
 }
 

@@ -29,6 +29,10 @@ pub struct Report {
     pub missing: Vec<String>,
     /// A comparison with an earlier image (`--against`), when asked for.
     pub against: Option<Against>,
+    /// Provenance, signatures and attestations ([`super::trust`]).
+    pub trust: Option<super::trust::Trust>,
+    /// `--verify`: the rebuild compared with the image ([`super::trust::Rebuild`]).
+    pub verify: Option<super::trust::Rebuild>,
 }
 
 /// One image (one platform).
@@ -260,6 +264,10 @@ pub struct Package {
     pub architecture: Option<String>,
     /// As the package states it (verbatim), when it does.
     pub licence: Option<String>,
+    /// The licence as an SPDX expression, when one is known: a deb's DEP-5
+    /// `/usr/share/doc/PKG/copyright` in the image, a wheel's METADATA (`License-Expression`,
+    /// OSI classifiers, a known licence name), or the SBOM's facts for a locked package.
+    pub licence_spdx: Option<String>,
     /// The layer (1-based) holding its record (dpkg status or dist-info).
     pub layer: Option<usize>,
     pub source_url: Option<String>,

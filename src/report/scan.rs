@@ -10,6 +10,8 @@ use crate::digest::{Digest, Hasher};
 
 /// Files larger than this are not kept even when their path is one the report reads.
 const MAX_KEPT: u64 = 16 << 20;
+/// A Debian copyright file larger than this is not kept (its licence is then unknown).
+const MAX_COPYRIGHT: u64 = 1 << 20;
 /// At most this many bytes of such files are kept per layer (a hostile layer of many large
 /// RECORDs must not fill the memory); the files beyond are counted in `not_kept`.
 const MAX_KEPT_LAYER: u64 = 256 << 20;
@@ -59,8 +61,24 @@ pub struct LayerScan {
     pub not_kept: u64,
 }
 
+/// Whether `path` is a Debian package's copyright file (`usr/share/doc/PKG/copyright`).
+pub fn is_copyright(path: &str) -> bool {
+    copyright_package(path).is_some()
+}
+
+/// The package of a copyright file `usr/share/doc/PKG/copyright`.
+pub fn copyright_package(path: &str) -> Option<&str> {
+    let pkg = path
+        .strip_prefix("usr/share/doc/")?
+        .strip_suffix("/copyright")?;
+    (!pkg.is_empty() && !pkg.contains('/')).then_some(pkg)
+}
+
 /// Whether the report reads the file at `path`.
 pub fn keep(path: &str) -> bool {
+    if is_copyright(path) {
+        return true;
+    }
     if path == "var/lib/dpkg/status" || path.starts_with("var/lib/dpkg/status.d/") {
         return true;
     }
@@ -116,7 +134,12 @@ pub fn scan_layer(reader: impl Read) -> io::Result<LayerScan> {
                 let mut hasher = Hasher::new();
                 let wanted = keep(&path);
                 let room = kept_bytes + size <= MAX_KEPT_LAYER;
-                let mut kept = (wanted && size <= MAX_KEPT && room).then(Vec::new);
+                let bound = if is_copyright(&path) {
+                    MAX_COPYRIGHT
+                } else {
+                    MAX_KEPT
+                };
+                let mut kept = (wanted && size <= bound && room).then(Vec::new);
                 if wanted && kept.is_none() {
                     scan.not_kept += 1;
                 }
@@ -165,5 +188,12 @@ mod tests {
         assert!(keep("a-1.0.dist-info/METADATA"));
         assert!(!keep("a-1.0.dist-info/LICENSE"));
         assert!(!keep("srv/RECORD"));
+        assert!(keep("usr/share/doc/libc6/copyright"));
+        assert!(!keep("usr/share/doc/libc6/changelog.gz"));
+        assert!(!keep("usr/share/doc/a/b/copyright"));
+        assert_eq!(
+            copyright_package("usr/share/doc/zlib1g/copyright"),
+            Some("zlib1g")
+        );
     }
 }

@@ -92,7 +92,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn new(what: &str, item: &str, status: Status, detail: String) -> Finding {
+    pub(crate) fn new(what: &str, item: &str, status: Status, detail: String) -> Finding {
         Finding {
             what: what.to_string(),
             item: item.to_string(),
@@ -107,6 +107,11 @@ impl Finding {
             detail,
             envelope: None,
         }
+    }
+
+    /// A signed attestation's envelope blob, when it verified.
+    pub fn envelope(&self) -> Option<Digest> {
+        self.envelope
     }
 
     /// Verified with `key`.
@@ -405,46 +410,9 @@ fn check_signatures(
                 continue;
             }
         };
-        let Some(key) = want.keys.iter().find(|k| k.verifies(&payload, &sig)) else {
-            problems.push(format!("layer {i}: does not verify with this key"));
-            continue;
-        };
-        let Ok(claims) = serde_json::from_slice::<payload::SimpleSigning>(&payload) else {
-            problems.push(format!("layer {i}: not a simple-signing payload"));
-            continue;
-        };
-        let c = &claims.critical;
-        let signed_as = &c.identity.docker_reference;
-        if c.kind != payload::SIMPLE_SIGNING_TYPE {
-            problems.push(format!("layer {i}: a `{}`, not an image signature", c.kind));
-        } else if c.image.docker_manifest_digest != want.digest.to_string() {
-            problems.push(format!(
-                "layer {i}: signs {}, not this image",
-                c.image.docker_manifest_digest
-            ));
-        } else {
-            match repository_of(signed_as) {
-                Some((r, _)) if r != want.repository => problems.push(format!(
-                    "layer {i}: signed as {signed_as}, not as {} (a mirror: --signed-identity)",
-                    want.repository
-                )),
-                Some((_, Some(t))) if want.tag.is_some_and(|w| w != t) => problems.push(format!(
-                    "layer {i}: signed as {signed_as}, not with the tag {}",
-                    want.tag.unwrap_or_default()
-                )),
-                Some(_) => {
-                    return Finding::new(
-                        "signature",
-                        "signature",
-                        Status::Verified,
-                        format!("signed as {signed_as}"),
-                    )
-                    .by(key)
-                }
-                None => problems.push(format!(
-                    "layer {i}: signed as `{signed_as}`, which is not an image reference"
-                )),
-            }
+        match signature_finding(&payload, &sig, want) {
+            Ok(f) => return f,
+            Err(p) => problems.push(format!("layer {i}: {p}")),
         }
     }
     if problems.is_empty() {
@@ -458,6 +426,71 @@ fn check_signatures(
     )
 }
 
+/// A simple-signing payload and its signature against `want`: the verified finding, or what is
+/// wrong with it.
+fn signature_finding(payload: &[u8], sig: &[u8], want: &Wanted<'_>) -> Result<Finding, String> {
+    let Some(key) = want.keys.iter().find(|k| k.verifies(payload, sig)) else {
+        return Err("does not verify with this key".into());
+    };
+    let Ok(claims) = serde_json::from_slice::<payload::SimpleSigning>(payload) else {
+        return Err("not a simple-signing payload".into());
+    };
+    let c = &claims.critical;
+    let signed_as = &c.identity.docker_reference;
+    if c.kind != payload::SIMPLE_SIGNING_TYPE {
+        return Err(format!("a `{}`, not an image signature", c.kind));
+    }
+    if c.image.docker_manifest_digest != want.digest.to_string() {
+        return Err(format!(
+            "signs {}, not this image",
+            c.image.docker_manifest_digest
+        ));
+    }
+    match repository_of(signed_as) {
+        Some((r, _)) if r != want.repository => Err(format!(
+            "signed as {signed_as}, not as {} (a mirror: --signed-identity)",
+            want.repository
+        )),
+        Some((_, Some(t))) if want.tag.is_some_and(|w| w != t) => Err(format!(
+            "signed as {signed_as}, not with the tag {}",
+            want.tag.unwrap_or_default()
+        )),
+        Some(_) => Ok(Finding::new(
+            "signature",
+            "signature",
+            Status::Verified,
+            format!("signed as {signed_as}"),
+        )
+        .by(key)),
+        None => Err(format!(
+            "signed as `{signed_as}`, which is not an image reference"
+        )),
+    }
+}
+
+/// A signature layer of an OCI layout (its payload and the decoded signature annotation) of
+/// the manifest `digest`: checked as a registry's is, the identity it was signed as taken as
+/// it is (a layout has no repository to compare it with; the finding names it).
+pub fn layout_signature_finding(
+    payload: &[u8],
+    sig: &[u8],
+    digest: &Digest,
+    keys: &[PublicKey],
+) -> Result<Finding, String> {
+    let identity = serde_json::from_slice::<payload::SimpleSigning>(payload)
+        .ok()
+        .and_then(|c| repository_of(&c.critical.identity.docker_reference))
+        .map(|(r, _)| r)
+        .unwrap_or_default();
+    let want = Wanted {
+        digest,
+        repository: &identity,
+        tag: None,
+        keys,
+    };
+    signature_finding(payload, sig, &want)
+}
+
 fn check_attestation(
     client: &Client,
     store: &Store,
@@ -467,7 +500,7 @@ fn check_attestation(
     keys: &[PublicKey],
 ) -> Finding {
     // Until it verifies, the row is named by what the envelope claims to be (if anything).
-    let mut claimed = "attestation".to_string();
+    let claimed = "attestation";
     let bad = |claimed: &str, detail: String| {
         Finding::new(
             "attestation",
@@ -481,26 +514,47 @@ fn check_attestation(
         Ok(m) => m.bytes,
         Err(e) if crate::push::is_manifest_unknown(&e) => {
             return bad(
-                &claimed,
+                claimed,
                 "listed in the referrers tag, but not in the registry".into(),
             )
         }
-        Err(e) => return bad(&claimed, crate::diag::chain(&e)),
+        Err(e) => return bad(claimed, crate::diag::chain(&e)),
     };
     let Ok(m) = serde_json::from_slice::<Manifest>(&bytes) else {
-        return bad(&claimed, "not a manifest".into());
+        return bad(claimed, "not a manifest".into());
     };
     let Some(layer) = m.layers.first() else {
-        return bad(&claimed, "has no layer".into());
+        return bad(claimed, "has no layer".into());
     };
     let env_bytes = match fetch_document(client, store, at, layer) {
         Ok(b) => b,
-        Err(e) => return bad(&claimed, e),
+        Err(e) => return bad(claimed, e),
     };
-    if let Some(p) = payload::envelope_predicate_type(&env_bytes) {
+    envelope_finding(&env_bytes, &r.digest, digest, keys, layer.digest)
+}
+
+/// A DSSE envelope (the layer `layer` of the referrer `referrer`) of an attestation about the
+/// manifest `digest`, checked against `keys`.
+pub fn envelope_finding(
+    env_bytes: &[u8],
+    referrer: &Digest,
+    digest: &Digest,
+    keys: &[PublicKey],
+    layer: Digest,
+) -> Finding {
+    let mut claimed = "attestation".to_string();
+    let bad = |claimed: &str, detail: String| {
+        Finding::new(
+            "attestation",
+            claimed,
+            Status::Failed,
+            format!("{referrer}: {detail}"),
+        )
+    };
+    if let Some(p) = payload::envelope_predicate_type(env_bytes) {
         claimed = item_of_predicate(&p);
     }
-    let Ok(envelope) = serde_json::from_slice::<Envelope>(&env_bytes) else {
+    let Ok(envelope) = serde_json::from_slice::<Envelope>(env_bytes) else {
         return bad(&claimed, "not a DSSE envelope".into());
     };
     if envelope.payload_type != payload::IN_TOTO_PAYLOAD {
@@ -530,7 +584,7 @@ fn check_attestation(
             &predicate,
             &item,
             Status::Failed,
-            format!("{}: a statement about another image", r.digest),
+            format!("{referrer}: a statement about another image"),
         )
         .by(key);
     }
@@ -538,10 +592,10 @@ fn check_attestation(
         &predicate,
         &item,
         Status::Verified,
-        format!("{} signed attestation", r.digest),
+        format!("{referrer} signed attestation"),
     )
     .by(key);
-    f.envelope = Some(layer.digest);
+    f.envelope = Some(layer);
     f
 }
 

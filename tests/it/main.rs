@@ -60,6 +60,7 @@ mod registry_fake;
 mod registry_real;
 mod report;
 mod report_page;
+mod report_trust;
 mod rootfs;
 mod run_stage;
 mod sbom;

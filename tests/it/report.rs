@@ -198,6 +198,9 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
     assert_eq!(click["layer"], 3);
     assert_eq!(click["purl"], "pkg:pypi/click@8.1.7");
     assert_eq!(click["from"], "image+lock");
+    // Its licence as SPDX: the SBOM's facts for the lock's wheel (and its METADATA's).
+    assert_eq!(click["licenceSpdx"], "BSD-3-Clause");
+    assert_eq!(pkg("fastlib")["licenceSpdx"], "MIT");
     assert!(by_layout["images"][0]["packages"][0]["sha256"].is_null());
     assert!(img2["missing"]
         .as_array()
@@ -749,4 +752,79 @@ fn online_random_images_equal_dives() {
     }
     println!("random images: {wasteful} of 40 with wasted bytes, all equal to dive's");
     assert!(wasteful >= 10, "{wasteful}");
+}
+
+/// Licences in the packages table: a deb's DEP-5 copyright file as SPDX (and a copyright file
+/// that is not DEP-5, or over 1 MiB: no licence, the latter counted as too large), a wheel's
+/// METADATA as SPDX (a classifier) with its free-text `License:` kept verbatim, never guessed.
+#[test]
+fn report_licences_from_copyright_files_and_metadata() {
+    let t = tempdir();
+    let dir = t.path().join("lic");
+    let status =
+        "Package: zlib1g\nStatus: install ok installed\nVersion: 1:1.3\nArchitecture: amd64\n\n\
+                  Package: oddpkg\nStatus: install ok installed\nVersion: 1\nArchitecture: all\n\n\
+                  Package: bigpkg\nStatus: install ok installed\nVersion: 2\nArchitecture: all\n";
+    let dep5 = "Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/\n\
+                Upstream-Name: zlib\n\nFiles: *\nCopyright: 1995 Jean-loup Gailly\nLicense: Zlib\n \
+                The text.\n";
+    let big = format!("{dep5}{}", " padding\n".repeat(150_000));
+    let metadata =
+        "Metadata-Version: 2.1\nName: fastlib\nVersion: 1.0\nLicense: <b>free</b> text\n\
+                    Classifier: License :: OSI Approved :: MIT License\n\nbody\n";
+    let odd = "Metadata-Version: 2.1\nName: oddlib\nVersion: 2.0\nLicense: Some odd text\n\nbody\n";
+    let site = "usr/lib/python3/site-packages";
+    let layers = vec![tar_of(&[
+        E::File("var/lib/dpkg/status", status.as_bytes()),
+        E::File("usr/share/doc/zlib1g/copyright", dep5.as_bytes()),
+        E::File(
+            "usr/share/doc/oddpkg/copyright",
+            b"Some licence, in prose.\n",
+        ),
+        E::File("usr/share/doc/bigpkg/copyright", big.as_bytes()),
+        E::File(
+            &format!("{site}/fastlib-1.0.dist-info/METADATA"),
+            metadata.as_bytes(),
+        ),
+        E::File(
+            &format!("{site}/oddlib-2.0.dist-info/METADATA"),
+            odd.as_bytes(),
+        ),
+    ])];
+    handmade(&dir, &layers);
+    let html = t.path().join("r.html");
+    let v = report_json(&[
+        &format!("oci:{}", dir.display()),
+        "-o",
+        html.to_str().unwrap(),
+    ]);
+    let img = &v["images"][0];
+    let pkg = |name: &str| {
+        img["packages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["name"] == name)
+            .unwrap_or_else(|| panic!("no {name}: {:#}", img["packages"]))
+            .clone()
+    };
+    assert_eq!(pkg("zlib1g")["licenceSpdx"], "Zlib");
+    assert!(pkg("oddpkg")["licenceSpdx"].is_null());
+    assert!(pkg("bigpkg")["licenceSpdx"].is_null());
+    assert!(img["missing"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|m| m.as_str().unwrap().starts_with("records: 1 ")));
+    assert_eq!(pkg("fastlib")["licenceSpdx"], "MIT");
+    assert_eq!(pkg("fastlib")["licence"], "<b>free</b> text");
+    assert!(pkg("oddlib")["licenceSpdx"].is_null());
+    assert_eq!(pkg("oddlib")["licence"], "Some odd text");
+    let page = fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<span class=\"spdx\">Zlib</span>"));
+    assert!(page.contains(
+        "<span class=\"spdx\">MIT</span> <small>(stated: &lt;b&gt;free&lt;/b&gt; text)</small>"
+    ));
+    assert!(page.contains("Some odd text <small>(verbatim, not SPDX)</small>"));
+    assert!(!page.contains("<b>free</b>"));
 }

@@ -232,6 +232,9 @@ pub(crate) struct Knobs {
     pub(crate) pull_only: bool,
     /// A manifest that is not there is answered 401 (with a Bearer challenge), not 404.
     pub(crate) missing_manifest_401: bool,
+    /// Every tag of the sigstore / referrers-tag layout (`sha256-<hex>…`) is answered 500: a
+    /// registry that does not answer for an image's signature and referrers.
+    pub(crate) fail_attachment_tags: bool,
 }
 
 pub(crate) struct Fake {
@@ -446,6 +449,9 @@ pub(crate) fn handle(
                 k.rate_limit_manifest_gets.fetch_sub(1, Ordering::SeqCst);
                 return HttpResp::error(429, "TOOMANYREQUESTS", "slow down")
                     .header("Retry-After", "1");
+            }
+            if k.fail_attachment_tags && arg.starts_with("sha256-") {
+                return HttpResp::error(500, "UNKNOWN", "referrers are not served here");
             }
             if k.huge_manifest {
                 return HttpResp::new(200)
