@@ -163,10 +163,32 @@ fn kept<'a>(scans: &'a [LayerScan], merged: &Merged) -> Vec<(&'a str, usize, &'a
     out
 }
 
-/// Which package or wheel owns each path (dpkg's `info/*.list`, wheels' `RECORD`).
-pub fn owners(scans: &[LayerScan], merged: &Merged) -> HashMap<String, (GroupKind, String)> {
-    let mut map = HashMap::new();
-    for (path, _, bytes) in kept(scans, merged) {
+/// Which package or wheel owns each path (dpkg's `info/*.list`, wheels' `RECORD`). A path that
+/// several lists claim (the `nvidia/__init__.py` that eleven CUDA wheels ship, each in its own
+/// layer) belongs, in each layer, to the list of that layer; elsewhere to the last one.
+#[derive(Debug, Default)]
+pub struct Owners {
+    by_layer: HashMap<(usize, String), (GroupKind, String)>,
+    last: HashMap<String, (GroupKind, String)>,
+}
+
+impl Owners {
+    fn claim(&mut self, layer: usize, path: String, owner: (GroupKind, String)) {
+        self.last.insert(path.clone(), owner.clone());
+        self.by_layer.insert((layer, path), owner);
+    }
+
+    /// The owner of `path` as it is in layer `layer`.
+    pub fn of(&self, layer: usize, path: &str) -> Option<&(GroupKind, String)> {
+        self.by_layer
+            .get(&(layer, path.to_string()))
+            .or_else(|| self.last.get(path))
+    }
+}
+
+pub fn owners(scans: &[LayerScan], merged: &Merged) -> Owners {
+    let mut map = Owners::default();
+    for (path, layer, bytes) in kept(scans, merged) {
         let text = String::from_utf8_lossy(bytes);
         if let Some(file) = path.strip_prefix("var/lib/dpkg/info/") {
             let Some(stem) = file.strip_suffix(".list") else {
@@ -176,7 +198,7 @@ pub fn owners(scans: &[LayerScan], merged: &Merged) -> HashMap<String, (GroupKin
             for line in text.lines() {
                 let p = clean(line);
                 if !p.is_empty() {
-                    map.insert(p, (GroupKind::Deb, name.clone()));
+                    map.claim(layer, p, (GroupKind::Deb, name.clone()));
                 }
             }
         } else if let Some(dist_info) = path.strip_suffix("/RECORD") {
@@ -189,7 +211,8 @@ pub fn owners(scans: &[LayerScan], merged: &Merged) -> HashMap<String, (GroupKin
                 .to_string();
             for line in text.lines() {
                 if let Some(rel) = record_path(line) {
-                    map.insert(
+                    map.claim(
+                        layer,
                         clean(&format!("{site}/{rel}")),
                         (GroupKind::Wheel, name.clone()),
                     );
@@ -225,11 +248,13 @@ pub struct LayerFacts {
 pub fn layer_report(
     facts: LayerFacts,
     scan: &LayerScan,
-    owners: &HashMap<String, (GroupKind, String)>,
+    owners: &Owners,
 ) -> LayerReport {
     let mut groups: BTreeMap<(GroupKind, String), (u64, u64)> = BTreeMap::new();
     let mut files: Vec<FileEntry> = Vec::new();
     let mut whiteouts = 0;
+    // `position` counts from 1, the scans from 0.
+    let layer = facts.position.saturating_sub(1);
     for e in &scan.entries {
         if e.is_whiteout() {
             whiteouts += 1;
@@ -239,7 +264,7 @@ pub fn layer_report(
             continue;
         }
         let key = owners
-            .get(&e.path)
+            .of(layer, &e.path)
             .cloned()
             .unwrap_or_else(|| (GroupKind::Dir, dir_group(&e.path)));
         let g = groups.entry(key).or_default();
@@ -515,6 +540,19 @@ mod tests {
         assert_eq!(clean("usr/lib/site/../../../bin/x"), "bin/x");
         assert_eq!(dir_group("srv/app/main.py"), "srv/app/");
         assert_eq!(dir_group("etc/passwd"), "etc/");
+    }
+
+    #[test]
+    fn a_path_two_wheels_claim_belongs_to_the_record_of_its_own_layer() {
+        let mut o = Owners::default();
+        let init = "site/nvidia/__init__.py".to_string();
+        o.claim(1, init.clone(), (GroupKind::Wheel, "nvidia_cublas_cu12".into()));
+        o.claim(2, init.clone(), (GroupKind::Wheel, "nvidia_nccl_cu12".into()));
+        assert_eq!(o.of(1, &init).unwrap().1, "nvidia_cublas_cu12");
+        assert_eq!(o.of(2, &init).unwrap().1, "nvidia_nccl_cu12");
+        // A layer without its own list (a later copy) takes the last claim.
+        assert_eq!(o.of(5, &init).unwrap().1, "nvidia_nccl_cu12");
+        assert!(o.of(1, "site/other.py").is_none());
     }
 
     #[test]
