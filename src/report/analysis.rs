@@ -245,11 +245,7 @@ pub struct LayerFacts {
 }
 
 /// One layer's report: its files by owner, its largest files.
-pub fn layer_report(
-    facts: LayerFacts,
-    scan: &LayerScan,
-    owners: &Owners,
-) -> LayerReport {
+pub fn layer_report(facts: LayerFacts, scan: &LayerScan, owners: &Owners) -> LayerReport {
     let mut groups: BTreeMap<(GroupKind, String), (u64, u64)> = BTreeMap::new();
     let mut files: Vec<FileEntry> = Vec::new();
     let mut whiteouts = 0;
@@ -546,8 +542,16 @@ mod tests {
     fn a_path_two_wheels_claim_belongs_to_the_record_of_its_own_layer() {
         let mut o = Owners::default();
         let init = "site/nvidia/__init__.py".to_string();
-        o.claim(1, init.clone(), (GroupKind::Wheel, "nvidia_cublas_cu12".into()));
-        o.claim(2, init.clone(), (GroupKind::Wheel, "nvidia_nccl_cu12".into()));
+        o.claim(
+            1,
+            init.clone(),
+            (GroupKind::Wheel, "nvidia_cublas_cu12".into()),
+        );
+        o.claim(
+            2,
+            init.clone(),
+            (GroupKind::Wheel, "nvidia_nccl_cu12".into()),
+        );
         assert_eq!(o.of(1, &init).unwrap().1, "nvidia_cublas_cu12");
         assert_eq!(o.of(2, &init).unwrap().1, "nvidia_nccl_cu12");
         // A layer without its own list (a later copy) takes the last claim.
