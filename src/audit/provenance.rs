@@ -60,12 +60,23 @@ pub fn statement(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
             }));
         }
         for w in &lock.wheels {
-            deps.push(json!({
-                "uri": w.url,
-                "name": w.filename,
-                "digest": sha(&w.sha256),
-                "annotations": {"ocibuild:input": "wheel", "size": w.size},
-            }));
+            match &w.built_from {
+                // The material is the sdist; the wheel is what its step made of it.
+                Some(b) => deps.push(json!({
+                    "uri": w.url,
+                    "digest": sha(&b.sha256),
+                    "annotations": {
+                        "ocibuild:input": "sdist", "ocibuild:step": b.step,
+                        "ocibuild:wheel": w.filename, "ocibuild:wheelSha256": w.sha256.hex(),
+                    },
+                })),
+                None => deps.push(json!({
+                    "uri": w.url,
+                    "name": w.filename,
+                    "digest": sha(&w.sha256),
+                    "annotations": {"ocibuild:input": "wheel", "size": w.size},
+                })),
+            }
         }
     }
     deps.sort_by(|a, b| {

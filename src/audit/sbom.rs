@@ -96,6 +96,8 @@ struct Item {
     license: Option<String>,
     /// Its supplier (SPDX form: `Person: …` / `Organization: …`), if its files name one.
     supplier: Option<String>,
+    /// A wheel built from an sdist: the sdist's sha256 and the step (`url` is the sdist's).
+    built_from: Option<crate::lock::BuiltFrom>,
 }
 
 fn layers_of(subject: &Subject, inputs: &Inputs<'_>) -> Vec<Layer> {
@@ -148,6 +150,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             layers: layers.iter().filter(|l| l.base).cloned().collect(),
             license: None,
             supplier: None,
+            built_from: None,
         });
     }
     if let Some(apt) = &lock.apt {
@@ -179,6 +182,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
                 layers: in_layer.clone(),
                 license: inputs.licenses.get(&p.sha256).map(str::to_string),
                 supplier: inputs.licenses.supplier(&p.sha256).map(str::to_string),
+                built_from: None,
             });
         }
     }
@@ -195,6 +199,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             layers: named(PYTHON_LAYER),
             license: None,
             supplier: None,
+            built_from: None,
         });
     }
     // The wheel layers' grouping is a pure function of the locked wheels (names and sizes) and
@@ -243,6 +248,7 @@ fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
             layers: wheel_layer[wi].clone(),
             license: inputs.licenses.get(&w.sha256).map(str::to_string),
             supplier: inputs.licenses.supplier(&w.sha256).map(str::to_string),
+            built_from: w.built_from.clone(),
         });
     }
     out
@@ -445,8 +451,16 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
         if let Some(purl) = &it.purl {
             p["externalRefs"] = purl_ref(purl);
         }
-        if let Some(u) = &it.url {
-            p["sourceInfo"] = json!(format!("downloaded from {u}"));
+        match (&it.url, &it.built_from) {
+            (Some(u), Some(b)) => {
+                p["sourceInfo"] = json!(format!(
+                    "built by ocibuild's step {} from the sdist {u} (sha256 {})",
+                    b.step,
+                    b.sha256.hex()
+                ))
+            }
+            (Some(u), None) => p["sourceInfo"] = json!(format!("downloaded from {u}")),
+            _ => {}
         }
         packages.push(p);
         if it.kind == Kind::Base {
@@ -566,8 +580,19 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         if let Some(p) = &it.purl {
             c["purl"] = json!(p);
         }
-        if let Some(u) = &it.url {
-            c["externalReferences"] = json!([{"type": "distribution", "url": u}]);
+        match (&it.url, &it.built_from) {
+            // The sdist it was built from: CycloneDX's `source-distribution` reference.
+            (Some(u), Some(b)) => {
+                c["externalReferences"] = json!([{
+                    "type": "source-distribution", "url": u,
+                    "hashes": hashes(&b.sha256),
+                    "comment": format!("built by ocibuild's step {}", b.step),
+                }])
+            }
+            (Some(u), None) => {
+                c["externalReferences"] = json!([{"type": "distribution", "url": u}])
+            }
+            _ => {}
         }
         if let Some(l) = &it.license {
             c["licenses"] = license::cyclonedx(l);
@@ -713,6 +738,7 @@ pub(crate) mod tests {
             url: "https://files.example/numpy.whl".into(),
             size: 3,
             sha256: Digest::of(b"whl"),
+            built_from: None,
         }];
         (subject, lock)
     }

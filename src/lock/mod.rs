@@ -214,9 +214,23 @@ pub struct LockedWheel {
     pub version: String,
     /// The wheel file name (its tags tell why it was chosen).
     pub filename: String,
+    /// Where it was downloaded from; for a wheel built from an sdist, where the sdist was.
     pub url: String,
     pub size: u64,
     pub sha256: Digest,
+    /// Built from an sdist (at `url`) by the lock's step `step`: the sdist's sha256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub built_from: Option<BuiltFrom>,
+}
+
+/// The sdist a wheel was built from (`built-from = { sha256, step }`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BuiltFrom {
+    /// The sdist's sha256 (its URL is the wheel's `url`).
+    pub sha256: Digest,
+    /// The lock's `[[step]]` that built it: `sdist:NAME`.
+    pub step: String,
 }
 
 /// A lock file's content.

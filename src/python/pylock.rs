@@ -104,7 +104,7 @@ struct RawPackage {
     #[serde(default)]
     wheels: Vec<RawFile>,
     #[serde(default)]
-    sdist: Option<toml::Value>,
+    sdist: Option<RawFile>,
     #[serde(default)]
     vcs: Option<toml::Value>,
     #[serde(default)]
@@ -147,8 +147,45 @@ pub struct LockedPackage {
     pub name: String,
     pub version: Option<String>,
     pub wheels: Vec<LockedWheel>,
-    /// The lock also has an sdist (never used: ocibuild does not build).
+    /// The lock also has an sdist.
     pub has_sdist: bool,
+    /// That sdist, when it has a sha256 and a url or path (what building it needs).
+    pub sdist: Option<LockedSdist>,
+}
+
+/// A package's sdist: what a step builds a wheel from when no wheel fits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LockedSdist {
+    pub filename: String,
+    pub url: Option<String>,
+    /// A local path (relative to the lock file's directory, as written).
+    pub path: Option<String>,
+    pub size: Option<u64>,
+    pub sha256: Digest,
+}
+
+impl LockedSdist {
+    fn parse(f: &RawFile) -> Option<LockedSdist> {
+        let filename = f
+            .name
+            .clone()
+            .or_else(|| f.url.as_deref().map(url_filename))
+            .or_else(|| f.path.as_deref().map(url_filename))?;
+        if f.url.is_none() && f.path.is_none() {
+            return None;
+        }
+        let hex = f.hashes.get("sha256")?;
+        let sha256 = format!("sha256:{}", hex.to_ascii_lowercase())
+            .parse()
+            .ok()?;
+        Some(LockedSdist {
+            filename,
+            url: f.url.as_deref().map(crate::http::redact),
+            path: f.path.clone(),
+            size: f.size,
+            sha256,
+        })
+    }
 }
 
 impl LockedPackage {
@@ -340,6 +377,7 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
             version: p.version,
             wheels,
             has_sdist: p.sdist.is_some(),
+            sdist: p.sdist.as_ref().and_then(LockedSdist::parse),
         });
     }
     Ok(out)
@@ -442,7 +480,7 @@ wheels = [{{ path = "dist/local_thing-1%2Blocal-py3-none-any.whl", hashes = {{ s
         let pkgs = parse(&sdist, &interp()).unwrap();
         let e = pkgs[0].select_wheel(&interp()).unwrap_err().to_string();
         assert!(
-            e.contains("only an sdist: ocibuild does not build packages"),
+            e.contains("only an sdist, and [python] names no `sdist-builder`"),
             "{e}"
         );
         let v2 = "lock-version = \"2.0\"\n";

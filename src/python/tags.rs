@@ -24,7 +24,7 @@ pub enum TagError {
     },
     #[error("{package}: no wheel in the lock")]
     NoCandidates { package: String },
-    #[error("{package}: only an sdist: ocibuild does not build packages; lock a wheel for this platform")]
+    #[error("{package}: only an sdist, and [python] names no `sdist-builder` to build it in: add `sdist-builder = {{ recipe = \"builder.toml\" }}` (a recipe with the image's Python and the build requirements) or a registry image, or lock a wheel for this platform")]
     OnlySdist { package: String },
     #[error("{package}: no wheel fits the image ({interpreter}):{}", refusals.iter().map(|r| format!("\n  {} {}", r.filename, r.reason)).collect::<String>())]
     NoneCompatible {

@@ -99,14 +99,19 @@ impl Recipe {
                     json!({ "requirements": written, "index": index })
                 }
             });
-            json!({
+            let mut v = json!({
                 "source": source, "version": p.version, "packages": packages,
                 "overlap": match p.overlap {
                     super::Overlap::Error => "error",
                     super::Overlap::Last => "last",
                 },
                 "maxLayerSize": p.max_layer_size,
-            })
+            });
+            // Only when set: every identity without one stays as it was.
+            if let Some(b) = &p.sdist_builder {
+                v["sdistBuilder"] = step_image(&b.image);
+            }
+            v
         });
         let groups: Vec<Value> = self
             .accounts
@@ -167,12 +172,8 @@ fn path_identity(p: &super::PathEntry) -> Value {
 }
 
 fn step_identity(s: &super::Step) -> Value {
-    use super::{StepImage, StepInput};
-    let image = match &s.image {
-        StepImage::Registry(r) => json!(r),
-        StepImage::Recipe { written, .. } => json!({ "recipe": written }),
-        StepImage::Step(n) => json!({ "step": n }),
-    };
+    use super::StepInput;
+    let image = step_image(&s.image);
     let inputs: Vec<Value> = s
         .inputs
         .iter()
@@ -203,4 +204,14 @@ fn step_identity(s: &super::Step) -> Value {
         "env": s.env, "workdir": s.workdir, "user": s.user, "outputs": outputs,
         "network": s.network,
     })
+}
+
+/// A builder as the identity names it.
+fn step_image(image: &super::StepImage) -> Value {
+    use super::StepImage;
+    match image {
+        StepImage::Registry(r) => json!(r),
+        StepImage::Recipe { written, .. } => json!({ "recipe": written }),
+        StepImage::Step(n) => json!({ "step": n }),
+    }
 }

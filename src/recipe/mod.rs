@@ -330,6 +330,18 @@ pub struct Python {
     pub overlap: Overlap,
     /// The largest a wheel layer may be, in bytes of wheels (`max-layer-size`).
     pub max_layer_size: u64,
+    /// `sdist-builder`: the builder that packages with only an sdist (or no wheel that fits)
+    /// are built into wheels in, each by a step (`sdist:NAME` in the lock); `None` refuses
+    /// them.
+    pub sdist_builder: Option<SdistBuilder>,
+}
+
+/// `[python] sdist-builder`: a registry image (pinned in the lock) or another recipe.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SdistBuilder {
+    pub image: StepImage,
+    /// `recipe.toml:LINE:COL`, for messages given at build time.
+    pub at: String,
 }
 
 /// `[python] overlap`: two wheels installing the same path with different content (or mode).

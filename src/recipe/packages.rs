@@ -521,6 +521,20 @@ pub(super) fn python(
         Some(v) => byte_size(v.get_ref())
             .map_err(|m| ctx.err(v.span(), format!("[python]: invalid max-layer-size: {m}")))?,
     };
+    let sdist_builder = raw
+        .sdist_builder
+        .map(|v| {
+            let at = ctx.at(v.span());
+            let refuse = |s: &Spanned<String>| -> Result<String> {
+                Err(ctx.err(
+                    s.span(),
+                    "[python]: `sdist-builder` is a registry image or { recipe = \"FILE\" }, not a step",
+                ))
+            };
+            super::step::step_image(ctx, "[python] sdist-builder", v, dir, &refuse)
+                .map(|image| super::SdistBuilder { image, at })
+        })
+        .transpose()?;
     Ok(Python {
         source,
         archives,
@@ -530,6 +544,7 @@ pub(super) fn python(
         packages,
         overlap,
         max_layer_size,
+        sdist_builder,
     })
 }
 

@@ -100,6 +100,9 @@ pub(super) struct RawPython {
     pub index: Option<Spanned<String>>,
     pub overlap: Option<Spanned<String>>,
     pub max_layer_size: Option<Spanned<toml::Value>>,
+    /// `sdist-builder = { recipe = "builder.toml" }` or a registry image: where packages that
+    /// have only an sdist are built into wheels.
+    pub sdist_builder: Option<Spanned<toml::Value>>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -339,7 +339,7 @@ fn outputs(
     Ok(outputs)
 }
 
-fn step_image(
+pub(super) fn step_image(
     ctx: &Ctx<'_>,
     what: &str,
     v: Spanned<toml::Value>,

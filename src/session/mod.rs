@@ -25,6 +25,7 @@ use crate::vendor::{self, VendorError};
 mod exclude;
 mod lockcheck;
 mod resolve;
+mod sdists;
 mod shell;
 mod steps;
 

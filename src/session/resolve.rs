@@ -104,9 +104,10 @@ impl Session<'_> {
         let base = self.resolve_base(recipe, lock, &lock_path)?;
         done.clone_from(lock);
         let b = base.as_ref().map(|(b, _)| b);
-        let system = self.prepare_system(recipe, b, build_layers, lock)?;
+        let (system, mut steps) = self.prepare_system(recipe, b, build_layers, lock)?;
         done.clone_from(lock);
-        let (step_layers, steps) = self.prepare_steps(recipe, recipe_path, lock)?;
+        let (step_layers, recipe_steps) = self.prepare_steps(recipe, recipe_path, lock)?;
+        steps.extend(recipe_steps);
         Ok(Resolved {
             base,
             system,
@@ -167,16 +168,16 @@ impl Session<'_> {
     }
 
     /// Resolves the system inputs (`[apt]`, `[python]`) through `lock`, building their layers
-    /// when `build_layers`.
+    /// when `build_layers`; with what the steps that built sdists into wheels did.
     fn prepare_system(
         &self,
         recipe: &Recipe,
         base: Option<&BaseImage>,
         build_layers: bool,
         lock: &mut Lock,
-    ) -> Result<System, SessionError> {
+    ) -> Result<(System, Vec<StepReport>), SessionError> {
         if !system::needs_rootfs(recipe) {
-            return Ok(System::default());
+            return Ok((System::default(), Vec::new()));
         }
         let opts = SystemOptions {
             epoch: self.epoch(recipe)?,
@@ -187,15 +188,18 @@ impl Session<'_> {
             allow_downgrade: self.allow_downgrade,
             build_layers,
         };
-        Ok(system::prepare(
-            recipe,
-            base,
-            lock,
-            &self.fetcher(recipe)?,
-            self.store,
-            &opts,
-            self.reporter,
-        )?)
+        let fetcher = self.fetcher(recipe)?;
+        let sdists = self.sdist_builder(recipe);
+        let io = system::Io {
+            fetcher: &fetcher,
+            store: self.store,
+            reporter: self.reporter,
+            sdists: sdists
+                .as_ref()
+                .map(|b| b as &dyn system::sdist::SdistBuilder),
+        };
+        let system = system::prepare(recipe, base, lock, io, &opts)?;
+        Ok((system, sdists.map(|s| s.reports()).unwrap_or_default()))
     }
 
     /// The base index that the lock at `recipe_path` pins for the recipe's base in the first of

@@ -45,8 +45,9 @@ impl Session<'_> {
         };
         let (extras, reports) = steps::run_steps(&ctx, &recipe.steps, &builders, &mut lock.steps)
             .map_err(|e| SessionError::Step(Box::new(e)))?;
-        // The lock's steps: the recipe's, in its order, each registry builder as pinned.
-        let mut ordered = Vec::with_capacity(recipe.steps.len());
+        // The lock's steps: the recipe's, in its order, each registry builder as pinned; then
+        // those of the sdists built (`sdist:NAME`, which the wheels keep up to date).
+        let mut ordered = Vec::with_capacity(lock.steps.len());
         for step in &recipe.steps {
             if let Some(mut e) = lock.steps.iter().find(|l| l.name == step.name).cloned() {
                 e.image = pinned
@@ -56,13 +57,19 @@ impl Session<'_> {
                 ordered.push(e);
             }
         }
+        ordered.extend(
+            lock.steps
+                .iter()
+                .filter(|l| l.name.starts_with("sdist:"))
+                .cloned(),
+        );
         lock.steps = ordered;
         Ok((extras, reports))
     }
 
     /// A step's builder: a registry image through its lock entry, or another recipe built
     /// first; `None` for an earlier step's container (the steps know it).
-    fn builder(
+    pub(super) fn builder(
         &self,
         recipe: &Recipe,
         step: &recipe::Step,

@@ -108,7 +108,7 @@ impl RunDir {
         let path = base.join(format!(
             "ocibuild-step-{}-{}-{nanos:x}",
             std::process::id(),
-            step.replace('_', "-")
+            step.replace(['_', ':'], "-")
         ));
         fs_err::create_dir_all(&path).map_err(|source| StepError::Io {
             step: step.to_string(),

@@ -14,6 +14,7 @@
 mod fetch;
 mod image;
 mod report;
+pub mod sdist;
 
 use std::path::Path;
 use std::time::Duration;
@@ -45,7 +46,7 @@ const FAILED_TAIL: usize = 20;
 pub enum StepError {
     #[error("step `{step}` asks for the network (`network = true`), which a build gives only when the command line allows it: `--allow-network` (declared `fetch` downloads need no network in the step)")]
     NetworkNotAllowed { step: String },
-    #[error("step `{step}` failed ({}){}{}", outcome(*exit_code, *timed_out, tail), tail_text(tail), if *offline { NO_NETWORK } else { "" })]
+    #[error("step `{step}` failed ({}){}{}", outcome(*exit_code, *timed_out, tail), tail_text(tail), if !*offline { "" } else if step.starts_with("sdist:") { NO_NETWORK_SDIST } else { NO_NETWORK })]
     Failed {
         step: String,
         exit_code: Option<i32>,
@@ -102,6 +103,8 @@ pub enum StepError {
         #[source]
         source: Box<crate::system::SystemError>,
     },
+    #[error("step `{step}` should write one wheel (NAME-VERSION-TAGS.whl) to its output; it wrote {}", if found.is_empty() { "nothing".to_string() } else { found.join(", ") })]
+    NoWheel { step: String, found: Vec<String> },
     #[error(transparent)]
     Store(#[from] StoreError),
     #[error(transparent)]
@@ -111,6 +114,8 @@ pub enum StepError {
 }
 
 const NO_NETWORK: &str = "\n  (the step has no network: declare its downloads as `fetch = [{ url, sha256, dest }]`, or give it `network = true` and build with --allow-network)";
+
+const NO_NETWORK_SDIST: &str = "\n  (an sdist is built with no network: what its build downloads must be in the builder, e.g. its build requirements as the builder recipe's [apt] packages or [python] wheels)";
 
 /// Words a resolver or socket error prints when there is no network.
 const NETWORK_ERRORS: &[&str] = &[
@@ -397,7 +402,7 @@ fn key(
 }
 
 /// The cache key of output `i` of the step whose key is `key`.
-fn output_key(key: &Digest, i: usize) -> Digest {
+pub(crate) fn output_key(key: &Digest, i: usize) -> Digest {
     Digest::of(format!("ocibuild step output {key} {i}").as_bytes())
 }
 

@@ -269,6 +269,7 @@ pub fn resolve_locked(
         fetcher,
         store,
         reporter,
+        ..
     } = *io;
     let (pin, allow_downgrade) = (opts.pin, opts.allow_downgrade);
     if pin == LockPolicy::Frozen {
@@ -464,6 +465,7 @@ pub fn layer(
         fetcher,
         store,
         reporter,
+        ..
     } = *io;
     let name = "apt".to_string();
     let created_by = format!(

@@ -15,6 +15,7 @@ pub mod apt;
 pub mod listing;
 pub mod python;
 pub mod rootfs;
+pub mod sdist;
 pub mod wheels;
 pub mod wheelset;
 
@@ -128,6 +129,26 @@ pub enum SystemError {
     HashMismatch(Box<FetchMismatch>),
     #[error(transparent)]
     Rootfs(#[from] crate::rootfs::RootfsError),
+    #[error("python package `{package}`: the lock pins a wheel built from its sdist, but [python] names no `sdist-builder` to build it in: add `sdist-builder = {{ recipe = \"builder.toml\" }}` (or a registry image), or run `ocibuild lock --update`")]
+    NoSdistBuilder { package: String },
+    #[error("python package `{package}`: building its sdist")]
+    Sdist {
+        package: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("python package `{package}`: the wheel built from its sdist, {wheel}: {reason}")]
+    BuiltWheel {
+        package: String,
+        wheel: String,
+        reason: String,
+    },
+    #[error("python package `{package}`: its sdist built again gives {found}, the lock pins {expected}: the build is not reproducible (its step says why when its output changed); `ocibuild lock` pins the new wheel")]
+    BuiltWheelChanged {
+        package: String,
+        expected: String,
+        found: String,
+    },
 }
 
 impl std::fmt::Display for FetchMismatch {
@@ -251,6 +272,8 @@ pub struct Io<'a> {
     pub fetcher: &'a dyn Fetcher,
     pub store: &'a Store,
     pub reporter: &'a dyn Reporter,
+    /// Where sdists are built into wheels (`[python] sdist-builder`); `None` refuses them.
+    pub sdists: Option<&'a dyn sdist::SdistBuilder>,
 }
 
 /// A layer built (or found in the cache) by this module.
@@ -565,17 +588,16 @@ pub fn prepare(
     recipe: &Recipe,
     base: Option<&BaseImage>,
     lock: &mut Lock,
-    fetcher: &dyn Fetcher,
-    store: &Store,
+    io: Io<'_>,
     opts: &SystemOptions,
-    reporter: &dyn Reporter,
 ) -> Result<System, SystemError> {
     let mut sys = System::default();
-    let io = Io {
+    let Io {
         fetcher,
         store,
         reporter,
-    };
+        ..
+    } = io;
     let rootfs = needs_rootfs(recipe);
     let needs_base_scan = recipe.apt.is_some()
         || matches!(

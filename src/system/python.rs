@@ -114,6 +114,7 @@ pub fn prepare(
         fetcher,
         store,
         reporter,
+        ..
     } = *io;
     let glibc = glibc(apt_pkgs, base);
     let debian = !apt_pkgs.is_empty() || !base.installed.is_empty();

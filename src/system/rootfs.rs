@@ -43,6 +43,7 @@ pub fn layer(
         fetcher,
         store,
         reporter,
+        ..
     } = *io;
     let mirrors = super::apt::DebMirrors::of(recipe.apt.as_ref());
     let scripts = package_scripts(packages, &mirrors, fetcher, store)?;

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
+use super::sdist::{self, Sdist};
 use super::wheelset::{self, WheelSet};
 use super::{fetch_verified, parallel_map, Extra, SystemError, SystemOptions};
 use crate::digest::Digest;
@@ -64,10 +65,33 @@ pub fn resolve_locked(
     pin: LockPolicy,
     recipe_path: &Path,
 ) -> Result<(Vec<LockedWheel>, bool), SystemError> {
+    let (mut wheels, resolved) = choose_locked(pkgs, interp, lock, io, pin, recipe_path)?;
+    if resolved {
+        sdist::prune_steps(&mut lock.steps, &wheels);
+        return Ok((wheels, true));
+    }
+    // The lock's: those built from sdists built again into the store (a cached step).
+    if sdist::ensure_built(io.sdists, &mut wheels, interp, &mut lock.steps, pin)? {
+        lock.wheels = wheels.clone();
+        return Ok((wheels, true));
+    }
+    Ok((wheels, false))
+}
+
+/// [`resolve_locked`] but for the wheels built from sdists the lock pins.
+fn choose_locked(
+    pkgs: &PythonPackages,
+    interp: &Interpreter,
+    lock: &mut Lock,
+    io: &super::Io<'_>,
+    pin: LockPolicy,
+    recipe_path: &Path,
+) -> Result<(Vec<LockedWheel>, bool), SystemError> {
     let super::Io {
         fetcher,
         store,
         reporter,
+        sdists,
     } = *io;
     if pin == LockPolicy::Frozen {
         return match &lock.python_packages {
@@ -124,14 +148,21 @@ pub fn resolve_locked(
     ));
     let task = format!("choosing wheels for {}", want.target);
     reporter.task_started(&task);
+    let can_build = sdists.is_some();
     let chosen = match pkgs {
-        PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp),
+        PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp, can_build),
         PythonPackages::Requirements { index, .. } => {
-            from_requirements(&text, index, interp, fetcher)
+            from_requirements(&text, index, interp, fetcher, can_build)
         }
     };
     reporter.task_finished(&task);
-    let mut wheels = chosen?;
+    let mut wheels = Vec::new();
+    for c in chosen? {
+        wheels.push(match c {
+            Chosen::Wheel(w) => w,
+            Chosen::Sdist(s) => sdist::build(sdists, &s, interp, &mut lock.steps)?,
+        });
+    }
     // Sizes a lock did not state come from the (verified) download.
     for w in wheels.iter_mut().filter(|w| w.size == 0) {
         let p = fetch_verified(fetcher, store, &w.url, w.sha256, None, &w.filename)?;
@@ -148,11 +179,56 @@ pub fn resolve_locked(
     Ok((wheels, true))
 }
 
+/// A package to install: a wheel of the lock or the index, or an sdist to build into one.
+enum Chosen {
+    Wheel(LockedWheel),
+    Sdist(Sdist),
+}
+
+/// The sdist of a package none of whose wheels fits, when it has one and `can_build`.
+fn pylock_sdist(
+    p: &pylock::LockedPackage,
+    dir: &Path,
+    can_build: bool,
+) -> Result<Option<Sdist>, SystemError> {
+    if !can_build || !p.has_sdist {
+        return Ok(None);
+    }
+    let Some(s) = &p.sdist else {
+        return Err(wheel_err(
+            &p.name,
+            "its sdist has no sha256 and no url or path, which building it needs",
+        ));
+    };
+    let url = match (&s.url, &s.path) {
+        (Some(u), _) => u.clone(),
+        (None, Some(rel)) => format!("file://{}", dir.join(rel).display()),
+        (None, None) => return Ok(None),
+    };
+    let version = match &p.version {
+        Some(v) => v.clone(),
+        None => {
+            return Err(wheel_err(
+                &p.name,
+                "an sdist to build needs the package's `version`",
+            ))
+        }
+    };
+    Ok(Some(Sdist {
+        package: normalize_name(&p.name),
+        version,
+        filename: s.filename.clone(),
+        url,
+        sha256: s.sha256,
+    }))
+}
+
 fn from_pylock(
     text: &str,
     path: &Path,
     interp: &Interpreter,
-) -> Result<Vec<LockedWheel>, SystemError> {
+    can_build: bool,
+) -> Result<Vec<Chosen>, SystemError> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let packages = pylock::parse(text, interp).map_err(|e| {
         let relock = matches!(
@@ -182,7 +258,19 @@ fn from_pylock(
     })?;
     let mut out = Vec::new();
     for p in packages {
-        let w = p.select_wheel(interp).map_err(|e| {
+        let w = match p.select_wheel(interp) {
+            Err(tags::TagError::OnlySdist { .. } | tags::TagError::NoneCompatible { .. })
+                if can_build && p.has_sdist =>
+            {
+                if let Some(s) = pylock_sdist(&p, dir, can_build)? {
+                    out.push(Chosen::Sdist(s));
+                    continue;
+                }
+                p.select_wheel(interp)
+            }
+            other => other,
+        };
+        let w = w.map_err(|e| {
             let relock = matches!(
                 e,
                 tags::TagError::NoneCompatible { .. } | tags::TagError::OnlySdist { .. }
@@ -201,14 +289,15 @@ fn from_pylock(
             (None, Some(rel)) => format!("file://{}", dir.join(rel).display()),
             (None, None) => return Err(wheel_err(&p.name, "a wheel with neither url nor path")),
         };
-        out.push(LockedWheel {
+        out.push(Chosen::Wheel(LockedWheel {
             name: normalize_name(&p.name),
             version: p.version.clone().unwrap_or_else(|| w.file.version.clone()),
             filename: w.file.filename.clone(),
             url,
             size: w.size.unwrap_or(0),
             sha256: w.sha256,
-        });
+            built_from: None,
+        }));
     }
     Ok(out)
 }
@@ -218,7 +307,8 @@ fn from_requirements(
     index: &str,
     interp: &Interpreter,
     fetcher: &dyn Fetcher,
-) -> Result<Vec<LockedWheel>, SystemError> {
+    can_build: bool,
+) -> Result<Vec<Chosen>, SystemError> {
     let reqs = requirements::parse(text).map_err(|e| SystemError::Python {
         problem: format!("requirements: {}", crate::diag::chain(&e)),
     })?;
@@ -235,9 +325,15 @@ fn from_requirements(
         let want = Version::parse(&r.version).map_err(|e| wheel_err(&name, e))?;
         let mut cands: Vec<(WheelFile, &IndexFile)> = Vec::new();
         let mut sdist = false;
+        // The sdist whose sha256 the requirement allows, to build when no wheel fits.
+        let mut hashed_sdist: Option<&IndexFile> = None;
         for f in &files {
             let Ok(wf) = WheelFile::parse(&f.filename) else {
-                sdist |= f.filename.ends_with(".tar.gz") || f.filename.ends_with(".zip");
+                let is_sdist = f.filename.ends_with(".tar.gz") || f.filename.ends_with(".zip");
+                sdist |= is_sdist;
+                if is_sdist && f.sha256.is_some_and(|h| r.hashes.contains(&h)) {
+                    hashed_sdist = Some(f);
+                }
                 continue;
             };
             let same = Version::parse(&wf.version).is_ok_and(|v| v == want);
@@ -247,11 +343,26 @@ fn from_requirements(
             }
         }
         let files_only: Vec<WheelFile> = cands.iter().map(|(w, _)| w.clone()).collect();
+        let fitting = (!files_only.is_empty())
+            .then(|| tags::select(&files_only, interp).ok())
+            .flatten();
+        if let (None, Some(f), true) = (&fitting, hashed_sdist, can_build) {
+            if let Some(sha256) = f.sha256 {
+                out.push(Chosen::Sdist(Sdist {
+                    package: name.clone(),
+                    version: r.version.clone(),
+                    filename: f.filename.clone(),
+                    url: f.url.clone(),
+                    sha256,
+                }));
+                continue;
+            }
+        }
         if files_only.is_empty() {
             return Err(wheel_err(
                 &name,
                 if sdist {
-                    format!("{name}=={}: the index has no wheel with an allowed --hash, only an sdist: ocibuild does not build packages", r.version)
+                    format!("{name}=={}: the index has no wheel with an allowed --hash, only an sdist, and [python] names no `sdist-builder` to build it in (or no sdist with an allowed --hash)", r.version)
                 } else {
                     format!("{name}=={}: the index lists no wheel whose sha256 is one of the requirement's --hash values", r.version)
                 },
@@ -261,14 +372,15 @@ fn from_requirements(
         let Some((_, f)) = cands.iter().find(|(w, _)| w.filename == best.filename) else {
             return Err(wheel_err(&name, "internal: the selected wheel vanished"));
         };
-        out.push(LockedWheel {
+        out.push(Chosen::Wheel(LockedWheel {
             name: name.clone(),
             version: r.version.clone(),
             filename: f.filename.clone(),
             url: f.url.clone(),
             size: f.size.unwrap_or(0),
             sha256: f.sha256.unwrap_or(Digest::of(b"")),
-        });
+            built_from: None,
+        }));
     }
     Ok(out)
 }

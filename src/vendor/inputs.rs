@@ -60,7 +60,19 @@ pub fn inputs(lock: &Lock, archive_fetch_url: Option<&str>) -> Vec<Input> {
             sha256: p.sha256,
         });
     }
-    v.extend(lock.wheels.iter().cloned().map(Input::Wheel));
+    // A wheel built from an sdist: the sdist is the input (its step builds the wheel again).
+    v.extend(lock.wheels.iter().map(|w| {
+        Input::Wheel(match &w.built_from {
+            Some(b) => LockedWheel {
+                filename: w.url.rsplit('/').next().unwrap_or(&w.url).to_string(),
+                sha256: b.sha256,
+                size: 0,
+                built_from: None,
+                ..w.clone()
+            },
+            None => w.clone(),
+        })
+    }));
     // A multi-platform lock's whole file: every platform's inputs (callers that check the
     // lock pass each platform's view instead).
     for name in lock.platforms.keys() {

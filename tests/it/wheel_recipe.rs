@@ -413,7 +413,7 @@ fn wheel_refusals_are_clear_and_write_nothing() {
         ),
         (
             &|f: &str| !f.starts_with("fastlib"),
-            "ocibuild does not build packages",
+            "names no `sdist-builder` to build it in",
         ),
     ];
     for (only, want) in cases {

@@ -1,0 +1,183 @@
+//! Online (OCIBUILD_ONLINE=1): `[python] sdist-builder` with ocibuild's real PEP 517 frontend.
+//! A uv pylock.toml of four PyPI packages for CPython 3.13: crcmod 1.7 (a C extension,
+//! setup.py only), docopt 0.6.2 and antlr4-python3-runtime 4.9.3 (omegaconf's, so hydra's:
+//! sdists only) and six (a wheel). The sdists are built in a Debian 13 builder recipe (gcc,
+//! python3-dev, python3-setuptools from the Debian archive) with no network, installed into a
+//! Debian 13 python3 image whose test imports the compiled extension; then built again from
+//! the lock in an empty store to the same image; the SBOM says where each wheel came from; and
+//! a builder without setuptools is refused naming the requirement.
+
+use std::path::Path;
+
+use fs_err as fs;
+use std::process::Command;
+
+use crate::common::{self, ocibuild, run, run_ok, stderr, stdout, tempdir};
+use crate::online_wheels::uv;
+
+const BUILDER: &str = r#"[image]
+name = "localhost/ocibuild-test/sdist-builder"
+
+[[apt.source]]
+url = "https://deb.debian.org/debian"
+suite = "trixie"
+components = ["main"]
+signed-by = "keys/debian-trixie.asc"
+
+[apt]
+packages = ["base-files", "gcc", "libc6-dev", "python3-dev", "python3-setuptools"]
+
+[config]
+env = { PATH = "/usr/sbin:/usr/bin:/sbin:/bin", LANG = "C.UTF-8" }
+"#;
+
+const APP: &str = r#"[image]
+name = "localhost/ocibuild-test/sdists"
+
+[[apt.source]]
+url = "https://deb.debian.org/debian"
+suite = "trixie"
+components = ["main"]
+signed-by = "keys/debian-trixie.asc"
+
+[apt]
+packages = ["base-files", "python3"]
+
+[python]
+lock = "pylock.toml"
+sdist-builder = { recipe = "BUILDER" }
+
+[[test]]
+name = "imports"
+run = ["python3", "-W", "ignore", "-c", "import crcmod.predefined, crcmod._crcfunext as ext, docopt, six, antlr4; print('crc', hex(crcmod.predefined.mkCrcFun('crc-32')(b'123456789')), ext.__file__.rsplit('/', 1)[1], docopt.__version__)"]
+expect-output = "crc 0xcbf43926 _crcfunext.cpython-313-x86_64-linux-gnu.so 0.6.2"
+"#;
+
+fn write_project(p: &Path, builder: &str, builder_text: &str) -> std::path::PathBuf {
+    fs::write(p.join(builder), builder_text).unwrap();
+    let app = p.join(format!("app-{builder}"));
+    fs::write(&app, APP.replace("BUILDER", builder)).unwrap();
+    app
+}
+
+#[test]
+fn sdists_of_a_uv_lock_are_built_by_pep517_in_a_debian_builder_and_rebuild_bit_for_bit() {
+    if !common::online("builds PyPI sdists (crcmod, docopt, antlr4) in a Debian 13 builder")
+        || !common::require_tool("podman")
+    {
+        return;
+    }
+    let t = tempdir();
+    let p = t.path();
+    fs::create_dir_all(p.join("keys")).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    fs::copy(
+        repo.join("keys/debian-trixie.asc"),
+        p.join("keys/debian-trixie.asc"),
+    )
+    .unwrap();
+    let uv = uv(p);
+    fs::write(
+        p.join("req.in"),
+        "crcmod==1.7\ndocopt==0.6.2\nantlr4-python3-runtime==4.9.3\nsix\n",
+    )
+    .unwrap();
+    run_ok(
+        Command::new(&uv)
+            .current_dir(p)
+            .args(["pip", "compile", "-q", "req.in", "--format", "pylock.toml"])
+            .args(["-o", "pylock.toml", "--python-version", "3.13"])
+            .args(["--python-platform", "x86_64-manylinux_2_40"]),
+    );
+    let pylock = fs::read_to_string(p.join("pylock.toml")).unwrap();
+    assert_eq!(pylock.matches("sdist = {").count(), 4, "{pylock}");
+    let app = write_project(p, "builder.toml", BUILDER);
+
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", p.join("cache-a"))
+            .args(["build", "--test", "-o"])
+            .arg(p.join("a"))
+            .arg(&app),
+    );
+    let text = stdout(&o);
+    assert!(text.contains("test imports ... passed"), "{text}");
+    let lock = fs::read_to_string(p.join("app-builder.lock")).unwrap();
+    for (pkg, wheel) in [
+        ("crcmod", "crcmod-1.7-cp313-cp313-linux_x86_64.whl"),
+        ("docopt", "docopt-0.6.2-py2.py3-none-any.whl"),
+    ] {
+        assert!(lock.contains(&format!("filename = \"{wheel}\"")), "{lock}");
+        assert!(lock.contains(&format!("step = \"sdist:{pkg}\"")), "{lock}");
+        assert!(lock.contains(&format!("name = \"sdist:{pkg}\"")), "{lock}");
+    }
+    assert!(
+        lock.contains("filename = \"six-1.17.0-py2.py3-none-any.whl\"")
+            || lock.contains("filename = \"six-"),
+        "{lock}"
+    );
+    assert!(
+        !lock.contains("step = \"sdist:six\""),
+        "six has a wheel: {lock}"
+    );
+
+    let json = |dir: &str, cache: &str, extra: &[&str]| -> serde_json::Value {
+        let o = run_ok(
+            ocibuild()
+                .env("OCIBUILD_CACHE", p.join(cache))
+                .args(["build", "--json", "-o"])
+                .arg(p.join(dir))
+                .args(extra)
+                .arg(&app),
+        );
+        serde_json::from_str(&stdout(&o)).unwrap()
+    };
+    let warm = json("a", "cache-a", &[]);
+    let steps = warm["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 3, "{warm:#}");
+    assert!(steps.iter().all(|s| s["cached"] == true), "{warm:#}");
+    let cold = json("b", "cache-b", &["--locked"]);
+    assert!(cold["steps"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|s| s["cached"] == false));
+    assert_eq!(
+        cold["manifest"], warm["manifest"],
+        "the sdists' wheels are reproducible"
+    );
+
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", p.join("cache-a"))
+            .args(["sbom", "--image"])
+            .arg(format!("oci:{}", p.join("a").display()))
+            .arg(&app),
+    );
+    let sbom = stdout(&o);
+    assert!(
+        sbom.contains(
+            "built by ocibuild's step sdist:crcmod from the sdist https://files.pythonhosted.org/"
+        ),
+        "{sbom}"
+    );
+
+    // A builder without setuptools: the frontend names what it lacks.
+    let app = write_project(
+        p,
+        "bare.toml",
+        &BUILDER.replace(", \"python3-setuptools\"", ""),
+    );
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", p.join("cache-a"))
+        .args(["build", "-o"])
+        .arg(p.join("c"))
+        .arg(&app));
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("the builder lacks build requirements of")
+            && err.contains("setuptools>=40.8.0 (not installed)"),
+        "{err}"
+    );
+}
