@@ -69,8 +69,19 @@ chromium --headless=new --no-sandbox --disable-gpu --user-data-dir="$RUN/chromiu
   --proxy-server=127.0.0.1:9 --dump-dom "file://$RUN/report.html" 2> /dev/null > dom.html
 # dive on the docker-archive export.
 rm -f docker.tar && skopeo copy -q "$REF" "docker-archive:$RUN/docker.tar:bench/torch:1"
-rm -f dive.json && "$RUN/venv/bin/dive" --ci=false --source docker-archive docker.tar \
-  --json dive.json > /dev/null
+rm -f dive.json && /usr/bin/time -f 'dive\t%e\t%M' -o dive.time "$RUN/venv/bin/dive" --ci=false \
+  --source docker-archive docker.tar --json dive.json > /dev/null
+cat dive.time
+# The floor of reading the layers: pigz -dc of each compressed layer (what the report inflates).
+python3 - "$RUN/first.oci" > layers.txt <<'PY'
+import json, sys, pathlib
+root = pathlib.Path(sys.argv[1])
+blob = lambda d: root / "blobs/sha256" / d.split(":")[1]
+m = json.loads(blob(json.loads((root / "index.json").read_text())["manifests"][0]["digest"]).read_text())
+print("\n".join(str(blob(l["digest"])) for l in m["layers"]))
+PY
+/usr/bin/time -f 'pigz -dc\t%e\t%M' -o pigz.time sh -c 'while read -r b; do pigz -dc "$b"; done < layers.txt > /dev/null'
+cat pigz.time
 python3 - <<'PY'
 import json, re, statistics, pathlib
 doc = json.loads(pathlib.Path("report.json").read_text())
