@@ -46,6 +46,7 @@ mod import_e2e;
 mod layer_contract;
 mod merged_usr;
 mod online_debian;
+mod online_frontend;
 mod online_platforms;
 mod online_sbom_peers;
 mod online_sdists;
