@@ -5,7 +5,9 @@
 //! python3-dev, python3-setuptools from the Debian archive) with no network, installed into a
 //! Debian 13 python3 image whose test imports the compiled extension; then built again from
 //! the lock in an empty store to the same image; the SBOM says where each wheel came from; and
-//! a builder without setuptools is refused naming the requirement.
+//! a builder without setuptools is refused naming the requirement. Then a hashed
+//! requirements.txt line whose index (PyPI) has only the sdist, built with setuptools from the
+//! builder's own [python] lock (a locked wheel, not a Debian package).
 
 use std::path::Path;
 
@@ -179,5 +181,86 @@ fn sdists_of_a_uv_lock_are_built_by_pep517_in_a_debian_builder_and_rebuild_bit_f
         err.contains("the builder lacks build requirements of")
             && err.contains("setuptools>=40.8.0 (not installed)"),
         "{err}"
+    );
+}
+
+/// The build requirement as a locked wheel: a builder with no Debian setuptools but
+/// setuptools from its own `[python]` lock (uv's pylock.toml of PyPI's wheel); and the sdist
+/// named by a hashed requirements.txt line, found on PyPI's simple index.
+#[test]
+fn a_requirements_sdist_is_built_with_build_requirements_from_the_builders_own_lock() {
+    if !common::online("builds crcmod's sdist with setuptools from PyPI in the builder")
+        || !common::require_tool("podman")
+    {
+        return;
+    }
+    let t = tempdir();
+    let p = t.path();
+    fs::create_dir_all(p.join("keys")).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    fs::copy(
+        repo.join("keys/debian-trixie.asc"),
+        p.join("keys/debian-trixie.asc"),
+    )
+    .unwrap();
+    let uv = uv(p);
+    fs::write(p.join("build.in"), "setuptools\n").unwrap();
+    run_ok(
+        Command::new(&uv)
+            .current_dir(p)
+            .args([
+                "pip",
+                "compile",
+                "-q",
+                "build.in",
+                "--format",
+                "pylock.toml",
+            ])
+            .args(["-o", "pylock.build.toml", "--python-version", "3.13"])
+            .args(["--python-platform", "x86_64-manylinux_2_40"]),
+    );
+    let builder = BUILDER.replace(
+        "\"python3-dev\", \"python3-setuptools\"]",
+        "\"python3-dev\"]\n\n[python]\nlock = \"pylock.build.toml\"",
+    );
+    assert!(builder.contains("pylock.build.toml"), "{builder}");
+    fs::write(p.join("builder.toml"), builder).unwrap();
+    fs::write(
+        p.join("requirements.txt"),
+        "crcmod==1.7 --hash=sha256:dc7051a0db5f2bd48665a990d3ec1cc305a466a77358ca4492826f41f283601e\n",
+    )
+    .unwrap();
+    let app = APP
+        .replace(
+            "lock = \"pylock.toml\"",
+            "requirements = \"requirements.txt\"",
+        )
+        .replace("BUILDER", "builder.toml");
+    let app = app[..app.find("[[test]]").unwrap()].to_string()
+        + "[[test]]\nname = \"imports\"\nrun = [\"python3\", \"-c\", \"import crcmod._crcfunext as e; print(e.__file__.rsplit('/', 1)[1])\"]\nexpect-output = \"_crcfunext.cpython-313-x86_64-linux-gnu.so\"\n";
+    fs::write(p.join("app.toml"), app).unwrap();
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_CACHE", p.join("cache"))
+            .args(["build", "--test", "-o"])
+            .arg(p.join("a"))
+            .arg(p.join("app.toml")),
+    );
+    let text = stdout(&o);
+    assert!(
+        text.contains("step sdist:crcmod: ran in") && text.contains("test imports ... passed"),
+        "{text}"
+    );
+    let builder_lock = fs::read_to_string(p.join("builder.lock")).unwrap();
+    assert!(
+        builder_lock.contains("name = \"setuptools\"")
+            && !builder_lock.contains("python3-setuptools"),
+        "setuptools is the builder's locked wheel: {builder_lock}"
+    );
+    let lock = fs::read_to_string(p.join("app.lock")).unwrap();
+    assert!(
+        lock.contains("filename = \"crcmod-1.7-cp313-cp313-linux_x86_64.whl\"")
+            && lock.contains("step = \"sdist:crcmod\""),
+        "{lock}"
     );
 }
