@@ -78,7 +78,8 @@ pub fn resolve_locked(
     Ok((wheels, false))
 }
 
-/// [`resolve_locked`] but for the wheels built from sdists the lock pins.
+/// The wheels as the lock has them or as chosen now (packages with only an sdist built now):
+/// [`resolve_locked`] before the lock's wheels built from sdists are built again.
 fn choose_locked(
     pkgs: &PythonPackages,
     interp: &Interpreter,
