@@ -270,3 +270,33 @@ fn a_wheel_for_another_python_and_a_failing_build_are_refused() {
         "nothing pinned for a failed step: {lock}"
     );
 }
+
+/// The shipped recipe that installs PyCUDA from uv's pylock.toml (recipes/pycuda-pylock.toml;
+/// its builder is ~5 GB, so it is built by hand, not here): it and its builder load, the lock
+/// has PyCUDA only as an sdist, and the recipe's lock pins the wheel built from it.
+#[test]
+fn shipped_pycuda_pylock_recipe_loads_and_pins_the_built_wheel() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    let recipe = ocibuild::recipe::load(&repo.join("pycuda-pylock.toml")).unwrap();
+    ocibuild::recipe::load(&repo.join("pycuda-pylock/builder.toml")).unwrap();
+    let py = recipe.python.as_ref().unwrap();
+    assert!(
+        matches!(&py.sdist_builder.as_ref().unwrap().image, ocibuild::recipe::StepImage::Recipe { written, .. } if written == "pycuda-pylock/builder.toml")
+    );
+    let pylock = fs::read_to_string(repo.join("pycuda-pylock/pylock.toml")).unwrap();
+    let pycuda = pylock
+        .split("[[packages]]")
+        .find(|p| p.contains("name = \"pycuda\""))
+        .unwrap();
+    assert!(
+        pycuda.contains("sdist = {") && !pycuda.contains("wheels"),
+        "{pycuda}"
+    );
+    let lock = fs::read_to_string(repo.join("pycuda-pylock.lock")).unwrap();
+    assert!(
+        lock.contains("filename = \"pycuda-2025.1.3-cp313-cp313-linux_x86_64.whl\"")
+            && lock.contains("step = \"sdist:pycuda\"")
+            && lock.contains("name = \"sdist:pycuda\""),
+        "{lock}"
+    );
+}
