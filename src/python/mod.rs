@@ -5,8 +5,8 @@
 //!   base image's files).
 //! - [`tags`]: wheel file names and which wheel fits the interpreter best.
 //! - [`markers`]: PEP 508 environment markers (and the PEP 440 versions they compare).
-//! - [`pylock`] and [`requirements`]: the locked inputs (`pylock.toml`, hashed
-//!   `requirements.txt`).
+//! - [`pylock`], [`uvlock`] and [`requirements`]: the locked inputs (`pylock.toml`, uv's
+//!   `uv.lock`, hashed `requirements.txt`).
 //! - [`index`]: the simple repository API (PEP 691 / PEP 503) for `requirements.txt` pins.
 //! - [`wheel`]: installing verified wheels into a layer, without pip ([`dist_info`]: the
 //!   RECORD, WHEEL and entry point formats; [`plan`]: how many layers the wheels go into).
@@ -21,6 +21,7 @@ pub mod plan;
 pub mod pylock;
 pub mod requirements;
 pub mod tags;
+pub mod uvlock;
 pub mod wheel;
 
 pub use self::interpreter::{Interpreter, Scheme};

@@ -213,7 +213,7 @@ impl LockedPackage {
 }
 
 /// The last path segment of a URL, without query or fragment, percent-decoded.
-fn url_filename(url: &str) -> String {
+pub(crate) fn url_filename(url: &str) -> String {
     let end = url.find(['?', '#']).unwrap_or(url.len());
     let seg = url[..end].rsplit('/').next().unwrap_or("");
     let b = seg.as_bytes();

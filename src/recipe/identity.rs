@@ -95,6 +95,12 @@ impl Recipe {
             };
             let packages = p.packages.as_ref().map(|k| match k {
                 PythonPackages::Pylock { written, .. } => json!({ "lock": written }),
+                PythonPackages::UvLock {
+                    written, selection, ..
+                } => json!({
+                    "lock": written, "extras": selection.extras, "groups": selection.groups,
+                    "noDev": selection.no_dev,
+                }),
                 PythonPackages::Requirements { written, index, .. } => {
                     json!({ "requirements": written, "index": index })
                 }

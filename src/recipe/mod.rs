@@ -365,6 +365,12 @@ pub const DEFAULT_MAX_LAYER_SIZE: u64 = 5_000_000_000;
 pub enum PythonPackages {
     /// `lock = "pylock.toml"` (PEP 751): the file as written, and resolved.
     Pylock { written: String, path: PathBuf },
+    /// `lock = "uv.lock"`: uv's lock, read as it is, with what `uv sync` would be told.
+    UvLock {
+        written: String,
+        path: PathBuf,
+        selection: crate::python::uvlock::Selection,
+    },
     /// `requirements = "requirements.txt"` with `--hash` pins, looked up on `index`.
     Requirements {
         written: String,
@@ -379,6 +385,7 @@ impl PythonPackages {
     pub fn written(&self) -> &str {
         match self {
             PythonPackages::Pylock { written, .. }
+            | PythonPackages::UvLock { written, .. }
             | PythonPackages::Requirements { written, .. } => written,
         }
     }
@@ -386,7 +393,9 @@ impl PythonPackages {
     /// The file on disk.
     pub fn path(&self) -> &Path {
         match self {
-            PythonPackages::Pylock { path, .. } | PythonPackages::Requirements { path, .. } => path,
+            PythonPackages::Pylock { path, .. }
+            | PythonPackages::UvLock { path, .. }
+            | PythonPackages::Requirements { path, .. } => path,
         }
     }
 }

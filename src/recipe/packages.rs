@@ -447,6 +447,11 @@ pub(super) fn python(
         }
         None => BTreeMap::new(),
     };
+    let mut raw_sel = UvKeys {
+        extras: raw.extras,
+        groups: raw.groups,
+        no_dev: raw.no_dev,
+    };
     let packages = match (raw.lock, raw.requirements) {
         (Some(_), Some(r)) => {
             return Err(ctx.err(
@@ -463,10 +468,18 @@ pub(super) fn python(
                 ));
             }
             let path = existing(ctx, &l, dir, "[python] lock")?;
-            Some(PythonPackages::Pylock {
-                path,
-                written: l.into_inner(),
-            })
+            if path.file_name().is_some_and(|n| n == "uv.lock") {
+                Some(PythonPackages::UvLock {
+                    path,
+                    written: l.into_inner(),
+                    selection: uv_selection(ctx, &mut raw_sel)?,
+                })
+            } else {
+                Some(PythonPackages::Pylock {
+                    path,
+                    written: l.into_inner(),
+                })
+            }
         }
         (None, Some(r)) => {
             let index = match raw.index {
@@ -500,6 +513,19 @@ pub(super) fn python(
         }
     };
     let _ = span;
+    // `extras`, `groups` and `no-dev` are uv's: left over without a uv.lock.
+    if let Some(s) = raw_sel
+        .extras
+        .as_ref()
+        .map(|v| v.span())
+        .or(raw_sel.groups.as_ref().map(|v| v.span()))
+        .or(raw_sel.no_dev.as_ref().map(|v| v.span()))
+    {
+        return Err(ctx.err(
+            s,
+            "[python]: `extras`, `groups` and `no-dev` choose from a uv.lock (`lock = \"uv.lock\"`), as `uv sync` does; a pylock.toml or requirements.txt is one set already",
+        ));
+    }
     let overlap = match raw.overlap {
         None => Overlap::Error,
         Some(o) => match o.get_ref().as_str() {
@@ -545,6 +571,42 @@ pub(super) fn python(
         overlap,
         max_layer_size,
         sdist_builder,
+    })
+}
+
+/// `[python] extras`, `groups` and `no-dev`, as written.
+struct UvKeys {
+    extras: Option<Spanned<Vec<String>>>,
+    groups: Option<Spanned<Vec<String>>>,
+    no_dev: Option<Spanned<bool>>,
+}
+
+/// `extras`, `groups` and `no-dev` for a uv.lock, taken out of `raw` (what is left is an
+/// error for the other kinds of lock).
+fn uv_selection(ctx: &Ctx<'_>, raw: &mut UvKeys) -> Result<crate::python::uvlock::Selection> {
+    let names = |v: Spanned<Vec<String>>, what: &str| -> Result<BTreeSet<String>> {
+        let span = v.span();
+        let mut out = BTreeSet::new();
+        for n in v.into_inner() {
+            let ok = !n.is_empty()
+                && n.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c));
+            if !ok {
+                return Err(ctx.err(span.clone(), format!("[python]: invalid {what} name `{n}`")));
+            }
+            out.insert(n);
+        }
+        Ok(out)
+    };
+    Ok(crate::python::uvlock::Selection {
+        extras: raw
+            .extras
+            .take()
+            .map(|v| names(v, "extra"))
+            .transpose()?
+            .unwrap_or_default(),
+        groups: raw.groups.take().map(|v| names(v, "group")).transpose()?,
+        no_dev: raw.no_dev.take().is_some_and(|v| v.into_inner()),
     })
 }
 

@@ -16,6 +16,7 @@ pub mod listing;
 pub mod python;
 pub mod rootfs;
 pub mod sdist;
+pub mod uv;
 pub mod wheels;
 pub mod wheelset;
 

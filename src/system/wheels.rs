@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use super::sdist::{self, Sdist};
+use super::uv;
 use super::wheelset::{self, WheelSet};
 use super::{fetch_verified, parallel_map, Extra, SystemError, SystemOptions};
 use crate::digest::Digest;
@@ -108,8 +109,15 @@ fn choose_locked(
     let want = LockedPythonPackages {
         file: pkgs.written().to_string(),
         sha256: Digest::of(&bytes),
-        target: target(interp),
+        target: format!("{}{}", target(interp), uv::selection_suffix(pkgs)),
     };
+    // A uv.lock that no longer answers its pyproject.toml (uv's `--locked` check).
+    if let Some(why) = uv::stale(pkgs, &bytes) {
+        if pin == LockPolicy::Locked {
+            return Err(SystemError::Python { problem: why });
+        }
+        reporter.message(&format!("warning: [python]: {why}"));
+    }
     let stale = match &lock.python_packages {
         None => Some("the lock has no [python-packages] section".to_string()),
         Some(l) if l.file != want.file => Some(format!("file {} → {}", l.file, want.file)),
@@ -152,6 +160,10 @@ fn choose_locked(
     let can_build = sdists.is_some();
     let chosen = match pkgs {
         PythonPackages::Pylock { path, .. } => from_pylock(&text, path, interp, can_build),
+        PythonPackages::UvLock {
+            path, selection, ..
+        } => uv::packages(&text, path, interp, selection)
+            .and_then(|pkgs| choose(pkgs, path, interp, can_build)),
         PythonPackages::Requirements { index, .. } => {
             from_requirements(&text, index, interp, fetcher, can_build)
         }
@@ -181,7 +193,7 @@ fn choose_locked(
 }
 
 /// A package to install: a wheel of the lock or the index, or an sdist to build into one.
-enum Chosen {
+pub(super) enum Chosen {
     Wheel(LockedWheel),
     Sdist(Sdist),
 }
@@ -230,7 +242,6 @@ fn from_pylock(
     interp: &Interpreter,
     can_build: bool,
 ) -> Result<Vec<Chosen>, SystemError> {
-    let dir = path.parent().unwrap_or(Path::new("."));
     let packages = pylock::parse(text, interp).map_err(|e| {
         let relock = matches!(
             e,
@@ -257,6 +268,17 @@ fn from_pylock(
             ),
         }
     })?;
+    choose(packages, path, interp, can_build)
+}
+
+/// One wheel for each of the lock's `packages` (read from `path`), or its sdist to build.
+pub(super) fn choose(
+    packages: Vec<pylock::LockedPackage>,
+    path: &Path,
+    interp: &Interpreter,
+    can_build: bool,
+) -> Result<Vec<Chosen>, SystemError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
     let mut out = Vec::new();
     for p in packages {
         let w = match p.select_wheel(interp) {

@@ -51,6 +51,7 @@ mod online_platforms;
 mod online_sbom_peers;
 mod online_sdists;
 mod online_steps;
+mod online_uvlock;
 mod online_wheels;
 mod paths;
 mod platforms;

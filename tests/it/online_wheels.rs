@@ -44,7 +44,7 @@ fn machine() -> &'static str {
 }
 
 /// Every regular file under `root`: relative path → content.
-fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
+pub(crate) fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
     let mut out = BTreeMap::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -65,7 +65,7 @@ fn tree(root: &Path) -> BTreeMap<String, Vec<u8>> {
 /// What the comparison leaves out: bytecode, the installer's own marker files, RECORD (its
 /// rows differ by INSTALLER's hash, and uv writes it in install order: compared row by row
 /// instead), uv's `.lock` file.
-fn comparable(path: &str) -> bool {
+pub(crate) fn comparable(path: &str) -> bool {
     !(path == ".lock"
         || path.ends_with(".pyc")
         || path.contains("__pycache__")

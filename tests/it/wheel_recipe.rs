@@ -496,3 +496,42 @@ fn verify_finds_a_lock_pointing_to_another_wheel() {
         "{text}"
     );
 }
+
+/// `extras`, `groups` and `no-dev` choose from a uv.lock; with a pylock.toml they are refused
+/// at their place; a uv.lock of another format version is named with the version read.
+#[test]
+fn uv_keys_need_a_uv_lock_and_an_unknown_uv_lock_version_is_named() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let w = wheels(t.path());
+    pylock(t.path(), &w, &|_| true);
+    let r = recipe(t.path(), &f, "lock = \"pylock.toml\"\nextras = [\"plot\"]");
+    let o = run(ocibuild()
+        .args(["build", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    assert!(!o.status.success());
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("app.toml:")
+            && err.contains("`extras`, `groups` and `no-dev` choose from a uv.lock"),
+        "{err}"
+    );
+    fs::write(
+        t.path().join("uv.lock"),
+        "version = 2\nrevision = 1\nrequires-python = \">=3.11\"\n",
+    )
+    .unwrap();
+    let r = recipe(t.path(), &f, "lock = \"uv.lock\"\nno-dev = true");
+    let o = run(ocibuild()
+        .args(["build", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    assert!(!o.status.success());
+    let err = common::stderr(&o);
+    assert!(
+        err.contains("uv.lock: uv.lock version 2 is not one ocibuild reads (it reads version 1)"),
+        "{err}"
+    );
+    assert!(!t.path().join("img").exists());
+}

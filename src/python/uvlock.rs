@@ -1,0 +1,619 @@
+//! uv's lock file (`uv.lock`, `version = 1`), read as it is: the packages `uv sync --frozen
+//! --no-install-project` installs for the image's interpreter, each with its candidate wheels
+//! and its sdist, in the shape [`super::pylock::parse`] gives, so that the same wheel choice
+//! (and sdist build) follows.
+//!
+//! uv's lock is universal: one resolution for every platform and Python, split by
+//! `resolution-markers` where versions differ. The packages to install are found as uv finds
+//! them: from the project (the packages whose `source` is `editable` or `virtual`: the project
+//! and its workspace members), through `dependencies` whose `marker` holds for the image, the
+//! `optional-dependencies` of the extras asked for (the project's `extras`, and a
+//! dependency's `extra = [...]`), and the project's `dev-dependencies` of the groups asked for
+//! (uv's default groups unless told: `[tool.uv] default-groups` of pyproject.toml, else
+//! `dev`). A dependency that names one of several versions of a package carries its `version`
+//! (and `source`), as uv writes it. The project itself is not installed (uv's
+//! `--no-install-project`): its files go in with a `[[layer]]`.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Deserialize;
+
+use super::interpreter::Interpreter;
+use super::markers::{Marker, MarkerEnv, SpecifierSet, Version};
+use super::pylock::{url_filename, LockedPackage, LockedSdist, LockedWheel, Place};
+use super::tags::{normalize_name, WheelFile};
+use crate::digest::Digest;
+
+/// The `version` of uv.lock this module reads.
+pub const VERSION: u32 = 1;
+
+#[derive(Debug, thiserror::Error)]
+pub enum UvLockError {
+    #[error("{line}:{col}: uv.lock is not valid TOML for uv's lock format: {message}")]
+    Toml {
+        line: usize,
+        col: usize,
+        message: String,
+    },
+    #[error("uv.lock version {found} is not one ocibuild reads (it reads version {VERSION}); lock again with a uv that writes it, or `uv export --format pylock.toml`")]
+    Version { found: u32 },
+    #[error("requires-python {spec} does not hold for Python {python}")]
+    RequiresPython { spec: String, python: String },
+    #[error(
+        "uv.lock has no project (no package whose source is `editable` or `virtual`) to start from"
+    )]
+    NoProject,
+    #[error("{at}package {package}: {what}")]
+    Invalid {
+        at: Place,
+        package: String,
+        what: String,
+    },
+    #[error("{at}package {package} comes from {kind}: ocibuild installs registry packages only (wheels, or sdists built by `sdist-builder`)")]
+    Unsupported {
+        at: Place,
+        package: String,
+        kind: String,
+    },
+    #[error("the project has no extra `{extra}` (it has: {known})")]
+    UnknownExtra { extra: String, known: String },
+    #[error("the project has no dependency group `{group}` (it has: {known})")]
+    UnknownGroup { group: String, known: String },
+}
+
+/// What to install besides the project's dependencies, as `uv sync` takes it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Selection {
+    /// The project's extras (`--extra`).
+    pub extras: BTreeSet<String>,
+    /// The dependency groups (`--group`); `None`: uv's default groups.
+    pub groups: Option<BTreeSet<String>>,
+    /// `--no-dev`: without the `dev` group.
+    pub no_dev: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct RawLock {
+    version: u32,
+    #[serde(default)]
+    requires_python: Option<String>,
+    #[serde(default)]
+    package: Vec<RawPackage>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct RawPackage {
+    name: toml::Spanned<String>,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    source: BTreeMap<String, toml::Value>,
+    #[serde(default)]
+    resolution_markers: Vec<String>,
+    #[serde(default)]
+    dependencies: Vec<RawDep>,
+    #[serde(default)]
+    optional_dependencies: BTreeMap<String, Vec<RawDep>>,
+    #[serde(default)]
+    dev_dependencies: BTreeMap<String, Vec<RawDep>>,
+    #[serde(default)]
+    sdist: Option<RawFile>,
+    #[serde(default)]
+    wheels: Vec<RawFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct RawDep {
+    name: String,
+    #[serde(default)]
+    version: Option<String>,
+    #[serde(default)]
+    marker: Option<String>,
+    #[serde(default)]
+    extra: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "kebab-case")]
+struct RawFile {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    filename: Option<String>,
+    #[serde(default)]
+    hash: Option<String>,
+    #[serde(default)]
+    size: Option<u64>,
+}
+
+/// The source kinds uv writes, and whether a package from it is the project.
+fn source_kind(p: &RawPackage) -> &str {
+    [
+        "registry",
+        "editable",
+        "virtual",
+        "git",
+        "url",
+        "path",
+        "directory",
+    ]
+    .into_iter()
+    .find(|k| p.source.contains_key(*k))
+    .unwrap_or("registry")
+}
+
+fn is_project(p: &RawPackage) -> bool {
+    matches!(source_kind(p), "editable" | "virtual")
+}
+
+/// `sha256:HEX` as uv writes it.
+fn sha256(hash: Option<&str>) -> Option<Digest> {
+    let hex = hash?.strip_prefix("sha256:")?;
+    format!("sha256:{}", hex.to_ascii_lowercase()).parse().ok()
+}
+
+/// uv's default groups from pyproject.toml's `[tool.uv] default-groups` (a list, or `"all"`:
+/// every group of the project); `dev` without one.
+pub fn default_groups(pyproject: Option<&str>, all: &BTreeSet<String>) -> BTreeSet<String> {
+    let doc = pyproject.and_then(|t| toml::from_str::<toml::Table>(t).ok());
+    let set = doc
+        .as_ref()
+        .and_then(|d| d.get("tool")?.get("uv")?.get("default-groups").cloned());
+    match set {
+        Some(toml::Value::String(s)) if s == "all" => all.clone(),
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .filter_map(|v| v.as_str())
+            .map(normalize_name)
+            .collect(),
+        _ => BTreeSet::from(["dev".to_string()]),
+    }
+}
+
+/// The packages `uv sync --frozen --no-install-project` installs for `interp` with `sel`,
+/// sorted by name. `pyproject`: the project's pyproject.toml, for its default groups.
+pub fn parse(
+    text: &str,
+    interp: &Interpreter,
+    sel: &Selection,
+    pyproject: Option<&str>,
+) -> Result<Vec<LockedPackage>, UvLockError> {
+    let raw: RawLock = toml::from_str(text).map_err(|e| {
+        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
+        UvLockError::Toml {
+            line,
+            col,
+            message: crate::bounded::clip_to(
+                &crate::http::redact_urls(&crate::diag::one_line(e.message())),
+                1000,
+            )
+            .into_owned(),
+        }
+    })?;
+    if raw.version != VERSION {
+        return Err(UvLockError::Version { found: raw.version });
+    }
+    let env = MarkerEnv::for_interpreter(interp);
+    if let (Some(rp), Ok(python)) = (
+        &raw.requires_python,
+        Version::parse(&env.python_full_version),
+    ) {
+        let holds = SpecifierSet::parse(rp).is_ok_and(|s| s.contains(&python));
+        if !holds {
+            return Err(UvLockError::RequiresPython {
+                spec: rp.clone(),
+                python: env.python_full_version.clone(),
+            });
+        }
+    }
+    let place = |p: &RawPackage| {
+        let (line, col) = crate::diag::line_col(text, p.name.span().start);
+        Place(Some((line, col)))
+    };
+    let holds = |m: &Option<String>, package: &RawPackage| -> Result<bool, UvLockError> {
+        match m {
+            None => Ok(true),
+            Some(s) => {
+                Marker::parse(s)
+                    .map(|m| m.evaluate(&env))
+                    .map_err(|e| UvLockError::Invalid {
+                        at: place(package),
+                        package: package.name.get_ref().clone(),
+                        what: format!("marker `{s}`: {e}"),
+                    })
+            }
+        }
+    };
+    let roots: Vec<usize> = (0..raw.package.len())
+        .filter(|&i| is_project(&raw.package[i]))
+        .collect();
+    if roots.is_empty() {
+        return Err(UvLockError::NoProject);
+    }
+    // The groups and extras asked for, checked against the project's.
+    let mut all_groups = BTreeSet::new();
+    let mut all_extras = BTreeSet::new();
+    for &r in &roots {
+        all_groups.extend(
+            raw.package[r]
+                .dev_dependencies
+                .keys()
+                .map(|g| normalize_name(g)),
+        );
+        all_extras.extend(
+            raw.package[r]
+                .optional_dependencies
+                .keys()
+                .map(|e| normalize_name(e)),
+        );
+    }
+    let known = |s: &BTreeSet<String>| {
+        if s.is_empty() {
+            "none".to_string()
+        } else {
+            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        }
+    };
+    for e in &sel.extras {
+        if !all_extras.contains(&normalize_name(e)) {
+            return Err(UvLockError::UnknownExtra {
+                extra: e.clone(),
+                known: known(&all_extras),
+            });
+        }
+    }
+    let mut groups = match &sel.groups {
+        Some(g) => {
+            for group in g {
+                if !all_groups.contains(&normalize_name(group)) {
+                    return Err(UvLockError::UnknownGroup {
+                        group: group.clone(),
+                        known: known(&all_groups),
+                    });
+                }
+            }
+            g.iter().map(|g| normalize_name(g)).collect()
+        }
+        None => default_groups(pyproject, &all_groups),
+    };
+    if sel.no_dev {
+        groups.remove("dev");
+    }
+    // The package a dependency names: by name, then by version, then the one whose
+    // resolution markers hold (a fork's).
+    let by_name = |d: &RawDep| -> Result<usize, UvLockError> {
+        let name = normalize_name(&d.name);
+        let mut c: Vec<usize> = (0..raw.package.len())
+            .filter(|&i| normalize_name(raw.package[i].name.get_ref()) == name)
+            .collect();
+        if c.len() > 1 {
+            if let Some(v) = &d.version {
+                c.retain(|&i| raw.package[i].version.as_deref() == Some(v.as_str()));
+            }
+        }
+        if c.len() > 1 {
+            let mut fork = Vec::new();
+            for &i in &c {
+                let p = &raw.package[i];
+                let mut any = p.resolution_markers.is_empty();
+                for m in &p.resolution_markers {
+                    any |= holds(&Some(m.clone()), p)?;
+                }
+                if any {
+                    fork.push(i);
+                }
+            }
+            c = fork;
+        }
+        match c.as_slice() {
+            [i] => Ok(*i),
+            _ => Err(UvLockError::Invalid {
+                at: Place::default(),
+                package: d.name.clone(),
+                what: format!(
+                    "a dependency the lock has {} packages for (a lock uv did not write?)",
+                    c.len()
+                ),
+            }),
+        }
+    };
+    // (package, extra) pairs to visit; the extra "" is the package itself.
+    let mut todo: Vec<(usize, String)> = Vec::new();
+    let follow = |d: &RawDep, of: &RawPackage, todo: &mut Vec<(usize, String)>| {
+        if !holds(&d.marker, of)? {
+            return Ok::<(), UvLockError>(());
+        }
+        let i = by_name(d)?;
+        todo.push((i, String::new()));
+        todo.extend(d.extra.iter().map(|e| (i, normalize_name(e))));
+        Ok(())
+    };
+    for &r in &roots {
+        let p = &raw.package[r];
+        for d in &p.dependencies {
+            follow(d, p, &mut todo)?;
+        }
+        for (extra, deps) in &p.optional_dependencies {
+            if sel
+                .extras
+                .iter()
+                .any(|e| normalize_name(e) == normalize_name(extra))
+            {
+                for d in deps {
+                    follow(d, p, &mut todo)?;
+                }
+            }
+        }
+        for (group, deps) in &p.dev_dependencies {
+            if groups.contains(&normalize_name(group)) {
+                for d in deps {
+                    follow(d, p, &mut todo)?;
+                }
+            }
+        }
+    }
+    let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
+    let mut install: BTreeSet<usize> = BTreeSet::new();
+    while let Some((i, extra)) = todo.pop() {
+        if !seen.insert((i, extra.clone())) {
+            continue;
+        }
+        let p = &raw.package[i];
+        if is_project(p) {
+            // A workspace member the project depends on: itself a root, not installed.
+            continue;
+        }
+        install.insert(i);
+        let deps = if extra.is_empty() {
+            &p.dependencies
+        } else {
+            match p
+                .optional_dependencies
+                .iter()
+                .find(|(e, _)| normalize_name(e) == normalize_name(&extra))
+            {
+                Some((_, d)) => d,
+                None => continue,
+            }
+        };
+        for d in deps {
+            follow(d, p, &mut todo)?;
+        }
+    }
+    let mut out = Vec::with_capacity(install.len());
+    for i in install {
+        out.push(package(&raw.package[i], place(&raw.package[i]))?);
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// One package to install, in pylock's shape.
+fn package(p: &RawPackage, at: Place) -> Result<LockedPackage, UvLockError> {
+    let name = p.name.get_ref().clone();
+    let kind = source_kind(p);
+    if kind != "registry" {
+        return Err(UvLockError::Unsupported {
+            at,
+            package: name,
+            kind: match kind {
+                "git" => "a git checkout".to_string(),
+                other => format!("a {other} source"),
+            },
+        });
+    }
+    let invalid = |what: String| UvLockError::Invalid {
+        at,
+        package: name.clone(),
+        what,
+    };
+    let mut wheels = Vec::with_capacity(p.wheels.len());
+    for w in &p.wheels {
+        let filename = w
+            .filename
+            .clone()
+            .or_else(|| w.url.as_deref().map(url_filename))
+            .or_else(|| w.path.as_deref().map(url_filename))
+            .unwrap_or_default();
+        let file = WheelFile::parse(&filename).map_err(|e| invalid(format!("wheel: {e}")))?;
+        if normalize_name(&file.name) != normalize_name(&name) {
+            return Err(invalid(format!("{filename} is not a wheel of {name}")));
+        }
+        let sha256 = sha256(w.hash.as_deref())
+            .ok_or_else(|| invalid(format!("wheel {filename}: no sha256 hash")))?;
+        wheels.push(LockedWheel {
+            file,
+            url: w.url.as_deref().map(crate::http::redact),
+            path: w.path.clone(),
+            size: w.size,
+            sha256,
+        });
+    }
+    let sdist = p.sdist.as_ref().and_then(|s| {
+        let filename = s
+            .filename
+            .clone()
+            .or_else(|| s.url.as_deref().map(url_filename))
+            .or_else(|| s.path.as_deref().map(url_filename))?;
+        Some(LockedSdist {
+            filename,
+            url: s.url.as_deref().map(crate::http::redact),
+            path: s.path.clone(),
+            size: s.size,
+            sha256: sha256(s.hash.as_deref())?,
+        })
+    });
+    Ok(LockedPackage {
+        at,
+        name,
+        version: p.version.clone(),
+        wheels,
+        has_sdist: p.sdist.is_some(),
+        sdist,
+    })
+}
+
+/// One requirement as uv's `--locked` check compares it: the name, the specifier's parts,
+/// the extras, and where it is asked for (`""`, `extra:NAME`, `group:NAME`). Markers other
+/// than `extra == …` are not compared (uv rewrites them).
+type Req = (String, BTreeSet<String>, BTreeSet<String>, String);
+
+/// A PEP 508 requirement string as a [`Req`] asked for at `at`.
+fn pep508(s: &str, at: &str) -> Option<Req> {
+    let (body, _marker) = s.split_once(';').unwrap_or((s, ""));
+    let body = body.trim();
+    let end = body
+        .find(|c: char| !(c.is_ascii_alphanumeric() || "._-".contains(c)))
+        .unwrap_or(body.len());
+    let name = normalize_name(&body[..end]);
+    if name.is_empty() {
+        return None;
+    }
+    let mut rest = body[end..].trim();
+    let mut extras = BTreeSet::new();
+    if let Some(r) = rest.strip_prefix('[') {
+        let (list, after) = r.split_once(']')?;
+        extras = list
+            .split(',')
+            .map(|e| normalize_name(e.trim()))
+            .filter(|e| !e.is_empty())
+            .collect();
+        rest = after.trim();
+    }
+    let spec = rest.trim_start_matches('(').trim_end_matches(')');
+    Some((name, spec_parts(spec), extras, at.to_string()))
+}
+
+fn spec_parts(spec: &str) -> BTreeSet<String> {
+    spec.split(',')
+        .map(|p| p.chars().filter(|c| !c.is_whitespace()).collect::<String>())
+        .filter(|p| !p.is_empty())
+        .collect()
+}
+
+/// A `{ name, specifier, marker, extras }` table of uv's `requires-dist` as a [`Req`].
+fn lock_req(t: &toml::Value, group: Option<&str>) -> Option<Req> {
+    let name = normalize_name(t.get("name")?.as_str()?);
+    let spec = t.get("specifier").and_then(|v| v.as_str()).unwrap_or("");
+    let extras = t
+        .get("extras")
+        .and_then(|v| v.as_array())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e.as_str())
+                .map(normalize_name)
+                .collect()
+        })
+        .unwrap_or_default();
+    let at = match group {
+        Some(g) => format!("group:{}", normalize_name(g)),
+        None => {
+            let marker = t.get("marker").and_then(|v| v.as_str()).unwrap_or("");
+            match marker.split_once("extra == '") {
+                Some((_, e)) => format!("extra:{}", normalize_name(e.split('\'').next()?)),
+                None => String::new(),
+            }
+        }
+    };
+    Some((name, spec_parts(spec), extras, at))
+}
+
+/// What uv's `--locked` check would find: why `lock` (uv.lock's text) no longer answers
+/// `pyproject` (the project's pyproject.toml), naming up to three requirements that differ;
+/// `None` when they agree, or when either has no project metadata to compare.
+pub fn stale(lock: &str, pyproject: &str) -> Option<String> {
+    let lock: toml::Table = toml::from_str(lock).ok()?;
+    let project: toml::Table = toml::from_str(pyproject).ok()?;
+    let name = normalize_name(project.get("project")?.get("name")?.as_str()?);
+    let root = lock.get("package")?.as_array()?.iter().find(|p| {
+        p.get("name")
+            .and_then(|n| n.as_str())
+            .map(normalize_name)
+            .as_deref()
+            == Some(&name)
+            && p.get("source")
+                .and_then(|s| s.as_table())
+                .is_some_and(|s| s.contains_key("editable") || s.contains_key("virtual"))
+    })?;
+    let meta = root.get("metadata")?;
+    let mut locked: BTreeSet<Req> = BTreeSet::new();
+    for t in meta
+        .get("requires-dist")
+        .and_then(|v| v.as_array())
+        .into_iter()
+        .flatten()
+    {
+        locked.extend(lock_req(t, None));
+    }
+    if let Some(groups) = meta.get("requires-dev").and_then(|v| v.as_table()) {
+        for (g, list) in groups {
+            for t in list.as_array().into_iter().flatten() {
+                locked.extend(lock_req(t, Some(g)));
+            }
+        }
+    }
+    let p = project.get("project")?;
+    let mut wanted: BTreeSet<Req> = BTreeSet::new();
+    let strings = |v: Option<&toml::Value>| -> Vec<String> {
+        v.and_then(|v| v.as_array())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for r in strings(p.get("dependencies")) {
+        wanted.extend(pep508(&r, ""));
+    }
+    if let Some(opt) = p.get("optional-dependencies").and_then(|v| v.as_table()) {
+        for (e, list) in opt {
+            for r in strings(Some(list)) {
+                wanted.extend(pep508(&r, &format!("extra:{}", normalize_name(e))));
+            }
+        }
+    }
+    if let Some(groups) = project.get("dependency-groups").and_then(|v| v.as_table()) {
+        for (g, list) in groups {
+            // `{ include-group = … }` entries are tables: uv expands them; not compared.
+            for r in strings(Some(list)) {
+                wanted.extend(pep508(&r, &format!("group:{}", normalize_name(g))));
+            }
+        }
+    }
+    if locked == wanted {
+        return None;
+    }
+    let show = |r: &Req| {
+        let spec = r.1.iter().cloned().collect::<Vec<_>>().join(",");
+        let at = if r.3.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", r.3)
+        };
+        format!("{}{spec}{at}", r.0)
+    };
+    let mut diffs: Vec<String> = wanted
+        .difference(&locked)
+        .map(|r| format!("pyproject.toml has {}", show(r)))
+        .chain(
+            locked
+                .difference(&wanted)
+                .map(|r| format!("uv.lock has {}", show(r))),
+        )
+        .collect();
+    let more = diffs.len().saturating_sub(3);
+    diffs.truncate(3);
+    if more > 0 {
+        diffs.push(format!("{more} more"));
+    }
+    Some(diffs.join("; "))
+}
+
+#[cfg(test)]
+mod tests;
