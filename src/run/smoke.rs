@@ -261,7 +261,15 @@ fn cuda_vadd(n: usize, step: &std::cell::Cell<&'static str>) -> Result<SmokeRepo
         .map_err(cuda("reading the driver version"))?;
 
     step.set("counting devices");
-    let device_count = CudaContext::device_count().map_err(cuda("initialising CUDA"))?;
+    // A driver library with no GPU behind it (no device nodes passed in, or none on the host)
+    // fails cuInit itself with CUDA_ERROR_NO_DEVICE: the same finding as a count of zero.
+    let device_count = CudaContext::device_count().map_err(|e| {
+        if e.0 == cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE {
+            SmokeError::NoDevice
+        } else {
+            cuda("initialising CUDA")(e)
+        }
+    })?;
     if device_count < 1 {
         return Err(SmokeError::NoDevice);
     }
@@ -349,8 +357,12 @@ mod tests {
 
     #[test]
     fn no_driver_is_an_error_not_a_panic() {
-        // This host has no NVIDIA driver; on a GPU host the check should pass instead.
+        // This host has no NVIDIA driver, or its library without a GPU (Debian's libcuda1 comes
+        // with nvidia-cuda-toolkit); on a GPU host the check should pass instead.
         match run_with(1024) {
+            Err(SmokeError::NoDevice) => {
+                assert_eq!(exit_code(&Err(SmokeError::NoDevice)), 3);
+            }
             Err(SmokeError::NoDriver { detail }) => {
                 let e = SmokeError::NoDriver { detail };
                 let msg = e.to_string();
