@@ -210,7 +210,7 @@ env = { PATH = "/usr/sbin:/usr/bin:/sbin:/bin", LANG = "C.UTF-8" }
 /// `1:2.3+dfsg-4` → `2.3`.
 fn debian_upstream(lock: &str, name: &str) -> String {
     let entry = lock
-        .split("[[apt.packages]]")
+        .split("[[apt.package]]")
         .find(|p| p.contains(&format!("name = \"{name}\"")))
         .unwrap_or_else(|| panic!("{name} in the builder's lock"));
     let v = entry
@@ -310,11 +310,14 @@ fn a_uv_project_is_built_and_installed_as_uv_sync_no_editable_installs() {
     let o = run_ok(
         ocibuild()
             .env("OCIBUILD_CACHE", p.join("cache"))
-            .args(["build", "--test", "--json", "-o"])
+            .args(["build", "--json", "-o"])
             .arg(p.join("img"))
             .arg(&app),
     );
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    // The console script, under podman.
+    let o = run_ok(ocibuild().args(["test", "-o"]).arg(p.join("img")).arg(&app));
+    assert!(stdout(&o).contains("console-script"), "{}", stdout(&o));
     let layers = v["layers"].as_array().unwrap();
     assert_eq!(
         layers.last().unwrap()["name"],
