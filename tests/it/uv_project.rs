@@ -468,3 +468,62 @@ fn a_uv_lock_package_with_no_wheel_for_the_platform_and_no_sdist_is_named() {
         "{err}"
     );
 }
+
+/// `ocibuild lock` says when uv.lock no longer answers pyproject.toml (a warning; the lock is
+/// written from uv.lock as it is), and `build --locked` refuses it.
+#[test]
+fn lock_warns_when_the_uv_lock_is_stale_and_locked_refuses_it() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let p = t.path();
+    let w = wheels(p);
+    let (_, sha, size) = w
+        .files
+        .iter()
+        .find(|(n, _, _)| n.starts_with("click-"))
+        .unwrap()
+        .clone();
+    fs::create_dir_all(p.join("proj")).unwrap();
+    fs::write(p.join("proj/uv.lock"), uv_lock(&sha, size, "editable")).unwrap();
+    let pyproject = |spec: &str| {
+        fs::write(
+            p.join("proj/pyproject.toml"),
+            format!("[project]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"click{spec}\"]\n"),
+        )
+        .unwrap();
+    };
+    pyproject("");
+    let r = recipe(p, &f, "lock = \"proj/uv.lock\"");
+    let lock = |extra: &[&str]| {
+        run(ocibuild()
+            .env("OCIBUILD_CACHE", p.join("cache"))
+            .arg("lock")
+            .args(extra)
+            .arg(&r))
+    };
+    let o = lock(&[]);
+    common::assert_success(&o, "lock");
+    assert!(!stderr(&o).contains("is stale"), "{}", stderr(&o));
+    pyproject(">=9");
+    let o = lock(&[]);
+    common::assert_success(&o, "lock");
+    let err = stderr(&o);
+    assert!(
+        err.contains("warning: [python]: ")
+            && err.contains("proj/uv.lock is stale: pyproject.toml's requirements are not the ones it was resolved for")
+            && err.contains("pyproject.toml has click>=9")
+            && err.contains("run `uv lock`"),
+        "{err}"
+    );
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", p.join("cache"))
+        .args(["build", "--locked", "-o"])
+        .arg(p.join("img"))
+        .arg(&r));
+    assert!(!o.status.success());
+    assert!(
+        stderr(&o).contains("proj/uv.lock is stale"),
+        "{}",
+        stderr(&o)
+    );
+}
