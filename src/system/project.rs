@@ -241,3 +241,62 @@ pub fn unpin_others(lock: &mut Lock, keep: Option<&str>) -> bool {
         .retain(|s| !s.name.starts_with("project:") || Some(&s.name) == keep.as_ref());
     before != (lock.wheels.len(), lock.steps.len())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wheel(name: &str, step: Option<&str>) -> LockedWheel {
+        LockedWheel {
+            name: name.into(),
+            version: "1".into(),
+            filename: format!("{name}-1-py3-none-any.whl"),
+            url: ".".into(),
+            size: 1,
+            sha256: Digest::of(name.as_bytes()),
+            built_from: step.map(|s| BuiltFrom {
+                sha256: Digest::of(b"files"),
+                step: s.into(),
+            }),
+        }
+    }
+
+    fn step(name: &str) -> LockedStep {
+        LockedStep {
+            name: name.into(),
+            image: None,
+            key: Digest::of(b"k"),
+            outputs: Vec::new(),
+            fetch: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn another_projects_wheel_and_step_are_unpinned_and_the_others_kept() {
+        let mut lock = Lock::new();
+        lock.wheels = vec![
+            wheel("app", Some("project:app")),
+            wheel("click", None),
+            wheel("old", Some("project:old")),
+            wheel("pycuda", Some("sdist:pycuda")),
+        ];
+        lock.steps = vec![
+            step("ext"),
+            step("project:app"),
+            step("project:old"),
+            step("sdist:pycuda"),
+        ];
+        assert!(unpin_others(&mut lock, Some("App")));
+        let names: Vec<_> = lock.wheels.iter().map(|w| w.name.as_str()).collect();
+        assert_eq!(names, ["app", "click", "pycuda"]);
+        let steps: Vec<_> = lock.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(steps, ["ext", "project:app", "sdist:pycuda"]);
+        assert!(
+            !unpin_others(&mut lock, Some("app")),
+            "nothing else to drop"
+        );
+        assert!(unpin_others(&mut lock, None));
+        assert!(!lock.wheels.iter().any(is_project_wheel));
+        assert_eq!(step_name("My_App"), "project:my-app");
+    }
+}
