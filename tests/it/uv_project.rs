@@ -527,3 +527,39 @@ fn lock_warns_when_the_uv_lock_is_stale_and_locked_refuses_it() {
         stderr(&o)
     );
 }
+
+/// The shipped example (recipes/uv-app.toml building examples/uv-app; built by hand, as it
+/// needs the Debian archive and PyPI): it and its builder load, the project's `.dockerignore`
+/// applies, its lock pins the project's wheel and step, and uv's own builds of the project are
+/// pinned to the builder's hatchling.
+#[test]
+fn shipped_uv_app_recipe_loads_and_pins_the_project_wheel() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let recipe = ocibuild::recipe::load(&root.join("recipes/uv-app.toml")).unwrap();
+    ocibuild::recipe::load(&root.join("recipes/uv-app/builder.toml")).unwrap();
+    let py = recipe.python.as_ref().unwrap();
+    let project = py.project.as_ref().expect("[python] project");
+    assert_eq!(project.written, "../examples/uv-app");
+    assert!(project.spec.ignore.iter().any(|i| i.contains(".venv")));
+    let lock = fs::read_to_string(root.join("recipes/uv-app.lock")).unwrap();
+    assert!(
+        lock.contains("filename = \"uv_app-0.1.0-py3-none-any.whl\"")
+            && lock.contains("step = \"project:uv-app\"")
+            && lock.contains("name = \"project:uv-app\""),
+        "{lock}"
+    );
+    let uvlock = fs::read_to_string(root.join("examples/uv-app/uv.lock")).unwrap();
+    assert!(
+        uvlock.contains("name = \"uv-app\"\nversion = \"0.1.0\"\nsource = { editable = \".\" }")
+    );
+    let builder = fs::read_to_string(root.join("recipes/uv-app/builder.lock")).unwrap();
+    let hatchling = builder
+        .split("[[apt.package]]")
+        .find(|p| p.contains("name = \"python3-hatchling\""))
+        .unwrap();
+    let pyproject = fs::read_to_string(root.join("examples/uv-app/pyproject.toml")).unwrap();
+    assert!(
+        hatchling.contains("version = \"1.27.0-1\"") && pyproject.contains("\"hatchling==1.27.0\""),
+        "the builder's hatchling is the one uv's builds are pinned to"
+    );
+}
