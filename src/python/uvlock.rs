@@ -412,6 +412,9 @@ pub struct ProjectEntry {
     /// uv's `virtual` source (`[tool.uv] package = false`, or no build system): nothing to
     /// build.
     pub is_virtual: bool,
+    /// The workspace members (other `editable` or `virtual` packages) its dependencies, extras
+    /// or groups name: `uv sync` builds them too, ocibuild does not.
+    pub members: Vec<String>,
 }
 
 /// The project entry (source `editable` or `virtual`) of uv.lock named `name`.
@@ -433,10 +436,25 @@ pub fn project(text: &str, name: &str) -> Result<ProjectEntry, UvLockError> {
             },
         });
     };
+    let named = p
+        .dependencies
+        .iter()
+        .chain(p.optional_dependencies.values().flatten())
+        .chain(p.dev_dependencies.values().flatten())
+        .map(|d| normalize_name(&d.name));
+    let members: BTreeSet<String> = named
+        .filter(|n| {
+            *n != want
+                && projects
+                    .iter()
+                    .any(|q| normalize_name(q.name.get_ref()) == *n)
+        })
+        .collect();
     Ok(ProjectEntry {
         name: p.name.get_ref().clone(),
         version: p.version.clone(),
         is_virtual: source_kind(p) == "virtual",
+        members: members.into_iter().collect(),
     })
 }
 

@@ -122,6 +122,17 @@ pub fn build(
             project: package,
         });
     }
+    if !entry.members.is_empty() {
+        return Err(SystemError::Project {
+            at: at.to_string(),
+            problem: format!(
+                "`{package}` depends on the workspace member(s) {}, which `uv sync` builds and \
+                 ocibuild does not (it builds the one project named): publish them to an index \
+                 and depend on that, or build them with a [[step]]",
+                entry.members.join(", ")
+            ),
+        });
+    }
     let p = Project {
         package: package.clone(),
         version: entry.version.clone(),

@@ -563,3 +563,48 @@ fn shipped_uv_app_recipe_loads_and_pins_the_project_wheel() {
         "the builder's hatchling is the one uv's builds are pinned to"
     );
 }
+
+/// A project that depends on another member of its uv workspace is refused naming the member
+/// (`uv sync` would build it; ocibuild builds the one project named), before any builder runs.
+#[test]
+fn a_project_depending_on_a_workspace_member_is_refused() {
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let p = t.path();
+    let w = wheels(p);
+    let (_, sha, size) = w
+        .files
+        .iter()
+        .find(|(n, _, _)| n.starts_with("click-"))
+        .unwrap()
+        .clone();
+    fs::create_dir_all(p.join("proj")).unwrap();
+    let text = uv_lock(&sha, size, "editable").replace(
+        "dependencies = [\n    { name = \"click\" },\n]",
+        "dependencies = [\n    { name = \"click\" },\n    { name = \"lib\" },\n]",
+    )
+        + "\n[[package]]\nname = \"lib\"\nversion = \"0.1.0\"\nsource = { editable = \"lib\" }\n";
+    fs::write(p.join("proj/uv.lock"), text).unwrap();
+    fs::write(
+        p.join("proj/pyproject.toml"),
+        "[project]\nname = \"app\"\nversion = \"0.1.0\"\ndependencies = [\"click\", \"lib\"]\n",
+    )
+    .unwrap();
+    let r = recipe(
+        p,
+        &f,
+        "lock = \"proj/uv.lock\"\nproject = \"proj\"\nsdist-builder = \"localhost/none:1\"",
+    );
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", p.join("cache"))
+        .args(["build", "-o"])
+        .arg(p.join("img"))
+        .arg(&r));
+    assert!(!o.status.success());
+    let err = stderr(&o);
+    assert!(
+        err.contains("app.toml:")
+            && err.contains("[python] project: `app` depends on the workspace member(s) lib"),
+        "{err}"
+    );
+}

@@ -266,8 +266,15 @@ fn the_project_entry_gives_the_name_and_version_and_says_when_it_is_virtual() {
             name: "app".into(),
             version: Some("0.1.0".into()),
             is_virtual: false,
+            members: Vec::new(),
         }
     );
+    // A workspace member the project depends on is named.
+    let ws = lock().replace(
+        "    { name = \"click\" },\n    { name = \"numpy\", version = \"2.4.6\"",
+        "    { name = \"click\" },\n    { name = \"lib\" },\n    { name = \"numpy\", version = \"2.4.6\"",
+    ) + "\n[[package]]\nname = \"lib\"\nversion = \"0.1.0\"\nsource = { editable = \"lib\" }\n";
+    assert_eq!(project(&ws, "app").unwrap().members, ["lib"]);
     let virt = lock().replace(
         "source = { editable = \".\" }",
         "source = { virtual = \".\" }",
