@@ -61,6 +61,15 @@ pub fn statement(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         }
         for w in &lock.wheels {
             match &w.built_from {
+                // The material is the project's files (their digest as the step's input).
+                Some(b) if b.step.starts_with("project:") => deps.push(json!({
+                    "uri": w.url,
+                    "digest": sha(&b.sha256),
+                    "annotations": {
+                        "ocibuild:input": "project", "ocibuild:step": b.step,
+                        "ocibuild:wheel": w.filename, "ocibuild:wheelSha256": w.sha256.hex(),
+                    },
+                })),
                 // The material is the sdist; the wheel is what its step made of it.
                 Some(b) => deps.push(json!({
                     "uri": w.url,

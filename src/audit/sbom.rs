@@ -452,6 +452,14 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             p["externalRefs"] = purl_ref(purl);
         }
         match (&it.url, &it.built_from) {
+            (Some(u), Some(b)) if b.step.starts_with("project:") => {
+                p["sourceInfo"] = json!(format!(
+                    "built by ocibuild's step {} from the project directory {u} (its files' \
+                     digest sha256 {})",
+                    b.step,
+                    b.sha256.hex()
+                ))
+            }
             (Some(u), Some(b)) => {
                 p["sourceInfo"] = json!(format!(
                     "built by ocibuild's step {} from the sdist {u} (sha256 {})",
@@ -581,6 +589,8 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
             c["purl"] = json!(p);
         }
         match (&it.url, &it.built_from) {
+            // The project's own package: built from the recipe's files, no download.
+            (Some(_), Some(b)) if b.step.starts_with("project:") => {}
             // The sdist it was built from: CycloneDX's `source-distribution` reference.
             (Some(u), Some(b)) => {
                 c["externalReferences"] = json!([{
@@ -601,6 +611,16 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
             c["supplier"] = json!({"name": name});
         }
         let mut props = layer_props(&it.layers);
+        if let Some(b) = it
+            .built_from
+            .as_ref()
+            .filter(|b| b.step.starts_with("project:"))
+        {
+            props.push(json!({
+                "name": "ocibuild:built-from",
+                "value": format!("step {}, the project's files sha256 {}", b.step, b.sha256.hex()),
+            }));
+        }
         props.push(json!({"name": "ocibuild:input", "value": match it.kind {
             Kind::Base => "base", Kind::Deb => "deb", Kind::Interpreter => "python-archive", Kind::Wheel => "wheel",
         }}));

@@ -370,7 +370,7 @@ impl Mapper<'_> {
                 let note = match tool.as_str() {
                     "conda" | "mamba" | "micromamba" => "conda: no counterpart; kept in a step (or move the packages to requirements.in)",
                     "curl" | "wget" => "a download: kept in a step (a `fetch` with sha256 is better)",
-                    "uv" if p.contains(" sync") => "uv sync: `uv export --frozen --format pylock.toml -o pylock.toml` makes uv.lock a [python] lock; kept in a step",
+                    "uv" if p.contains(" sync") => "uv sync: `[python] lock = \"uv.lock\"` reads uv's lock as it is, and `project = \".\"` builds the project's own package (with an `sdist-builder`); kept in a step",
                     "poetry" => "poetry install: `poetry export` gives requirements for [python]; kept in a step",
                     _ => "kept in a step",
                 };

@@ -13,7 +13,7 @@ pub enum ModePolicy {
 }
 
 /// One copy of a host file or directory into the image.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CopySpec {
     /// Absolute host path: a file or a directory. If it is a symlink it is resolved (like
     /// `docker COPY` does); symlinks beneath a directory are kept as symlinks.

@@ -11,8 +11,9 @@
 //! dependency's `extra = [...]`), and the project's `dev-dependencies` of the groups asked for
 //! (uv's default groups unless told: `[tool.uv] default-groups` of pyproject.toml, else
 //! `dev`). A dependency that names one of several versions of a package carries its `version`
-//! (and `source`), as uv writes it. The project itself is not installed (uv's
-//! `--no-install-project`): its files go in with a `[[layer]]`.
+//! (and `source`), as uv writes it. The project itself is not among them: `[python] project`
+//! builds it ([`project`] gives its entry), else it is not installed (uv's
+//! `--no-install-project`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -55,6 +56,8 @@ pub enum UvLockError {
         package: String,
         kind: String,
     },
+    #[error("uv.lock has no project `{name}` (its projects, sources `editable` or `virtual`: {known}): run `uv lock` in the project")]
+    NoSuchProject { name: String, known: String },
     #[error("the project has no extra `{extra}` (it has: {known})")]
     UnknownExtra { extra: String, known: String },
     #[error("the project has no dependency group `{group}` (it has: {known})")]
@@ -183,21 +186,7 @@ pub fn parse(
     sel: &Selection,
     pyproject: Option<&str>,
 ) -> Result<Vec<LockedPackage>, UvLockError> {
-    let raw: RawLock = toml::from_str(text).map_err(|e| {
-        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
-        UvLockError::Toml {
-            line,
-            col,
-            message: crate::bounded::clip_to(
-                &crate::http::redact_urls(&crate::diag::one_line(e.message())),
-                1000,
-            )
-            .into_owned(),
-        }
-    })?;
-    if raw.version != VERSION {
-        return Err(UvLockError::Version { found: raw.version });
-    }
+    let raw = read(text)?;
     let env = MarkerEnv::for_interpreter(interp);
     if let (Some(rp), Ok(python)) = (
         &raw.requires_python,
@@ -391,6 +380,82 @@ pub fn parse(
     }
     out.sort_by(|a, b| a.name.cmp(&b.name));
     Ok(out)
+}
+
+/// The lock read, of the version this module reads.
+fn read(text: &str) -> Result<RawLock, UvLockError> {
+    let raw: RawLock = toml::from_str(text).map_err(|e| {
+        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
+        UvLockError::Toml {
+            line,
+            col,
+            message: crate::bounded::clip_to(
+                &crate::http::redact_urls(&crate::diag::one_line(e.message())),
+                1000,
+            )
+            .into_owned(),
+        }
+    })?;
+    if raw.version != VERSION {
+        return Err(UvLockError::Version { found: raw.version });
+    }
+    Ok(raw)
+}
+
+/// The project `[python] project` builds, as uv.lock records it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProjectEntry {
+    /// The name as the lock writes it.
+    pub name: String,
+    /// `None` for a project whose version is dynamic (uv writes none).
+    pub version: Option<String>,
+    /// uv's `virtual` source (`[tool.uv] package = false`, or no build system): nothing to
+    /// build.
+    pub is_virtual: bool,
+    /// The workspace members (other `editable` or `virtual` packages) its dependencies, extras
+    /// or groups name: `uv sync` builds them too, ocibuild does not.
+    pub members: Vec<String>,
+}
+
+/// The project entry (source `editable` or `virtual`) of uv.lock named `name`.
+pub fn project(text: &str, name: &str) -> Result<ProjectEntry, UvLockError> {
+    let raw = read(text)?;
+    let want = normalize_name(name);
+    let projects: Vec<&RawPackage> = raw.package.iter().filter(|p| is_project(p)).collect();
+    let Some(p) = projects
+        .iter()
+        .find(|p| normalize_name(p.name.get_ref()) == want)
+    else {
+        let known: Vec<String> = projects.iter().map(|p| p.name.get_ref().clone()).collect();
+        return Err(UvLockError::NoSuchProject {
+            name: name.to_string(),
+            known: if known.is_empty() {
+                "none".into()
+            } else {
+                known.join(", ")
+            },
+        });
+    };
+    let named = p
+        .dependencies
+        .iter()
+        .chain(p.optional_dependencies.values().flatten())
+        .chain(p.dev_dependencies.values().flatten())
+        .map(|d| normalize_name(&d.name));
+    let members: BTreeSet<String> = named
+        .filter(|n| {
+            *n != want
+                && projects
+                    .iter()
+                    .any(|q| normalize_name(q.name.get_ref()) == *n)
+        })
+        .collect();
+    Ok(ProjectEntry {
+        name: p.name.get_ref().clone(),
+        version: p.version.clone(),
+        is_virtual: source_kind(p) == "virtual",
+        members: members.into_iter().collect(),
+    })
 }
 
 /// One package to install, in pylock's shape.

@@ -117,6 +117,9 @@ impl Recipe {
             if let Some(b) = &p.sdist_builder {
                 v["sdistBuilder"] = step_image(&b.image);
             }
+            if let Some(project) = &p.project {
+                v["project"] = json!(project.written);
+            }
             v
         });
         let groups: Vec<Value> = self

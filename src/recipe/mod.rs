@@ -14,6 +14,7 @@ mod identity;
 mod ignore;
 mod packages;
 mod paths;
+mod project;
 mod raw;
 mod step;
 mod validate;
@@ -31,6 +32,7 @@ use serde::Deserialize;
 pub use self::args::ArgOverride;
 pub use self::packages::debian_arch;
 pub use self::paths::{PathEntry, PathKind, PATHS_LAYER};
+pub use self::project::PythonProject;
 pub use self::step::{Fetch, Step, StepImage, StepInput, StepOutput};
 pub use crate::image::Platform;
 
@@ -334,6 +336,10 @@ pub struct Python {
     /// are built into wheels in, each by a step (`sdist:NAME` in the lock); `None` refuses
     /// them.
     pub sdist_builder: Option<SdistBuilder>,
+    /// `project`: the uv project whose own package is built into a wheel by its PEP 517
+    /// backend in the `sdist-builder` and installed in a layer of its own (`project:NAME` in
+    /// the lock); `None`: the project is not installed (uv's `--no-install-project`).
+    pub project: Option<PythonProject>,
 }
 
 /// `[python] sdist-builder`: a registry image (pinned in the lock) or another recipe.

@@ -561,6 +561,10 @@ pub(super) fn python(
                 .map(|image| super::SdistBuilder { image, at })
         })
         .transpose()?;
+    let project = raw
+        .project
+        .map(|v| super::project::project(ctx, v, dir, packages.as_ref(), sdist_builder.is_some()))
+        .transpose()?;
     Ok(Python {
         source,
         archives,
@@ -571,6 +575,7 @@ pub(super) fn python(
         overlap,
         max_layer_size,
         sdist_builder,
+        project,
     })
 }
 

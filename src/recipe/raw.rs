@@ -103,6 +103,9 @@ pub(super) struct RawPython {
     /// `sdist-builder = { recipe = "builder.toml" }` or a registry image: where packages that
     /// have only an sdist are built into wheels.
     pub sdist_builder: Option<Spanned<toml::Value>>,
+    /// `project = "."` or `{ path = ".", editable = false }`: the uv project whose own package
+    /// is built into a wheel.
+    pub project: Option<Spanned<toml::Value>>,
     /// With `lock = "uv.lock"`: the project's extras, dependency groups, and `--no-dev`.
     pub extras: Option<Spanned<Vec<String>>>,
     pub groups: Option<Spanned<Vec<String>>>,

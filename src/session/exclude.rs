@@ -8,12 +8,17 @@ use std::path::{Path, PathBuf};
 
 use crate::recipe::Recipe;
 
-/// `recipe` with every layer's (and every step's file input's) `ignore` extended to leave
+/// `recipe` with every layer's (every step's file input's, `[python] project`'s) `ignore` extended to leave
 /// `paths` (absolute) out, each with the directories above it (below the layer's source) that
 /// hold nothing else: `-o out/img` makes `out/`, which the next build would otherwise take in.
 pub fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
     let mut out = recipe.clone();
     let step_inputs = out.steps.iter_mut().flat_map(|s| &mut s.inputs);
+    let project = out
+        .python
+        .as_mut()
+        .and_then(|p| p.project.as_mut())
+        .map(|p| &mut p.spec);
     let specs = out
         .layers
         .iter_mut()
@@ -21,7 +26,8 @@ pub fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
         .chain(step_inputs.filter_map(|i| match i {
             crate::recipe::StepInput::Files { spec, .. } => Some(spec),
             crate::recipe::StepInput::Step(_) => None,
-        }));
+        }))
+        .chain(project);
     for spec in specs {
         let src = lexical(&spec.src);
         for p in paths {

@@ -197,6 +197,9 @@ impl Session<'_> {
             sdists: sdists
                 .as_ref()
                 .map(|b| b as &dyn system::sdist::SdistBuilder),
+            project: sdists
+                .as_ref()
+                .map(|b| b as &dyn system::project::ProjectBuilder),
         };
         let system = system::prepare(recipe, base, lock, io, &opts)?;
         Ok((system, sdists.map(|s| s.reports()).unwrap_or_default()))

@@ -46,7 +46,8 @@ impl Session<'_> {
         let (extras, reports) = steps::run_steps(&ctx, &recipe.steps, &builders, &mut lock.steps)
             .map_err(|e| SessionError::Step(Box::new(e)))?;
         // The lock's steps: the recipe's, in its order, each registry builder as pinned; then
-        // those of the sdists built (`sdist:NAME`, which the wheels keep up to date).
+        // those of the sdists built (`sdist:NAME`) and of the project (`project:NAME`), which the
+        // wheels keep up to date.
         let mut ordered = Vec::with_capacity(lock.steps.len());
         for step in &recipe.steps {
             if let Some(mut e) = lock.steps.iter().find(|l| l.name == step.name).cloned() {
@@ -60,7 +61,7 @@ impl Session<'_> {
         ordered.extend(
             lock.steps
                 .iter()
-                .filter(|l| l.name.starts_with("sdist:"))
+                .filter(|l| l.name.starts_with("sdist:") || l.name.starts_with("project:"))
                 .cloned(),
         );
         lock.steps = ordered;

@@ -13,6 +13,7 @@
 
 mod fetch;
 mod image;
+pub mod project;
 mod report;
 pub mod sdist;
 
@@ -46,7 +47,7 @@ const FAILED_TAIL: usize = 20;
 pub enum StepError {
     #[error("step `{step}` asks for the network (`network = true`), which a build gives only when the command line allows it: `--allow-network` (declared `fetch` downloads need no network in the step)")]
     NetworkNotAllowed { step: String },
-    #[error("step `{step}` failed ({}){}{}", outcome(*exit_code, *timed_out, tail), tail_text(tail), if !*offline { "" } else if step.starts_with("sdist:") { NO_NETWORK_SDIST } else { NO_NETWORK })]
+    #[error("step `{step}` failed ({}){}{}", outcome(*exit_code, *timed_out, tail), tail_text(tail), if !*offline { "" } else if step.starts_with("sdist:") || step.starts_with("project:") { NO_NETWORK_SDIST } else { NO_NETWORK })]
     Failed {
         step: String,
         exit_code: Option<i32>,
@@ -115,7 +116,7 @@ pub enum StepError {
 
 const NO_NETWORK: &str = "\n  (the step has no network: declare its downloads as `fetch = [{ url, sha256, dest }]`, or give it `network = true` and build with --allow-network)";
 
-const NO_NETWORK_SDIST: &str = "\n  (an sdist is built with no network: what its build downloads must be in the builder, e.g. its build requirements as the builder recipe's [apt] packages or [python] wheels)";
+const NO_NETWORK_SDIST: &str = "\n  (an sdist or a project is built into a wheel with no network: what its build downloads must be in the builder, e.g. its build requirements as the builder recipe's [apt] packages or [python] wheels)";
 
 /// Words a resolver or socket error prints when there is no network.
 const NETWORK_ERRORS: &[&str] = &[
@@ -365,6 +366,23 @@ fn layer(ctx: &StepContext<'_>, step: &Step, l: &Layer) -> Result<(CachedLayer, 
         step: step.name.clone(),
         source: Box::new(e),
     })
+}
+
+/// The digest of the step's file input `i` as the layer it becomes (its diff_id), through the
+/// layer cache: what a `[python] project`'s wheel is pinned as built from.
+pub fn files_digest(ctx: &StepContext<'_>, step: &Step, i: usize) -> Result<Digest, StepError> {
+    let Some(StepInput::Files { src, spec }) = step.inputs.get(i) else {
+        return Err(StepError::Io {
+            step: step.name.clone(),
+            source: std::io::Error::other("internal: no such file input"),
+        });
+    };
+    let l = Layer {
+        name: format!("{}.input{}", step.name, i + 1),
+        src: src.clone(),
+        spec: spec.clone(),
+    };
+    Ok(layer(ctx, step, &l)?.0.diff_id)
 }
 
 /// The step's key: everything its outputs are a function of.

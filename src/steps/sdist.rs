@@ -13,23 +13,29 @@ use crate::store::Store;
 use crate::system::sdist::{BuiltWheel, Sdist};
 
 /// The frontend the step runs.
-const FRONTEND: &str = include_str!("pep517.py");
+pub(super) const FRONTEND: &str = include_str!("pep517.py");
 
 /// Where the step finds the sdist and writes the wheel.
 const SDIST_DIR: &str = "/ocibuild/sdist";
-const WHEEL_DIR: &str = "/ocibuild/wheel";
+pub(super) const WHEEL_DIR: &str = "/ocibuild/wheel";
 
 /// How long an sdist build may take (compiling a large extension).
-const TIMEOUT_SECS: u64 = 3 * 3600;
+pub(super) const TIMEOUT_SECS: u64 = 3 * 3600;
+
+/// The environment a wheel is built in (an sdist's, a project's).
+pub(super) const ENV: [(&str, &str); 3] = [
+    ("HOME", "/tmp"),
+    ("PYTHONDONTWRITEBYTECODE", "1"),
+    ("PIP_NO_INDEX", "1"),
+];
 
 /// The step that builds `sdist` in `image`; `at` is where the builder is named.
 pub fn step(image: &StepImage, at: &str, sdist: &Sdist) -> Step {
     let file = format!("{SDIST_DIR}/{}", sanitized(&sdist.filename));
-    let env = BTreeMap::from([
-        ("HOME".to_string(), "/tmp".to_string()),
-        ("PYTHONDONTWRITEBYTECODE".to_string(), "1".to_string()),
-        ("PIP_NO_INDEX".to_string(), "1".to_string()),
-    ]);
+    let env: BTreeMap<String, String> = ENV
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
     Step {
         name: sdist.step_name(),
         image: image.clone(),

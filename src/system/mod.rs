@@ -13,6 +13,7 @@
 
 pub mod apt;
 pub mod listing;
+pub mod project;
 pub mod python;
 pub mod rootfs;
 pub mod sdist;
@@ -150,6 +151,28 @@ pub enum SystemError {
         expected: String,
         found: String,
     },
+    #[error("{at}: [python] project: {problem}")]
+    Project { at: String, problem: String },
+    #[error("{at}: [python] project: `{project}` is a virtual project in uv.lock (`[tool.uv] package = false`, or no [build-system]): uv does not build it, and neither does ocibuild; give it a [build-system] (and `uv lock`), or leave `project` out and install its files with a [[layer]]")]
+    VirtualProject { at: String, project: String },
+    #[error("[python] project `{project}`: building its wheel")]
+    ProjectBuild {
+        project: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    #[error("[python] project `{project}`: the wheel its backend built, {wheel}: {reason}")]
+    ProjectWheel {
+        project: String,
+        wheel: String,
+        reason: String,
+    },
+    #[error("[python] project `{project}`: its files are those the lock pins, but its wheel built again is {found}, the lock pins {expected}: the build is not reproducible; `ocibuild lock` pins the new wheel")]
+    ProjectWheelChanged {
+        project: String,
+        expected: String,
+        found: String,
+    },
 }
 
 impl std::fmt::Display for FetchMismatch {
@@ -275,6 +298,8 @@ pub struct Io<'a> {
     pub reporter: &'a dyn Reporter,
     /// Where sdists are built into wheels (`[python] sdist-builder`); `None` refuses them.
     pub sdists: Option<&'a dyn sdist::SdistBuilder>,
+    /// Where `[python] project` is built into a wheel (the same builder).
+    pub project: Option<&'a dyn project::ProjectBuilder>,
 }
 
 /// A layer built (or found in the cache) by this module.
@@ -666,6 +691,26 @@ pub fn prepare(
                 sys.wheels_resolved = Some(wheels.len());
                 sys.lock_changed = true;
             }
+            // The project's own wheel, built now from its files, goes last, alone.
+            let mut wheels: Vec<_> = wheels
+                .into_iter()
+                .filter(|w| !project::is_project_wheel(w))
+                .collect();
+            let own = match &py.project {
+                Some(p) => {
+                    let (w, changed) =
+                        project::build(p, pkgs, &interp, lock, io.project, opts.pin)?;
+                    sys.lock_changed |= changed;
+                    Some(w)
+                }
+                None if !matches!(opts.pin, LockPolicy::Locked | LockPolicy::Frozen) => {
+                    sys.lock_changed |= project::unpin_others(lock, None);
+                    None
+                }
+                None => None,
+            };
+            let project_last = own.is_some();
+            wheels.extend(own);
             if opts.build_layers {
                 let layout = wheels::WheelLayout {
                     overlap: py.overlap,
@@ -673,6 +718,7 @@ pub fn prepare(
                     other_layers: base.map_or(0, |b| b.layers.len())
                         + sys.layers.len()
                         + recipe.layers.len(),
+                    project_last,
                 };
                 let built =
                     wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;

@@ -113,7 +113,7 @@ pub fn build(
 
 /// Whether the interpreter loads a wheel built for it: a Python and ABI tag pair it supports,
 /// and a platform it supports or the builder's own `linux_MACHINE`.
-fn fits(file: &WheelFile, interp: &Interpreter) -> Result<(), String> {
+pub(super) fn fits(file: &WheelFile, interp: &Interpreter) -> Result<(), String> {
     let supported = tags::supported_tags(interp);
     let own = format!("linux_{}", interp.machine);
     let ok = file.tags().any(|t| {
@@ -150,7 +150,11 @@ pub fn ensure_built(
 ) -> Result<bool, SystemError> {
     let mut changed = false;
     for w in wheels.iter_mut() {
-        let Some(from) = &w.built_from else {
+        let Some(from) = w
+            .built_from
+            .as_ref()
+            .filter(|b| b.step.starts_with("sdist:"))
+        else {
             continue;
         };
         let sdist = Sdist {

@@ -94,6 +94,7 @@ fn choose_locked(
         store,
         reporter,
         sdists,
+        ..
     } = *io;
     if pin == LockPolicy::Frozen {
         return match &lock.python_packages {
@@ -415,6 +416,9 @@ pub struct WheelLayout {
     pub overlap: Overlap,
     pub max_layer_size: u64,
     pub other_layers: usize,
+    /// The last wheel is `[python] project`'s: a layer of its own, after the others (it
+    /// changes most often).
+    pub project_last: bool,
 }
 
 /// The wheel layers, and what the analysis of the set found.
@@ -440,13 +444,20 @@ pub fn layers(
     if wheels.is_empty() {
         return Ok(WheelLayers::default());
     }
-    let sizes: Vec<(&str, u64)> = wheels.iter().map(|w| (w.name.as_str(), w.size)).collect();
-    let limits = LayerLimits::for_image(layout.other_layers, layout.max_layer_size).ok_or(
-        SystemError::WheelPlan(PlanError::NoRoom {
-            other: layout.other_layers,
-        }),
-    )?;
-    let groups = plan_layers(&sizes, &limits).map_err(SystemError::WheelPlan)?;
+    let own = usize::from(layout.project_last);
+    let planned = &wheels[..wheels.len() - own];
+    let sizes: Vec<(&str, u64)> = planned.iter().map(|w| (w.name.as_str(), w.size)).collect();
+    let other = layout.other_layers + own;
+    let limits = LayerLimits::for_image(other, layout.max_layer_size)
+        .ok_or(SystemError::WheelPlan(PlanError::NoRoom { other }))?;
+    let mut groups = if planned.is_empty() {
+        Vec::new()
+    } else {
+        plan_layers(&sizes, &limits).map_err(SystemError::WheelPlan)?
+    };
+    if layout.project_last {
+        groups.push(vec![wheels.len() - 1]);
+    }
     let set = wheelset::analyze(
         wheels,
         interp,

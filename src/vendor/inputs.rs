@@ -61,18 +61,24 @@ pub fn inputs(lock: &Lock, archive_fetch_url: Option<&str>) -> Vec<Input> {
         });
     }
     // A wheel built from an sdist: the sdist is the input (its step builds the wheel again).
-    v.extend(lock.wheels.iter().map(|w| {
-        Input::Wheel(match &w.built_from {
-            Some(b) => LockedWheel {
-                filename: w.url.rsplit('/').next().unwrap_or(&w.url).to_string(),
-                sha256: b.sha256,
-                size: 0,
-                built_from: None,
-                ..w.clone()
-            },
-            None => w.clone(),
-        })
-    }));
+    // `[python] project`'s is built from the recipe's own files, as a `[[layer]]` is: none.
+    v.extend(
+        lock.wheels
+            .iter()
+            .filter(|w| !crate::system::project::is_project_wheel(w))
+            .map(|w| {
+                Input::Wheel(match &w.built_from {
+                    Some(b) => LockedWheel {
+                        filename: w.url.rsplit('/').next().unwrap_or(&w.url).to_string(),
+                        sha256: b.sha256,
+                        size: 0,
+                        built_from: None,
+                        ..w.clone()
+                    },
+                    None => w.clone(),
+                })
+            }),
+    );
     // A multi-platform lock's whole file: every platform's inputs (callers that check the
     // lock pass each platform's view instead).
     for name in lock.platforms.keys() {

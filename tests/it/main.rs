@@ -79,5 +79,6 @@ mod test_stage_rootless;
 mod thread_independence;
 mod tools_smoke;
 mod two_registries;
+mod uv_project;
 mod wheel_recipe;
 mod wheels;

@@ -256,3 +256,39 @@ dev = ["pytest>=9.2.0"]
     // No project metadata to compare: not said to be stale.
     assert_eq!(stale("version = 1\n", project), None);
 }
+
+#[test]
+fn the_project_entry_gives_the_name_and_version_and_says_when_it_is_virtual() {
+    let e = project(&lock(), "App").unwrap();
+    assert_eq!(
+        e,
+        ProjectEntry {
+            name: "app".into(),
+            version: Some("0.1.0".into()),
+            is_virtual: false,
+            members: Vec::new(),
+        }
+    );
+    // A workspace member the project depends on is named.
+    let ws = lock().replace(
+        "    { name = \"click\" },\n    { name = \"numpy\", version = \"2.4.6\"",
+        "    { name = \"click\" },\n    { name = \"lib\" },\n    { name = \"numpy\", version = \"2.4.6\"",
+    ) + "\n[[package]]\nname = \"lib\"\nversion = \"0.1.0\"\nsource = { editable = \"lib\" }\n";
+    assert_eq!(project(&ws, "app").unwrap().members, ["lib"]);
+    let virt = lock().replace(
+        "source = { editable = \".\" }",
+        "source = { virtual = \".\" }",
+    );
+    assert!(project(&virt, "app").unwrap().is_virtual);
+    // A registry package of that name is not the project.
+    let e = project(&lock(), "click").unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "uv.lock has no project `click` (its projects, sources `editable` or `virtual`: app): run `uv lock` in the project"
+    );
+    let e = project("version = 2\n", "app").unwrap_err().to_string();
+    assert!(
+        e.starts_with("uv.lock version 2 is not one ocibuild reads"),
+        "{e}"
+    );
+}
