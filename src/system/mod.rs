@@ -26,6 +26,7 @@ use crate::apt::AptError;
 use crate::base::BaseImage;
 use crate::digest::Digest;
 use crate::http::Fetcher;
+use crate::cuda::CudaReport;
 use crate::json::JsonError;
 use crate::layer::{Compression, LayerError};
 use crate::lock::{Lock, LockPolicy};
@@ -673,6 +674,7 @@ pub fn prepare(
                     other_layers: base.map_or(0, |b| b.layers.len())
                         + sys.layers.len()
                         + recipe.layers.len(),
+                    cuda: recipe.image.cuda.as_ref(),
                 };
                 let built =
                     wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;
@@ -695,6 +697,11 @@ pub fn prepare(
                     wheelset::duplicates(&built.set, &wheels, &earlier)
                 });
                 sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
+                sys.wheel_report.cuda = recipe.image.cuda.as_ref().map(|t| CudaReport {
+                    archs: t.names(),
+                    ptx: t.ptx.as_str().to_string(),
+                    libraries: built.cuda,
+                });
             }
             sys.wheels = wheels;
         }

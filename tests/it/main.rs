@@ -28,6 +28,7 @@ mod cli_registry_flags;
 mod cli_text;
 mod cli_ux;
 mod concurrency;
+mod cuda;
 mod cosign_attest;
 mod docker_keys;
 mod epoch;

@@ -1,0 +1,235 @@
+//! `[image] cuda-archs` (src/cuda) on wheel layers: a wheel whose libraries carry fatbins
+//! (synthetic, `ocibuild::cuda::fixture`: no nvcc needed) installed pruned; RECORD lists the
+//! pruned bytes; the layer is smaller, the same twice, and keyed apart from the unpruned one.
+//! Online (OCIBUILD_ONLINE=1): the nvidia-curand-cu12 wheel from PyPI, whose listing was
+//! checked with cuobjdump.
+
+use crate::common;
+use crate::wheelfix::make_wheel;
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::Command;
+
+use ocibuild::cuda::fixture::{library, ptx, sass};
+use ocibuild::cuda::{LibraryReport, PtxPolicy, Targets};
+use ocibuild::digest::Digest;
+use ocibuild::layer::{Compression, LayerOptions};
+use ocibuild::python::interpreter::PyVersion;
+use ocibuild::python::wheel::{build_wheel_layer_with, layer_key, record_hash, WheelInput};
+use ocibuild::python::{Interpreter, Scheme};
+use ocibuild::store::{CachedLayer, Store};
+
+const SITE: &str = "usr/local/lib/python3.11/dist-packages";
+
+fn interp() -> Interpreter {
+    let version = PyVersion {
+        major: 3,
+        minor: 11,
+    };
+    Interpreter {
+        version,
+        executable: "/usr/bin/python3.11".into(),
+        machine: "x86_64".into(),
+        glibc: Some((2, 36)),
+        scheme: Scheme::debian_local(version),
+        full_version: None,
+    }
+}
+
+fn opts() -> LayerOptions {
+    LayerOptions {
+        epoch: 1_700_000_000,
+        compression: Compression::GZIP,
+        threads: 2,
+    }
+}
+
+fn sm90() -> Targets {
+    Targets {
+        archs: [90].into_iter().collect(),
+        ptx: PtxPolicy::Newest,
+    }
+}
+
+/// path → content of every file of the (gzip) layer.
+fn files(store: &Store, layer: &CachedLayer) -> BTreeMap<String, Vec<u8>> {
+    let gz = flate2::read::GzDecoder::new(store.open_blob(&layer.digest).unwrap());
+    let mut ar = tar::Archive::new(gz);
+    let mut out = BTreeMap::new();
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        let p = String::from_utf8(e.path_bytes().into_owned()).unwrap();
+        let mut c = Vec::new();
+        e.read_to_end(&mut c).unwrap();
+        out.insert(p, c);
+    }
+    out
+}
+
+/// A CUDA wheel: two fatbin libraries, one whose fatbin is malformed, one `.so` that is not
+/// an ELF file, and an ELF library without a fatbin.
+fn cuda_wheel(dir: &Path) -> (WheelInput, Vec<u8>) {
+    let big = library(&[
+        &[
+            sass(75, 40_000),
+            sass(80, 50_000),
+            sass(90, 60_000),
+            sass(120, 70_000),
+            ptx(120, 30_000),
+        ],
+        &[sass(80, 20_000), sass(90, 20_000), ptx(90, 9_000)],
+    ]);
+    let mut broken = library(&[&[sass(80, 1000), sass(90, 1000)]]);
+    let at = broken.windows(4).position(|w| w == 0xBA55_ED50u32.to_le_bytes()).unwrap();
+    broken[at + 8] = 0xFF; // a fat size past the section
+    let plain = ocibuild::cuda::fixture::elf_with_section(".text", b"host code");
+    let w = make_wheel(
+        dir,
+        "nvidia_fake_cu12-1.0-py3-none-manylinux2014_x86_64.whl",
+        &[
+            ("nvidia/fake/lib/libfake.so.12", &big, 0o755),
+            ("nvidia/fake/lib/libbroken.so.12", &broken, 0o755),
+            ("nvidia/fake/lib/libscript.so", b"INPUT(-lfake)\n", 0o644),
+            ("nvidia/fake/lib/libplain.so", &plain, 0o755),
+            ("nvidia/fake/__init__.py", b"", 0o644),
+        ],
+        false,
+        &|_| {},
+    );
+    (w, big)
+}
+
+#[test]
+fn a_wheel_layer_is_pruned_in_place_and_recorded() {
+    let tmp = common::tempdir();
+    let (w, big) = cuda_wheel(tmp.path());
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let ws = std::slice::from_ref(&w);
+    let (plain, none) = build_wheel_layer_with(&store, ws, &interp(), &opts(), None, &|_| {})
+        .unwrap();
+    assert!(none.is_empty());
+    let (pruned, report) =
+        build_wheel_layer_with(&store, ws, &interp(), &opts(), Some(&sm90()), &|_| {}).unwrap();
+    let (again, _) =
+        build_wheel_layer_with(&store, ws, &interp(), &opts(), Some(&sm90()), &|_| {}).unwrap();
+    assert_eq!(pruned.digest, again.digest, "pruning is deterministic");
+    assert_ne!(pruned.digest, plain.digest);
+    assert_eq!(
+        pruned.uncompressed_size, plain.uncompressed_size,
+        "in place: every file keeps its size"
+    );
+    let removed = (64 + 40_000) + (64 + 50_000) + (64 + 70_000) + (64 + 20_000);
+    assert!(
+        plain.size - pruned.size > removed as u64 * 9 / 10,
+        "the compressed layer is smaller by about what was removed: {} → {}",
+        plain.size,
+        pruned.size
+    );
+    let by_path: BTreeMap<&str, &LibraryReport> =
+        report.iter().map(|r| (r.path.as_str(), r)).collect();
+    let lib = |n: &str| format!("/{SITE}/nvidia/fake/lib/{n}");
+    let fake = by_path[lib("libfake.so.12").as_str()].pruned.clone().unwrap();
+    assert_eq!(fake.bytes_removed, removed as u64);
+    assert_eq!(fake.kept, ["compute_120", "compute_90", "sm_90"]);
+    assert_eq!(fake.removed, ["sm_120", "sm_75", "sm_80"]);
+    let broken = by_path[lib("libbroken.so.12").as_str()];
+    assert!(broken.pruned.is_none());
+    assert!(broken.reason.as_deref().unwrap().contains("malformed fatbin"), "{broken:?}");
+    let script = by_path[lib("libscript.so").as_str()];
+    assert_eq!(script.reason.as_deref(), Some("not an ELF file"));
+    assert!(!by_path.contains_key(lib("libplain.so").as_str()), "no fatbin: not listed");
+    assert_eq!(report.len(), 3);
+
+    // The layer holds the pruned library, RECORD its sha256; the rest as the wheel has them.
+    let fs = files(&store, &pruned);
+    let installed = &fs[&format!("{SITE}/nvidia/fake/lib/libfake.so.12")];
+    let mut want = big.clone();
+    ocibuild::cuda::prune(&mut want, &sm90()).unwrap();
+    assert_eq!(installed, &want);
+    assert_eq!(installed.len(), big.len());
+    let record = String::from_utf8(
+        fs[&format!("{SITE}/nvidia_fake_cu12-1.0.dist-info/RECORD")].clone(),
+    )
+    .unwrap();
+    let row = format!(
+        "nvidia/fake/lib/libfake.so.12,{},{}",
+        record_hash(&Digest::of(installed)),
+        big.len()
+    );
+    assert!(record.contains(&row), "{record}");
+    let plain_fs = files(&store, &plain);
+    for n in ["libbroken.so.12", "libscript.so", "libplain.so"] {
+        let p = format!("{SITE}/nvidia/fake/lib/{n}");
+        assert_eq!(fs[&p], plain_fs[&p], "{n} is left as it is");
+    }
+
+    // The targets are part of the layer's key; without them the key is what it was.
+    let k = |c: Option<&Targets>| layer_key(ws, &interp(), &opts(), c).unwrap();
+    assert_ne!(k(None), k(Some(&sm90())));
+    let none = Targets {
+        ptx: PtxPolicy::None,
+        ..sm90()
+    };
+    assert_ne!(k(Some(&none)), k(Some(&sm90())));
+}
+
+/// nvidia-curand-cu12 10.3.7.77 (PyPI, 56 MB): `libcurand.so.10` (96,472,496 bytes) has 11
+/// fatbin containers; `cuobjdump --list-elf` (CUDA 11.8's and 13.5's) lists 11 cubins each for
+/// sm_50, 60, 70, 75, 80, 86, 89 and 90, `--list-ptx` 10 PTX for sm_90. Pruned to sm_90 here,
+/// cuobjdump lists 11 sm_90 cubins and the 10 sm_90 PTX, and the file still loads
+/// (`ctypes.CDLL`).
+const CURAND: &str = "nvidia_curand_cu12-10.3.7.77-py3-none-manylinux2014_x86_64.whl";
+const CURAND_SHA256: &str = "99f1a32f1ac2bd134897fc7a203f779303261268a65762a623bf30cc9fe79117";
+
+#[test]
+fn online_curand_pruned_to_sm_90() {
+    if !common::online("downloads the nvidia-curand-cu12 wheel from PyPI") {
+        return;
+    }
+    let tmp = common::tempdir();
+    common::run_ok(Command::new("python3").args([
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--no-deps",
+        "--only-binary=:all:",
+        "--platform",
+        "manylinux2014_x86_64",
+        "--python-version",
+        "3.11",
+        "nvidia-curand-cu12==10.3.7.77",
+        "-d",
+    ]).arg(tmp.path()));
+    let path = tmp.path().join(CURAND);
+    let sha256 = ocibuild::digest::hash_file(&path).unwrap().0;
+    assert_eq!(sha256.hex(), CURAND_SHA256);
+    let w = WheelInput {
+        path,
+        file: ocibuild::python::tags::WheelFile::parse(CURAND).unwrap(),
+        sha256,
+        exclude: Default::default(),
+    };
+    let store = Store::open(tmp.path().join("store")).unwrap();
+    let ws = std::slice::from_ref(&w);
+    let (plain, _) = build_wheel_layer_with(&store, ws, &interp(), &opts(), None, &|_| {})
+        .unwrap();
+    let (pruned, report) =
+        build_wheel_layer_with(&store, ws, &interp(), &opts(), Some(&sm90()), &|_| {}).unwrap();
+    assert_eq!(report.len(), 1, "{report:?}");
+    let p = report[0].pruned.clone().unwrap();
+    assert_eq!(report[0].size, 96_472_496);
+    assert_eq!(p.kept, ["compute_90", "sm_90"]);
+    assert_eq!(
+        p.removed,
+        ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_89"]
+    );
+    assert_eq!(p.entries_removed, 77);
+    eprintln!(
+        "curand: {} bytes removed; layer {} → {} bytes compressed",
+        p.bytes_removed, plain.size, pruned.size
+    );
+    assert!(plain.size - pruned.size > p.bytes_removed / 3);
+}
