@@ -60,7 +60,10 @@ fn section(b: &[u8], shoff: usize, entsize: usize, i: u64) -> Result<Section, Cu
         .and_then(|i| i.checked_mul(entsize))
         .and_then(|o| o.checked_add(shoff))
         .ok_or(bad("a section header lies outside the file"))?;
-    let field = |o: usize| at.checked_add(o).ok_or(bad("section header offset overflows"));
+    let field = |o: usize| {
+        at.checked_add(o)
+            .ok_or(bad("section header offset overflows"))
+    };
     let get32 = |o| u32_at(b, field(o)?).ok_or(bad("a section header lies outside the file"));
     let get64 = |o| u64_at(b, field(o)?).ok_or(bad("a section header lies outside the file"));
     Ok(Section {

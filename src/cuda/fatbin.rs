@@ -145,9 +145,9 @@ pub(super) fn select(c: &Container, t: &Targets) -> BTreeSet<usize> {
             .map(|e| e.arch)
             .max();
         match best {
-            Some(b) => keep.extend(
-                (0..es.len()).filter(|&i| es[i].kind == KIND_ELF && es[i].arch == b),
-            ),
+            Some(b) => {
+                keep.extend((0..es.len()).filter(|&i| es[i].kind == KIND_ELF && es[i].arch == b))
+            }
             None => {
                 let ptx = es
                     .iter()
@@ -155,12 +155,18 @@ pub(super) fn select(c: &Container, t: &Targets) -> BTreeSet<usize> {
                     .map(|e| e.arch)
                     .max();
                 if let Some(p) = ptx {
-                    keep.extend((0..es.len()).filter(|&i| es[i].kind == KIND_PTX && es[i].arch == p));
+                    keep.extend(
+                        (0..es.len()).filter(|&i| es[i].kind == KIND_PTX && es[i].arch == p),
+                    );
                 }
             }
         }
     }
-    let newest = es.iter().filter(|e| e.kind == KIND_PTX).map(|e| e.arch).max();
+    let newest = es
+        .iter()
+        .filter(|e| e.kind == KIND_PTX)
+        .map(|e| e.arch)
+        .max();
     for (i, e) in es.iter().enumerate() {
         let ptx_kept = match t.ptx {
             PtxPolicy::All => true,

@@ -56,8 +56,8 @@ pub use elf::is_elf;
 /// The architectures `cuda-archs` accepts (CUDA 13's list, and what CUDA 12 had before).
 pub const KNOWN_ARCHS: &[&str] = &[
     "sm_50", "sm_52", "sm_53", "sm_60", "sm_61", "sm_62", "sm_70", "sm_72", "sm_75", "sm_80",
-    "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_101", "sm_103", "sm_110",
-    "sm_120", "sm_121",
+    "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_100", "sm_101", "sm_103", "sm_110", "sm_120",
+    "sm_121",
 ];
 
 /// The values `cuda-ptx` accepts.
@@ -68,13 +68,17 @@ pub const PTX_POLICIES: &[&str] = &["newest", "none", "all"];
 pub enum CudaError {
     #[error("not an ELF file")]
     NotElf,
-    #[error("an ELF file of class {class} and byte order {data} (only 64-bit little-endian is read)")]
+    #[error(
+        "an ELF file of class {class} and byte order {data} (only 64-bit little-endian is read)"
+    )]
     UnsupportedElf { class: u8, data: u8 },
     #[error("malformed ELF: {reason}")]
     MalformedElf { reason: &'static str },
     #[error("malformed fatbin at offset {offset} of .nv_fatbin: {reason}")]
     MalformedFatbin { offset: u64, reason: &'static str },
-    #[error("none of its GPU code runs on {targets} (it has {found}): pruning would remove it all")]
+    #[error(
+        "none of its GPU code runs on {targets} (it has {found}): pruning would remove it all"
+    )]
     NoCode { targets: String, found: String },
 }
 

@@ -21,7 +21,12 @@ fn listing(b: &[u8]) -> Vec<Vec<(u16, u32)>> {
 #[test]
 fn keeps_the_targets_sass_and_the_newest_ptx_in_place() {
     let lib = library(&[
-        &[sass(80, 1000), sass(90, 1200), sass(120, 900), ptx(120, 500)],
+        &[
+            sass(80, 1000),
+            sass(90, 1200),
+            sass(120, 900),
+            ptx(120, 500),
+        ],
         &[sass(80, 300), sass(90, 333), ptx(90, 77)],
     ]);
     let mut b = lib.clone();
@@ -97,7 +102,10 @@ fn ptx_policies() {
 
 #[test]
 fn a_container_with_no_code_for_the_targets_is_kept_whole() {
-    let lib = library(&[&[sass(90, 80), sass(100, 80)], &[sass(100, 64), sass(103, 64)]]);
+    let lib = library(&[
+        &[sass(90, 80), sass(100, 80)],
+        &[sass(100, 64), sass(103, 64)],
+    ]);
     let mut b = lib.clone();
     prune(&mut b, &targets(&[90], PtxPolicy::None)).unwrap();
     assert_eq!(listing(&b), vec![vec![(2, 90)], vec![(2, 100), (2, 103)]]);
@@ -116,13 +124,18 @@ fn a_library_with_no_code_for_the_targets_is_refused_unchanged() {
         }
     );
     assert_eq!(b, lib);
-    assert!(e.to_string().contains("none of its GPU code runs on sm_90, sm_100"));
+    assert!(e
+        .to_string()
+        .contains("none of its GPU code runs on sm_90, sm_100"));
 }
 
 #[test]
 fn files_that_are_not_cuda_libraries() {
     let t = targets(&[90], PtxPolicy::Newest);
-    assert_eq!(prune(&mut b"#!/bin/sh\n".to_vec(), &t), Err(CudaError::NotElf));
+    assert_eq!(
+        prune(&mut b"#!/bin/sh\n".to_vec(), &t),
+        Err(CudaError::NotElf)
+    );
     let mut no_fatbin = elf_with_section(".text", b"code");
     assert_eq!(prune(&mut no_fatbin, &t), Ok(None));
     let mut elf32 = library(&[&[sass(90, 8)]]);

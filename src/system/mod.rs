@@ -24,9 +24,9 @@ use std::io::{self, Read};
 
 use crate::apt::AptError;
 use crate::base::BaseImage;
+use crate::cuda::CudaReport;
 use crate::digest::Digest;
 use crate::http::Fetcher;
-use crate::cuda::CudaReport;
 use crate::json::JsonError;
 use crate::layer::{Compression, LayerError};
 use crate::lock::{Lock, LockPolicy};

@@ -82,7 +82,10 @@ fn cuda_wheel(dir: &Path) -> (WheelInput, Vec<u8>) {
         &[sass(80, 20_000), sass(90, 20_000), ptx(90, 9_000)],
     ]);
     let mut broken = library(&[&[sass(80, 1000), sass(90, 1000)]]);
-    let at = broken.windows(4).position(|w| w == 0xBA55_ED50u32.to_le_bytes()).unwrap();
+    let at = broken
+        .windows(4)
+        .position(|w| w == 0xBA55_ED50u32.to_le_bytes())
+        .unwrap();
     broken[at + 8] = 0xFF; // a fat size past the section
     let plain = ocibuild::cuda::fixture::elf_with_section(".text", b"host code");
     let w = make_wheel(
@@ -107,8 +110,8 @@ fn a_wheel_layer_is_pruned_in_place_and_recorded() {
     let (w, big) = cuda_wheel(tmp.path());
     let store = Store::open(tmp.path().join("store")).unwrap();
     let ws = std::slice::from_ref(&w);
-    let (plain, none) = build_wheel_layer_with(&store, ws, &interp(), &opts(), None, &|_| {})
-        .unwrap();
+    let (plain, none) =
+        build_wheel_layer_with(&store, ws, &interp(), &opts(), None, &|_| {}).unwrap();
     assert!(none.is_empty());
     let (pruned, report) =
         build_wheel_layer_with(&store, ws, &interp(), &opts(), Some(&sm90()), &|_| {}).unwrap();
@@ -130,16 +133,29 @@ fn a_wheel_layer_is_pruned_in_place_and_recorded() {
     let by_path: BTreeMap<&str, &LibraryReport> =
         report.iter().map(|r| (r.path.as_str(), r)).collect();
     let lib = |n: &str| format!("/{SITE}/nvidia/fake/lib/{n}");
-    let fake = by_path[lib("libfake.so.12").as_str()].pruned.clone().unwrap();
+    let fake = by_path[lib("libfake.so.12").as_str()]
+        .pruned
+        .clone()
+        .unwrap();
     assert_eq!(fake.bytes_removed, removed as u64);
     assert_eq!(fake.kept, ["compute_120", "compute_90", "sm_90"]);
     assert_eq!(fake.removed, ["sm_120", "sm_75", "sm_80"]);
     let broken = by_path[lib("libbroken.so.12").as_str()];
     assert!(broken.pruned.is_none());
-    assert!(broken.reason.as_deref().unwrap().contains("malformed fatbin"), "{broken:?}");
+    assert!(
+        broken
+            .reason
+            .as_deref()
+            .unwrap()
+            .contains("malformed fatbin"),
+        "{broken:?}"
+    );
     let script = by_path[lib("libscript.so").as_str()];
     assert_eq!(script.reason.as_deref(), Some("not an ELF file"));
-    assert!(!by_path.contains_key(lib("libplain.so").as_str()), "no fatbin: not listed");
+    assert!(
+        !by_path.contains_key(lib("libplain.so").as_str()),
+        "no fatbin: not listed"
+    );
     assert_eq!(report.len(), 3);
 
     // The layer holds the pruned library, RECORD its sha256; the rest as the wheel has them.
@@ -149,10 +165,9 @@ fn a_wheel_layer_is_pruned_in_place_and_recorded() {
     ocibuild::cuda::prune(&mut want, &sm90()).unwrap();
     assert_eq!(installed, &want);
     assert_eq!(installed.len(), big.len());
-    let record = String::from_utf8(
-        fs[&format!("{SITE}/nvidia_fake_cu12-1.0.dist-info/RECORD")].clone(),
-    )
-    .unwrap();
+    let record =
+        String::from_utf8(fs[&format!("{SITE}/nvidia_fake_cu12-1.0.dist-info/RECORD")].clone())
+            .unwrap();
     let row = format!(
         "nvidia/fake/lib/libfake.so.12,{},{}",
         record_hash(&Digest::of(installed)),
@@ -189,20 +204,24 @@ fn online_curand_pruned_to_sm_90() {
         return;
     }
     let tmp = common::tempdir();
-    common::run_ok(Command::new("python3").args([
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--only-binary=:all:",
-        "--platform",
-        "manylinux2014_x86_64",
-        "--python-version",
-        "3.11",
-        "nvidia-curand-cu12==10.3.7.77",
-        "-d",
-    ]).arg(tmp.path()));
+    common::run_ok(
+        Command::new("python3")
+            .args([
+                "-m",
+                "pip",
+                "download",
+                "--quiet",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--platform",
+                "manylinux2014_x86_64",
+                "--python-version",
+                "3.11",
+                "nvidia-curand-cu12==10.3.7.77",
+                "-d",
+            ])
+            .arg(tmp.path()),
+    );
     let path = tmp.path().join(CURAND);
     let sha256 = ocibuild::digest::hash_file(&path).unwrap().0;
     assert_eq!(sha256.hex(), CURAND_SHA256);
@@ -214,8 +233,7 @@ fn online_curand_pruned_to_sm_90() {
     };
     let store = Store::open(tmp.path().join("store")).unwrap();
     let ws = std::slice::from_ref(&w);
-    let (plain, _) = build_wheel_layer_with(&store, ws, &interp(), &opts(), None, &|_| {})
-        .unwrap();
+    let (plain, _) = build_wheel_layer_with(&store, ws, &interp(), &opts(), None, &|_| {}).unwrap();
     let (pruned, report) =
         build_wheel_layer_with(&store, ws, &interp(), &opts(), Some(&sm90()), &|_| {}).unwrap();
     assert_eq!(report.len(), 1, "{report:?}");

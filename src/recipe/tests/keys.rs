@@ -227,7 +227,9 @@ fn cuda_keys() {
     let img = |extra: &str| format!("[image]\nname = \"hello\"\n{extra}");
     let plain = parse_in(&d, &img("")).unwrap();
     assert_eq!(plain.image.cuda, None);
-    assert!(plain.identity_value_for_tests()["image"].get("cuda").is_none());
+    assert!(plain.identity_value_for_tests()["image"]
+        .get("cuda")
+        .is_none());
     let r = parse_in(&d, &img("cuda-archs = [\"sm_90\", \"sm_80\"]\n")).unwrap();
     let t = r.image.cuda.clone().unwrap();
     assert_eq!(t.archs.iter().copied().collect::<Vec<_>>(), [80, 90]);
