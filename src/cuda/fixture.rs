@@ -1,6 +1,7 @@
 //! Synthetic CUDA libraries for tests: a minimal ELF64 file whose `.nv_fatbin` section holds
 //! the containers asked for (no nvcc needed). Its layout follows the format in [`super`]; the
-//! payloads are filler bytes that name their entry, so a test can tell which ones stayed.
+//! payloads are pseudo-random filler (seeded by the entry), so each entry's bytes differ and
+//! compress about as SASS does.
 
 /// One entry to write: kind (1 PTX, 2 SASS), architecture number, payload length.
 #[derive(Clone, Copy, Debug)]
@@ -32,8 +33,15 @@ pub fn container(entries: &[FixtureEntry]) -> Vec<u8> {
         h[28..32].copy_from_slice(&e.arch.to_le_bytes());
         h[40..48].copy_from_slice(&0x11u64.to_le_bytes()); // 64-bit, Linux
         body.extend_from_slice(&h);
-        let fill = (e.arch as u8) ^ ((i as u8) << 4) ^ (e.kind as u8);
-        body.extend(std::iter::repeat_n(fill | 1, e.len));
+        // Filler that does not compress (as SASS hardly does), never zero, seeded per entry.
+        let mut x =
+            (e.arch << 8 | u32::from(e.kind) << 4 | i as u32).wrapping_mul(2_654_435_761) | 1;
+        body.extend((0..e.len).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            (x >> 24) as u8 | 1
+        }));
         body.resize(body.len() + padded - e.len, 0);
     }
     let mut out = Vec::with_capacity(16 + body.len());
