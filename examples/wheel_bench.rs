@@ -51,6 +51,7 @@ fn main() -> anyhow::Result<()> {
         overlap: ocibuild::recipe::Overlap::Error,
         max_layer_size: ocibuild::recipe::DEFAULT_MAX_LAYER_SIZE,
         other_layers: 1,
+        cuda: None,
     };
     let layers = wheels::layers(
         &lock.wheels,

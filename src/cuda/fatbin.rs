@@ -15,6 +15,10 @@ const HEADER: usize = 16;
 const ENTRY_MIN: usize = 64;
 pub(super) const KIND_PTX: u16 = 1;
 pub(super) const KIND_ELF: u16 = 2;
+/// Entry flags: code for exactly one GPU (`sm_90a`), and for one family (`compute_120f`; read
+/// on cuDNN 9.28's entries against what cuobjdump 13.5 lists).
+const FLAG_ARCH_SPECIFIC: u64 = 0x10_0000;
+const FLAG_FAMILY: u64 = 0x20_0000;
 
 /// One entry: its kind, its architecture number (`90` for sm_90 / compute_90), and where its
 /// header and payload lie in the section.
@@ -22,7 +26,48 @@ pub(super) const KIND_ELF: u16 = 2;
 pub(super) struct Entry {
     pub(super) kind: u16,
     pub(super) arch: u32,
+    pub(super) flags: u64,
     pub(super) bytes: Range<usize>,
+}
+
+impl Entry {
+    /// Whether a GPU of `target` runs it: SASS of the same major version and a minor no higher
+    /// (CUDA's binary compatibility), PTX of its architecture or an older one (the driver
+    /// compiles it), within the family for family PTX; either for exactly its GPU when it is
+    /// architecture-specific (`sm_90a` runs on 9.0 only).
+    fn runs_on(&self, target: u32) -> bool {
+        let same_major = self.arch / 10 == target / 10 && self.arch <= target;
+        if self.flags & FLAG_ARCH_SPECIFIC != 0 {
+            return self.arch == target && matches!(self.kind, KIND_ELF | KIND_PTX);
+        }
+        match self.kind {
+            KIND_ELF => same_major,
+            KIND_PTX if self.flags & FLAG_FAMILY != 0 => same_major,
+            KIND_PTX => self.arch <= target,
+            _ => false,
+        }
+    }
+
+    /// The name cuobjdump gives its architecture: `sm_90`, `sm_90a`, `compute_120f`.
+    pub(super) fn name(&self) -> String {
+        let specific = if self.flags & FLAG_ARCH_SPECIFIC != 0 {
+            "a"
+        } else {
+            ""
+        };
+        match self.kind {
+            KIND_PTX => {
+                let family = if self.flags & FLAG_FAMILY != 0 && specific.is_empty() {
+                    "f"
+                } else {
+                    ""
+                };
+                format!("compute_{}{specific}{family}", self.arch)
+            }
+            KIND_ELF => format!("sm_{}{specific}", self.arch),
+            k => format!("kind{k}_{}", self.arch),
+        }
+    }
 }
 
 /// One container: its header's range and its entries, in order.
@@ -83,6 +128,7 @@ fn container(sec: &[u8], start: usize) -> Result<Container, CudaError> {
         let hsize = u32_at(sec, p + 4).ok_or(bad(p, "an entry header is cut short"))?;
         let payload = u64_at(sec, p + 8).ok_or(bad(p, "an entry header is cut short"))?;
         let arch = u32_at(sec, p + 28).ok_or(bad(p, "an entry header is cut short"))?;
+        let flags = u64_at(sec, p + 40).ok_or(bad(p, "an entry header is cut short"))?;
         let hsize = usize::try_from(hsize).unwrap_or(usize::MAX);
         if hsize < ENTRY_MIN {
             return Err(bad(p, "an entry header shorter than 64 bytes"));
@@ -96,6 +142,7 @@ fn container(sec: &[u8], start: usize) -> Result<Container, CudaError> {
         entries.push(Entry {
             kind,
             arch,
+            flags,
             bytes: p..next,
         });
         p = next;
@@ -108,21 +155,12 @@ fn container(sec: &[u8], start: usize) -> Result<Container, CudaError> {
     })
 }
 
-/// Whether SASS for `arch` runs on a GPU of `target`: the same major version, a minor no
-/// higher (CUDA's binary compatibility; sm_90a code, which this cannot tell from sm_90's, runs
-/// on 9.0 only, which `target == arch` covers).
-fn sass_runs(arch: u32, target: u32) -> bool {
-    arch / 10 == target / 10 && arch <= target
-}
-
-/// Whether anything in `entries` runs on `target`: its SASS, or PTX the driver can compile
-/// for it (PTX for compute_XY runs on any GPU of XY or later).
-fn runs_on<'a>(mut entries: impl Iterator<Item = &'a Entry>, target: u32) -> bool {
-    entries.any(|e| match e.kind {
-        KIND_ELF => sass_runs(e.arch, target),
-        KIND_PTX => e.arch <= target,
-        _ => false,
-    })
+/// The entries of `kind` in `es` that run on `target` and have the highest architecture of
+/// those (the driver's choice: sm_90 and sm_90a both, for 9.0).
+fn best(es: &[Entry], kind: u16, target: u32) -> impl Iterator<Item = usize> + '_ {
+    let runs = move |e: &Entry| e.kind == kind && e.runs_on(target);
+    let top = es.iter().filter(|e| runs(e)).map(|e| e.arch).max();
+    (0..es.len()).filter(move |&i| runs(&es[i]) && Some(es[i].arch) == top)
 }
 
 /// The indices of `c`'s entries to keep for `t`:
@@ -133,33 +171,19 @@ fn runs_on<'a>(mut entries: impl Iterator<Item = &'a Entry>, target: u32) -> boo
 ///   kernel that ran on the target before pruning still does;
 /// - entries of any other kind, always.
 ///
-/// A container left with none of its PTX or SASS entries is kept whole (its code ran on none
-/// of the targets; it is not made worse).
+/// A container that would be left with none of its PTX or SASS entries (its code runs on none
+/// of the targets) keeps its smallest one, first of equals: a placeholder, so it stays a fatbin
+/// with an image (for another GPU) as before, never an empty one, whose handling by the CUDA
+/// runtime nothing documents.
 pub(super) fn select(c: &Container, t: &Targets) -> BTreeSet<usize> {
     let mut keep = BTreeSet::new();
     let es = &c.entries;
     for &target in &t.archs {
-        let best = es
-            .iter()
-            .filter(|e| e.kind == KIND_ELF && sass_runs(e.arch, target))
-            .map(|e| e.arch)
-            .max();
-        match best {
-            Some(b) => {
-                keep.extend((0..es.len()).filter(|&i| es[i].kind == KIND_ELF && es[i].arch == b))
-            }
-            None => {
-                let ptx = es
-                    .iter()
-                    .filter(|e| e.kind == KIND_PTX && e.arch <= target)
-                    .map(|e| e.arch)
-                    .max();
-                if let Some(p) = ptx {
-                    keep.extend(
-                        (0..es.len()).filter(|&i| es[i].kind == KIND_PTX && es[i].arch == p),
-                    );
-                }
-            }
+        let sass: Vec<usize> = best(es, KIND_ELF, target).collect();
+        if sass.is_empty() {
+            keep.extend(best(es, KIND_PTX, target));
+        } else {
+            keep.extend(sass);
         }
     }
     let newest = es
@@ -177,20 +201,23 @@ pub(super) fn select(c: &Container, t: &Targets) -> BTreeSet<usize> {
             keep.insert(i);
         }
     }
-    if !es
-        .iter()
-        .enumerate()
-        .any(|(i, e)| keep.contains(&i) && matches!(e.kind, KIND_PTX | KIND_ELF))
-    {
-        return (0..es.len()).collect();
+    let code = |i: &usize| matches!(es[*i].kind, KIND_PTX | KIND_ELF);
+    if !keep.iter().any(code) {
+        let smallest = (0..es.len())
+            .filter(code)
+            .min_by_key(|&i| (es[i].bytes.len(), i));
+        keep.extend(smallest);
     }
     keep
 }
 
 /// Whether any of the targets can run anything in `cs`.
 pub(super) fn any_runs(cs: &[Container], t: &Targets) -> bool {
-    cs.iter()
-        .any(|c| t.archs.iter().any(|&a| runs_on(c.entries.iter(), a)))
+    cs.iter().any(|c| {
+        t.archs
+            .iter()
+            .any(|&a| c.entries.iter().any(|e| e.runs_on(a)))
+    })
 }
 
 /// Rewrites container `c` of `sec` to hold only the entries in `keep`: they move, in order, to
@@ -206,7 +233,7 @@ pub(super) fn rewrite(sec: &mut [u8], c: &Container, keep: &BTreeSet<usize>) -> 
     let mut moves = Vec::new();
     for (i, e) in c.entries.iter().enumerate() {
         if keep.contains(&i) {
-            if (e.bytes.start - at) % 8 != 0 {
+            if !(e.bytes.start - at).is_multiple_of(8) {
                 return None;
             }
             moves.push((e.bytes.clone(), at));

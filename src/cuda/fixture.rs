@@ -9,14 +9,34 @@ pub struct FixtureEntry {
     pub kind: u16,
     pub arch: u32,
     pub len: usize,
+    /// Added to the entry's flags (64-bit, Linux): 0x100000 for `sm_90a`.
+    pub flags: u64,
 }
 
 pub fn sass(arch: u32, len: usize) -> FixtureEntry {
-    FixtureEntry { kind: 2, arch, len }
+    FixtureEntry {
+        kind: 2,
+        arch,
+        len,
+        flags: 0,
+    }
+}
+
+/// Architecture-specific SASS (`sm_90a`).
+pub fn sass_a(arch: u32, len: usize) -> FixtureEntry {
+    FixtureEntry {
+        flags: 0x10_0000,
+        ..sass(arch, len)
+    }
 }
 
 pub fn ptx(arch: u32, len: usize) -> FixtureEntry {
-    FixtureEntry { kind: 1, arch, len }
+    FixtureEntry {
+        kind: 1,
+        arch,
+        len,
+        flags: 0,
+    }
 }
 
 /// One fatbin container's bytes (8-byte aligned, as nvcc writes them).
@@ -31,7 +51,7 @@ pub fn container(entries: &[FixtureEntry]) -> Vec<u8> {
         h[8..16].copy_from_slice(&(padded as u64).to_le_bytes());
         h[16..20].copy_from_slice(&(e.len as u32).to_le_bytes());
         h[28..32].copy_from_slice(&e.arch.to_le_bytes());
-        h[40..48].copy_from_slice(&0x11u64.to_le_bytes()); // 64-bit, Linux
+        h[40..48].copy_from_slice(&(0x11u64 | e.flags).to_le_bytes()); // 64-bit, Linux
         body.extend_from_slice(&h);
         // Filler that does not compress (as SASS hardly does), never zero, seeded per entry.
         let mut x =

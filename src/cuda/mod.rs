@@ -18,8 +18,10 @@
 //! at 4: 64, or 80 and 112 for newer entries that carry more), payload size (u64 at 8, padded
 //! to 8), compressed size (u32 at 16), the PTX ISA version (u16 minor, u16 major at 24), the
 //! architecture (u32 at 28: 90 for sm_90 or compute_90), a name's offset and length, flags (u64
-//! at 40: 64-bit, the host OS, compression by LZ4 0x2000 or zstd 0x8000) and the uncompressed
-//! size (u64 at 56). The next entry starts right after the payload; the container ends at the
+//! at 40: 64-bit 0x1, Linux 0x10, compression by LZ4 0x2000 or zstd 0x8000, and, as read here
+//! against cuobjdump 13.5's listing of cuDNN 9.28, 0x100000 for code of exactly one GPU
+//! (`sm_90a`) and 0x200000 for a family's PTX (`compute_120f`)) and the uncompressed size (u64
+//! at 56). The next entry starts right after the payload; the container ends at the
 //! fat size. Nothing here needs a payload's contents, so compressed entries are pruned as they
 //! are, never decompressed.
 //!
@@ -40,8 +42,13 @@
 //! `cuda-ptx` says (`newest`, the default: the newest PTX, which the driver compiles for GPUs
 //! newer than every SASS; `none`; `all`); for a target with no SASS in the container, the
 //! newest PTX it can compile whatever `cuda-ptx` says, so no kernel that ran on a target before
-//! stops running; entries of unknown kinds. A container left without code is kept whole; a
-//! library none of whose code runs on any target is refused ([`CudaError::NoCode`]) and left.
+//! stops running; entries of unknown kinds. A container whose code runs on none of the targets
+//! keeps its smallest entry as a placeholder (so no container is ever empty); a library none of
+//! whose code runs on any target is refused ([`CudaError::NoCode`]) and left.
+//!
+//! Only `.nv_fatbin` is pruned: the fatbins cuBLASLt and cuDNN keep in `.cask_resource` (117 MB
+//! of libcublasLt.so.12's 749 MB) are loaded by the library's own code, which may record their
+//! sizes elsewhere, so they are left as they are.
 
 mod elf;
 mod fatbin;
@@ -152,14 +159,6 @@ pub struct Pruned {
     pub removed: Vec<String>,
 }
 
-fn arch_name(kind: u16, arch: u32) -> String {
-    match kind {
-        fatbin::KIND_PTX => format!("compute_{arch}"),
-        fatbin::KIND_ELF => format!("sm_{arch}"),
-        k => format!("kind{k}_{arch}"),
-    }
-}
-
 /// Prunes the library `bytes` (a whole file) to `t`, in place. `Ok(None)`: an ELF file with no
 /// fatbin, left as it is. An error leaves `bytes` unchanged.
 pub fn prune(bytes: &mut [u8], t: &Targets) -> Result<Option<Pruned>, CudaError> {
@@ -174,7 +173,7 @@ pub fn prune(bytes: &mut [u8], t: &Targets) -> Result<Option<Pruned>, CudaError>
         let cs = fatbin::containers(&bytes[r.clone()])?;
         any |= fatbin::any_runs(&cs, t);
         for c in &cs {
-            found.extend(c.entries.iter().map(|e| arch_name(e.kind, e.arch)));
+            found.extend(c.entries.iter().map(|e| e.name()));
         }
         plans.push((r.clone(), cs));
     }
@@ -194,12 +193,12 @@ pub fn prune(bytes: &mut [u8], t: &Targets) -> Result<Option<Pruned>, CudaError>
         for c in &cs {
             let keep = fatbin::select(c, t);
             let Some(n) = fatbin::rewrite(sec, c, &keep) else {
-                kept.extend(c.entries.iter().map(|e| arch_name(e.kind, e.arch)));
+                kept.extend(c.entries.iter().map(|e| e.name()));
                 continue;
             };
             out.bytes_removed += n;
             for (i, e) in c.entries.iter().enumerate() {
-                let name = arch_name(e.kind, e.arch);
+                let name = e.name();
                 if keep.contains(&i) {
                     kept.insert(name);
                 } else {

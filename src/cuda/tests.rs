@@ -101,14 +101,25 @@ fn ptx_policies() {
 }
 
 #[test]
-fn a_container_with_no_code_for_the_targets_is_kept_whole() {
+fn a_container_with_no_code_for_the_targets_keeps_its_smallest_entry() {
     let lib = library(&[
         &[sass(90, 80), sass(100, 80)],
         &[sass(100, 64), sass(103, 64)],
+        &[sass(50, 900), sass(61, 200), sass(70, 300)],
     ]);
     let mut b = lib.clone();
-    prune(&mut b, &targets(&[90], PtxPolicy::None)).unwrap();
-    assert_eq!(listing(&b), vec![vec![(2, 90)], vec![(2, 100), (2, 103)]]);
+    let p = prune(&mut b, &targets(&[90], PtxPolicy::None))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        listing(&b),
+        vec![vec![(2, 90)], vec![(2, 100)], vec![(2, 61)]]
+    );
+    assert_eq!(p.kept, ["sm_100", "sm_61", "sm_90"]);
+    // And again: nothing changes.
+    let mut again = b.clone();
+    prune(&mut again, &targets(&[90], PtxPolicy::None)).unwrap();
+    assert_eq!(again, b);
 }
 
 #[test]
@@ -226,4 +237,21 @@ fn arch_names() {
     assert!(is_library_name("nvidia/cublas/lib/libcublas.so.12"));
     assert!(is_library_name("torch/lib/libtorch_cuda.so"));
     assert!(!is_library_name("nvidia/cublas/include/cublas.h"));
+}
+
+#[test]
+fn arch_specific_sass_runs_on_its_gpu_only() {
+    use super::fixture::sass_a;
+    // sm_90a stays for sm_90 with sm_90; sm_100a is no SASS for sm_103, so its PTX stays.
+    let lib = library(&[
+        &[sass(80, 64), sass(90, 64), sass_a(90, 64)],
+        &[sass_a(100, 64), ptx(100, 64), sass(120, 64)],
+    ]);
+    let mut b = lib.clone();
+    let p = prune(&mut b, &targets(&[90, 103], PtxPolicy::None))
+        .unwrap()
+        .unwrap();
+    assert_eq!(listing(&b), vec![vec![(2, 90), (2, 90)], vec![(1, 100)]]);
+    assert_eq!(p.kept, ["compute_100", "sm_90", "sm_90a"]);
+    assert_eq!(p.removed, ["sm_100a", "sm_120", "sm_80"]);
 }

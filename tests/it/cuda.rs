@@ -255,3 +255,99 @@ fn online_curand_pruned_to_sm_90() {
     assert_eq!(p.bytes_removed, 42_856_456);
     assert!(plain.size - pruned.size > 12_000_000);
 }
+
+/// A recipe with `cuda-archs`: `build --json` lists each library (also when the layer comes
+/// from the cache), the text output says what was removed, a rebuild gives the same manifest,
+/// and `verify` reproduces the image.
+#[test]
+fn a_recipe_with_cuda_archs_prunes_reports_and_verifies() {
+    use crate::aptfix;
+    use common::{ocibuild, run, run_ok, stdout};
+    use fs_err as fs;
+    let f = aptfix::fixture(&aptfix::python_universe(), false);
+    let t = common::tempdir();
+    let wd = t.path().join("wheels");
+    fs::create_dir_all(&wd).unwrap();
+    let (w, _) = cuda_wheel(&wd);
+    let name = &w.file.filename;
+    let size = fs::metadata(&w.path).unwrap().len();
+    fs::write(
+        t.path().join("pylock.toml"),
+        format!(
+            "lock-version = \"1.0\"\ncreated-by = \"test\"\nrequires-python = \">=3.11\"\n\n\
+             [[packages]]\nname = \"nvidia-fake-cu12\"\nversion = \"1.0\"\nwheels = [\n  \
+             {{ name = \"{name}\", path = \"wheels/{name}\", size = {size}, hashes = {{ sha256 = \
+             \"{}\" }} }}\n]\n",
+            w.sha256.hex()
+        ),
+    )
+    .unwrap();
+    let r = crate::wheel_recipe::recipe(t.path(), &f, "lock = \"pylock.toml\"");
+    let text = fs::read_to_string(&r).unwrap().replace(
+        "platform = \"linux/amd64\"\n",
+        "platform = \"linux/amd64\"\ncuda-archs = [\"sm_90\"]\n",
+    );
+    fs::write(&r, text).unwrap();
+    let out = t.path().join("img");
+    let cache = t.path().join("cache");
+    let build = |json: bool| {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", &cache).arg("build");
+        if json {
+            c.arg("--json");
+        }
+        stdout(&run_ok(c.arg("-o").arg(&out).arg(&r)))
+    };
+    let v: serde_json::Value = serde_json::from_str(&build(true)).unwrap();
+    let cuda = &v["cuda"];
+    assert_eq!(cuda["archs"], serde_json::json!(["sm_90"]));
+    assert_eq!(cuda["ptx"], "newest");
+    let libs = cuda["libraries"].as_array().unwrap();
+    assert_eq!(libs.len(), 3, "{cuda}");
+    let fake = libs
+        .iter()
+        .find(|l| l["path"].as_str().unwrap().ends_with("/libfake.so.12"))
+        .unwrap();
+    assert_eq!(fake["from"], name.as_str());
+    let removed = (64 + 40_000) + (64 + 50_000) + (64 + 70_000) + (64 + 20_000);
+    assert_eq!(fake["pruned"]["bytesRemoved"], removed);
+    assert_eq!(
+        fake["pruned"]["removed"],
+        serde_json::json!(["sm_120", "sm_75", "sm_80"])
+    );
+    assert!(fake["reason"].is_null());
+
+    // Again, from the cache: the same report and manifest; the text says what was removed.
+    let again = build(false);
+    assert!(
+        again.contains(
+            "cuda: pruned to sm_90 (PTX: newest): 180 kB removed from 1 of 3 CUDA libraries"
+        ),
+        "{again}"
+    );
+    assert!(
+        again.contains("libbroken.so.12: left as it is: malformed fatbin"),
+        "{again}"
+    );
+    assert!(
+        again.contains(&v["manifest"].as_str().unwrap()[..20]),
+        "{again}"
+    );
+    let v2: serde_json::Value = serde_json::from_str(&build(true)).unwrap();
+    assert_eq!(v2["cuda"], v["cuda"]);
+    assert_eq!(v2["manifest"], v["manifest"]);
+
+    // `verify` rebuilds it in an empty store, pruned the same.
+    let ok = run(ocibuild()
+        .env("OCIBUILD_CACHE", &cache)
+        .arg("verify")
+        .arg(&r)
+        .arg("--against")
+        .arg(format!("oci:{}", out.display())));
+    assert!(
+        ok.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&ok.stdout),
+        String::from_utf8_lossy(&ok.stderr)
+    );
+}
