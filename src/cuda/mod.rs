@@ -213,6 +213,14 @@ pub fn prune(bytes: &mut [u8], t: &Targets) -> Result<Option<Pruned>, CudaError>
     Ok(Some(out))
 }
 
+/// Whether `b` is a GNU ld script (text that names the libraries to link instead).
+fn is_linker_script(b: &[u8]) -> bool {
+    let b = b.trim_ascii_start();
+    ["/* GNU ld script", "INPUT(", "GROUP(", "OUTPUT_FORMAT("]
+        .iter()
+        .any(|p| b.starts_with(p.as_bytes()))
+}
+
 /// Whether a file's name says it is a shared library (`libx.so`, `libx.so.12`, `x.cpython-312-
 /// x86_64-linux-gnu.so`): the files pruning reads.
 pub fn is_library_name(path: &str) -> bool {
@@ -275,6 +283,8 @@ pub fn prune_reported(
     };
     match prune(bytes, t) {
         Ok(None) => None,
+        // A GNU ld script (`libc.so` in libc6-dev) names libraries; it is none.
+        Err(CudaError::NotElf) if is_linker_script(bytes) => None,
         Ok(Some(p)) => Some(report(Some(p), None)),
         Err(e) => Some(report(None, Some(crate::diag::chain(&e)))),
     }

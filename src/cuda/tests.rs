@@ -149,6 +149,13 @@ fn files_that_are_not_cuda_libraries() {
     );
     let mut no_fatbin = elf_with_section(".text", b"code");
     assert_eq!(prune(&mut no_fatbin, &t), Ok(None));
+    let script = b"/* GNU ld script\n */\nGROUP ( /lib/libc.so.6 )\n";
+    assert_eq!(
+        prune_reported(&mut script.to_vec(), &t, "usr/lib/libc.so", "libc6-dev"),
+        None
+    );
+    let text = prune_reported(&mut b"hello".to_vec(), &t, "usr/lib/libx.so", "x").unwrap();
+    assert_eq!(text.reason.as_deref(), Some("not an ELF file"));
     let mut elf32 = library(&[&[sass(90, 8)]]);
     elf32[4] = 1;
     assert!(matches!(

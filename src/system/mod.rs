@@ -365,6 +365,9 @@ pub struct System {
     pub wheel_report: wheelset::WheelReport,
     /// Whether the lock changed (and should be saved).
     pub lock_changed: bool,
+    /// With `[image] cuda-archs`: each CUDA library of the apt and wheel layers, and what
+    /// pruning did to it (gathered into `wheel_report.cuda` at the end).
+    pub cuda_libraries: Vec<crate::cuda::LibraryReport>,
     /// What the `rootfs` layer holds and which maintainer scripts were not run; `None` when
     /// the image gets no `rootfs` step (no `[apt]`, `[python]` or `[accounts]`).
     pub rootfs: Option<crate::rootfs::Report>,
@@ -537,8 +540,11 @@ fn apt_step(
             mirrors: &mirrors,
             base: scanned,
             scratch,
+            cuda: recipe.image.cuda.as_ref(),
         };
-        sys.layers.push(apt::layer(&input, io, opts)?);
+        let (layer, report) = apt::layer(&input, io, opts)?;
+        sys.layers.push(layer);
+        sys.cuda_libraries.extend(report);
     }
     sys.apt_packages = packages;
     sys.host_provides = lock
@@ -697,15 +703,20 @@ pub fn prepare(
                     wheelset::duplicates(&built.set, &wheels, &earlier)
                 });
                 sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
-                sys.wheel_report.cuda = recipe.image.cuda.as_ref().map(|t| CudaReport {
-                    archs: t.names(),
-                    ptx: t.ptx.as_str().to_string(),
-                    libraries: built.cuda,
-                });
+                sys.cuda_libraries.extend(built.cuda);
             }
             sys.wheels = wheels;
         }
         sys.interpreter = Some(interp);
+    }
+    if let Some(t) = &recipe.image.cuda {
+        let mut libraries = std::mem::take(&mut sys.cuda_libraries);
+        libraries.sort_by(|a, b| a.path.cmp(&b.path));
+        sys.wheel_report.cuda = Some(CudaReport {
+            archs: t.names(),
+            ptx: t.ptx.as_str().to_string(),
+            libraries,
+        });
     }
     Ok(sys)
 }

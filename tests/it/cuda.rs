@@ -94,7 +94,7 @@ fn cuda_wheel(dir: &Path) -> (WheelInput, Vec<u8>) {
         &[
             ("nvidia/fake/lib/libfake.so.12", &big, 0o755),
             ("nvidia/fake/lib/libbroken.so.12", &broken, 0o755),
-            ("nvidia/fake/lib/libscript.so", b"INPUT(-lfake)\n", 0o644),
+            ("nvidia/fake/lib/libscript.so", b"not a library\n", 0o644),
             ("nvidia/fake/lib/libplain.so", &plain, 0o755),
             ("nvidia/fake/__init__.py", b"", 0o644),
         ],
@@ -303,7 +303,10 @@ fn a_recipe_with_cuda_archs_prunes_reports_and_verifies() {
     assert_eq!(cuda["archs"], serde_json::json!(["sm_90"]));
     assert_eq!(cuda["ptx"], "newest");
     let libs = cuda["libraries"].as_array().unwrap();
-    assert_eq!(libs.len(), 3, "{cuda}");
+    // The wheel's three, and the apt fixture's libc6 `libc.so.6` (8 bytes of text).
+    assert_eq!(libs.len(), 4, "{cuda}");
+    assert_eq!(libs[0]["path"], "/usr/lib/libc.so.6");
+    assert_eq!(libs[0]["reason"], "not an ELF file");
     let fake = libs
         .iter()
         .find(|l| l["path"].as_str().unwrap().ends_with("/libfake.so.12"))
@@ -321,7 +324,7 @@ fn a_recipe_with_cuda_archs_prunes_reports_and_verifies() {
     let again = build(false);
     assert!(
         again.contains(
-            "cuda: pruned to sm_90 (PTX: newest): 180 kB removed from 1 of 3 CUDA libraries"
+            "cuda: pruned to sm_90 (PTX: newest): 180 kB removed from 1 of 4 CUDA libraries"
         ),
         "{again}"
     );
@@ -349,5 +352,81 @@ fn a_recipe_with_cuda_archs_prunes_reports_and_verifies() {
         "{}{}",
         String::from_utf8_lossy(&ok.stdout),
         String::from_utf8_lossy(&ok.stderr)
+    );
+}
+
+/// A .deb's CUDA library is pruned in the apt layer (read back from the spool, appended
+/// pruned), and dpkg's md5sums for it is the MD5 of the file installed.
+#[test]
+fn an_apt_layer_prunes_its_cuda_libraries_and_their_md5sums() {
+    use crate::aptfix::{self, deb, Data};
+    use ocibuild::apt::{build_layer_reported, download, resolve, DebInput};
+    let lib = library(&[&[sass(80, 30_000), sass(90, 30_000), ptx(90, 5_000)]]);
+    let leaked: &'static [u8] = Box::leak(lib.clone().into_boxed_slice());
+    let d = deb("libfake12", "1.0")
+        .data(Data::Dir("./usr/lib/"))
+        .data(Data::Binary("./usr/lib/libfake.so.12", leaked, 0o644))
+        .data(Data::File("./usr/lib/libnot.so", "not a library\n", 0o644))
+        .data(Data::File(
+            "./usr/lib/libscript.so",
+            "/* GNU ld script */\nINPUT(-lfake)\n",
+            0o644,
+        ));
+    let f = aptfix::fixture(&[d], false);
+    let idx = aptfix::load(&f);
+    let locked = resolve(&idx, "amd64", &[aptfix::req("libfake12")], &aptfix::base()).unwrap();
+    let fetcher = ocibuild::http::HttpFetcher::new().unwrap();
+    let debs: Vec<DebInput> = locked
+        .iter()
+        .map(|l| DebInput {
+            locked: l.clone(),
+            path: download(&fetcher, &f.store, l).unwrap(),
+        })
+        .collect();
+    let mut req = aptfix::layer_opts();
+    req.dpkg_db = true;
+    let (plain, none) = build_layer_reported(&f.store, &debs, &req, &|_| {}).unwrap();
+    assert!(none.is_empty());
+    req.cuda = Some(sm90());
+    let (pruned, report) = build_layer_reported(&f.store, &debs, &req, &|_| {}).unwrap();
+    let (again, _) = build_layer_reported(&f.store, &debs, &req, &|_| {}).unwrap();
+    assert_eq!(pruned.digest, again.digest);
+    assert_ne!(pruned.digest, plain.digest);
+    assert_eq!(pruned.uncompressed_size, plain.uncompressed_size);
+    assert_eq!(report.len(), 2, "{report:?}");
+    assert_eq!(report[0].path, "/usr/lib/libfake.so.12");
+    assert_eq!(report[0].from, "libfake12 1.0");
+    let p = report[0].pruned.clone().unwrap();
+    assert_eq!((p.bytes_removed, p.entries_removed), (64 + 30_000, 1));
+    assert_eq!(report[1].reason.as_deref(), Some("not an ELF file"));
+
+    let l = aptfix::listing(&f.store, &pruned.digest);
+    let mut want = lib.clone();
+    ocibuild::cuda::prune(&mut want, &sm90()).unwrap();
+    assert_eq!(l["usr/lib/libfake.so.12"].3, want);
+    let md5s = String::from_utf8(
+        l.iter()
+            .find(|(k, _)| k.ends_with("libfake12.md5sums"))
+            .unwrap()
+            .1
+             .3
+            .clone(),
+    )
+    .unwrap();
+    let sum: String = {
+        use md5::Digest as _;
+        md5::Md5::digest(&want)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect()
+    };
+    assert!(
+        md5s.contains(&format!("{sum}  usr/lib/libfake.so.12\n")),
+        "{md5s}"
+    );
+    assert!(md5s.contains("  usr/lib/libnot.so\n"), "{md5s}");
+    assert!(
+        !report.iter().any(|r| r.path.ends_with("libscript.so")),
+        "a linker script is no library: {report:?}"
     );
 }
