@@ -52,6 +52,7 @@ fn main() -> anyhow::Result<()> {
         max_layer_size: ocibuild::recipe::DEFAULT_MAX_LAYER_SIZE,
         other_layers: 1,
         project_last: false,
+        cuda: None,
     };
     let layers = wheels::layers(
         &lock.wheels,

@@ -9,6 +9,7 @@
 //! - [`fsat`]: trees read through directory handles, never through a symlink below the root.
 //! - [`progress`]: the one trait progress events go through.
 //! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
+//! - [`cuda`]: GPU code for other GPUs pruned from CUDA libraries' fatbins, in place.
 //! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
 //! - [`store`]: the content-addressed blob store and the layer cache.
 //! - [`unpack`]: unpacking an untrusted tar beneath a root, never following a link.
@@ -53,6 +54,7 @@ pub mod bounded;
 pub mod build;
 pub mod cache_repo;
 pub mod cli;
+pub mod cuda;
 pub mod defaults;
 pub mod diag;
 pub mod digest;

@@ -115,6 +115,11 @@ pub struct ManifestOutcome {
     /// `[apt]`); absent otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub shell: Option<bool>,
+    /// With `[image] cuda-archs`: the targets, and each CUDA library of the layers ocibuild
+    /// built (the wheels') with the bytes pruning removed, or why it was left as it is;
+    /// absent otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<crate::cuda::CudaReport>,
 }
 
 impl ManifestOutcome {
@@ -190,6 +195,7 @@ impl ManifestOutcome {
                 duplicate_libraries: wheels.duplicate_libraries.clone(),
             },
             steps: built.steps.clone(),
+            cuda: wheels.cuda.clone(),
         }
     }
 }

@@ -62,6 +62,8 @@ pub struct LayerRequest {
     pub scratch: bool,
     /// The base has no `var/lib/dpkg/status`: write dpkg's database ([`dpkgdb`]).
     pub dpkg_db: bool,
+    /// `[image] cuda-archs`: the packages' CUDA libraries pruned to these GPUs ([`crate::cuda`]).
+    pub cuda: Option<crate::cuda::Targets>,
 }
 
 /// The layer written to the store.
@@ -97,6 +99,16 @@ pub fn build_layer(
     req: &LayerRequest,
     progress: &dyn Fn(u64),
 ) -> Result<AptLayer, AptError> {
+    Ok(build_layer_reported(store, debs, req, progress)?.0)
+}
+
+/// [`build_layer`], with the report of each CUDA library pruned (`req.cuda`), in path order.
+pub fn build_layer_reported(
+    store: &Store,
+    debs: &[DebInput],
+    req: &LayerRequest,
+    progress: &dyn Fn(u64),
+) -> Result<(AptLayer, Vec<crate::cuda::LibraryReport>), AptError> {
     let mut debs: Vec<&DebInput> = debs.iter().collect();
     debs.sort_by(|a, b| a.locked.cmp(&b.locked));
     let mut spool = Spool::new(&store.root().join("tmp"))?;
@@ -106,10 +118,16 @@ pub fn build_layer(
         .map(|d| format!("{} {}", d.locked.name, d.locked.version))
         .collect();
     let mut reads = Vec::with_capacity(debs.len());
+    let mut reports = Vec::new();
     for (i, deb) in debs.iter().enumerate() {
-        reads.push(read_deb(deb, i, &mut spool)?);
+        let mut read = read_deb(deb, i, &mut spool)?;
+        if let Some(t) = &req.cuda {
+            reports.extend(prune_read(&mut read, &mut spool, t, &names[i])?);
+        }
+        reads.push(read);
         progress(deb.locked.size);
     }
+    reports.sort_by(|a, b| a.path.cmp(&b.path));
     // On scratch the packages say whether the system is merged-/usr (trixie's are).
     let scratch = if req.usr_merge.is_empty() && req.scratch {
         let shipped: Vec<usrmerge::Shipped<'_>> = reads
@@ -178,7 +196,83 @@ pub fn build_layer(
             sink(Content::Bytes(&mut content))
         })?;
     w.commit(Some(stats.digest))?;
-    Ok(CachedLayer::written(req.layer.compression, &stats))
+    Ok((CachedLayer::written(req.layer.compression, &stats), reports))
+}
+
+/// Largest library read back from the spool to be pruned; a larger one is left and listed.
+const MAX_PRUNED: u64 = 4 << 30;
+
+/// Prunes the CUDA libraries of one read .deb (`package`, as `name version`) to `t`: each one's
+/// bytes read back from the spool, pruned in place and appended again (the old span is left
+/// unused), its md5sums line given the new file's MD5, so dpkg's record matches the file.
+fn prune_read(
+    read: &mut DebRead,
+    spool: &mut Spool,
+    t: &crate::cuda::Targets,
+    package: &str,
+) -> Result<Vec<crate::cuda::LibraryReport>, AptError> {
+    use md5::Digest as _;
+    let mut reports = Vec::new();
+    let mut new_md5: HashMap<String, String> = HashMap::new();
+    for (path, item) in read.own.iter_mut() {
+        let Kind::File(span, _) = item.kind else {
+            continue;
+        };
+        if !crate::cuda::is_library_name(path) {
+            continue;
+        }
+        if span.size > MAX_PRUNED {
+            reports.push(crate::cuda::LibraryReport {
+                path: format!("/{path}"),
+                from: package.to_string(),
+                size: span.size,
+                pruned: None,
+                reason: Some(format!(
+                    "larger than {MAX_PRUNED} bytes, not read to be pruned"
+                )),
+            });
+            continue;
+        }
+        let mut bytes = spool.read(span)?;
+        let Some(report) = crate::cuda::prune_reported(&mut bytes, t, path, package) else {
+            continue;
+        };
+        if report.pruned.as_ref().is_some_and(|p| p.bytes_removed > 0) {
+            let (span, digest) = spool.append_bytes(&bytes)?;
+            item.kind = Kind::File(span, digest);
+            let md5 = md5::Md5::digest(&bytes);
+            new_md5.insert(
+                path.clone(),
+                md5.iter().map(|b| format!("{b:02x}")).collect(),
+            );
+        }
+        reports.push(report);
+    }
+    if let Some(text) = &read.md5sums {
+        if !new_md5.is_empty() {
+            read.md5sums = Some(md5sums_with(text, &new_md5));
+        }
+    }
+    Ok(reports)
+}
+
+/// md5sums `text` (`MD5  PATH` lines) with the sums of `new` (by path) in place of its own.
+fn md5sums_with(text: &str, new: &HashMap<String, String>) -> String {
+    let mut out = String::with_capacity(text.len());
+    for line in text.split_inclusive('\n') {
+        let body = line.trim_end_matches('\n');
+        match body
+            .split_once("  ")
+            .and_then(|(_, p)| new.get(p).map(|m| (m, p)))
+        {
+            Some((m, p)) => {
+                out.push_str(&format!("{m}  {p}"));
+                out.push_str(&line[body.len()..]);
+            }
+            None => out.push_str(line),
+        }
+    }
+    out
 }
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {

@@ -49,7 +49,9 @@ use crate::layer::LayerError;
 use crate::store::StoreError;
 
 pub use self::base::{scan_base, Base};
-pub use self::deb::{build_layer, AptLayer, DebInput, LayerRequest, UsrMerge};
+pub use self::deb::{
+    build_layer, build_layer_reported, AptLayer, DebInput, LayerRequest, UsrMerge,
+};
 pub use self::download::{download, download_from};
 pub use self::index::{load_source, MultiArch, Package};
 pub(crate) use self::release::xz_stream;

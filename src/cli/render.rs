@@ -68,6 +68,9 @@ fn manifest(m: &ManifestOutcome, indent: &str) {
         &m.warnings,
     );
     wheels(&m.wheels);
+    if let Some(c) = &m.cuda {
+        cuda(c, &indent[2..]);
+    }
     for st in &m.steps {
         match st.duration_secs {
             Some(d) => println!("{}step {}: ran in {d:.1}s", &indent[2..], st.name),
@@ -82,6 +85,40 @@ fn manifest(m: &ManifestOutcome, indent: &str) {
             human_bytes(l.size),
             if l.cached { ", cached" } else { "" }
         );
+    }
+}
+
+/// `[image] cuda-archs`: the bytes removed in all, then each library: the bytes removed and
+/// the architectures kept and removed, or why it was left as it is.
+fn cuda(c: &crate::cuda::CudaReport, indent: &str) {
+    let pruned = c.libraries.iter().filter(|l| l.pruned.is_some()).count();
+    println!(
+        "{indent}cuda: pruned to {} (PTX: {}): {} removed from {pruned} of {} CUDA libraries",
+        c.archs.join(", "),
+        c.ptx,
+        human_bytes(c.bytes_removed()),
+        c.libraries.len()
+    );
+    for l in &c.libraries {
+        match (&l.pruned, &l.reason) {
+            (Some(p), _) => println!(
+                "{indent}  {}: {} of {} removed (kept {}{})",
+                l.path,
+                human_bytes(p.bytes_removed),
+                human_bytes(l.size),
+                p.kept.join(" "),
+                if p.removed.is_empty() {
+                    String::new()
+                } else {
+                    format!("; removed {}", p.removed.join(" "))
+                }
+            ),
+            (None, reason) => println!(
+                "{indent}  {}: left as it is: {}",
+                l.path,
+                reason.as_deref().unwrap_or("not pruned")
+            ),
+        }
     }
 }
 

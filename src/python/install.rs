@@ -33,6 +33,100 @@ pub(super) enum Source {
     },
     /// Generated or rewritten content (launchers, scripts, INSTALLER, RECORD).
     Bytes(Vec<u8>),
+    /// Member `index` of wheel `wheel` (checked against RECORD's `sha256` when read), a CUDA
+    /// library pruned to the image's GPUs ([`crate::cuda`]) as it is written; `pruned` is
+    /// the sha256 of what pruning gave when planned, which the write checks.
+    Pruned {
+        wheel: usize,
+        index: usize,
+        member: String,
+        sha256: Digest,
+        size: u64,
+        pruned: Digest,
+    },
+}
+
+/// Largest library read into memory to be pruned (`[image] cuda-archs`); a larger one is
+/// left as it is, and listed.
+pub(super) const MAX_PRUNED: u64 = 4 << 30;
+
+/// Pruning for one wheel's plan: the GPUs, and the report of each CUDA library met.
+pub(super) struct Pruning<'a> {
+    pub(super) targets: &'a crate::cuda::Targets,
+    pub(super) reports: Vec<crate::cuda::LibraryReport>,
+}
+
+/// Member `index` read whole (at most `size` bytes), checked against RECORD's `sha256`.
+pub(super) fn read_verified<R: Read + io::Seek>(
+    ar: &mut zip::ZipArchive<R>,
+    index: usize,
+    member: &str,
+    sha256: &Digest,
+    size: u64,
+    wheel: &str,
+) -> Result<Vec<u8>, WheelError> {
+    let zerr = |source| WheelError::Zip {
+        wheel: wheel.to_string(),
+        source,
+    };
+    let f = ar.by_index(index).map_err(zerr)?;
+    let mut out = Vec::with_capacity(usize::try_from(size.min(MAX_PRUNED)).unwrap_or(0));
+    f.take(size.saturating_add(1))
+        .read_to_end(&mut out)
+        .map_err(|e| zerr(e.into()))?;
+    let found = Digest::of(&out);
+    if found != *sha256 || out.len() as u64 != size {
+        return Err(WheelError::RecordMismatch {
+            wheel: wheel.to_string(),
+            member: member.to_string(),
+            expected: format!("{} ({size} bytes)", record_hash(sha256)),
+            found: format!("{} ({} bytes)", record_hash(&found), out.len()),
+        });
+    }
+    Ok(out)
+}
+
+/// Plans member `m` (installed at `path`, `item` so far) pruned: read and pruned now, so the
+/// new RECORD can list the bytes installed; written pruned again ([`Source::Pruned`]).
+fn plan_pruned<R: Read + io::Seek>(
+    ar: &mut zip::ZipArchive<R>,
+    m: &Member,
+    path: &str,
+    item: &mut Item,
+    p: &mut Pruning<'_>,
+    wheel: &str,
+) -> Result<(), WheelError> {
+    if m.size > MAX_PRUNED {
+        p.reports.push(crate::cuda::LibraryReport {
+            path: format!("/{path}"),
+            from: wheel.to_string(),
+            size: m.size,
+            pruned: None,
+            reason: Some(format!(
+                "larger than {} bytes, not read to be pruned",
+                MAX_PRUNED
+            )),
+        });
+        return Ok(());
+    }
+    let mut bytes = read_verified(ar, m.index, &m.name, &item.sha256, m.size, wheel)?;
+    let Some(report) = crate::cuda::prune_reported(&mut bytes, p.targets, path, wheel) else {
+        return Ok(());
+    };
+    if report.pruned.as_ref().is_some_and(|x| x.bytes_removed > 0) {
+        let pruned = Digest::of(&bytes);
+        item.source = Source::Pruned {
+            wheel: item.wheel,
+            index: m.index,
+            member: m.name.clone(),
+            sha256: item.sha256,
+            size: m.size,
+            pruned,
+        };
+        item.sha256 = pruned;
+    }
+    p.reports.push(report);
+    Ok(())
 }
 
 #[derive(Clone, Debug)]
@@ -472,6 +566,7 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
     wi: usize,
     interp: &Interpreter,
     exclude: &BTreeSet<String>,
+    mut prune: Option<&mut Pruning<'_>>,
 ) -> Result<BTreeMap<String, Item>, WheelError> {
     let wheel = w.file.filename.as_str();
     let fmt_err = |reason: String| WheelError::Format {
@@ -530,7 +625,7 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
         let item = if script {
             Item::generated(read_script(ar, m, sha256, interp, wheel)?, 0o755, wi)
         } else {
-            Item {
+            let mut item = Item {
                 source: Source::Zip {
                     wheel: wi,
                     index: m.index,
@@ -543,7 +638,14 @@ pub(super) fn plan_wheel<R: Read + io::Seek>(
                 size: m.size,
                 sha256,
                 wheel: wi,
+            };
+            match prune.as_deref_mut() {
+                Some(p) if crate::cuda::is_library_name(&path) && !exclude.contains(&path) => {
+                    plan_pruned(ar, m, &path, &mut item, p, wheel)?;
+                }
+                _ => {}
             }
+            item
         };
         installed.insert(path, item)?;
     }

@@ -27,10 +27,11 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::io::{self, BufReader, Read};
 use std::path::PathBuf;
 
-use super::install::{plan_wheel, Item, Source};
+use super::install::{plan_wheel, read_verified, Item, Pruning, Source};
 use super::interpreter::Interpreter;
 use super::overlap::{InstalledFile, Listing};
 use super::tags::WheelFile;
+use crate::cuda::{LibraryReport, Targets};
 use crate::digest::{Digest, Hasher, HashingReader};
 use crate::json::JsonError;
 use crate::layer::{
@@ -157,6 +158,7 @@ pub fn layer_key(
     wheels: &[WheelInput],
     interp: &Interpreter,
     opts: &LayerOptions,
+    cuda: Option<&Targets>,
 ) -> Result<Digest, WheelError> {
     let mut ws: Vec<(&str, String, &BTreeSet<String>)> = wheels
         .iter()
@@ -174,12 +176,16 @@ pub fn layer_key(
             w
         })
         .collect();
-    let fields = [
+    let mut fields = vec![
         ("install", serde_json::json!(INSTALL_VERSION)),
         ("wheels", serde_json::json!(wheels)),
         ("executable", serde_json::json!(interp.executable)),
         ("scheme", scheme_json(interp)),
     ];
+    // Only with `cuda-archs`: every other wheel layer keeps its key.
+    if let Some(t) = cuda {
+        fields.push(("cuda", t.to_json()));
+    }
     Ok(layer::cache_key(
         "wheel layer key",
         "python-wheels",
@@ -213,7 +219,7 @@ pub fn list_wheel(wheel: &WheelInput, interp: &Interpreter) -> Result<Listing, W
             source,
         }
     })?;
-    let items = plan_wheel(&mut ar, wheel, 0, interp, &BTreeSet::new())?;
+    let items = plan_wheel(&mut ar, wheel, 0, interp, &BTreeSet::new(), None)?;
     let files = items.into_iter().map(|(path, it)| InstalledFile {
         path,
         sha256: it.sha256,
@@ -232,23 +238,26 @@ pub fn build_wheel_layer(
     interp: &Interpreter,
     opts: &LayerOptions,
 ) -> Result<CachedLayer, WheelError> {
-    build_wheel_layer_with(store, wheels, interp, opts, &|_| {})
+    Ok(build_wheel_layer_with(store, wheels, interp, opts, None, &|_| {})?.0)
 }
 
-/// [`build_wheel_layer`], reporting each chunk of installed bytes to `progress`.
+/// [`build_wheel_layer`], the CUDA libraries pruned to `cuda` (each one's report returned,
+/// in path order), reporting each chunk of installed bytes to `progress`.
 pub fn build_wheel_layer_with(
     store: &Store,
     wheels: &[WheelInput],
     interp: &Interpreter,
     opts: &LayerOptions,
+    cuda: Option<&Targets>,
     progress: &dyn Fn(u64),
-) -> Result<CachedLayer, WheelError> {
+) -> Result<(CachedLayer, Vec<LibraryReport>), WheelError> {
     let mut wheels: Vec<&WheelInput> = wheels.iter().collect();
     wheels.sort_by(|a, b| a.file.filename.cmp(&b.file.filename));
     let names: Vec<String> = wheels.iter().map(|w| w.file.filename.clone()).collect();
     let mut archives = Vec::new();
     let mut items: BTreeMap<String, Item> = BTreeMap::new();
     let mut unwritten: Vec<Source> = Vec::new();
+    let mut reports: Vec<LibraryReport> = Vec::new();
     for (wi, w) in wheels.iter().enumerate() {
         check_wheel_hash(w)?;
         let f = fs_err::File::open(&w.path).map_err(|source| WheelError::Io {
@@ -268,7 +277,13 @@ pub fn build_wheel_layer_with(
                     source,
                 }
             })?;
-        for (path, item) in plan_wheel(&mut ar, w, wi, interp, &w.exclude)? {
+        let mut pruning = cuda.map(|targets| Pruning {
+            targets,
+            reports: Vec::new(),
+        });
+        let planned = plan_wheel(&mut ar, w, wi, interp, &w.exclude, pruning.as_mut())?;
+        reports.extend(pruning.map(|p| p.reports).unwrap_or_default());
+        for (path, item) in planned {
             if let Some(prev) = items.get(&path) {
                 // The same bytes and mode from several wheels: written once (the first
                 // wheel's, in file name order); every wheel's RECORD lists it. The other
@@ -300,7 +315,12 @@ pub fn build_wheel_layer_with(
     let mut failure: Option<WheelError> = None;
     let mut w = store.prehashed_blob_writer()?;
     let written = layer::write_layer_with(&entries, opts, &mut w, progress, &mut |i, e, sink| {
-        stream(i, e, sink, &sources, &mut archives, &names, &mut failure)
+        let at = Archives {
+            sources: &sources,
+            names: &names,
+            cuda,
+        };
+        stream(i, e, sink, &at, &mut archives, &mut failure)
     });
     let stats = match (written, failure) {
         (_, Some(f)) => return Err(f),
@@ -311,7 +331,15 @@ pub fn build_wheel_layer_with(
         check_unwritten(src, &mut archives, &names)?;
     }
     w.commit(Some(stats.digest))?;
-    Ok(CachedLayer::written(opts.compression, &stats))
+    reports.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((CachedLayer::written(opts.compression, &stats), reports))
+}
+
+/// What [`stream`] reads each entry's content from, besides the archives themselves.
+struct Archives<'a> {
+    sources: &'a [Option<Source>],
+    names: &'a [String],
+    cuda: Option<&'a Targets>,
 }
 
 /// Hands entry `i`'s content to the layer writer.
@@ -319,11 +347,11 @@ fn stream<R: Read + io::Seek>(
     i: usize,
     e: &Entry,
     sink: &mut ContentSink<'_>,
-    sources: &[Option<Source>],
+    at: &Archives<'_>,
     archives: &mut [zip::ZipArchive<R>],
-    names: &[String],
     failure: &mut Option<WheelError>,
 ) -> Result<(), LayerError> {
+    let (sources, names) = (at.sources, at.names);
     let read_err = |source: io::Error| LayerError::ReadContent {
         entry: e.path.clone(),
         source,
@@ -334,6 +362,38 @@ fn stream<R: Read + io::Seek>(
             reason: "no content source",
         }),
         Some(Source::Bytes(b)) => sink(Content::Bytes(&mut &b[..])),
+        Some(Source::Pruned {
+            wheel,
+            index,
+            member,
+            sha256,
+            size,
+            pruned,
+        }) => {
+            let ar = archives
+                .get_mut(*wheel)
+                .ok_or_else(|| read_err(io::Error::other("no such wheel")))?;
+            let name = names.get(*wheel).map_or("", String::as_str);
+            let bytes = read_verified(ar, *index, member, sha256, *size, name).and_then(|mut b| {
+                if let Some(t) = at.cuda {
+                    crate::cuda::prune_reported(&mut b, t, &e.path, name);
+                }
+                if Digest::of(&b) != *pruned {
+                    return Err(WheelError::Format {
+                        wheel: name.to_string(),
+                        reason: format!("`{member}` pruned to other bytes than when planned"),
+                    });
+                }
+                Ok(b)
+            });
+            match bytes {
+                Ok(b) => sink(Content::Bytes(&mut &b[..])),
+                Err(err) => {
+                    *failure = Some(err);
+                    Err(read_err(io::Error::other("cannot read the pruned library")))
+                }
+            }
+        }
         Some(Source::Zip {
             wheel,
             index,
@@ -404,16 +464,25 @@ fn check_unwritten<R: Read + io::Seek>(
     archives: &mut [zip::ZipArchive<R>],
     names: &[String],
 ) -> Result<(), WheelError> {
-    let Source::Zip {
-        wheel,
-        index,
-        member,
-        sha256,
-        size,
-        ..
-    } = src
-    else {
-        return Ok(()); // generated content: its sha256 was computed from its bytes
+    let (wheel, index, member, sha256, size) = match src {
+        Source::Zip {
+            wheel,
+            index,
+            member,
+            sha256,
+            size,
+            ..
+        }
+        | Source::Pruned {
+            wheel,
+            index,
+            member,
+            sha256,
+            size,
+            ..
+        } => (wheel, index, member, sha256, size),
+        // Generated content: its sha256 was computed from its bytes.
+        Source::Bytes(_) => return Ok(()),
     };
     let name = names.get(*wheel).cloned().unwrap_or_default();
     let zerr = |source| WheelError::Zip {

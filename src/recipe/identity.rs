@@ -153,6 +153,10 @@ impl Recipe {
             "python": python,
             "accounts": {"groups": groups, "users": users},
         });
+        // Only with `cuda-archs`: the identity of every recipe without it stays as it was.
+        if let Some(t) = &i.cuda {
+            v["image"]["cuda"] = t.to_json();
+        }
         // Only with `[args]`: the identity of every recipe without them stays as it was.
         if let Some(a) = &self.args {
             v["args"] = json!(a);

@@ -451,6 +451,9 @@ pub struct Image {
     /// recipe with one `platform`). Its image is an index of one manifest per platform, each
     /// built as [`Recipe::for_platform`] says; its lock has a section per platform.
     pub platforms: Vec<Platform>,
+    /// `cuda-archs` and `cuda-ptx`: the GPUs whose code the CUDA libraries of the layers
+    /// ocibuild builds keep ([`crate::cuda`]); `None`: nothing is pruned.
+    pub cuda: Option<crate::cuda::Targets>,
 }
 
 impl Image {

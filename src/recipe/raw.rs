@@ -132,6 +132,10 @@ pub(super) struct RawImage {
     pub source_date_epoch: Option<Spanned<toml::Value>>,
     pub platform: Option<Spanned<String>>,
     pub platforms: Option<Spanned<Vec<Spanned<String>>>>,
+    /// The GPUs the image is for (`["sm_90"]`): fatbins pruned to them (issue 39).
+    pub cuda_archs: Option<Spanned<Vec<Spanned<String>>>>,
+    /// Which PTX stays: `newest` (the default), `none`, `all`.
+    pub cuda_ptx: Option<Spanned<String>>,
 }
 
 #[derive(Debug, Deserialize)]

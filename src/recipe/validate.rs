@@ -247,6 +247,7 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
         (None, None) => Platform::host(),
         (Some(p), None) => parse(p)?,
     };
+    let cuda = cuda_targets(ctx, &raw.cuda_archs, &raw.cuda_ptx)?;
     Ok(Image {
         name: name.into_inner(),
         tag,
@@ -255,7 +256,67 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
         epoch_from_git,
         platform,
         platforms,
+        cuda,
     })
+}
+
+/// `cuda-archs` and `cuda-ptx`: known names (a misspelt one gets its closest and the list),
+/// each architecture once, `cuda-ptx` only with `cuda-archs`.
+fn cuda_targets(
+    ctx: &Ctx<'_>,
+    archs: &Option<Spanned<Vec<Spanned<String>>>>,
+    ptx: &Option<Spanned<String>>,
+) -> Result<Option<crate::cuda::Targets>> {
+    use crate::cuda::{parse_arch, PtxPolicy, Targets, KNOWN_ARCHS, PTX_POLICIES};
+    let Some(list) = archs else {
+        if let Some(p) = ptx {
+            return Err(ctx.err(
+                p.span(),
+                "`cuda-ptx` without `cuda-archs`: name the GPUs to prune for (e.g. \
+                 `cuda-archs = [\"sm_90\"]`), or remove it",
+            ));
+        }
+        return Ok(None);
+    };
+    if list.get_ref().is_empty() {
+        return Err(ctx.err(
+            list.span(),
+            "`cuda-archs` is empty: name at least one GPU architecture (e.g. \"sm_90\")",
+        ));
+    }
+    let mut set = std::collections::BTreeSet::new();
+    for a in list.get_ref() {
+        let name = a.get_ref();
+        let Some(n) = parse_arch(name) else {
+            let hint = crate::diag::closest(name, KNOWN_ARCHS.iter().copied())
+                .map(|c| format!("did you mean `{c}`? "))
+                .unwrap_or_default();
+            return Err(ctx.err(
+                a.span(),
+                format!(
+                    "unknown CUDA architecture `{name}`: {hint}known: {}",
+                    KNOWN_ARCHS.join(", ")
+                ),
+            ));
+        };
+        if !set.insert(n) {
+            return Err(ctx.err(a.span(), format!("`{name}` is listed twice")));
+        }
+    }
+    let ptx = match ptx {
+        None => PtxPolicy::default(),
+        Some(p) => PtxPolicy::parse(p.get_ref()).ok_or_else(|| {
+            ctx.err(
+                p.span(),
+                format!(
+                    "unknown cuda-ptx `{}`: expected one of {}",
+                    p.get_ref(),
+                    PTX_POLICIES.join(", ")
+                ),
+            )
+        })?,
+    };
+    Ok(Some(Targets { archs: set, ptx }))
 }
 
 fn base(ctx: &Ctx<'_>, raw: Option<Spanned<String>>) -> Result<Base> {

@@ -410,6 +410,7 @@ fn cache_key(
     usr: &apt::UsrMerge,
     below: Below,
     opts: &SystemOptions,
+    cuda: Option<&crate::cuda::Targets>,
 ) -> Result<Digest, SystemError> {
     let Below {
         scratch,
@@ -423,6 +424,16 @@ fn cache_key(
         .iter()
         .map(|d| usr.rewrite(d))
         .collect();
+    let mut fields = vec![
+        ("usr-merge", json!(usr_merge)),
+        ("scratch", json!(scratch)),
+        ("base-dpkg-status", json!(has_dpkg_status)),
+        ("debs", json!(debs)),
+    ];
+    // Only with `cuda-archs`: every other apt layer keeps its key.
+    if let Some(t) = cuda {
+        fields.push(("cuda", t.to_json()));
+    }
     Ok(layer::cache_key(
         "apt layer key",
         // Bump when what the layer holds for the same .debs changes (e.g. the CA bundle).
@@ -430,12 +441,7 @@ fn cache_key(
         "apt-layer/3",
         opts.compression,
         opts.epoch,
-        [
-            ("usr-merge", json!(usr_merge)),
-            ("scratch", json!(scratch)),
-            ("base-dpkg-status", json!(has_dpkg_status)),
-            ("debs", json!(debs)),
-        ],
+        fields,
     )?)
 }
 
@@ -446,20 +452,29 @@ pub struct LayerInput<'a> {
     pub mirrors: &'a DebMirrors,
     pub base: &'a apt::Base,
     pub scratch: bool,
+    /// `[image] cuda-archs`: the CUDA libraries of the packages pruned to these GPUs.
+    pub cuda: Option<&'a crate::cuda::Targets>,
+}
+
+/// The store's key of the pruning report of the apt layer keyed `key`.
+fn report_key(key: &Digest) -> Digest {
+    Digest::of(format!("ocibuild cuda pruning report of apt layer {key}").as_bytes())
 }
 
 /// Downloads the .debs the store lacks (verified, in parallel), then builds the layer unless
-/// the cache has it.
+/// the cache has it; with `cuda-archs`, the report of its CUDA libraries (kept in the store's
+/// facts beside the layer: a layer whose report is gone is built again).
 pub fn layer(
     input: &LayerInput<'_>,
     io: &super::Io<'_>,
     opts: &SystemOptions,
-) -> Result<Extra, SystemError> {
+) -> Result<(Extra, Vec<crate::cuda::LibraryReport>), SystemError> {
     let LayerInput {
         packages,
         mirrors,
         base,
         scratch,
+        cuda,
     } = *input;
     let super::Io {
         fetcher,
@@ -484,10 +499,21 @@ pub fn layer(
             has_dpkg_status: base.has_dpkg_status,
         },
         opts,
+        cuda,
     )?;
-    if let Some(hit) = Extra::from_cache(store, &key, opts.no_cache, &name, &created_by, reporter)?
-    {
-        return Ok(hit);
+    let cached_report = match cuda {
+        None => Some(Vec::new()),
+        Some(_) if opts.no_cache => None,
+        Some(_) => store
+            .meta(&report_key(&key))?
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+    };
+    if let Some(report) = cached_report {
+        if let Some(hit) =
+            Extra::from_cache(store, &key, opts.no_cache, &name, &created_by, reporter)?
+        {
+            return Ok((hit, report));
+        }
     }
     let _guard = store.lock(&key.hex())?;
     let locked: Vec<Locked> = packages.iter().map(from_locked_deb).collect();
@@ -511,7 +537,7 @@ pub fn layer(
         .zip(paths)
         .map(|(locked, path)| DebInput { locked, path })
         .collect();
-    let built = apt::build_layer(
+    let (built, report) = apt::build_layer_reported(
         store,
         &inputs,
         &LayerRequest {
@@ -523,12 +549,16 @@ pub fn layer(
             usr_merge: base.usr_merge.clone(),
             scratch,
             dpkg_db: !base.has_dpkg_status,
+            cuda: cuda.cloned(),
         },
         &|n| reporter.layer_progress(&name, n),
     )?;
-    Ok(Extra::built(
-        store, &key, built, name, created_by, reporter,
-    )?)
+    if cuda.is_some() {
+        let bytes = crate::json::to_canonical_vec("cuda pruning report", &report)?;
+        store.put_meta(&report_key(&key), &bytes)?;
+    }
+    let extra = Extra::built(store, &key, built, name, created_by, reporter)?;
+    Ok((extra, report))
 }
 
 fn download_all(

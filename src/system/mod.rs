@@ -25,6 +25,7 @@ use std::io::{self, Read};
 
 use crate::apt::AptError;
 use crate::base::BaseImage;
+use crate::cuda::CudaReport;
 use crate::digest::Digest;
 use crate::http::Fetcher;
 use crate::json::JsonError;
@@ -389,6 +390,9 @@ pub struct System {
     pub wheel_report: wheelset::WheelReport,
     /// Whether the lock changed (and should be saved).
     pub lock_changed: bool,
+    /// With `[image] cuda-archs`: each CUDA library of the apt and wheel layers, and what
+    /// pruning did to it (gathered into `wheel_report.cuda` at the end).
+    pub cuda_libraries: Vec<crate::cuda::LibraryReport>,
     /// What the `rootfs` layer holds and which maintainer scripts were not run; `None` when
     /// the image gets no `rootfs` step (no `[apt]`, `[python]` or `[accounts]`).
     pub rootfs: Option<crate::rootfs::Report>,
@@ -561,8 +565,11 @@ fn apt_step(
             mirrors: &mirrors,
             base: scanned,
             scratch,
+            cuda: recipe.image.cuda.as_ref(),
         };
-        sys.layers.push(apt::layer(&input, io, opts)?);
+        let (layer, report) = apt::layer(&input, io, opts)?;
+        sys.layers.push(layer);
+        sys.cuda_libraries.extend(report);
     }
     sys.apt_packages = packages;
     sys.host_provides = lock
@@ -719,6 +726,7 @@ pub fn prepare(
                         + sys.layers.len()
                         + recipe.layers.len(),
                     project_last,
+                    cuda: recipe.image.cuda.as_ref(),
                 };
                 let built =
                     wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;
@@ -741,10 +749,20 @@ pub fn prepare(
                     wheelset::duplicates(&built.set, &wheels, &earlier)
                 });
                 sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
+                sys.cuda_libraries.extend(built.cuda);
             }
             sys.wheels = wheels;
         }
         sys.interpreter = Some(interp);
+    }
+    if let Some(t) = &recipe.image.cuda {
+        let mut libraries = std::mem::take(&mut sys.cuda_libraries);
+        libraries.sort_by(|a, b| a.path.cmp(&b.path));
+        sys.wheel_report.cuda = Some(CudaReport {
+            archs: t.names(),
+            ptx: t.ptx.as_str().to_string(),
+            libraries,
+        });
     }
     Ok(sys)
 }

@@ -412,13 +412,15 @@ fn from_requirements(
 /// How the wheels are laid out in layers: the recipe's `[python] overlap` and
 /// `max-layer-size`, and how many other layers the image has (base, system, recipe).
 #[derive(Clone, Copy, Debug)]
-pub struct WheelLayout {
+pub struct WheelLayout<'a> {
     pub overlap: Overlap,
     pub max_layer_size: u64,
     pub other_layers: usize,
     /// The last wheel is `[python] project`'s: a layer of its own, after the others (it
     /// changes most often).
     pub project_last: bool,
+    /// `[image] cuda-archs`: the CUDA libraries' fatbins pruned to these GPUs.
+    pub cuda: Option<&'a crate::cuda::Targets>,
 }
 
 /// The wheel layers, and what the analysis of the set found.
@@ -426,6 +428,8 @@ pub struct WheelLayout {
 pub struct WheelLayers {
     pub layers: Vec<Extra>,
     pub set: WheelSet,
+    /// With `cuda-archs`: each CUDA library of the wheels and what pruning did to it.
+    pub cuda: Vec<crate::cuda::LibraryReport>,
 }
 
 /// Decides the shared paths of the whole set first ([`wheelset::analyze`]), then downloads the
@@ -435,7 +439,7 @@ pub struct WheelLayers {
 pub fn layers(
     wheels: &[LockedWheel],
     interp: &Interpreter,
-    layout: WheelLayout,
+    layout: WheelLayout<'_>,
     fetcher: &dyn Fetcher,
     store: &Store,
     opts: &SystemOptions,
@@ -492,17 +496,22 @@ pub fn layers(
             fetcher,
             store,
             &lopts,
-            opts.no_cache,
+            (layout.cuda, opts.no_cache),
             reporter,
         )
     });
     let mut out: Vec<Option<Extra>> = vec![None; groups.len()];
+    let mut cuda = Vec::new();
     for (gi, r) in order.into_iter().zip(built) {
-        out[gi] = Some(r?);
+        let (layer, reports) = r?;
+        out[gi] = Some(layer);
+        cuda.extend(reports);
     }
+    cuda.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(WheelLayers {
         layers: out.into_iter().flatten().collect(),
         set,
+        cuda,
     })
 }
 
@@ -512,16 +521,23 @@ struct Group<'a> {
     installed: u64,
 }
 
-/// One wheel layer: from the cache, or downloaded and built.
+/// The store's key of the pruning report of the wheel layer keyed `key`.
+fn report_key(key: &Digest) -> Digest {
+    Digest::of(format!("ocibuild cuda pruning report of wheel layer {key}").as_bytes())
+}
+
+/// One wheel layer: from the cache, or downloaded and built; with `cuda-archs`, the report of
+/// its CUDA libraries (kept in the store's facts beside the layer, so a cached layer has it:
+/// a layer whose report is gone is built again).
 fn group_layer(
     group: &Group<'_>,
     interp: &Interpreter,
     fetcher: &dyn Fetcher,
     store: &Store,
     lopts: &LayerOptions,
-    no_cache: bool,
+    (cuda, no_cache): (Option<&crate::cuda::Targets>, bool),
     reporter: &dyn Reporter,
-) -> Result<Extra, SystemError> {
+) -> Result<(Extra, Vec<crate::cuda::LibraryReport>), SystemError> {
     let members = group.members;
     let name = group_name(
         &members
@@ -562,9 +578,18 @@ fn group_layer(
         layer: name.clone(),
         error,
     };
-    let key = layer_key(&placeholders, interp, lopts).map_err(layer_err)?;
-    if let Some(hit) = Extra::from_cache(store, &key, no_cache, &name, &created_by, reporter)? {
-        return Ok(hit);
+    let key = layer_key(&placeholders, interp, lopts, cuda).map_err(layer_err)?;
+    let cached_report = match cuda {
+        None => Some(Vec::new()),
+        Some(_) if no_cache => None,
+        Some(_) => store
+            .meta(&report_key(&key))?
+            .and_then(|b| serde_json::from_slice(&b).ok()),
+    };
+    if let Some(report) = cached_report {
+        if let Some(hit) = Extra::from_cache(store, &key, no_cache, &name, &created_by, reporter)? {
+            return Ok((hit, report));
+        }
     }
     let _guard = store.lock(&key.hex())?;
     reporter.layer_started(&name, group.installed);
@@ -575,9 +600,12 @@ fn group_layer(
     .collect::<Result<Vec<_>, _>>()?;
     let inputs = inputs_of(paths)?;
     let progress = |n: u64| reporter.layer_progress(&name, n);
-    let built =
-        build_wheel_layer_with(store, &inputs, interp, lopts, &progress).map_err(layer_err)?;
-    Ok(Extra::built(
-        store, &key, built, name, created_by, reporter,
-    )?)
+    let (built, report) = build_wheel_layer_with(store, &inputs, interp, lopts, cuda, &progress)
+        .map_err(layer_err)?;
+    if cuda.is_some() {
+        let bytes = crate::json::to_canonical_vec("cuda pruning report", &report)?;
+        store.put_meta(&report_key(&key), &bytes)?;
+    }
+    let extra = Extra::built(store, &key, built, name, created_by, reporter)?;
+    Ok((extra, report))
 }

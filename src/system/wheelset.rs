@@ -253,6 +253,8 @@ pub struct WheelReport {
     /// Shared libraries both the base image and a wheel ship; `None` when the base's layers
     /// were not read (a shallow base, never downloaded), so nothing can be said.
     pub duplicate_libraries: Option<Vec<DuplicateLibrary>>,
+    /// With `[image] cuda-archs`: what pruning did to the wheels' CUDA libraries.
+    pub cuda: Option<crate::cuda::CudaReport>,
 }
 
 impl WheelReport {
@@ -282,6 +284,7 @@ impl WheelReport {
                 })
                 .collect(),
             duplicate_libraries: duplicates,
+            cuda: None,
         }
     }
 }

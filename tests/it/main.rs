@@ -29,6 +29,7 @@ mod cli_text;
 mod cli_ux;
 mod concurrency;
 mod cosign_attest;
+mod cuda;
 mod docker_keys;
 mod epoch;
 mod features;

@@ -325,12 +325,14 @@ fn deterministic_across_threads_and_input_order() {
         &[a.clone(), b.clone()],
         &interp(),
         &opts(Compression::GZIP, 1),
+        None,
     )
     .unwrap();
     let k2 = layer_key(
         &[b.clone(), a.clone()],
         &interp(),
         &opts(Compression::GZIP, 8),
+        None,
     )
     .unwrap();
     assert_eq!(k1, k2);
@@ -339,7 +341,8 @@ fn deterministic_across_threads_and_input_order() {
         layer_key(
             &[a.clone(), b.clone()],
             &interp(),
-            &opts(Compression::ZSTD, 1)
+            &opts(Compression::ZSTD, 1),
+            None
         )
         .unwrap()
     );
@@ -348,7 +351,8 @@ fn deterministic_across_threads_and_input_order() {
         layer_key(
             &[a.clone(), b.clone()],
             &interp(),
-            &opts(Compression::Gzip(1), 1)
+            &opts(Compression::Gzip(1), 1),
+            None
         )
         .unwrap(),
         "the level is part of the key"
@@ -357,7 +361,7 @@ fn deterministic_across_threads_and_input_order() {
     other.executable = "/opt/py/bin/python3".into();
     assert_ne!(
         k1,
-        layer_key(&[a, b], &other, &opts(Compression::GZIP, 1)).unwrap()
+        layer_key(&[a, b], &other, &opts(Compression::GZIP, 1), None).unwrap()
     );
 }
 

@@ -306,7 +306,17 @@ fn docs_examples_parse() {
         let r = parse_in(&d, &with_img(b)).unwrap_or_else(|e| panic!("{e}\n{b}"));
         assert!(r.config.healthcheck.is_some() || r.args.is_some(), "{b}");
     }
-    let blocks: Vec<&str> = all.iter().filter(|b| !own(b)).copied().collect();
+    // The `cuda-archs` example, a whole `[image]`.
+    let cuda = |b: &str| b.contains("cuda-archs");
+    for b in all.iter().filter(|b| cuda(b)) {
+        let r = parse_in(&d, b).unwrap_or_else(|e| panic!("{e}\n{b}"));
+        assert_eq!(r.image.cuda.map(|t| t.names()), Some(vec!["sm_90".into()]));
+    }
+    let blocks: Vec<&str> = all
+        .iter()
+        .filter(|b| !own(b) && !cuda(b))
+        .copied()
+        .collect();
     assert_eq!(
         blocks.len(),
         8,

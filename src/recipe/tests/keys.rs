@@ -218,3 +218,44 @@ version = "${PY}"
         "{e}"
     );
 }
+
+/// `[image] cuda-archs` and `cuda-ptx`: what they parse into, the identity, the errors.
+#[test]
+fn cuda_keys() {
+    use crate::cuda::PtxPolicy;
+    let d = fixture();
+    let img = |extra: &str| format!("[image]\nname = \"hello\"\n{extra}");
+    let plain = parse_in(&d, &img("")).unwrap();
+    assert_eq!(plain.image.cuda, None);
+    assert!(plain.identity_value_for_tests()["image"]
+        .get("cuda")
+        .is_none());
+    let r = parse_in(&d, &img("cuda-archs = [\"sm_90\", \"sm_80\"]\n")).unwrap();
+    let t = r.image.cuda.clone().unwrap();
+    assert_eq!(t.archs.iter().copied().collect::<Vec<_>>(), [80, 90]);
+    assert_eq!(t.ptx, PtxPolicy::Newest);
+    let none = parse_in(&d, &img("cuda-archs = [\"sm_90\"]\ncuda-ptx = \"none\"\n")).unwrap();
+    assert_eq!(none.image.cuda.as_ref().unwrap().ptx, PtxPolicy::None);
+    let ids = [&plain, &r, &none].map(|x| x.identity().unwrap());
+    assert_ne!(ids[0], ids[1]);
+    assert_ne!(ids[1], ids[2]);
+    let err = |extra: &str| parse_in(&d, &img(extra)).unwrap_err().to_string();
+    assert_eq!(
+        err("cuda-archs = [\"sm90\"]\n"),
+        format!(
+            "recipe.toml:3:15: unknown CUDA architecture `sm90`: did you mean `sm_90`? known: {}",
+            crate::cuda::KNOWN_ARCHS.join(", ")
+        )
+    );
+    assert!(err("cuda-archs = [\"compute_90\"]\n").contains("known: sm_50, sm_52"));
+    assert_eq!(
+        err("cuda-archs = [\"sm_90\", \"sm_90\"]\n"),
+        "recipe.toml:3:24: `sm_90` is listed twice"
+    );
+    assert!(err("cuda-archs = []\n").starts_with("recipe.toml:3:14: `cuda-archs` is empty"));
+    assert_eq!(
+        err("cuda-archs = [\"sm_90\"]\ncuda-ptx = \"latest\"\n"),
+        "recipe.toml:4:12: unknown cuda-ptx `latest`: expected one of newest, none, all"
+    );
+    assert!(err("cuda-ptx = \"all\"\n").starts_with("recipe.toml:3:12: `cuda-ptx` without"));
+}

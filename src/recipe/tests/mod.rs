@@ -136,6 +136,7 @@ fn full_recipe() {
                 variant: Some("v8".into()),
             },
             platforms: vec![],
+            cuda: None,
         }
     );
     assert_eq!(r.image.reference(), "example.com:5000/team/hello:1.0");

@@ -39,6 +39,8 @@ pub enum Data {
     Owned(&'static str, &'static str, u32, u64, u64),
     /// A character device node.
     Device(&'static str),
+    /// A regular file of any bytes (a library): path, content, mode.
+    Binary(&'static str, &'static [u8], u32),
 }
 
 #[derive(Clone)]
@@ -134,6 +136,11 @@ pub fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
                 &Digest::of(c.as_bytes()).hex()[..32],
                 p.trim_start_matches("./")
             )),
+            Data::Binary(p, c, _) => Some(format!(
+                "{}  {}\n",
+                &Digest::of(c).hex()[..32],
+                p.trim_start_matches("./")
+            )),
             _ => None,
         })
         .collect::<String>();
@@ -179,6 +186,10 @@ pub fn build_deb(d: &Deb, data_order_reversed: bool) -> Vec<u8> {
             Data::File(p, c, mode) => (
                 tar_header(p.as_bytes(), c.len() as u64, *mode, tar::EntryType::Regular),
                 c.as_bytes(),
+            ),
+            Data::Binary(p, c, mode) => (
+                tar_header(p.as_bytes(), c.len() as u64, *mode, tar::EntryType::Regular),
+                c,
             ),
             Data::RawName(p) => (
                 tar_header(p.as_bytes(), 1, 0o644, tar::EntryType::Regular),
@@ -719,6 +730,7 @@ pub fn layer_opts() -> LayerRequest {
         usr_merge: UsrMerge::all(),
         scratch: false,
         dpkg_db: false,
+        cuda: None,
     }
 }
 

@@ -143,13 +143,13 @@ fn an_excluded_path_is_neither_written_nor_listed() {
         w.exclude.clear();
     }
     assert_ne!(
-        layer_key(&ws, &interp(), &opts(Compression::None, 1)).unwrap(),
-        layer_key(&plain, &interp(), &opts(Compression::None, 1)).unwrap()
+        layer_key(&ws, &interp(), &opts(Compression::None, 1), None).unwrap(),
+        layer_key(&plain, &interp(), &opts(Compression::None, 1), None).unwrap()
     );
     // A wheel with nothing excluded keeps the key it had before exclusions existed.
     assert_eq!(
-        layer_key(&ws[2..], &interp(), &opts(Compression::None, 1)).unwrap(),
-        layer_key(&plain[2..], &interp(), &opts(Compression::None, 1)).unwrap()
+        layer_key(&ws[2..], &interp(), &opts(Compression::None, 1), None).unwrap(),
+        layer_key(&plain[2..], &interp(), &opts(Compression::None, 1), None).unwrap()
     );
 }
 
