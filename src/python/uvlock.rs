@@ -5,8 +5,9 @@
 //!
 //! uv's lock is universal: one resolution for every platform and Python, split by
 //! `resolution-markers` where versions differ. The packages to install are found as uv finds
-//! them: from the project (the packages whose `source` is `editable` or `virtual`: the project
-//! and its workspace members), through `dependencies` whose `marker` holds for the image, the
+//! them: from the project (the package whose `source` is `editable = "."` or `virtual = "."`,
+//! the workspace's root; else, in a virtual workspace, every `editable` or `virtual` member),
+//! through `dependencies` whose `marker` holds for the image, the
 //! `optional-dependencies` of the extras asked for (the project's `extras`, and a
 //! dependency's `extra = [...]`), and the project's `dev-dependencies` of the groups asked for
 //! (uv's default groups unless told: `[tool.uv] default-groups` of pyproject.toml, else
@@ -154,6 +155,15 @@ fn is_project(p: &RawPackage) -> bool {
     matches!(source_kind(p), "editable" | "virtual")
 }
 
+/// Whether a project is the workspace's root (`source = { editable = "." }` or `virtual =
+/// "."`): the one `uv sync` run beside uv.lock installs, where other members are installed only
+/// as its dependencies.
+fn is_workspace_root(p: &RawPackage) -> bool {
+    ["editable", "virtual"]
+        .iter()
+        .any(|k| p.source.get(*k).and_then(|v| v.as_str()) == Some("."))
+}
+
 /// `sha256:HEX` as uv writes it.
 fn sha256(hash: Option<&str>) -> Option<Digest> {
     let hex = hash?.strip_prefix("sha256:")?;
@@ -218,9 +228,16 @@ pub fn parse(
             }
         }
     };
-    let roots: Vec<usize> = (0..raw.package.len())
-        .filter(|&i| is_project(&raw.package[i]))
+    // The workspace root when uv.lock has one (a virtual root without `[project]` has none:
+    // then every member, as `uv sync` there installs them all).
+    let mut roots: Vec<usize> = (0..raw.package.len())
+        .filter(|&i| is_project(&raw.package[i]) && is_workspace_root(&raw.package[i]))
         .collect();
+    if roots.is_empty() {
+        roots = (0..raw.package.len())
+            .filter(|&i| is_project(&raw.package[i]))
+            .collect();
+    }
     if roots.is_empty() {
         return Err(UvLockError::NoProject);
     }
@@ -353,11 +370,11 @@ pub fn parse(
             continue;
         }
         let p = &raw.package[i];
-        if is_project(p) {
-            // A workspace member the project depends on: itself a root, not installed.
-            continue;
+        // A workspace member the project depends on is not installed (a local source; `[python]
+        // project` refuses it), but what it depends on is, as `uv sync` installs it.
+        if !is_project(p) {
+            install.insert(i);
         }
-        install.insert(i);
         let deps = if extra.is_empty() {
             &p.dependencies
         } else {

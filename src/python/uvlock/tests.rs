@@ -292,3 +292,45 @@ fn the_project_entry_gives_the_name_and_version_and_says_when_it_is_virtual() {
         "{e}"
     );
 }
+
+/// A workspace: the root project (`editable = "."`) depends on the member `lib`, which depends
+/// on pillow; the member `tool`, which nothing depends on, wants pytest. `uv sync` beside the
+/// lock installs the root's dependencies and lib's (not lib itself here: a local source), not
+/// tool's; a virtual workspace root without `[project]` (no `.` entry) installs every member's.
+#[test]
+fn a_workspace_installs_the_roots_dependencies_and_its_members_not_every_members() {
+    let member = |name: &str, dep: &str| {
+        format!("\n[[package]]\nname = \"{name}\"\nversion = \"0.1.0\"\nsource = {{ editable = \"packages/{name}\" }}\ndependencies = [{{ name = \"{dep}\" }}]\n")
+    };
+    let ws = lock().replace(
+        "    { name = \"click\" },\n    { name = \"numpy\", version = \"2.4.6\"",
+        "    { name = \"click\" },\n    { name = \"lib\" },\n    { name = \"numpy\", version = \"2.4.6\"",
+    ) + &member("lib", "pillow")
+        + &member("tool", "pytest");
+    let sel = Selection {
+        no_dev: true,
+        ..Selection::default()
+    };
+    let pkgs = parse(&ws, &interp(13, "x86_64"), &sel, None).unwrap();
+    assert_eq!(
+        names(&pkgs),
+        [
+            "click==8.5.1",
+            "numpy==2.5.5",
+            "pillow==13.0.0",
+            "pysocks==1.7.1",
+            "requests==2.40.0"
+        ]
+    );
+    // No root entry (a virtual workspace root is not a package): every member's dependencies.
+    let virtual_root = ws.replace(
+        "source = { editable = \".\" }",
+        "source = { editable = \"packages/app\" }",
+    );
+    let pkgs = parse(&virtual_root, &interp(13, "x86_64"), &sel, None).unwrap();
+    assert!(
+        names(&pkgs).contains(&"pytest==9.2.0".to_string()),
+        "{:?}",
+        names(&pkgs)
+    );
+}
