@@ -17,6 +17,14 @@ sdist, out = sys.argv[1], sys.argv[2]
 work = "/tmp/ocibuild-sdist"
 shutil.rmtree(work, ignore_errors=True)
 os.makedirs(work)
+# A zip (the wheel) has no time before 1980: an epoch before it (ocibuild's default is 0),
+# which backends such as hatchling write as the files' times and fail on, is given to the
+# backend as 1980-01-01 00:00:00 UTC, as the wheel package's bdist_wheel clamps it.
+try:
+    if int(os.environ.get("SOURCE_DATE_EPOCH", "0")) < 315532800:
+        os.environ["SOURCE_DATE_EPOCH"] = "315532800"
+except ValueError:
+    os.environ["SOURCE_DATE_EPOCH"] = "315532800"
 
 
 def unpack():

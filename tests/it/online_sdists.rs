@@ -264,3 +264,93 @@ fn a_requirements_sdist_is_built_with_build_requirements_from_the_builders_own_l
         "{lock}"
     );
 }
+
+/// An sdist whose backend is hatchling, built at the default epoch (0): a zip holds no time
+/// before 1980 and hatchling refuses one, so ocibuild's frontend gives the backend 1980-01-01
+/// (as the `wheel` package's bdist_wheel clamps it). The sdist is made here, named by a path in
+/// the pylock.toml; the builder is Debian 13's python3-hatchling.
+#[test]
+fn a_hatchling_sdist_builds_at_the_default_epoch() {
+    if !common::online("builds a hatchling sdist with Debian 13's python3-hatchling")
+        || !common::require_tool("podman")
+        || !common::require_tool("tar")
+    {
+        return;
+    }
+    let t = tempdir();
+    let p = t.path();
+    fs::create_dir_all(p.join("keys")).unwrap();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("recipes");
+    fs::copy(
+        repo.join("keys/debian-trixie.asc"),
+        p.join("keys/debian-trixie.asc"),
+    )
+    .unwrap();
+    let src = p.join("src/hatchdemo-0.1.0");
+    fs::create_dir_all(src.join("hatchdemo")).unwrap();
+    fs::write(
+        src.join("pyproject.toml"),
+        "[build-system]\nrequires = [\"hatchling\"]\nbuild-backend = \"hatchling.build\"\n\n\
+         [project]\nname = \"hatchdemo\"\nversion = \"0.1.0\"\n",
+    )
+    .unwrap();
+    fs::write(
+        src.join("PKG-INFO"),
+        "Metadata-Version: 2.1\nName: hatchdemo\nVersion: 0.1.0\n",
+    )
+    .unwrap();
+    fs::write(
+        src.join("hatchdemo/__init__.py"),
+        "BUILT = 'by hatchling'\n",
+    )
+    .unwrap();
+    let sdist = p.join("hatchdemo-0.1.0.tar.gz");
+    run_ok(
+        Command::new("tar")
+            .args([
+                "--sort=name",
+                "--mtime=@0",
+                "--owner=0",
+                "--group=0",
+                "-czf",
+            ])
+            .arg(&sdist)
+            .arg("-C")
+            .arg(p.join("src"))
+            .arg("hatchdemo-0.1.0"),
+    );
+    let sha = ocibuild::digest::Digest::of(&fs::read(&sdist).unwrap()).hex();
+    fs::write(
+        p.join("pylock.toml"),
+        format!(
+            "lock-version = \"1.0\"\ncreated-by = \"ocibuild-test\"\nrequires-python = \">=3.13\"\n\n\
+             [[packages]]\nname = \"hatchdemo\"\nversion = \"0.1.0\"\n\
+             sdist = {{ name = \"hatchdemo-0.1.0.tar.gz\", path = \"hatchdemo-0.1.0.tar.gz\", hashes = {{ sha256 = \"{sha}\" }} }}\n"
+        ),
+    )
+    .unwrap();
+    fs::write(
+        p.join("builder.toml"),
+        BUILDER.replace(
+            "\"gcc\", \"libc6-dev\", \"python3-dev\", \"python3-setuptools\"",
+            "\"python3\", \"python3-hatchling\"",
+        ),
+    )
+    .unwrap();
+    let app = APP.replace("BUILDER", "builder.toml");
+    let app = app[..app.find("[[test]]").unwrap()].to_string()
+        + "[[test]]\nname = \"imports\"\nrun = [\"python3\", \"-c\", \"import hatchdemo; print(hatchdemo.BUILT)\"]\nexpect-output = \"by hatchling\"\n";
+    fs::write(p.join("app.toml"), app).unwrap();
+    let o = run(ocibuild()
+        .env("OCIBUILD_CACHE", p.join("cache"))
+        .env_remove("SOURCE_DATE_EPOCH")
+        .args(["build", "--test", "-o"])
+        .arg(p.join("a"))
+        .arg(p.join("app.toml")));
+    let text = format!("{}{}", stdout(&o), stderr(&o));
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("step sdist:hatchdemo: ran in") && text.contains("test imports ... passed"),
+        "{text}"
+    );
+}
