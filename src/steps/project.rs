@@ -2,8 +2,9 @@
 //! input (a layer, as a `[[step]]`'s file input), and ocibuild's PEP 517 frontend for a
 //! directory (`pep517_project.py`'s head, which copies the project to a writable path, then
 //! `pep517.py`'s build half) run by the builder's `python3` with no network. The wheel is read
-//! back by [`super::sdist::wheel`]. `pep517.py` itself is left as it is, so that the keys of
-//! the steps that build sdists (and the locks that pin them) stay.
+//! back by [`super::sdist::wheel`]. Only `pep517.py`'s build half is shared: its head (the
+//! sdist unpacked, the epoch clamped to 1980) is in each step's key, so the project's head is
+//! its own and a change to one head leaves the other kind of step's keys (and locks) as they are.
 
 use std::collections::BTreeMap;
 
