@@ -386,7 +386,7 @@ fn a_pylock_package_error_is_placed_at_the_package() {
     let cases = [
         (
             format!("lock-version = \"1.0\"\n\n[[packages]]\nname = \"only-sdist\"\nsdist = {{ url = \"https://x/only-sdist-1.tar.gz\", hashes = {{ sha256 = \"{h}\" }} }}\n"),
-            "pylock.toml:4:8: only-sdist: only an sdist",
+            "pylock.toml:4:8: only-sdist: only an sdist, and [python] names no `sdist-builder` to build it in: add `sdist-builder = { recipe = \"builder.toml\" }`",
         ),
         (
             "lock-version = \"1.0\"\n[[packages]]\nname = \"from-git\"\nvcs = { type = \"git\", url = \"u\" }\n".to_string(),
