@@ -293,7 +293,7 @@ pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, Pyl
             source: Some(Box::new(source)),
         };
         if let Some(m) = &p.marker {
-            let marker = Marker::parse(m).map_err(|s| invalid(format!("marker `{m}`"), s))?;
+            let marker = Marker::parse(m).map_err(|s| invalid("its marker".into(), s))?;
             if !marker.evaluate(&env) {
                 continue;
             }

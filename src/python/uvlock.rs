@@ -223,7 +223,7 @@ pub fn parse(
                     .map_err(|e| UvLockError::Invalid {
                         at: place(package),
                         package: package.name.get_ref().clone(),
-                        what: format!("marker `{s}`: {e}"),
+                        what: e.to_string(),
                     })
             }
         }
