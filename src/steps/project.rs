@@ -6,11 +6,9 @@
 //! sdist unpacked, the epoch clamped to 1980) is in each step's key, so the project's head is
 //! its own and a change to one head leaves the other kind of step's keys (and locks) as they are.
 
-use std::collections::BTreeMap;
-
-use super::sdist::{ENV, TIMEOUT_SECS, WHEEL_DIR};
+use super::sdist::WheelStep;
 use crate::layer::CopySpec;
-use crate::recipe::{Step, StepImage, StepInput, StepOutput};
+use crate::recipe::{Step, StepImage, StepInput};
 
 /// The head that takes a directory in place of an sdist.
 const HEAD: &str = include_str!("pep517_project.py");
@@ -32,13 +30,10 @@ pub fn frontend() -> String {
 /// in `image`; `at` is where the builder is named.
 pub fn step(image: &StepImage, at: &str, package: &str, src: &str, spec: &CopySpec) -> Step {
     let dir = format!("{PROJECT_DIR}/{package}");
-    let env: BTreeMap<String, String> = ENV
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Step {
+    WheelStep {
         name: crate::system::project::step_name(package),
-        image: image.clone(),
+        image,
+        at,
         inputs: vec![StepInput::Files {
             src: src.to_string(),
             spec: CopySpec {
@@ -47,25 +42,10 @@ pub fn step(image: &StepImage, at: &str, package: &str, src: &str, spec: &CopySp
             },
         }],
         fetch: Vec::new(),
-        run: vec![
-            "python3".into(),
-            "-c".into(),
-            frontend(),
-            dir,
-            WHEEL_DIR.into(),
-        ],
-        env,
-        workdir: Some("/tmp".into()),
-        user: None,
-        outputs: vec![StepOutput {
-            path: WHEEL_DIR.into(),
-            dest: WHEEL_DIR.into(),
-            in_image: false,
-        }],
-        network: false,
-        timeout_secs: TIMEOUT_SECS,
-        at: at.to_string(),
+        frontend: frontend(),
+        source: dir,
     }
+    .step()
 }
 
 #[cfg(test)]

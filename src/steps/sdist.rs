@@ -4,11 +4,10 @@
 //! `python3` with no network, and the one wheel it writes read back from the step's output
 //! into the store.
 
-use std::collections::BTreeMap;
 use std::io::{self, Read};
 
 use super::{output_key, StepError};
-use crate::recipe::{Fetch, Step, StepImage, StepOutput};
+use crate::recipe::{Fetch, Step, StepImage, StepInput, StepOutput};
 use crate::store::Store;
 use crate::system::sdist::{BuiltWheel, Sdist};
 
@@ -32,37 +31,65 @@ pub(super) const ENV: [(&str, &str); 3] = [
 /// The step that builds `sdist` in `image`; `at` is where the builder is named.
 pub fn step(image: &StepImage, at: &str, sdist: &Sdist) -> Step {
     let file = format!("{SDIST_DIR}/{}", sanitized(&sdist.filename));
-    let env: BTreeMap<String, String> = ENV
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    Step {
+    let fetch = vec![Fetch {
+        url: sdist.url.clone(),
+        sha256: Some(sdist.sha256),
+        dest: file.clone(),
+    }];
+    WheelStep {
         name: sdist.step_name(),
-        image: image.clone(),
+        image,
+        at,
         inputs: Vec::new(),
-        fetch: vec![Fetch {
-            url: sdist.url.clone(),
-            sha256: Some(sdist.sha256),
-            dest: file.clone(),
-        }],
-        run: vec![
-            "python3".into(),
-            "-c".into(),
-            FRONTEND.into(),
-            file,
-            WHEEL_DIR.into(),
-        ],
-        env,
-        workdir: Some("/tmp".into()),
-        user: None,
-        outputs: vec![StepOutput {
-            path: WHEEL_DIR.into(),
-            dest: WHEEL_DIR.into(),
-            in_image: false,
-        }],
-        network: false,
-        timeout_secs: TIMEOUT_SECS,
-        at: at.to_string(),
+        fetch,
+        frontend: FRONTEND.into(),
+        source: file,
+    }
+    .step()
+}
+
+/// A step that builds one wheel (an sdist's, a project's): `python3 -c FRONTEND SOURCE
+/// WHEEL_DIR` in the builder, with [`ENV`], no network and the wheel directory its one output.
+pub(super) struct WheelStep<'a> {
+    pub(super) name: String,
+    pub(super) image: &'a StepImage,
+    pub(super) at: &'a str,
+    pub(super) inputs: Vec<StepInput>,
+    pub(super) fetch: Vec<Fetch>,
+    pub(super) frontend: String,
+    /// The sdist file or project directory in the container.
+    pub(super) source: String,
+}
+
+impl WheelStep<'_> {
+    pub(super) fn step(self) -> Step {
+        Step {
+            name: self.name,
+            image: self.image.clone(),
+            inputs: self.inputs,
+            fetch: self.fetch,
+            run: vec![
+                "python3".into(),
+                "-c".into(),
+                self.frontend,
+                self.source,
+                WHEEL_DIR.into(),
+            ],
+            env: ENV
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
+            workdir: Some("/tmp".into()),
+            user: None,
+            outputs: vec![StepOutput {
+                path: WHEEL_DIR.into(),
+                dest: WHEEL_DIR.into(),
+                in_image: false,
+            }],
+            network: false,
+            timeout_secs: TIMEOUT_SECS,
+            at: self.at.to_string(),
+        }
     }
 }
 
