@@ -136,6 +136,15 @@ impl Dir {
         Ok(File::from(fd))
     }
 
+    /// Opens the child `name` for reading and writing in place, never through a symlink
+    /// (`ELOOP`), without blocking on a FIFO. The caller checks what it opened ([`meta`]).
+    pub fn open_file_rw(&self, name: &OsStr) -> io::Result<File> {
+        let flags =
+            OFlags::RDWR | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY | OFlags::CLOEXEC;
+        let fd = rustix::fs::openat(&self.fd, name, flags, Mode::empty())?;
+        Ok(File::from(fd))
+    }
+
     /// The child `name`'s own metadata (a symlink is described, not followed).
     pub fn stat(&self, name: &OsStr) -> io::Result<Meta> {
         let st = rustix::fs::statat(&self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;

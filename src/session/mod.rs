@@ -440,6 +440,20 @@ impl<'a> Session<'a> {
         built.rootfs = sys.rootfs;
         built.host_provides = sys.host_provides;
         built.warnings = sys.warnings;
+        if let Some(t) = &recipe.image.cuda {
+            // A recipe of steps alone has no system part to start the report.
+            let c = built
+                .wheels
+                .cuda
+                .get_or_insert_with(|| crate::cuda::CudaReport {
+                    archs: t.names(),
+                    ptx: t.ptx.as_str().to_string(),
+                    libraries: Vec::new(),
+                });
+            c.libraries
+                .extend(step_reports.iter().flat_map(|r| r.cuda.iter().cloned()));
+            c.libraries.sort_by(|a, b| a.path.cmp(&b.path));
+        }
         built.steps = step_reports;
         built.shell = shell::image_has_shell(self.store, recipe, &built)
             .map_err(|e| SessionError::System(Box::new(e)))?;

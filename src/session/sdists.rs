@@ -97,6 +97,8 @@ impl SdistSteps<'_, '_> {
             sandbox: &s.sandbox,
             allow_network: false,
             lock_path: &lock_path,
+            // The wheel it builds is a result, pruned where it is installed.
+            cuda: None,
         };
         let step_err = |e| SessionError::Step(Box::new(e));
         let mut scratch: Vec<LockedStep>;

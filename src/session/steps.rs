@@ -42,6 +42,7 @@ impl Session<'_> {
             sandbox: &self.sandbox,
             allow_network: self.allow_network,
             lock_path: &lock_path,
+            cuda: recipe.image.cuda.as_ref(),
         };
         let (extras, reports) = steps::run_steps(&ctx, &recipe.steps, &builders, &mut lock.steps)
             .map_err(|e| SessionError::Step(Box::new(e)))?;

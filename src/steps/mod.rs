@@ -11,6 +11,7 @@
 //! `--locked` build (and `verify`) that runs the step again and gets other bytes says
 //! `step NAME is not reproducible`, with the files that differ when the old layer is at hand.
 
+mod cuda;
 mod fetch;
 mod image;
 pub mod project;
@@ -197,6 +198,9 @@ pub struct StepContext<'a> {
     pub allow_network: bool,
     /// The lock file, for messages.
     pub lock_path: &'a Path,
+    /// `[image] cuda-archs`: the shared libraries of outputs that go into the image are pruned
+    /// to these GPUs ([`cuda`]).
+    pub cuda: Option<&'a crate::cuda::Targets>,
 }
 
 /// One step as it ended: its container (for later steps) and its output layers.
@@ -266,16 +270,20 @@ pub fn run_steps(
         }
         let key = key(ctx, step, &builder, &inputs)?;
         let container = builder.with_layers(key, &inputs);
-        let (outputs, ran) = match cached_outputs(ctx, step, &key)? {
+        let (outputs, ran, libraries) = match cached_outputs(ctx, step, &key)? {
             Some(o) => {
                 ctx.reporter
                     .detail(&format!("step {}: cached (key {key})", step.name));
-                (o, None)
+                let libraries = match pruned_targets(ctx, step) {
+                    Some(_) => cuda::cached_reports(ctx.store, &key),
+                    None => Vec::new(),
+                };
+                (o, None, libraries)
             }
             None => {
                 let started = std::time::Instant::now();
-                let o = run_one(ctx, step, &container, &key)?;
-                (o, Some(started.elapsed()))
+                let (o, libraries) = run_one(ctx, step, &container, &key)?;
+                (o, Some(started.elapsed()), libraries)
             }
         };
         // Pins of downloads the recipe still has and gives no sha256 for.
@@ -311,6 +319,7 @@ pub fn run_steps(
             cached: ran.is_none(),
             duration_secs: ran.map(|d| (d.as_secs_f64() * 1000.0).round() / 1000.0),
             outputs: outputs.iter().map(|o| o.digest).collect(),
+            cuda: libraries,
         });
         done.push(Done {
             name: step.name.clone(),
@@ -397,12 +406,14 @@ fn key(
         .iter()
         .map(|o| json!({"path": o.path, "dest": o.dest}))
         .collect();
+    // Only where it changes an output (so a key without pruning is the one it always was).
+    let cuda = pruned_targets(ctx, step).map(|t| ("cuda", t.to_json()));
     Ok(crate::layer::cache_key(
         "step key",
         STEP_KEY,
         ctx.compression,
         ctx.epoch,
-        [
+        cuda.into_iter().chain([
             ("builder", json!(builder.id)),
             (
                 "inputs",
@@ -415,8 +426,14 @@ fn key(
             ("outputs", json!(outputs)),
             ("network", json!(step.network)),
             ("platform", json!(ctx.platform.to_string())),
-        ],
+        ]),
     )?)
+}
+
+/// The GPUs the step's outputs are pruned to: `[image] cuda-archs`, when an output goes into
+/// the image.
+fn pruned_targets<'a>(ctx: &StepContext<'a>, step: &Step) -> Option<&'a crate::cuda::Targets> {
+    ctx.cuda.filter(|_| step.outputs.iter().any(|o| o.in_image))
 }
 
 /// The cache key of output `i` of the step whose key is `key`.
@@ -450,7 +467,7 @@ fn run_one(
     step: &Step,
     container: &Container,
     key: &Digest,
-) -> Result<Vec<CachedLayer>, StepError> {
+) -> Result<(Vec<CachedLayer>, Vec<crate::cuda::LibraryReport>), StepError> {
     if step.network && !ctx.allow_network {
         return Err(StepError::NetworkNotAllowed {
             step: step.name.clone(),
@@ -503,6 +520,7 @@ fn run_one(
         });
     }
     let mut layers = Vec::with_capacity(outputs.len());
+    let mut libraries = Vec::new();
     for (i, ((host, inside), o)) in outputs.iter().zip(&step.outputs).enumerate() {
         let empty = fs_err::read_dir(host)
             .map_err(|source| StepError::Io {
@@ -517,6 +535,15 @@ fn run_one(
                 path: inside.clone(),
             });
         }
+        if let Some(t) = pruned_targets(ctx, step).filter(|_| o.in_image) {
+            let from = format!("step {}", step.name);
+            libraries.extend(
+                cuda::prune_output(host, &o.dest, t, &from).map_err(|source| StepError::Io {
+                    step: step.name.clone(),
+                    source,
+                })?,
+            );
+        }
         let l = Layer {
             name: output_name(step, i),
             src: inside.clone(),
@@ -525,11 +552,14 @@ fn run_one(
         let (cached, _) = layer(ctx, step, &l)?;
         layers.push(cached);
     }
+    if pruned_targets(ctx, step).is_some() {
+        cuda::save_reports(ctx.store, &step.name, key, &libraries)?;
+    }
     // Only once every output is a layer: cached under the key, so a failed step caches nothing.
     for (i, l) in layers.iter().enumerate() {
         ctx.store.put_cached_layer(&output_key(key, i), l)?;
     }
-    Ok(layers)
+    Ok((layers, libraries))
 }
 
 /// The lock's entry for the step, checked against this run and updated as the policy says.

@@ -20,6 +20,10 @@ pub struct StepReport {
     /// Seconds the container ran; `None` when cached.
     pub duration_secs: Option<f64>,
     pub outputs: Vec<Digest>,
+    /// With `[image] cuda-archs`: what pruning did to the libraries of its outputs that go
+    /// into the image (reported with the image's other CUDA libraries, under `cuda`).
+    #[serde(skip)]
+    pub cuda: Vec<crate::cuda::LibraryReport>,
 }
 
 /// The most differing files listed.

@@ -30,6 +30,7 @@ mod cli_ux;
 mod concurrency;
 mod cosign_attest;
 mod cuda;
+mod cuda_steps;
 mod docker_keys;
 mod epoch;
 mod features;
