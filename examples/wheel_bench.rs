@@ -47,12 +47,23 @@ fn main() -> anyhow::Result<()> {
     let fetcher = ocibuild::http::HttpFetcher::offline()?;
     let start = Instant::now();
     // As under recipes/bookworm-python.toml: scratch, the apt layer, no recipe layers.
+    let overlap = ocibuild::recipe::Overlap::Error;
+    let set = ocibuild::system::wheelset::analyze(
+        &lock.wheels,
+        &interp,
+        overlap,
+        &fetcher,
+        &store,
+        opts.threads,
+        opts.no_cache,
+    )?;
     let layout = wheels::WheelLayout {
-        overlap: ocibuild::recipe::Overlap::Error,
+        overlap,
         max_layer_size: ocibuild::recipe::DEFAULT_MAX_LAYER_SIZE,
         other_layers: 1,
         project_last: false,
         cuda: None,
+        set,
     };
     let layers = wheels::layers(
         &lock.wheels,

@@ -282,6 +282,47 @@ fn not_done_lines(r: &crate::rootfs::Report) -> Vec<String> {
     out
 }
 
+/// Which copy of a duplicate library loads, why, and what the other costs: one line.
+fn loads_text(d: &crate::system::wheelset::DuplicateLibrary, place: &str) -> String {
+    let users = |copy: &str| d.users.iter().filter(|u| u.loads == copy).count();
+    let first = d.users.first().map_or(String::new(), |u| {
+        format!(" (e.g. {} through {})", u.path, u.via)
+    });
+    match d.loads.as_str() {
+        "wheel" if d.users.is_empty() => format!(
+            "loaded: the wheel's copy ({}); the {place}'s copy is unused: {}{}",
+            d.via.as_deref().unwrap_or("dlopen"),
+            human_bytes(d.unused_bytes),
+            if d.origin == "base" { " (the base's layers are reused as they are: a base without it saves them)" } else { "" }
+        ),
+        "wheel" => format!(
+            "loaded: the wheel's copy, by the {} ELF file(s) that link it{first}; the {place}'s copy is unused: {}{}",
+            d.users.len(),
+            human_bytes(d.unused_bytes),
+            if d.origin == "base" { " (the base's layers are reused as they are: a base without it saves them)" } else { "" }
+        ),
+        "mixed" => format!(
+            "loaded: both: {} ELF file(s) load the wheel's copy, {} the {place}'s{first}: two versions in one process is a crash waiting; set LD_LIBRARY_PATH or RUNPATH alike",
+            users("wheel"),
+            users(&d.origin)
+        ),
+        "unknown" => format!(
+            "loaded: unknown ({})",
+            d.via.as_deref().unwrap_or("no ELF file links it")
+        ),
+        _ => format!(
+            "loaded: the {place}'s copy, by the {} ELF file(s) that link it{first}; the wheel's copy is unused: {}{}",
+            d.users.len(),
+            human_bytes(d.unused_bytes),
+            if d.dropped.is_some() {
+                ": left out of the wheel's layer ([image] drop-unused-copies)"
+            } else {
+                " ([image] drop-unused-copies = true leaves it out)"
+            }
+        ),
+    }
+}
+
 /// Notes on stderr: files several wheels share or that `overlap = "last"` settled, and the
 /// shared libraries that the base and a wheel both ship.
 fn wheels(r: &WheelsOutcome) {
@@ -306,19 +347,20 @@ fn wheels(r: &WheelsOutcome) {
     let dups = r.duplicate_libraries.as_deref().unwrap_or_default();
     let wasted: u64 = dups.iter().map(|d| d.wheel_size).sum();
     for d in dups {
+        let place = if d.origin == "apt" {
+            "apt layer"
+        } else {
+            "base"
+        };
         eprintln!(
-            "note: {} is in the {} at {} and installed again by wheel {} at {} ({} twice)",
+            "note: {} is in the {place} at {} and installed again by wheel {} at {} ({} twice)",
             d.soname,
-            if d.origin == "apt" {
-                "apt layer"
-            } else {
-                "base"
-            },
             d.base_path,
             d.wheel,
             d.wheel_path,
             human_bytes(d.wheel_size)
         );
+        eprintln!("  {}", loads_text(d, place));
     }
     if dups.len() > 1 {
         eprintln!(

@@ -50,9 +50,11 @@
 //! of libcublasLt.so.12's 749 MB) are loaded by the library's own code, which may record their
 //! sizes elsewhere, so they are left as they are.
 
+pub mod dynamic;
 mod elf;
 mod fatbin;
 pub mod fixture;
+pub mod loads;
 
 use std::collections::BTreeSet;
 

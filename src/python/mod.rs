@@ -12,6 +12,7 @@
 //!   RECORD, WHEEL and entry point formats; [`plan`]: how many layers the wheels go into).
 
 pub mod dist_info;
+pub mod elfdeps;
 pub mod index;
 mod install;
 pub mod interpreter;

@@ -157,6 +157,10 @@ impl Recipe {
         if let Some(t) = &i.cuda {
             v["image"]["cuda"] = t.to_json();
         }
+        // Likewise only when set.
+        if i.drop_unused_copies {
+            v["image"]["dropUnusedCopies"] = json!(true);
+        }
         // Only with `[args]`: the identity of every recipe without them stays as it was.
         if let Some(a) = &self.args {
             v["args"] = json!(a);

@@ -454,6 +454,10 @@ pub struct Image {
     /// `cuda-archs` and `cuda-ptx`: the GPUs whose code the CUDA libraries of the layers
     /// ocibuild builds keep ([`crate::cuda`]); `None`: nothing is pruned.
     pub cuda: Option<crate::cuda::Targets>,
+    /// `drop-unused-copies`: a wheel's copy of a shared library that the base or the apt layer
+    /// also ships is left out of its layer when every program that links it loads the other
+    /// copy ([`crate::system::copies`]).
+    pub drop_unused_copies: bool,
 }
 
 impl Image {

@@ -136,6 +136,9 @@ pub(super) struct RawImage {
     pub cuda_archs: Option<Spanned<Vec<Spanned<String>>>>,
     /// Which PTX stays: `newest` (the default), `none`, `all`.
     pub cuda_ptx: Option<Spanned<String>>,
+    /// Leave out a wheel's copy of a library the base or the apt layer ships when nothing
+    /// loads it (issue 39).
+    pub drop_unused_copies: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

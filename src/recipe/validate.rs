@@ -257,6 +257,7 @@ fn image(ctx: &Ctx<'_>, raw: Option<Spanned<RawImage>>) -> Result<Image> {
         platform,
         platforms,
         cuda,
+        drop_unused_copies: raw.drop_unused_copies.unwrap_or(false),
     })
 }
 

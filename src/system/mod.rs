@@ -12,6 +12,7 @@
 //! the contract, compressor and epoch), so a rebuild with nothing changed reads no .deb.
 
 pub mod apt;
+pub mod copies;
 pub mod listing;
 pub mod project;
 pub mod python;
@@ -719,6 +720,46 @@ pub fn prepare(
             let project_last = own.is_some();
             wheels.extend(own);
             if opts.build_layers {
+                let set = wheelset::analyze(
+                    &wheels,
+                    &interp,
+                    py.overlap,
+                    fetcher,
+                    store,
+                    opts.threads,
+                    opts.no_cache,
+                )?;
+                let base_libraries = if needs_base_scan || base.is_none() {
+                    Some(scanned.libraries.clone())
+                } else if set.libraries.is_empty() {
+                    Some(Default::default()) // nothing to match: the base need not be read
+                } else {
+                    base_libraries(store, base)?
+                };
+                let apt_libraries = match sys.layers.iter().find(|l| l.name == "apt") {
+                    Some(apt) if !set.libraries.is_empty() => layer_libraries(store, &apt.layer)?,
+                    _ => Default::default(),
+                };
+                let mut dups = base_libraries.map(|libs| {
+                    let earlier = [("base", &libs), ("apt", &apt_libraries)];
+                    wheelset::duplicates(&set, &wheels, &earlier)
+                });
+                // Which copy loads, and the wheels' copies nothing loads left out on request.
+                let mut build_set = set.clone();
+                if let Some(d) = dups.as_mut() {
+                    let env = copies::ld_library_path(&recipe.config.env, base.map(|b| &b.config));
+                    copies::explain(d, &set, &wheels, &interp, store, &env, opts.threads)?;
+                    if recipe.image.drop_unused_copies {
+                        for (x, drop) in build_set
+                            .overlaps
+                            .excluded
+                            .iter_mut()
+                            .zip(copies::wheel_drops(d, &set, &wheels))
+                        {
+                            x.extend(drop);
+                        }
+                    }
+                }
                 let layout = wheels::WheelLayout {
                     overlap: py.overlap,
                     max_layer_size: py.max_layer_size,
@@ -727,28 +768,12 @@ pub fn prepare(
                         + recipe.layers.len(),
                     project_last,
                     cuda: recipe.image.cuda.as_ref(),
+                    set: build_set,
                 };
                 let built =
                     wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;
                 sys.layers.extend(built.layers);
-                let base_libraries = if needs_base_scan || base.is_none() {
-                    Some(scanned.libraries.clone())
-                } else if built.set.libraries.is_empty() {
-                    Some(Default::default()) // nothing to match: the base need not be read
-                } else {
-                    base_libraries(store, base)?
-                };
-                let apt_libraries = match sys.layers.iter().find(|l| l.name == "apt") {
-                    Some(apt) if !built.set.libraries.is_empty() => {
-                        layer_libraries(store, &apt.layer)?
-                    }
-                    _ => Default::default(),
-                };
-                let dups = base_libraries.map(|libs| {
-                    let earlier = [("base", &libs), ("apt", &apt_libraries)];
-                    wheelset::duplicates(&built.set, &wheels, &earlier)
-                });
-                sys.wheel_report = wheelset::WheelReport::new(&built.set, &wheels, dups);
+                sys.wheel_report = wheelset::WheelReport::new(&set, &wheels, dups);
                 sys.cuda_libraries.extend(built.cuda);
             }
             sys.wheels = wheels;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use super::sdist::{self, Sdist};
 use super::uv;
-use super::wheelset::{self, WheelSet};
+use super::wheelset::WheelSet;
 use super::{fetch_verified, parallel_map, Extra, SystemError, SystemOptions};
 use crate::digest::Digest;
 use crate::http::Fetcher;
@@ -411,7 +411,7 @@ fn from_requirements(
 
 /// How the wheels are laid out in layers: the recipe's `[python] overlap` and
 /// `max-layer-size`, and how many other layers the image has (base, system, recipe).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct WheelLayout<'a> {
     pub overlap: Overlap,
     pub max_layer_size: u64,
@@ -421,6 +421,9 @@ pub struct WheelLayout<'a> {
     pub project_last: bool,
     /// `[image] cuda-archs`: the CUDA libraries' fatbins pruned to these GPUs.
     pub cuda: Option<&'a crate::cuda::Targets>,
+    /// The set as [`super::wheelset::analyze`] decided it, with the paths each wheel leaves
+    /// out (its overlaps, and the copies `[image] drop-unused-copies` drops).
+    pub set: WheelSet,
 }
 
 /// The wheel layers, and what the analysis of the set found.
@@ -432,8 +435,7 @@ pub struct WheelLayers {
     pub cuda: Vec<crate::cuda::LibraryReport>,
 }
 
-/// Decides the shared paths of the whole set first ([`wheelset::analyze`]), then downloads the
-/// wheels the store lacks (verified, in parallel) and builds their layers, several at once: a
+/// Builds the layers of `layout.set`: downloads the wheels the store lacks (verified, in parallel) and builds their layers, several at once: a
 /// layer's producer (inflating from the zips, RECORD and diff_id hashing, tar) is one thread,
 /// so building layers side by side keeps every core busy. The bytes do not depend on it.
 pub fn layers(
@@ -448,6 +450,7 @@ pub fn layers(
     if wheels.is_empty() {
         return Ok(WheelLayers::default());
     }
+    let set = layout.set;
     let own = usize::from(layout.project_last);
     let planned = &wheels[..wheels.len() - own];
     let sizes: Vec<(&str, u64)> = planned.iter().map(|w| (w.name.as_str(), w.size)).collect();
@@ -462,15 +465,6 @@ pub fn layers(
     if layout.project_last {
         groups.push(vec![wheels.len() - 1]);
     }
-    let set = wheelset::analyze(
-        wheels,
-        interp,
-        layout.overlap,
-        fetcher,
-        store,
-        opts.threads,
-        opts.no_cache,
-    )?;
     let side_by_side = opts.threads.min(groups.len()).max(1);
     let lopts = LayerOptions {
         epoch: opts.epoch,

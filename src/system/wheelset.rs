@@ -200,6 +200,19 @@ pub struct DuplicateLibrary {
     /// The wheel's copy: the bytes the image carries twice.
     #[serde(rename = "wastedBytes")]
     pub wheel_size: u64,
+    /// Which copy the wheels' programs load ([`super::copies::explain`]): `wheel`, `base` or
+    /// `apt` (every user alike), `mixed`, or `unknown` (loaded with dlopen, unseen here).
+    pub loads: String,
+    /// Why, when no ELF file of the wheels links it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
+    /// The wheels' ELF files that need it, each with the copy it loads and through what.
+    pub users: Vec<super::copies::LibraryUser>,
+    /// The bytes of the copy nothing loads (0 for `mixed` and `unknown`).
+    pub unused_bytes: u64,
+    /// `wheel` when `[image] drop-unused-copies` left the wheel's copy out of its layer.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dropped: Option<String>,
 }
 
 /// Shared libraries by soname → (path, bytes), as [`crate::apt::Base::libraries`] holds them.
@@ -236,6 +249,11 @@ pub fn duplicates(
                 wheel: wheels.get(l.wheel)?.name.clone(),
                 wheel_path: format!("/{}", l.path),
                 wheel_size: l.size,
+                loads: "unknown".into(),
+                via: None,
+                users: Vec::new(),
+                unused_bytes: 0,
+                dropped: None,
             })
         })
         .collect();

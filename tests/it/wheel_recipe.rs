@@ -5,6 +5,7 @@
 
 use crate::aptfix;
 use crate::common;
+mod copies;
 mod overlap;
 use crate::wheelfix;
 

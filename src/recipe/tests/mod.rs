@@ -137,6 +137,7 @@ fn full_recipe() {
             },
             platforms: vec![],
             cuda: None,
+            drop_unused_copies: false,
         }
     );
     assert_eq!(r.image.reference(), "example.com:5000/team/hello:1.0");

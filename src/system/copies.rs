@@ -1,0 +1,195 @@
+//! The base-versus-wheels lint (issue 39): for each shared library that the base or the apt
+//! layer ships and a wheel ships again ([`super::wheelset::duplicates`]), which copy the
+//! wheels' programs load ([`crate::cuda::loads`]), what the other costs, and, with
+//! `[image] drop-unused-copies`, the wheel's copy left out of its layer where nothing loads it.
+//!
+//! The users are the wheels' ELF files that name the soname in `DT_NEEDED` (their dependencies
+//! read once per wheel and interpreter, and cached in the store). Where none does, the library
+//! is loaded with `dlopen`: by cuda-pathfinder (CuPy 14, cuda-python), which looks in the
+//! nvidia wheels' site-packages first, when the image has it; else nobody can say here.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::Serialize;
+
+use super::wheelset::{DuplicateLibrary, WheelSet};
+use super::{parallel_map, SystemError};
+use crate::cuda::dynamic::Dynamic;
+use crate::cuda::loads::{resolve, Copy};
+use crate::digest::Digest;
+use crate::lock::LockedWheel;
+use crate::python::elfdeps::wheel_dynamic;
+use crate::python::overlap::listing_key;
+use crate::python::tags::WheelFile;
+use crate::python::wheel::WheelInput;
+use crate::python::Interpreter;
+use crate::store::Store;
+
+/// Bump when what is cached per wheel changes shape or meaning.
+const DEPS_VERSION: u32 = 1;
+
+/// One ELF file that needs the library, and the copy it loads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LibraryUser {
+    /// Its path in the image (absolute).
+    pub path: String,
+    /// `wheel`, `base`, `apt`, or `none` (the loader's search reaches no copy).
+    pub loads: String,
+    /// Through what: `RUNPATH $ORIGIN/../lib`, `LD_LIBRARY_PATH /x`, `the loader's cache …`.
+    pub via: String,
+}
+
+/// `LD_LIBRARY_PATH` of the image: the recipe's `[config] env`, else the base's.
+pub fn ld_library_path(
+    recipe_env: &BTreeMap<String, String>,
+    base_config: Option<&serde_json::Value>,
+) -> Vec<String> {
+    let value = recipe_env.get("LD_LIBRARY_PATH").cloned().or_else(|| {
+        base_config?["config"]["Env"]
+            .as_array()?
+            .iter()
+            .filter_map(|e| e.as_str()?.strip_prefix("LD_LIBRARY_PATH="))
+            .next_back()
+            .map(str::to_string)
+    });
+    value
+        .unwrap_or_default()
+        .split(':')
+        .filter(|d| !d.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// The dependencies of wheel `w`'s shared objects: from the store's facts, else read and kept.
+fn wheel_deps(
+    w: &LockedWheel,
+    interp: &Interpreter,
+    store: &Store,
+) -> Result<BTreeMap<String, Dynamic>, SystemError> {
+    let wheel_err = |reason: String| SystemError::Wheel {
+        package: w.name.clone(),
+        reason,
+    };
+    let listing = listing_key(&w.sha256, interp).map_err(|e| wheel_err(e.to_string()))?;
+    let key = Digest::of(format!("ocibuild wheel elf deps {DEPS_VERSION} {listing}").as_bytes());
+    if let Some(b) = store.meta(&key)? {
+        if let Ok(d) = serde_json::from_slice(&b) {
+            return Ok(d);
+        }
+    }
+    let input = WheelInput {
+        path: store.blob_path(&w.sha256),
+        file: WheelFile::parse(&w.filename).map_err(|e| wheel_err(e.to_string()))?,
+        sha256: w.sha256,
+        exclude: BTreeSet::new(),
+    };
+    let deps = wheel_dynamic(&input, interp).map_err(|e| SystemError::WheelListing {
+        package: w.name.clone(),
+        error: e,
+    })?;
+    let bytes = serde_json::to_vec(&deps).map_err(|e| wheel_err(e.to_string()))?;
+    store.put_meta(&key, &bytes)?;
+    Ok(deps)
+}
+
+/// Fills in which copy loads for each of `dups` (`loads`, `users`, `unusedBytes`). The wheels
+/// are in the store (the set's analysis fetched them).
+pub fn explain(
+    dups: &mut [DuplicateLibrary],
+    set: &WheelSet,
+    wheels: &[LockedWheel],
+    interp: &Interpreter,
+    store: &Store,
+    ld_library_path: &[String],
+    threads: usize,
+) -> Result<(), SystemError> {
+    if dups.is_empty() {
+        return Ok(());
+    }
+    let deps: Vec<BTreeMap<String, Dynamic>> =
+        parallel_map(wheels, threads.max(1), |w| wheel_deps(w, interp, store))
+            .into_iter()
+            .collect::<Result<_, _>>()?;
+    let pathfinder = wheels
+        .iter()
+        .any(|w| crate::python::tags::normalize_name(&w.name) == "cuda-pathfinder");
+    for d in dups.iter_mut() {
+        let copies = [
+            Copy {
+                origin: &d.origin,
+                path: &d.base_path,
+            },
+            Copy {
+                origin: "wheel",
+                path: &d.wheel_path,
+            },
+        ];
+        let mut users = Vec::new();
+        for (wi, files) in deps.iter().enumerate() {
+            let excluded = set.overlaps.excluded.get(wi);
+            for (path, dynamic) in files {
+                let abs = format!("/{path}");
+                if abs == d.wheel_path
+                    || excluded.is_some_and(|x| x.contains(path))
+                    || !dynamic.needed.contains(&d.soname)
+                {
+                    continue;
+                }
+                let (i, via) = resolve(&abs, dynamic, ld_library_path, &copies);
+                users.push(LibraryUser {
+                    path: abs,
+                    loads: i.map_or("none", |i| copies[i].origin).to_string(),
+                    via,
+                });
+            }
+        }
+        let loads: BTreeSet<&str> = users.iter().map(|u| u.loads.as_str()).collect();
+        d.loads = match (loads.len(), loads.first()) {
+            (0, _) if pathfinder => "wheel".to_string(),
+            (0, _) => "unknown".to_string(),
+            (1, Some(one)) => one.to_string(),
+            _ => "mixed".to_string(),
+        };
+        if users.is_empty() && pathfinder {
+            d.via = Some("no ELF file links it; cuda-pathfinder, in the image, loads the nvidia wheels' copy first".into());
+        } else if users.is_empty() {
+            d.via = Some("no ELF file of the wheels links it: a program loads it with dlopen, by a path or a name this cannot see".into());
+        }
+        d.unused_bytes = if d.loads == "wheel" {
+            d.base_size
+        } else if d.loads == d.origin {
+            d.wheel_size
+        } else {
+            0
+        };
+        d.users = users;
+    }
+    Ok(())
+}
+
+/// With `[image] drop-unused-copies`: per wheel (lock order), the paths of its copies that
+/// nothing loads (the base's or the apt layer's copy loads for every user), to leave out of its
+/// layer; the duplicates dropped are marked.
+pub fn wheel_drops(
+    dups: &mut [DuplicateLibrary],
+    set: &WheelSet,
+    wheels: &[LockedWheel],
+) -> Vec<BTreeSet<String>> {
+    let mut out = vec![BTreeSet::new(); wheels.len()];
+    for d in dups.iter_mut() {
+        if d.loads != d.origin {
+            continue;
+        }
+        let path = d.wheel_path.trim_start_matches('/');
+        let owner = set
+            .libraries
+            .iter()
+            .find(|l| l.path == path && wheels.get(l.wheel).is_some_and(|w| w.name == d.wheel));
+        if let Some(l) = owner {
+            out[l.wheel].insert(path.to_string());
+            d.dropped = Some("wheel".into());
+        }
+    }
+    out
+}

@@ -1,0 +1,283 @@
+//! The base-versus-wheels lint (issue 39) with real ELF files made by the C compiler: a Debian
+//! package ships `libfoo.so.1`, a wheel ships it again, and another wheel's extension links it
+//! with `RUNPATH $ORIGIN/../nvidia/foo/lib`. The build says which copy loads and why, and the
+//! host's own loader (`ldd` over the same tree) agrees; with `LD_LIBRARY_PATH` in the config the
+//! Debian copy loads, and `[image] drop-unused-copies` leaves the wheel's out of its layer and
+//! its RECORD.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use fs_err as fs;
+use serde_json::Value;
+
+use super::aptfix::{self, fixture, python_universe, Data};
+use super::common::{self, ocibuild, run, stdout, tar_listing, tempdir};
+use super::no_tweak;
+use super::wheelfix::make_wheel;
+
+const SITE: &str = "usr/local/lib/python3.12/dist-packages";
+const DEB_LIB: &str = "usr/lib/x86_64-linux-gnu/libfoo.so.1";
+const RUNPATH: &str = "$ORIGIN/../nvidia/foo/lib";
+
+fn cc(dir: &Path, args: &[&str]) {
+    let out = run(Command::new("cc").current_dir(dir).args(args));
+    common::assert_success(&out, "cc");
+}
+
+/// `libfoo.so.1` (soname libfoo.so.1) and `_ext.so`, which needs it, with RUNPATH [`RUNPATH`].
+fn compile(dir: &Path) -> (Vec<u8>, Vec<u8>) {
+    fs::write(dir.join("foo.c"), "int foo(void) { return 42; }\n").unwrap();
+    fs::write(
+        dir.join("ext.c"),
+        "int foo(void);\nint ext(void) { return foo() + 1; }\n",
+    )
+    .unwrap();
+    cc(
+        dir,
+        &[
+            "-shared",
+            "-fPIC",
+            "-o",
+            "libfoo.so.1",
+            "-Wl,-soname,libfoo.so.1",
+            "foo.c",
+        ],
+    );
+    cc(
+        dir,
+        &[
+            "-shared",
+            "-fPIC",
+            "-o",
+            "_ext.so",
+            "ext.c",
+            "-L.",
+            "-l:libfoo.so.1",
+            &format!("-Wl,-rpath,{RUNPATH}"),
+            "-Wl,--enable-new-dtags",
+        ],
+    );
+    (
+        fs::read(dir.join("libfoo.so.1")).unwrap(),
+        fs::read(dir.join("_ext.so")).unwrap(),
+    )
+}
+
+/// Two wheels: nvidia-foo (the library again) and fooext (the extension). The pylock's path.
+fn wheels(dir: &Path, lib: &[u8], ext: &[u8]) -> PathBuf {
+    let wd = dir.join("wheels");
+    fs::create_dir_all(&wd).unwrap();
+    let mut text = String::from(
+        "lock-version = \"1.0\"\ncreated-by = \"test\"\nrequires-python = \">=3.11\"\n",
+    );
+    for (name, member, body) in [
+        ("nvidia-foo", "nvidia/foo/lib/libfoo.so.1", lib),
+        ("fooext", "fooext/_ext.so", ext),
+    ] {
+        let dist = name.replace('-', "_");
+        let w = make_wheel(
+            &wd,
+            &format!("{dist}-1.0-py3-none-manylinux2014_x86_64.whl"),
+            &[
+                (member, body, 0o755),
+                (
+                    &format!("{dist}-1.0.dist-info/METADATA"),
+                    format!("Name: {name}\nVersion: 1.0\n").as_bytes(),
+                    0o644,
+                ),
+            ],
+            true,
+            &no_tweak,
+        );
+        let f = &w.file.filename;
+        let size = fs::metadata(&w.path).unwrap().len();
+        text.push_str(&format!(
+            "\n[[packages]]\nname = \"{name}\"\nversion = \"1.0\"\nwheels = [{{ name = \"{f}\", path = \"wheels/{f}\", size = {size}, hashes = {{ sha256 = \"{}\" }} }}]\n",
+            w.sha256.hex()
+        ));
+    }
+    let p = dir.join("pylock.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+/// What the host's loader resolves `libfoo.so.1` to for `_ext.so` placed in `root` as in the
+/// image, with `llp` as LD_LIBRARY_PATH (image paths, mapped into `root`): an image path.
+fn host_loader(root: &Path, lib: &[u8], ext: &[u8], llp: Option<&str>) -> String {
+    for (p, b) in [
+        (DEB_LIB.to_string(), lib),
+        (format!("{SITE}/nvidia/foo/lib/libfoo.so.1"), lib),
+        (format!("{SITE}/fooext/_ext.so"), ext),
+    ] {
+        let at = root.join(p);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        fs::write(&at, b).unwrap();
+    }
+    let mut c = Command::new("ldd");
+    c.arg(root.join(format!("{SITE}/fooext/_ext.so")));
+    c.env_remove("LD_LIBRARY_PATH");
+    if let Some(d) = llp {
+        c.env("LD_LIBRARY_PATH", root.join(d.trim_start_matches('/')));
+    }
+    let out = stdout(&run(&mut c));
+    let line = out
+        .lines()
+        .find(|l| l.contains("libfoo.so.1 =>"))
+        .unwrap_or_else(|| panic!("ldd: {out}"));
+    let path = line
+        .split("=> ")
+        .nth(1)
+        .unwrap()
+        .split(" (")
+        .next()
+        .unwrap();
+    let root = fs::canonicalize(root).unwrap();
+    let path = fs::canonicalize(path).unwrap();
+    format!("/{}", path.strip_prefix(&root).unwrap().display())
+}
+
+fn recipe(dir: &Path, f: &aptfix::Fixture, image_extra: &str, config: &str) -> PathBuf {
+    let text = format!(
+        "[image]\nname = \"example.com/copies\"\nplatform = \"linux/amd64\"\n{image_extra}\n{}\n[apt]\npackages = [\"python3\", \"libfoo1\"]\n\n[python]\nlock = \"pylock.toml\"\n\n{config}",
+        aptfix::source_toml(f, &f.key),
+    );
+    let p = dir.join("app.toml");
+    fs::write(&p, text).unwrap();
+    p
+}
+
+/// The text of nvidia-foo's RECORD in the (gzip) layer, read with the tar and flate2 crates.
+fn record_text(blob: &Path) -> String {
+    use std::io::Read;
+    let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
+    let mut ar = tar::Archive::new(gz);
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        if e.path()
+            .unwrap()
+            .ends_with("nvidia_foo-1.0.dist-info/RECORD")
+        {
+            let mut s = String::new();
+            e.read_to_string(&mut s).unwrap();
+            return s;
+        }
+    }
+    panic!("no RECORD in {}", blob.display())
+}
+
+fn dup(v: &Value) -> &Value {
+    let dups = v["wheels"]["duplicateLibraries"].as_array().unwrap();
+    assert_eq!(dups.len(), 1, "{v:#}");
+    &dups[0]
+}
+
+#[test]
+fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_be_dropped() {
+    if std::env::consts::ARCH != "x86_64" || !common::require_tool("cc") {
+        return;
+    }
+    let t = tempdir();
+    let (lib, ext) = compile(t.path());
+    let leaked: &'static [u8] = Box::leak(lib.clone().into_boxed_slice());
+    let mut universe = python_universe();
+    universe.push(
+        aptfix::deb("libfoo1", "1.0-1")
+            .data(Data::Dir("./usr/lib/"))
+            .data(Data::Dir("./usr/lib/x86_64-linux-gnu/"))
+            .data(Data::Binary(
+                "./usr/lib/x86_64-linux-gnu/libfoo.so.1",
+                leaked,
+                0o644,
+            )),
+    );
+    let f = fixture(&universe, false);
+    wheels(t.path(), &lib, &ext);
+    let cache = t.path().join("cache");
+    let build = |r: &Path, out: &str, json: bool| {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", &cache).arg("build");
+        if json {
+            c.arg("--json");
+        }
+        let o = run(c.arg("-o").arg(t.path().join(out)).arg(r));
+        common::assert_success(&o, "build");
+        o
+    };
+    let user = format!("/{SITE}/fooext/_ext.so");
+
+    // 1. RUNPATH reaches the wheel's copy: it loads, the Debian copy is unused.
+    let r = recipe(t.path(), &f, "", "");
+    let v: Value = serde_json::from_str(&stdout(&build(&r, "img1", true))).unwrap();
+    let d = dup(&v);
+    assert_eq!(d["origin"], "apt");
+    assert_eq!(d["basePath"], format!("/{DEB_LIB}"));
+    assert_eq!(d["loads"], "wheel", "{d:#}");
+    assert_eq!(d["users"][0]["path"], user.as_str());
+    assert_eq!(d["users"][0]["loads"], "wheel");
+    assert_eq!(d["users"][0]["via"], format!("RUNPATH {RUNPATH}"));
+    assert_eq!(d["unusedBytes"], lib.len());
+    assert!(d.get("dropped").is_none());
+    let host = host_loader(&t.path().join("root1"), &lib, &ext, None);
+    assert_eq!(
+        host,
+        d["wheelPath"].as_str().unwrap(),
+        "the host's loader agrees"
+    );
+    let err = common::stderr(&build(&r, "img1", false));
+    assert!(
+        err.contains(&format!(
+            "loaded: the wheel's copy, by the 1 ELF file(s) that link it (e.g. {user} through RUNPATH {RUNPATH}); the apt layer's copy is unused"
+        )),
+        "{err}"
+    );
+
+    // 2. LD_LIBRARY_PATH comes first: the Debian copy loads; dropping leaves the wheel's out.
+    let config = "[config]\nenv = { LD_LIBRARY_PATH = \"/usr/lib/x86_64-linux-gnu\" }\n";
+    let r = recipe(t.path(), &f, "drop-unused-copies = true", config);
+    let v: Value = serde_json::from_str(&stdout(&build(&r, "img2", true))).unwrap();
+    let d = dup(&v);
+    assert_eq!(d["loads"], "apt", "{d:#}");
+    assert_eq!(
+        d["users"][0]["via"],
+        "LD_LIBRARY_PATH /usr/lib/x86_64-linux-gnu"
+    );
+    assert_eq!(d["unusedBytes"], d["wastedBytes"]);
+    assert_eq!(d["dropped"], "wheel");
+    let host = host_loader(
+        &t.path().join("root2"),
+        &lib,
+        &ext,
+        Some("/usr/lib/x86_64-linux-gnu"),
+    );
+    assert_eq!(host, format!("/{DEB_LIB}"), "the host's loader agrees");
+    // Small wheels share one layer.
+    let name = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["name"].as_str().unwrap())
+        .find(|n| n.starts_with("wheel"))
+        .expect("a wheel layer");
+    let (_, blob) = common::layer_named(&t.path().join("img2"), &v, name);
+    let listing = tar_listing(&blob);
+    assert!(
+        !listing.iter().any(|p| p.ends_with("libfoo.so.1")),
+        "the wheel's copy is left out: {listing:?}"
+    );
+    let text = record_text(&blob);
+    assert!(
+        !text.contains("libfoo.so.1"),
+        "RECORD lists it no more: {text}"
+    );
+    assert!(text.contains("METADATA"), "{text}");
+
+    // 3. Without the request, the same config keeps the wheel's copy and says how to drop it.
+    let r = recipe(t.path(), &f, "", config);
+    let err = common::stderr(&build(&r, "img3", false));
+    assert!(
+        err.contains("the wheel's copy is unused")
+            && err.contains("drop-unused-copies = true leaves it out"),
+        "{err}"
+    );
+}
