@@ -302,23 +302,25 @@ fn loads_text(d: &crate::system::wheelset::DuplicateLibrary, place: &str) -> Str
             if d.origin == "base" { " (the base's layers are reused as they are: a base without it saves them)" } else { "" }
         ),
         "mixed" => format!(
-            "loaded: both: {} ELF file(s) load the wheel's copy, {} the {place}'s{first}: two versions in one process is a crash waiting; set LD_LIBRARY_PATH or RUNPATH alike",
+            "loaded: whichever is loaded first: {} ELF file(s) reach the wheel's copy, {} the {place}'s{first}; a process keeps the first copy it loads (the loader reuses a loaded soname), so which one serves depends on the import order{}",
             users("wheel"),
-            users(&d.origin)
+            users(&d.origin),
+            d.via.as_deref().map(|v| format!(" ({v})")).unwrap_or_default()
         ),
         "unknown" => format!(
             "loaded: unknown ({})",
             d.via.as_deref().unwrap_or("no ELF file links it")
         ),
         _ => format!(
-            "loaded: the {place}'s copy, by the {} ELF file(s) that link it{first}; the wheel's copy is unused: {}{}",
+            "loaded: the {place}'s copy, by the {} ELF file(s) that link it{first}; the wheel's copy is unused: {}{}{}",
             d.users.len(),
             human_bytes(d.unused_bytes),
             if d.dropped.is_some() {
                 ": left out of the wheel's layer ([image] drop-unused-copies)"
             } else {
                 " ([image] drop-unused-copies = true leaves it out)"
-            }
+            },
+            d.via.as_deref().map(|v| format!("; but {v}")).unwrap_or_default()
         ),
     }
 }

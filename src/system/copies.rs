@@ -151,11 +151,14 @@ pub fn explain(
             (1, Some(one)) => one.to_string(),
             _ => "mixed".to_string(),
         };
-        if users.is_empty() && pathfinder {
-            d.via = Some("no ELF file links it; cuda-pathfinder, in the image, loads the nvidia wheels' copy first".into());
-        } else if users.is_empty() {
-            d.via = Some("no ELF file of the wheels links it: a program loads it with dlopen, by a path or a name this cannot see".into());
-        }
+        d.via = match (users.is_empty(), pathfinder) {
+            (true, true) => Some("no ELF file links it; cuda-pathfinder, in the image, loads the nvidia wheels' copy first".into()),
+            (true, false) => Some("no ELF file of the wheels links it: a program loads it with dlopen, by a path or a name this cannot see".into()),
+            // Seen with CuPy 14: it loads libcublas.so.12 by path before the module that links
+            // it, which then gets that copy whatever its search says.
+            (false, true) => Some("cuda-pathfinder, in the image, may load the wheel's copy by path before these users, and the loader then gives them that one".into()),
+            (false, false) => None,
+        };
         d.unused_bytes = if d.loads == "wheel" {
             d.base_size
         } else if d.loads == d.origin {
