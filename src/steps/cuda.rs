@@ -117,13 +117,11 @@ pub(super) fn save_reports(
     Ok(store.put_meta(&report_key(key), &bytes)?)
 }
 
-/// The reports saved with a cached run; none when there are none (or they cannot be read: a
-/// report is information, the layers are what counts).
-pub(super) fn cached_reports(store: &Store, key: &Digest) -> Vec<LibraryReport> {
+/// The reports saved with a cached run; `None` when they are gone or cannot be read.
+pub(super) fn cached_reports(store: &Store, key: &Digest) -> Option<Vec<LibraryReport>> {
     store
         .meta(&report_key(key))
         .ok()
         .flatten()
         .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
 }

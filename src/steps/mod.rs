@@ -270,14 +270,17 @@ pub fn run_steps(
         }
         let key = key(ctx, step, &builder, &inputs)?;
         let container = builder.with_layers(key, &inputs);
-        let (outputs, ran, libraries) = match cached_outputs(ctx, step, &key)? {
-            Some(o) => {
+        // With pruning, a cached run counts only with its report (a run whose report is gone
+        // runs again, as a wheel layer without its report is built again).
+        let cached =
+            cached_outputs(ctx, step, &key)?.and_then(|o| match pruned_targets(ctx, step) {
+                Some(_) => cuda::cached_reports(ctx.store, &key).map(|r| (o, r)),
+                None => Some((o, Vec::new())),
+            });
+        let (outputs, ran, libraries) = match cached {
+            Some((o, libraries)) => {
                 ctx.reporter
                     .detail(&format!("step {}: cached (key {key})", step.name));
-                let libraries = match pruned_targets(ctx, step) {
-                    Some(_) => cuda::cached_reports(ctx.store, &key),
-                    None => Vec::new(),
-                };
                 (o, None, libraries)
             }
             None => {
