@@ -1,0 +1,674 @@
+//! Partial pulls (issue 38): `compression = "zstd:chunked"` and `"estargz"` layers, pulled by
+//! the podman here (4.3.1, containers/storage 1.43) with partial pulls turned on in a private
+//! storage.conf, from Debian's docker-registry, whose log says what each request served.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::registry::{auth_file, start_registry, PASS};
+use crate::common::{self, ocibuild, run, run_ok, sha256_file, stderr, stdout, tempdir};
+
+const FILES: u64 = 40;
+const MIB: u64 = 1 << 20;
+/// The file v2 changes.
+const CHANGED: u64 = 17;
+
+/// The data directory: `FILES` files of 1 MiB of seeded pseudo-random bytes; the changed file's
+/// seed is `changed`.
+fn write_data(dir: &Path, base_seed: u64, changed: u64) {
+    fs_err::create_dir_all(dir).unwrap();
+    for i in 0..FILES {
+        let seed = if i == CHANGED { changed } else { base_seed + i };
+        common::write_pseudo_random(&dir.join(format!("f{i:02}")), seed, MIB);
+    }
+}
+
+fn recipe(dir: &Path, compression: &str, src: &Path) -> PathBuf {
+    let r = dir.join(format!("{}.toml", compression.replace(':', "-")));
+    fs_err::write(
+        &r,
+        format!(
+            "[image]\nname = \"pp\"\ntag = \"v\"\ncompression = \"{compression}\"\n\
+             source-date-epoch = 1700000000\n\n[[layer]]\nname = \"data\"\nsrc = \"{}\"\n\
+             dest = \"/data\"\n",
+            src.display()
+        ),
+    )
+    .unwrap();
+    r
+}
+
+/// `build --json` of `recipe` into `out`, with extra arguments (`-j N`).
+fn build(cmd: &mut Command, recipe: &Path, out: &Path) -> Value {
+    let o = run_ok(cmd.args(["build", "--json", "-o"]).arg(out).arg(recipe));
+    serde_json::from_slice(&o.stdout).unwrap()
+}
+
+/// The layout's one image manifest.
+fn manifest(out: &Path) -> Value {
+    let index: Value =
+        serde_json::from_slice(&fs_err::read(out.join("index.json")).unwrap()).unwrap();
+    let d = index["manifests"][0]["digest"].as_str().unwrap();
+    blob_json(out, d)
+}
+
+fn blob_path(out: &Path, digest: &str) -> PathBuf {
+    out.join("blobs/sha256")
+        .join(digest.trim_start_matches("sha256:"))
+}
+
+fn blob_json(out: &Path, digest: &str) -> Value {
+    serde_json::from_slice(&fs_err::read(blob_path(out, digest)).unwrap()).unwrap()
+}
+
+/// A podman with its own storage (graph root and run root in a temporary directory) and
+/// partial pulls turned on, as docs/partial-pulls.md says.
+struct Podman {
+    dir: tempfile::TempDir,
+    auth: PathBuf,
+}
+
+impl Podman {
+    fn new(auth: &Path) -> Podman {
+        let dir = tempdir();
+        let conf = format!(
+            "[storage]\ndriver = \"overlay\"\ngraphroot = \"{0}/graph\"\nrunroot = \"{0}/run\"\n\n\
+             [storage.options]\npull_options = {{enable_partial_images = \"true\", \
+             use_hard_links = \"false\", ostree_repos = \"\"}}\n",
+            dir.path().display()
+        );
+        fs_err::write(dir.path().join("storage.conf"), conf).unwrap();
+        Podman {
+            dir,
+            auth: auth.to_path_buf(),
+        }
+    }
+
+    fn cmd(&self) -> Command {
+        let mut c = Command::new("podman");
+        c.env(
+            "CONTAINERS_STORAGE_CONF",
+            self.dir.path().join("storage.conf"),
+        );
+        c
+    }
+
+    /// `podman --log-level debug pull`, which must succeed; its stderr.
+    fn pull(&self, image: &str) -> String {
+        let o = run(self
+            .cmd()
+            .args([
+                "--log-level",
+                "debug",
+                "pull",
+                "--tls-verify=false",
+                "--authfile",
+            ])
+            .arg(&self.auth)
+            .arg(image));
+        common::assert_success(&o, &format!("podman pull {image}"));
+        stderr(&o)
+    }
+}
+
+impl Drop for Podman {
+    fn drop(&mut self) {
+        let _ = run(self.cmd().args(["rmi", "--all", "--force"]));
+    }
+}
+
+/// Bytes the registry served for GET requests of `digest`'s blob in `log` (its "response
+/// completed" lines), and how many requests.
+fn served(log: &str, digest: &str) -> (u64, usize) {
+    let uri = format!("/blobs/{digest}\"");
+    let lines: Vec<&str> = log
+        .lines()
+        .filter(|l| l.contains("response completed") && l.contains("http.request.method=GET"))
+        .filter(|l| l.contains(&uri))
+        .collect();
+    let bytes = lines
+        .iter()
+        .map(|l| {
+            let v = l.split("http.response.written=").nth(1).unwrap_or("0");
+            let n: String = v.chars().take_while(char::is_ascii_digit).collect();
+            n.parse::<u64>().unwrap()
+        })
+        .sum();
+    (bytes, lines.len())
+}
+
+fn tools() -> bool {
+    common::require_tools_all(&["podman", "docker-registry"])
+}
+
+/// v1 pushed and pulled, then v2 (one file of 40 changed) pulled: podman fetches the changed
+/// file's range and the TOC only, and the files it assembled are the source's.
+fn second_version_fetches_only_the_changed_file(compression: &str, base_seed: u64) {
+    let reg = start_registry(None);
+    let t = tempdir();
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let data = t.path().join("data");
+    write_data(&data, base_seed, base_seed + CHANGED);
+    let r = recipe(t.path(), compression, &data);
+    let repo = format!("{}/pp/{}", reg.addr, compression.replace(':', "-"));
+    let push = |out: &Path, tag: &str| {
+        run_ok(
+            ocibuild()
+                .env("REGISTRY_AUTH_FILE", &auth)
+                .args(["push", "-q"])
+                .arg(format!("{}:v", out.display()))
+                .arg(format!("{repo}:{tag}")),
+        );
+    };
+    let v1 = t.path().join("v1");
+    build(&mut ocibuild(), &r, &v1);
+    push(&v1, "1");
+    let podman = Podman::new(&auth);
+    let first = podman.pull(&format!("{repo}:1"));
+    assert!(first.contains("Retrieved partial blob"), "{first}");
+
+    write_data(&data, base_seed, base_seed + 1000);
+    let v2 = t.path().join("v2");
+    let doc = build(&mut ocibuild(), &r, &v2);
+    push(&v2, "2");
+    let layer = &manifest(&v2)["layers"][0];
+    let digest = layer["digest"].as_str().unwrap();
+    let size = layer["size"].as_u64().unwrap();
+    let mark = reg.log_text().len();
+    let second = podman.pull(&format!("{repo}:2"));
+    let missing = format!("Missing {MIB} bytes out of {} (2.50 %)", FILES * MIB);
+    assert!(second.contains(&missing), "no `{missing}` in:\n{second}");
+    let (bytes, requests) = served(&reg.log_text()[mark..], digest);
+    println!(
+        "{compression}: v2 pull fetched {bytes} of the layer's {size} bytes ({:.2} %) in \
+         {requests} requests; podman: {missing}",
+        bytes as f64 * 100.0 / size as f64
+    );
+    assert!(
+        bytes >= MIB,
+        "the changed file ({MIB} random bytes) was fetched: {bytes}"
+    );
+    assert!(bytes * 20 <= size, "at most 5 % of {size}: {bytes}");
+    assert_eq!(doc["layers"][0]["digest"], digest);
+
+    // Every file as the source has it.
+    let image = format!("{repo}:2");
+    let mounted = stdout(&run_ok(podman.cmd().args(["image", "mount", &image])));
+    let root = Path::new(mounted.trim());
+    for i in 0..FILES {
+        let name = format!("f{i:02}");
+        assert_eq!(
+            sha256_file(&root.join("data").join(&name)).unwrap(),
+            sha256_file(&data.join(&name)).unwrap(),
+            "{compression}: /data/{name}"
+        );
+    }
+    run_ok(podman.cmd().args(["image", "unmount", &image]));
+
+    // What breaks: containers/storage 1.43 cannot export a partially pulled layer.
+    let version = stdout(&run_ok(Command::new("podman").args(["--version"])));
+    let save = run(podman
+        .cmd()
+        .args(["save", "-o"])
+        .arg(t.path().join("saved.tar"))
+        .arg(&image));
+    println!(
+        "{compression}: `podman save` after the partial pull ({}): {}",
+        version.trim(),
+        if save.status.success() {
+            "succeeded".to_string()
+        } else {
+            stderr(&save).trim().to_string()
+        }
+    );
+    if version.contains(" 4.3.1") {
+        assert!(!save.status.success() && stderr(&save).contains("write too long"));
+    }
+}
+
+#[test]
+fn zstd_chunked_second_version_fetches_only_the_changed_file() {
+    if !tools() {
+        return;
+    }
+    second_version_fetches_only_the_changed_file("zstd:chunked", 0x3800);
+}
+
+#[test]
+fn estargz_second_version_fetches_only_the_changed_file() {
+    if !tools() {
+        return;
+    }
+    second_version_fetches_only_the_changed_file("estargz", 0x3900);
+}
+
+/// Files of several shapes: chunked by the rolling checksum, cut into eStargz's 4 MiB chunks,
+/// compressible, empty, and a symlink.
+fn mixed_data(dir: &Path) {
+    fs_err::create_dir_all(dir.join("sub")).unwrap();
+    common::write_pseudo_random(&dir.join("a.bin"), 1, 3 * MIB / 2);
+    common::write_text_like(&dir.join("sub/big.txt"), 2, 9 * MIB);
+    common::write_text_like(&dir.join("sub/small.txt"), 3, 3000);
+    fs_err::write(dir.join("empty"), b"").unwrap();
+    fs_err::os::unix::fs::symlink("a.bin", dir.join("link")).unwrap();
+}
+
+#[test]
+fn chunked_layers_are_the_same_bytes_for_every_build_and_thread_count() {
+    let t = tempdir();
+    let data = t.path().join("data");
+    mixed_data(&data);
+    for compression in ["zstd:chunked", "estargz"] {
+        let r = recipe(t.path(), compression, &data);
+        let tag = compression.replace(':', "-");
+        let mut builds = Vec::new();
+        for jobs in ["1", "3"] {
+            let out = t.path().join(format!("{tag}-{jobs}"));
+            let doc = build(
+                ocibuild()
+                    .env(
+                        "OCIBUILD_CACHE",
+                        t.path().join(format!("cache-{tag}-{jobs}")),
+                    )
+                    .args(["-j", jobs]),
+                &r,
+                &out,
+            );
+            assert_eq!(doc["layers"][0]["cached"], false);
+            builds.push((doc, manifest(&out), out));
+        }
+        let (a, b) = (&builds[0], &builds[1]);
+        assert_eq!(a.0["manifest"], b.0["manifest"], "{compression}");
+        let layer = &a.1["layers"][0];
+        assert_eq!(layer, &b.1["layers"][0]);
+        assert!(
+            fs_err::read(blob_path(&a.2, layer["digest"].as_str().unwrap())).unwrap()
+                == fs_err::read(blob_path(&b.2, layer["digest"].as_str().unwrap())).unwrap()
+        );
+        let notes = layer["annotations"].as_object().unwrap();
+        let keys: Vec<&str> = notes.keys().map(String::as_str).collect();
+        if compression == "estargz" {
+            assert_eq!(
+                layer["mediaType"],
+                "application/vnd.oci.image.layer.v1.tar+gzip"
+            );
+            assert_eq!(
+                keys,
+                [
+                    "containerd.io/snapshot/stargz/toc.digest",
+                    "dev.ocibuild.layer",
+                    "io.containers.estargz.uncompressed-size",
+                ]
+            );
+            assert_eq!(
+                notes["io.containers.estargz.uncompressed-size"],
+                a.0["layers"][0]["uncompressedSize"]
+                    .as_u64()
+                    .unwrap()
+                    .to_string()
+            );
+        } else {
+            assert_eq!(
+                layer["mediaType"],
+                "application/vnd.oci.image.layer.v1.tar+zstd"
+            );
+            assert_eq!(
+                keys,
+                [
+                    "dev.ocibuild.layer",
+                    "io.containers.zstd-chunked.manifest-checksum",
+                    "io.containers.zstd-chunked.manifest-position",
+                    "io.github.containers.zstd-chunked.manifest-checksum",
+                    "io.github.containers.zstd-chunked.manifest-position",
+                    "io.github.containers.zstd-chunked.tarsplit-position",
+                ]
+            );
+        }
+        // A cache hit gives the same manifest, annotations included.
+        let again = build(
+            &mut ocibuild().env("OCIBUILD_CACHE", t.path().join(format!("cache-{tag}-1"))),
+            &r,
+            &t.path().join(format!("{tag}-again")),
+        );
+        assert_eq!(again["layers"][0]["cached"], true);
+        assert_eq!(again["manifest"], a.0["manifest"]);
+    }
+}
+
+/// The layer cache shared through a registry (`--cache-repo`) keeps the TOC annotations: a
+/// second machine's build takes the layer from there and writes the same manifest; and
+/// `verify` rebuilds it bit for bit.
+#[test]
+fn cache_repo_and_verify_keep_the_chunked_layers() {
+    if !common::require_tools_all(&["docker-registry"]) {
+        return;
+    }
+    let reg = start_registry(None);
+    let t = tempdir();
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let data = t.path().join("data");
+    mixed_data(&data);
+    for compression in ["zstd:chunked", "estargz"] {
+        let r = recipe(t.path(), compression, &data);
+        let tag = compression.replace(':', "-");
+        let cache_repo = format!("{}/cache/{tag}", reg.addr);
+        let with_repo = |machine: &str, out: &Path| {
+            let o = run_ok(
+                ocibuild()
+                    .env("REGISTRY_AUTH_FILE", &auth)
+                    .env("OCIBUILD_CACHE", t.path().join(format!("{machine}-{tag}")))
+                    .args(["build", "--json", "--cache-repo", &cache_repo, "-o"])
+                    .arg(out)
+                    .arg(&r),
+            );
+            serde_json::from_slice::<Value>(&o.stdout).unwrap()
+        };
+        let first = build(
+            &mut with_repo("one"),
+            &r,
+            &t.path().join(format!("one-{tag}")),
+        );
+        let second_out = t.path().join(format!("two-{tag}"));
+        let second = build(&mut with_repo("two"), &r, &second_out);
+        assert_eq!(first["layers"][0]["cached"], false);
+        assert_eq!(second["layers"][0]["cached"], true, "{second:#}");
+        assert_eq!(first["manifest"], second["manifest"], "{compression}");
+        let o = run_ok(
+            ocibuild()
+                .env("OCIBUILD_CACHE", t.path().join(format!("verify-{tag}")))
+                .args(["verify", "--against"])
+                .arg(&second_out)
+                .arg(&r),
+        );
+        assert!(stdout(&o).contains("bit-identical"), "{}", stdout(&o));
+    }
+}
+
+/// `diff` reads both formats down to files: the one file v2 changed (and, for eStargz, its TOC
+/// entry, which is a file of the layer).
+#[test]
+fn diff_reads_chunked_layers() {
+    let t = tempdir();
+    let data = t.path().join("data");
+    for compression in ["zstd:chunked", "estargz"] {
+        let r = recipe(t.path(), compression, &data);
+        let tag = compression.replace(':', "-");
+        let (a, b) = (
+            t.path().join(format!("{tag}-a")),
+            t.path().join(format!("{tag}-b")),
+        );
+        write_data(&data, 5, 5 + CHANGED);
+        build(&mut ocibuild(), &r, &a);
+        write_data(&data, 5, 99);
+        build(&mut ocibuild(), &r, &b);
+        let o = run(ocibuild()
+            .arg("diff")
+            .arg(format!("{}:v", a.display()))
+            .arg(format!("{}:v", b.display())));
+        assert_eq!(o.status.code(), Some(1), "{}{}", stdout(&o), stderr(&o));
+        let text = stdout(&o);
+        let changed: Vec<&str> = text
+            .lines()
+            .filter(|l| l.contains(": ~ "))
+            .map(|l| l.split(": ~ ").nth(1).unwrap().split(':').next().unwrap())
+            .collect::<Vec<_>>();
+        let want: &[&str] = if compression == "estargz" {
+            &["data/f17", "stargz.index.json"]
+        } else {
+            &["data/f17"]
+        };
+        assert_eq!(changed, want, "{}", stdout(&o));
+    }
+}
+
+/// A zstd:chunked image runs under podman, and skopeo copies it from a registry like any other
+/// image, its layer and annotations unchanged.
+#[test]
+fn zstd_chunked_image_runs_under_podman_and_copies_with_skopeo() {
+    if !common::require_tools_all(&["podman", "skopeo", "docker-registry"]) {
+        return;
+    }
+    let Some(busybox) = common::require_static_busybox() else {
+        return;
+    };
+    let reg = start_registry(None);
+    let t = tempdir();
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let r = t.path().join("bb.toml");
+    fs_err::write(
+        &r,
+        format!(
+            "[image]\nname = \"bb\"\ntag = \"v\"\ncompression = \"zstd:chunked\"\n\n\
+             [[layer]]\nname = \"busybox\"\nsrc = \"{}\"\ndest = \"/bin/busybox\"\n",
+            busybox.display()
+        ),
+    )
+    .unwrap();
+    let out = t.path().join("bb");
+    build(&mut ocibuild(), &r, &out);
+    let o = common::podman_run(
+        &out,
+        "v",
+        &["/bin/busybox", "echo", "hello from zstd:chunked"],
+    );
+    common::assert_success(&o, "podman run");
+    assert_eq!(stdout(&o).trim(), "hello from zstd:chunked");
+
+    let remote = format!("{}/bb/chunked:v", reg.addr);
+    run_ok(
+        ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .args(["push", "-q"])
+            .arg(format!("{}:v", out.display()))
+            .arg(&remote),
+    );
+    let copy = t.path().join("copy");
+    run_ok(
+        Command::new("skopeo")
+            .args(["copy", "--quiet", "--src-tls-verify=false", "--authfile"])
+            .arg(&auth)
+            .arg(format!("docker://{remote}"))
+            .arg(format!("oci:{}:v", copy.display())),
+    );
+    let (ours, theirs) = (manifest(&out), manifest(&copy));
+    assert_eq!(
+        ours["layers"], theirs["layers"],
+        "same layer, same annotations"
+    );
+    let d = ours["layers"][0]["digest"].as_str().unwrap();
+    assert!(
+        fs_err::read(blob_path(&out, d)).unwrap() == fs_err::read(blob_path(&copy, d)).unwrap()
+    );
+}
+
+/// A zstd:chunked layer whose TOC lies (a file's digest that is not its content's, another
+/// file's offsets past the end of the blob), with annotations that match the lying TOC: the
+/// blob is still a valid zstd stream of the right tar (skippable frames are skipped), so its
+/// digest and diff_id are consistent. Returns the layout and the lying layer's digest.
+fn lying_base(t: &Path) -> (PathBuf, String) {
+    use std::io::Write as _;
+    let data = t.join("base-data");
+    fs_err::create_dir_all(&data).unwrap();
+    for i in 0..3 {
+        common::write_pseudo_random(&data.join(format!("f{i}")), 50 + i, 200_000);
+    }
+    let r = recipe(t, "zstd:chunked", &data);
+    let out = t.join("liar");
+    build(&mut ocibuild(), &r, &out);
+    let m = manifest(&out);
+    let layer = &m["layers"][0];
+    let blob = fs_err::read(blob_path(&out, layer["digest"].as_str().unwrap())).unwrap();
+    let notes = layer["annotations"].as_object().unwrap();
+    let pos: Vec<usize> = notes["io.containers.zstd-chunked.manifest-position"]
+        .as_str()
+        .unwrap()
+        .split(':')
+        .map(|v| v.parse().unwrap())
+        .collect();
+    let mut toc: Value =
+        serde_json::from_slice(&zstd::decode_all(&blob[pos[0]..pos[0] + pos[1]]).unwrap()).unwrap();
+    let end = blob.len() as u64;
+    for e in toc["entries"].as_array_mut().unwrap() {
+        if e["name"] == "data/f0" {
+            e["digest"] = Value::from(common::sha256_bytes(b"not f0"));
+        }
+        if e["name"] == "data/f1" {
+            e["offset"] = Value::from(end + 4096);
+            e["endOffset"] = Value::from(end + 8192);
+        }
+    }
+    let json = serde_json::to_vec(&toc).unwrap();
+    let toc_z = zstd::encode_all(&json[..], 3).unwrap();
+    let mut liar = blob[..pos[0] - 8].to_vec();
+    liar.extend_from_slice(&[0x50, 0x2a, 0x4d, 0x18]);
+    liar.extend_from_slice(&(toc_z.len() as u32).to_le_bytes());
+    liar.extend_from_slice(&toc_z);
+    liar.extend_from_slice(&blob[pos[0] + pos[1]..]);
+    assert!(zstd::decode_all(&liar[..]).unwrap() == zstd::decode_all(&blob[..]).unwrap());
+    let digest = common::sha256_bytes(&liar);
+    fs_err::File::create(blob_path(&out, &digest))
+        .unwrap()
+        .write_all(&liar)
+        .unwrap();
+    let checksum = common::sha256_bytes(&toc_z);
+    let position = format!("{}:{}:{}:1", pos[0], toc_z.len(), json.len());
+    let mut m2 = m.clone();
+    let l = &mut m2["layers"][0];
+    l["digest"] = Value::from(digest.clone());
+    l["size"] = Value::from(liar.len());
+    for prefix in ["io.containers", "io.github.containers"] {
+        l["annotations"][format!("{prefix}.zstd-chunked.manifest-checksum")] =
+            Value::from(checksum.clone());
+        l["annotations"][format!("{prefix}.zstd-chunked.manifest-position")] =
+            Value::from(position.clone());
+    }
+    let bytes = serde_json::to_vec(&m2).unwrap();
+    let mdigest = common::sha256_bytes(&bytes);
+    fs_err::write(blob_path(&out, &mdigest), &bytes).unwrap();
+    let mut index: Value =
+        serde_json::from_slice(&fs_err::read(out.join("index.json")).unwrap()).unwrap();
+    index["manifests"][0]["digest"] = Value::from(mdigest);
+    index["manifests"][0]["size"] = Value::from(bytes.len());
+    fs_err::write(out.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
+    (out, digest)
+}
+
+/// Bad input (issue 38): a zstd:chunked base whose TOC lies. ocibuild never reads a base
+/// layer's TOC: it downloads the whole blob and checks its digest, and reuses it byte for byte;
+/// a registry serving other bytes under that digest fails the build. What podman 4.3.1 makes of
+/// the lying TOC is printed (it is informative, not ocibuild's behaviour).
+#[test]
+fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
+    if !common::require_tools_all(&["docker-registry"]) {
+        return;
+    }
+    let reg = start_registry(None);
+    let t = tempdir();
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let (liar, layer) = lying_base(t.path());
+    let base = format!("{}/liar/base:1", reg.addr);
+    let pushed = run_ok(
+        ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .args(["push", "--json"])
+            .arg(format!("{}:v", liar.display()))
+            .arg(&base),
+    );
+    let pushed: Value = serde_json::from_slice(&pushed.stdout).unwrap();
+    let base_digest = pushed["digest"].as_str().unwrap().to_string();
+
+    let registries = t.path().join("registries.toml");
+    fs_err::write(
+        &registries,
+        format!(
+            "[[registry]]\nname = \"{}\"\ninsecure-http = true\n",
+            reg.addr
+        ),
+    )
+    .unwrap();
+    fs_err::create_dir_all(t.path().join("app")).unwrap();
+    fs_err::write(t.path().join("app/x"), "x\n").unwrap();
+    let app = t.path().join("app.toml");
+    fs_err::write(
+        &app,
+        format!(
+            "[image]\nname = \"app\"\ntag = \"v\"\ncompression = \"zstd:chunked\"\n\n[base]\n\
+             image = \"{base}@{base_digest}\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\n\
+             dest = \"/app\"\n"
+        ),
+    )
+    .unwrap();
+    let app_build = |cache: &str, out: &str| {
+        run(ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env("OCIBUILD_CACHE", t.path().join(cache))
+            .arg("--registries")
+            .arg(&registries)
+            .args(["build", "--json", "-o"])
+            .arg(t.path().join(out))
+            .arg(&app))
+    };
+    let o = app_build("cache-ok", "app-ok");
+    common::assert_success(&o, "build on the lying base");
+    let built = manifest(&t.path().join("app-ok"));
+    assert_eq!(
+        built["layers"][0]["digest"],
+        layer.as_str(),
+        "the base layer byte for byte"
+    );
+    let copied = fs_err::read(blob_path(&t.path().join("app-ok"), &layer)).unwrap();
+    assert_eq!(common::sha256_bytes(&copied), layer);
+
+    if common::which("podman").is_some() {
+        let podman = Podman::new(&auth);
+        let o = run(podman
+            .cmd()
+            .args(["pull", "--tls-verify=false", "--authfile"])
+            .arg(&auth)
+            .arg(&base));
+        println!(
+            "podman pull of the lying zstd:chunked base: {}",
+            if o.status.success() {
+                "succeeded".into()
+            } else {
+                stderr(&o).trim().to_string()
+            }
+        );
+        if o.status.success() {
+            // Then its files must be the real ones, whatever the TOC said.
+            let mounted = stdout(&run_ok(podman.cmd().args(["image", "mount", &base])));
+            let root = Path::new(mounted.trim());
+            for i in 0..3 {
+                let f = format!("f{i}");
+                assert_eq!(
+                    sha256_file(&root.join("data").join(&f)).unwrap(),
+                    sha256_file(&t.path().join("base-data").join(&f)).unwrap()
+                );
+            }
+            run_ok(podman.cmd().args(["image", "unmount", &base]));
+        }
+    }
+
+    // The registry now serves other bytes under the layer's digest: one byte of a file's
+    // frame flipped. A fresh store downloads the blob, and its digest check stops the build.
+    let hex = layer.trim_start_matches("sha256:");
+    let on_disk = reg
+        .data_dir()
+        .join("docker/registry/v2/blobs/sha256")
+        .join(&hex[..2])
+        .join(hex)
+        .join("data");
+    let mut bytes = fs_err::read(&on_disk).unwrap();
+    bytes[600] ^= 0xff;
+    fs_err::write(&on_disk, &bytes).unwrap();
+    let o = app_build("cache-fresh", "app-bad");
+    assert!(!o.status.success(), "{}", stdout(&o));
+    assert!(
+        stderr(&o).contains(hex) || stderr(&o).contains("digest"),
+        "{}",
+        stderr(&o)
+    );
+    println!("ocibuild on the tampered blob: {}", stderr(&o).trim());
+}
