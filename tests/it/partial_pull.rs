@@ -328,7 +328,7 @@ fn chunked_layers_are_the_same_bytes_for_every_build_and_thread_count() {
         }
         // A cache hit gives the same manifest, annotations included.
         let again = build(
-            &mut ocibuild().env("OCIBUILD_CACHE", t.path().join(format!("cache-{tag}-1"))),
+            ocibuild().env("OCIBUILD_CACHE", t.path().join(format!("cache-{tag}-1"))),
             &r,
             &t.path().join(format!("{tag}-again")),
         );
