@@ -176,6 +176,23 @@ fn second_version_fetches_only_the_changed_file(compression: &str, base_seed: u6
     let layer = &manifest(&v2)["layers"][0];
     let digest = layer["digest"].as_str().unwrap();
     let size = layer["size"].as_u64().unwrap();
+    // What `plan --against` the first version says a partial pull fetches (the old TOC read
+    // with range requests, the new one from the store).
+    run_ok(ocibuild().args(["lock", "-q"]).arg(&r));
+    let plan = run_ok(
+        ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .args(["plan", "--json", "--against", &format!("{repo}:1")])
+            .arg(&r),
+    );
+    let plan: Value = serde_json::from_slice(&plan.stdout).unwrap();
+    let estimate = &plan["layers"][0]["partialPull"];
+    assert_eq!(
+        (&estimate["filesFetched"], &estimate["files"]),
+        (&Value::from(1), &Value::from(FILES)),
+        "{plan:#}"
+    );
+    let estimated = estimate["fetchBytes"].as_u64().unwrap();
     let mark = reg.log_text().len();
     let second = podman.pull(&format!("{repo}:2"));
     let missing = format!("Missing {MIB} bytes out of {} (2.50 %)", FILES * MIB);
@@ -192,6 +209,12 @@ fn second_version_fetches_only_the_changed_file(compression: &str, base_seed: u6
     );
     assert!(bytes * 20 <= size, "at most 5 % of {size}: {bytes}");
     assert_eq!(doc["layers"][0]["digest"], digest);
+    // The estimate is the TOC and the file's range; the registry adds a multipart envelope.
+    println!("{compression}: plan --against estimated {estimated} bytes");
+    assert!(
+        estimated <= bytes && bytes - estimated <= bytes / 100,
+        "estimate {estimated}, fetched {bytes}"
+    );
 
     // Every file as the source has it.
     let image = format!("{repo}:2");

@@ -1,0 +1,203 @@
+//! What a partial pull of a new layer would fetch, given the layers a puller already has
+//! (`plan --against`): read from the layers' tables of contents (zstd:chunked and eStargz, see
+//! docs/partial-pulls.md), never from their files.
+//!
+//! The estimate follows containers/storage: a regular file whose sha256 some layer already
+//! has is copied locally; every other one is fetched as its compressed range, and the TOC
+//! itself is fetched first. It is an upper bound: storage also reuses chunks of changed files
+//! that other layers have, which this does not count.
+
+use std::collections::HashSet;
+
+use serde::Deserialize;
+
+use crate::digest::Digest;
+use crate::image::Descriptor;
+use crate::layer::{estargz, zchunked};
+
+/// Everything that can go wrong reading a TOC.
+#[derive(Debug, thiserror::Error)]
+pub enum PartialError {
+    #[error(transparent)]
+    Registry(#[from] crate::registry::RegistryError),
+    #[error("reading layer {layer} from the store")]
+    Store {
+        layer: Digest,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("layer {layer}: its table of contents {problem}")]
+    Toc { layer: Digest, problem: String },
+}
+
+/// The largest TOC read (containers/storage refuses over 50 MiB).
+const TOC_MAX: u64 = 50 << 20;
+
+/// A layer's table of contents, as far as a partial pull cares.
+#[derive(Clone, Debug, Default)]
+pub struct Toc {
+    /// Each non-empty regular file: its sha256 and the compressed bytes that hold it.
+    pub files: Vec<(String, u64)>,
+    /// Bytes fetched to read the TOC (and, for eStargz, the footer).
+    pub toc_bytes: u64,
+}
+
+/// What a partial pull of one layer would fetch.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Estimate {
+    /// The TOC plus the ranges of the files no layer had.
+    pub fetch_bytes: u64,
+    pub toc_bytes: u64,
+    pub files_fetched: usize,
+    pub files: usize,
+}
+
+#[derive(Deserialize)]
+struct TocDoc {
+    entries: Vec<TocItem>,
+}
+
+#[derive(Deserialize)]
+struct TocItem {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    digest: String,
+    #[serde(default)]
+    offset: u64,
+    #[serde(default, rename = "endOffset")]
+    end_offset: u64,
+    #[serde(default)]
+    size: u64,
+}
+
+/// Whether the descriptor is of a layer with a TOC ocibuild can read.
+pub fn has_toc(d: &Descriptor) -> bool {
+    d.annotations.contains_key(zchunked::annotations::POSITION)
+        || d.annotations
+            .contains_key(zchunked::annotations::OLD_POSITION)
+        || d.annotations.contains_key(estargz::annotations::TOC_DIGEST)
+}
+
+/// The TOC of the layer `d`, through `read(offset, len)` of its blob, checked against the
+/// digest its annotations give; None for a layer without one.
+pub fn read_toc(
+    d: &Descriptor,
+    read: &mut dyn FnMut(u64, u64) -> Result<Vec<u8>, PartialError>,
+) -> Result<Option<Toc>, PartialError> {
+    let bad = |problem: String| PartialError::Toc {
+        layer: d.digest,
+        problem,
+    };
+    let note = |keys: [&str; 2]| keys.iter().find_map(|k| d.annotations.get(*k));
+    if let (Some(pos), Some(sum)) = (
+        note([
+            zchunked::annotations::POSITION,
+            zchunked::annotations::OLD_POSITION,
+        ]),
+        note([
+            zchunked::annotations::CHECKSUM,
+            zchunked::annotations::OLD_CHECKSUM,
+        ]),
+    ) {
+        let nums: Vec<u64> = pos.split(':').filter_map(|v| v.parse().ok()).collect();
+        let [offset, len, _, _] = nums[..] else {
+            return Err(bad(format!(
+                "position `{pos}` is not offset:length:size:type"
+            )));
+        };
+        if len > TOC_MAX || offset.saturating_add(len) > d.size {
+            return Err(bad(format!("position `{pos}` lies outside the blob")));
+        }
+        let z = read(offset, len)?;
+        if Digest::of(&z).to_string() != *sum {
+            return Err(bad(format!("does not have the annotated digest {sum}")));
+        }
+        let json = zstd::bulk::decompress(&z, TOC_MAX as usize)
+            .map_err(|e| bad(format!("does not decompress: {e}")))?;
+        let doc: TocDoc =
+            serde_json::from_slice(&json).map_err(|e| bad(format!("is not JSON: {e}")))?;
+        let files = doc
+            .entries
+            .iter()
+            .filter(|e| e.kind == "reg" && e.size > 0 && !e.digest.is_empty())
+            .map(|e| (e.digest.clone(), e.end_offset.saturating_sub(e.offset)))
+            .collect();
+        return Ok(Some(Toc {
+            files,
+            toc_bytes: len,
+        }));
+    }
+    let Some(sum) = d.annotations.get(estargz::annotations::TOC_DIGEST) else {
+        return Ok(None);
+    };
+    const FOOTER: u64 = 51;
+    if d.size <= FOOTER {
+        return Err(bad("has no room in the blob".into()));
+    }
+    let footer = read(d.size - FOOTER, FOOTER)?;
+    let toc_offset = std::str::from_utf8(&footer[16..32])
+        .ok()
+        .and_then(|h| u64::from_str_radix(h, 16).ok())
+        .filter(|&o| o < d.size - FOOTER && d.size - FOOTER - o <= TOC_MAX)
+        .ok_or_else(|| bad("offset in the footer is not one".into()))?;
+    let member = read(toc_offset, d.size - FOOTER - toc_offset)?;
+    let mut tar = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(flate2::read::GzDecoder::new(&member[..]), TOC_MAX + 2048),
+        &mut tar,
+    )
+    .map_err(|e| bad(format!("does not decompress: {e}")))?;
+    let size = tar
+        .get(124..135)
+        .and_then(|f| std::str::from_utf8(f).ok())
+        .and_then(|f| u64::from_str_radix(f.trim_matches(['\0', ' ']), 8).ok())
+        .ok_or_else(|| bad("entry has no size".into()))? as usize;
+    let json = tar
+        .get(512..512 + size)
+        .ok_or_else(|| bad("entry is cut short".into()))?;
+    if Digest::of(json).to_string() != *sum {
+        return Err(bad(format!("does not have the annotated digest {sum}")));
+    }
+    let doc: TocDoc = serde_json::from_slice(json).map_err(|e| bad(format!("is not JSON: {e}")))?;
+    // A file's bytes run from its offset to the next entry's that has one (its own chunks
+    // included), the last up to the TOC.
+    let mut files = Vec::new();
+    for (i, e) in doc.entries.iter().enumerate() {
+        if e.kind != "reg" || e.size == 0 || e.digest.is_empty() {
+            continue;
+        }
+        let end = doc.entries[i + 1..]
+            .iter()
+            .filter(|n| n.kind != "chunk" && n.offset > 0)
+            .map(|n| n.offset)
+            .next()
+            .unwrap_or(toc_offset);
+        files.push((e.digest.clone(), end.saturating_sub(e.offset)));
+    }
+    Ok(Some(Toc {
+        files,
+        toc_bytes: FOOTER + (d.size - FOOTER - toc_offset),
+    }))
+}
+
+/// What pulling `new` fetches when the files of `have` are there already.
+pub fn estimate<'a>(new: &Toc, have: impl IntoIterator<Item = &'a Toc>) -> Estimate {
+    let known: HashSet<&str> = have
+        .into_iter()
+        .flat_map(|t| t.files.iter().map(|(d, _)| d.as_str()))
+        .collect();
+    let missing: Vec<u64> = new
+        .files
+        .iter()
+        .filter(|(d, _)| !known.contains(d.as_str()))
+        .map(|(_, n)| *n)
+        .collect();
+    Estimate {
+        fetch_bytes: new.toc_bytes + missing.iter().sum::<u64>(),
+        toc_bytes: new.toc_bytes,
+        files_fetched: missing.len(),
+        files: new.files.len(),
+    }
+}
