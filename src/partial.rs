@@ -19,7 +19,7 @@ use crate::layer::{estargz, zchunked};
 #[derive(Debug, thiserror::Error)]
 pub enum PartialError {
     #[error(transparent)]
-    Registry(#[from] crate::registry::RegistryError),
+    Registry(#[from] Box<crate::registry::RegistryError>),
     #[error("reading layer {layer} from the store")]
     Store {
         layer: Digest,
@@ -199,5 +199,95 @@ pub fn estimate<'a>(new: &Toc, have: impl IntoIterator<Item = &'a Toc>) -> Estim
         toc_bytes: new.toc_bytes,
         files_fetched: missing.len(),
         files: new.files.len(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+    use crate::layer::TarWriter;
+
+    /// A tar of `n` files of 100 kB (seeded; `changed` gets another seed).
+    fn tar(n: usize, changed: Option<usize>) -> Vec<u8> {
+        let mut t = TarWriter::new(Vec::new(), 0);
+        for i in 0..n {
+            let seed = if Some(i) == changed { 999 } else { i as u64 };
+            let data = crate::layer::testdata::test_sample(100_000, seed);
+            t.append_file(&format!("f{i}"), 0o644, 0, 0, 100_000, &mut &data[..])
+                .unwrap();
+        }
+        t.append_file("empty", 0o644, 0, 0, 0, &mut &b""[..])
+            .unwrap();
+        t.finish().unwrap()
+    }
+
+    /// The blob and its descriptor, in the format `estargz` or not.
+    fn layer(tar: &[u8], estargz: bool) -> (Vec<u8>, Descriptor) {
+        let (blob, notes) = if estargz {
+            let mut w = estargz::Estargz::new(Vec::new(), 6, 0);
+            w.write_all(tar).unwrap();
+            let done = w.finish().unwrap();
+            (done.out, done.annotations)
+        } else {
+            let mut w = zchunked::Chunked::new(Vec::new(), 3).unwrap();
+            w.write_all(tar).unwrap();
+            w.finish().unwrap()
+        };
+        let mut d = Descriptor::new("m", Digest::of(&blob), blob.len() as u64);
+        d.annotations = notes;
+        (blob, d)
+    }
+
+    fn toc(blob: &[u8], d: &Descriptor) -> Result<Option<Toc>, PartialError> {
+        let mut read = |o: u64, l: u64| Ok(blob[o as usize..(o + l) as usize].to_vec());
+        read_toc(d, &mut read)
+    }
+
+    #[test]
+    fn estimates_count_the_toc_and_the_changed_files_only() {
+        for estargz in [false, true] {
+            let (b1, d1) = layer(&tar(5, None), estargz);
+            let (b2, d2) = layer(&tar(5, Some(3)), estargz);
+            let (old, new) = (
+                toc(&b1, &d1).unwrap().unwrap(),
+                toc(&b2, &d2).unwrap().unwrap(),
+            );
+            assert_eq!(new.files.len(), 5, "empty files are not fetched");
+            let nothing = estimate(&new, []);
+            assert_eq!((nothing.files_fetched, nothing.files), (5, 5));
+            assert!(nothing.fetch_bytes > new.toc_bytes && nothing.fetch_bytes < b2.len() as u64);
+            let one = estimate(&new, [&old]);
+            assert_eq!(one.files_fetched, 1, "estargz={estargz}");
+            assert_eq!(one.fetch_bytes, new.toc_bytes + new.files[3].1);
+            assert_eq!(estimate(&new, [&new]).fetch_bytes, new.toc_bytes);
+        }
+    }
+
+    #[test]
+    fn a_toc_that_is_not_the_annotated_one_is_refused() {
+        for estargz in [false, true] {
+            let (mut blob, d) = layer(&tar(2, None), estargz);
+            // A byte inside the TOC: eStargz's member ends at the footer; zstd:chunked's frame
+            // is where the position annotation says.
+            let at = match d.annotations.get(zchunked::annotations::POSITION) {
+                Some(p) => {
+                    let v: Vec<usize> = p.split(':').map(|n| n.parse().unwrap()).collect();
+                    v[0] + v[1] / 2
+                }
+                None => blob.len() - 60,
+            };
+            blob[at] ^= 1;
+            assert!(toc(&blob, &d).is_err(), "estargz={estargz}");
+        }
+        let (blob, mut d) = layer(&tar(2, None), false);
+        d.annotations.insert(
+            zchunked::annotations::POSITION.into(),
+            format!("{}:100:100:1", d.size),
+        );
+        assert!(matches!(toc(&blob, &d), Err(PartialError::Toc { .. })));
+        d.annotations.clear();
+        assert!(toc(&blob, &d).unwrap().is_none());
     }
 }

@@ -283,7 +283,7 @@ fn old_tocs(
             let mut read = |offset, len| {
                 client
                     .get_blob_range(target, &d.digest, offset, len, bars)
-                    .map_err(crate::partial::PartialError::from)
+                    .map_err(|e| crate::partial::PartialError::from(Box::new(e)))
             };
             match crate::partial::read_toc(d, &mut read) {
                 Ok(toc) => toc,
