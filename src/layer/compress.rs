@@ -114,17 +114,19 @@ impl<W: Write> Compressor<W> {
     pub(crate) fn write_covered(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Compressor::Gzip(g) => g.covered(buf),
+            Compressor::Estargz(e) => e.write_covered(buf),
             other => other.write_all(buf),
         }
     }
 
     /// Deflate blocks (non-final, ending on a byte boundary) to copy into the stream as they
-    /// are. Only a gzip stream takes them.
+    /// are. Only a gzip or eStargz stream takes them.
     pub(crate) fn write_deflate(&mut self, raw: Vec<u8>) -> io::Result<()> {
         match self {
             Compressor::Gzip(g) => g.deflate(raw),
+            Compressor::Estargz(e) => e.write_deflate(&raw),
             _ => Err(io::Error::other(
-                "deflate blocks handed to a compressor other than gzip",
+                "deflate blocks handed to a compressor other than gzip or estargz",
             )),
         }
     }

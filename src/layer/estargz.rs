@@ -14,8 +14,10 @@
 //! with every eStargz image.
 //!
 //! Members are plain deflate at the recipe's level from a fresh zlib-rs compressor each, with
-//! the same fixed 10-byte header as the `gzip` writer. A wheel's deflate blocks are not reused
-//! here (the gzip writer's splicing): every member is compressed anew.
+//! the same fixed 10-byte header as the `gzip` writer. A wheel member of `SPLICE_MIN` bytes or
+//! more keeps its own deflate blocks, as in a gzip layer: its file's member is those blocks and
+//! an empty final block (one member for the whole file, not cut in chunks), and what follows
+//! the file goes in a new member.
 
 use std::collections::BTreeMap;
 use std::io::{self, Write};
@@ -40,7 +42,10 @@ pub mod annotations {
 
 /// The writer's identity: backend, level, chunk size.
 pub(crate) fn description(level: u32) -> String {
-    format!("estargz;zlib-rs;level={level};chunk={CHUNK_SIZE}")
+    format!(
+        "estargz;zlib-rs;level={level};chunk={CHUNK_SIZE};splice={}",
+        super::SPLICE_MIN
+    )
 }
 
 /// One TOC entry, in stargz-snapshotter's field order (`estargz.TOCEntry`).
@@ -115,10 +120,16 @@ struct Member<W: Write> {
 /// Input handed to a member's compressor at a time.
 const PIECE: usize = 64 * 1024;
 
-/// The output: idle between members, or inside one.
+/// The output: idle between members, or inside one, or inside a member of a file's own
+/// deflate blocks (spliced).
 enum Out<W: Write> {
     Idle(Counted<W>),
     Member(Member<W>),
+    Spliced {
+        w: Counted<W>,
+        crc: crc32fast::Hasher,
+        len: u64,
+    },
     Gone,
 }
 
@@ -139,6 +150,8 @@ struct Sink<W: Write> {
     entries: Vec<TocEntry>,
     file: Option<File>,
     epoch: u64,
+    /// Whether the bytes being scanned are covered by deflate blocks handed over separately.
+    covered: bool,
 }
 
 impl<W: Write> Sink<W> {
@@ -146,6 +159,7 @@ impl<W: Write> Sink<W> {
         match &self.out {
             Out::Idle(w) => w.n,
             Out::Member(m) => m.enc.get_ref().n,
+            Out::Spliced { w, .. } => w.n,
             Out::Gone => 0,
         }
     }
@@ -168,6 +182,17 @@ impl<W: Write> Sink<W> {
     }
 
     fn close(&mut self) -> io::Result<()> {
+        if let Out::Spliced { .. } = self.out {
+            let Out::Spliced { mut w, crc, len } = std::mem::replace(&mut self.out, Out::Gone)
+            else {
+                return Err(gone());
+            };
+            // The blocks were not final: an empty final stored block ends the member.
+            w.write_all(&[1, 0, 0, 0xff, 0xff])?;
+            w.write_all(&crc.finalize().to_le_bytes())?;
+            w.write_all(&(len as u32).to_le_bytes())?;
+            self.out = Out::Idle(w);
+        }
         if let Out::Member(_) = self.out {
             let Out::Member(mut m) = std::mem::replace(&mut self.out, Out::Gone) else {
                 return Err(gone());
@@ -181,7 +206,58 @@ impl<W: Write> Sink<W> {
         Ok(())
     }
 
+    /// Starts the current file's spliced member (its TOC offset is where it starts), once.
+    fn start_splice(&mut self) -> io::Result<()> {
+        if let Out::Spliced { .. } = self.out {
+            return Ok(());
+        }
+        let Some(f) = &self.file else {
+            return Err(io::Error::other("deflate blocks outside a regular file"));
+        };
+        let index = f.index;
+        self.close()?;
+        let Out::Idle(mut w) = std::mem::replace(&mut self.out, Out::Gone) else {
+            return Err(gone());
+        };
+        self.entries[index].offset = w.n;
+        w.write_all(&GZIP_HEADER)?;
+        self.out = Out::Spliced {
+            w,
+            crc: crc32fast::Hasher::new(),
+            len: 0,
+        };
+        Ok(())
+    }
+
+    /// Deflate blocks of the current file, copied into its member as they are.
+    fn raw(&mut self, raw: &[u8]) -> io::Result<()> {
+        self.start_splice()?;
+        let Out::Spliced { w, .. } = &mut self.out else {
+            return Err(gone());
+        };
+        w.write_all(raw)
+    }
+
+    /// Content the spliced blocks carry: counted and hashed, not compressed.
+    fn covered_content(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.start_splice()?;
+        let (Some(f), Out::Spliced { crc, len, .. }) = (&mut self.file, &mut self.out) else {
+            return Err(gone());
+        };
+        f.hash.update(bytes);
+        f.chunk_hash.update(bytes);
+        f.done += bytes.len() as u64;
+        crc.update(bytes);
+        *len += bytes.len() as u64;
+        self.diff.update(bytes);
+        Ok(())
+    }
+
     fn write(&mut self, data: &[u8]) -> io::Result<()> {
+        if let Out::Spliced { .. } = self.out {
+            // What follows a spliced file (padding, headers) goes in a member of its own.
+            self.close()?;
+        }
         self.open()?;
         let Out::Member(m) = &mut self.out else {
             return Err(gone());
@@ -253,6 +329,9 @@ impl<W: Write> TarSink for Sink<W> {
     }
 
     fn content(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if self.covered {
+            return self.covered_content(bytes);
+        }
         while !bytes.is_empty() {
             let Some(f) = &self.file else {
                 return Err(io::Error::other("file content outside a regular file"));
@@ -345,6 +424,7 @@ impl<W: Write> Estargz<W> {
                 entries: Vec::new(),
                 file: None,
                 epoch,
+                covered: false,
             },
         }
     }
@@ -390,6 +470,22 @@ impl<W: Write> Estargz<W> {
             diff_id,
             uncompressed_size,
         })
+    }
+}
+
+impl<W: Write> Estargz<W> {
+    /// Tar bytes (a file's content) that [`write_deflate`](Self::write_deflate) blocks carry.
+    pub(crate) fn write_covered(&mut self, buf: &[u8]) -> io::Result<()> {
+        self.sink.covered = true;
+        let done = self.scanner.feed(buf, &mut self.sink);
+        self.sink.covered = false;
+        done
+    }
+
+    /// Deflate blocks (non-final, ending on a byte boundary) of the current file's content: its
+    /// member is made of them, as the gzip writer splices a wheel's blocks.
+    pub(crate) fn write_deflate(&mut self, raw: &[u8]) -> io::Result<()> {
+        self.sink.raw(raw)
     }
 }
 

@@ -312,7 +312,7 @@ mod tests {
         );
         assert_eq!(
             Compression::ESTARGZ.describe(),
-            "estargz;zlib-rs;level=6;chunk=4194304"
+            "estargz;zlib-rs;level=6;chunk=4194304;splice=16384"
         );
     }
 
@@ -508,6 +508,70 @@ mod tests {
             system_gunzip(&gz) == tar,
             "gzip(1) decodes the spliced layer"
         );
+    }
+
+    #[test]
+    fn estargz_keeps_a_wheels_deflate_blocks_and_its_toc_finds_each_file() {
+        let files = deflated_files();
+        let (plain_gz, plain) = layer_of(&files, &opts(Compression::ESTARGZ), false);
+        let (gz, spliced) = layer_of(&files, &opts(Compression::ESTARGZ), true);
+        assert!(
+            gz != plain_gz,
+            "the large members are the wheel's own blocks"
+        );
+        // The same tar entries; the TOC entry after them differs (its offsets do).
+        let (tar, _) = layer_of(&files, &opts(Compression::None), false);
+        let entries = tar.len() - 1024;
+        assert!(system_gunzip(&plain_gz)[..entries] == tar[..entries]);
+        assert!(system_gunzip(&gz)[..entries] == tar[..entries]);
+        assert_ne!(spliced.diff_id, plain.diff_id);
+        for threads in [1, 5] {
+            let o = LayerOptions {
+                threads,
+                ..opts(Compression::ESTARGZ)
+            };
+            assert!(layer_of(&files, &o, true).0 == gz, "threads={threads}");
+        }
+        let all = system_gunzip(&gz);
+        assert_eq!(Digest::of(&all), spliced.diff_id);
+        // The TOC is the stream's last entry; each file's member starts with its content, and
+        // a spliced file's member is exactly its content (gzip's CRC and size checked).
+        let mut ar = ::tar::Archive::new(&all[..]);
+        let mut toc = Vec::new();
+        for e in ar.entries().unwrap() {
+            let mut e = e.unwrap();
+            if e.path().unwrap().to_str() == Some(estargz::TOC_NAME) {
+                e.read_to_end(&mut toc).unwrap();
+            }
+        }
+        let toc: serde_json::Value = serde_json::from_slice(&toc).unwrap();
+        for (entry, data, _) in &files {
+            let e = toc["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == entry.path.as_str())
+                .unwrap();
+            assert_eq!(e["digest"], Digest::of(data).to_string());
+            let Some(offset) = e["offset"].as_u64() else {
+                assert!(data.is_empty());
+                continue;
+            };
+            let mut member = Vec::new();
+            flate2::read::GzDecoder::new(&gz[offset as usize..])
+                .read_to_end(&mut member)
+                .unwrap();
+            let n = data.len().min(4 << 20);
+            assert!(member[..n] == data[..n], "{}", entry.path);
+            if data.len() as u64 >= SPLICE_MIN {
+                assert_eq!(
+                    member.len(),
+                    data.len(),
+                    "{}: a member of its own",
+                    entry.path
+                );
+            }
+        }
     }
 
     #[test]

@@ -277,8 +277,10 @@ fn produce(
                             tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
                         }
                         Content::Deflated { raw, inspect } => {
-                            let splice = matches!(opts.compression, Compression::Gzip(_))
-                                && *size >= SPLICE_MIN;
+                            let splice = matches!(
+                                opts.compression,
+                                Compression::Gzip(_) | Compression::Estargz(_)
+                            ) && *size >= SPLICE_MIN;
                             let splicer = splice::Splicer::new(raw, splice).map_err(io_err)?;
                             let mut reader = SpliceReader::new(
                                 splicer,
