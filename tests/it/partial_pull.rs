@@ -714,3 +714,109 @@ fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
     );
     println!("ocibuild on the tampered blob: {}", stderr(&o).trim());
 }
+
+/// An eStargz image with a wheel layer (tests/it/wheel_recipe.rs's fixture: CPython from the
+/// generated apt repository, click and fastlib from a pylock.toml): the wheel's large member
+/// keeps its own deflate blocks in the layer, and podman pulls every layer partially into the
+/// same files the layers hold.
+#[test]
+fn estargz_wheel_image_keeps_the_wheels_deflate_blocks_and_pulls_partially() {
+    use std::io::Read as _;
+    if !tools() {
+        return;
+    }
+    let f = crate::aptfix::fixture(&crate::aptfix::python_universe(), false);
+    let t = tempdir();
+    let w = crate::wheel_recipe::wheels(t.path());
+    crate::wheel_recipe::pylock(t.path(), &w, &|_| true);
+    let r = crate::wheel_recipe::recipe(t.path(), &f, "lock = \"pylock.toml\"");
+    let text = fs_err::read_to_string(&r).unwrap().replacen(
+        "platform = \"linux/amd64\"\n",
+        // Level 1: the rest is compressed at 1, so the wheel's own blocks (zlib's default level)
+        // are told apart from a recompression.
+        "platform = \"linux/amd64\"\ncompression = \"estargz\"\ncompression-level = 1\n",
+        1,
+    );
+    fs_err::write(&r, text).unwrap();
+    let out = t.path().join("img");
+    build(&mut ocibuild(), &r, &out);
+    let m = manifest(&out);
+    let wheels = m["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| {
+            l["annotations"]["dev.ocibuild.layer"]
+                .as_str()
+                .unwrap()
+                .starts_with("wheels")
+        })
+        .unwrap();
+    let blob = fs_err::read(blob_path(&out, wheels["digest"].as_str().unwrap())).unwrap();
+
+    // fastlib's _core.so: its first deflate bytes are in the layer as the wheel has them.
+    let whl = w
+        .dir
+        .join("fastlib-1.0-cp312-cp312-manylinux_2_28_x86_64.whl");
+    let mut zip = zip::ZipArchive::new(fs_err::File::open(&whl).unwrap()).unwrap();
+    let mut raw = Vec::new();
+    zip.by_name_raw(b"fastlib/_core.so")
+        .unwrap()
+        .read_to_end(&mut raw)
+        .unwrap();
+    // (From its second byte: the first holds the last-block bit, which splicing clears.)
+    let head = &raw[1..raw.len().min(2000)];
+    assert!(
+        head.len() >= 1000,
+        "the member is deflated: {} bytes",
+        raw.len()
+    );
+    assert!(
+        blob.windows(head.len()).any(|win| win == head),
+        "the wheel's deflate blocks are in the eStargz layer"
+    );
+
+    // Every layer pulled partially; every regular file as the layers have it.
+    let reg = start_registry(None);
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let image = format!("{}/wheels/estargz:1", reg.addr);
+    run_ok(
+        ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .args(["push", "-q"])
+            .arg(format!("oci:{}", out.display()))
+            .arg(&image),
+    );
+    let podman = Podman::new(&auth);
+    let said = podman.pull(&image);
+    let layers = m["layers"].as_array().unwrap().len();
+    assert_eq!(
+        said.matches("Retrieved partial blob").count(),
+        layers,
+        "{said}"
+    );
+    let mounted = stdout(&run_ok(podman.cmd().args(["image", "mount", &image])));
+    let root = Path::new(mounted.trim());
+    let mut checked = 0;
+    for l in m["layers"].as_array().unwrap() {
+        let gz = fs_err::read(blob_path(&out, l["digest"].as_str().unwrap())).unwrap();
+        let mut ar = tar::Archive::new(flate2::read::MultiGzDecoder::new(&gz[..]));
+        for e in ar.entries().unwrap() {
+            let mut e = e.unwrap();
+            let path = e.path().unwrap().into_owned();
+            if e.header().entry_type() != tar::EntryType::Regular
+                || path == Path::new("stargz.index.json")
+            {
+                continue;
+            }
+            let mut data = Vec::new();
+            e.read_to_end(&mut data).unwrap();
+            let got = fs_err::read(root.join(&path)).unwrap();
+            assert!(got == data, "/{}", path.display());
+            checked += 1;
+        }
+    }
+    assert!(checked > 10, "{checked} files");
+    println!("estargz wheel image: {layers} layers pulled partially, {checked} files checked");
+    run_ok(podman.cmd().args(["image", "unmount", &image]));
+}
