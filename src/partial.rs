@@ -38,6 +38,8 @@ const TOC_MAX: u64 = 50 << 20;
 pub struct Toc {
     /// Each non-empty regular file: its sha256 and the compressed bytes that hold it.
     pub files: Vec<(String, u64)>,
+    /// Each regular file: its name, size, sha256 and compressed range (start, end).
+    pub named: Vec<(String, u64, String, u64, u64)>,
     /// Bytes fetched to read the TOC (and, for eStargz, the footer).
     pub toc_bytes: u64,
 }
@@ -62,6 +64,8 @@ struct TocDoc {
 struct TocItem {
     #[serde(rename = "type")]
     kind: String,
+    #[serde(default)]
+    name: String,
     #[serde(default)]
     digest: String,
     #[serde(default)]
@@ -104,11 +108,11 @@ pub fn read_toc(
         let nums: Vec<u64> = pos.split(':').filter_map(|v| v.parse().ok()).collect();
         let [offset, len, _, _] = nums[..] else {
             return Err(bad(format!(
-                "position `{pos}` is not offset:length:size:type"
+                "has a position `{pos}` that is not offset:length:size:type"
             )));
         };
         if len > TOC_MAX || offset.saturating_add(len) > d.size {
-            return Err(bad(format!("position `{pos}` lies outside the blob")));
+            return Err(bad(format!("has a position `{pos}` outside the blob")));
         }
         let z = read(offset, len)?;
         if Digest::of(&z).to_string() != *sum {
@@ -124,8 +128,23 @@ pub fn read_toc(
             .filter(|e| e.kind == "reg" && e.size > 0 && !e.digest.is_empty())
             .map(|e| (e.digest.clone(), e.end_offset.saturating_sub(e.offset)))
             .collect();
+        let named = doc
+            .entries
+            .iter()
+            .filter(|e| e.kind == "reg")
+            .map(|e| {
+                (
+                    e.name.clone(),
+                    e.size,
+                    e.digest.clone(),
+                    e.offset,
+                    e.end_offset,
+                )
+            })
+            .collect();
         return Ok(Some(Toc {
             files,
+            named,
             toc_bytes: len,
         }));
     }
@@ -134,14 +153,14 @@ pub fn read_toc(
     };
     const FOOTER: u64 = 51;
     if d.size <= FOOTER {
-        return Err(bad("has no room in the blob".into()));
+        return Err(bad("has no room for its footer in the blob".into()));
     }
     let footer = read(d.size - FOOTER, FOOTER)?;
     let toc_offset = std::str::from_utf8(&footer[16..32])
         .ok()
         .and_then(|h| u64::from_str_radix(h, 16).ok())
         .filter(|&o| o < d.size - FOOTER && d.size - FOOTER - o <= TOC_MAX)
-        .ok_or_else(|| bad("offset in the footer is not one".into()))?;
+        .ok_or_else(|| bad("has a footer whose offset is not one".into()))?;
     let member = read(toc_offset, d.size - FOOTER - toc_offset)?;
     let mut tar = Vec::new();
     std::io::Read::read_to_end(
@@ -153,10 +172,10 @@ pub fn read_toc(
         .get(124..135)
         .and_then(|f| std::str::from_utf8(f).ok())
         .and_then(|f| u64::from_str_radix(f.trim_matches(['\0', ' ']), 8).ok())
-        .ok_or_else(|| bad("entry has no size".into()))? as usize;
+        .ok_or_else(|| bad("has a tar entry without a size".into()))? as usize;
     let json = tar
         .get(512..512 + size)
-        .ok_or_else(|| bad("entry is cut short".into()))?;
+        .ok_or_else(|| bad("has its tar entry cut short".into()))?;
     if Digest::of(json).to_string() != *sum {
         return Err(bad(format!("does not have the annotated digest {sum}")));
     }
@@ -164,8 +183,9 @@ pub fn read_toc(
     // A file's bytes run from its offset to the next entry's that has one (its own chunks
     // included), the last up to the TOC.
     let mut files = Vec::new();
+    let mut named = Vec::new();
     for (i, e) in doc.entries.iter().enumerate() {
-        if e.kind != "reg" || e.size == 0 || e.digest.is_empty() {
+        if e.kind != "reg" {
             continue;
         }
         let end = doc.entries[i + 1..]
@@ -174,12 +194,123 @@ pub fn read_toc(
             .map(|n| n.offset)
             .next()
             .unwrap_or(toc_offset);
-        files.push((e.digest.clone(), end.saturating_sub(e.offset)));
+        named.push((e.name.clone(), e.size, e.digest.clone(), e.offset, end));
+        if e.size > 0 && !e.digest.is_empty() {
+            files.push((e.digest.clone(), end.saturating_sub(e.offset)));
+        }
     }
     Ok(Some(Toc {
         files,
+        named,
         toc_bytes: FOOTER + (d.size - FOOTER - toc_offset),
     }))
+}
+
+/// A tar or TOC name as a path relative to the root (`./a/b`, `/a/b` and `a/b` are one).
+fn normal(name: &str) -> String {
+    name.split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect::<Vec<_>>()
+        .join("/")
+}
+
+/// Checks that the TOC of the layer `d`, whose blob is at `path`, tells the truth: the
+/// regular files it lists are exactly the layer's, each with the size and sha256 the layer's
+/// tar gives it, and each one's compressed range decodes to it. A puller that trusts a TOC
+/// builds the files from it; one that lies would give other files than the layer's digest
+/// stands for (podman 4.3.1, given a wrong file digest, left a file out). Ok for a layer
+/// without a TOC.
+pub fn check_toc(d: &Descriptor, path: &std::path::Path) -> Result<(), PartialError> {
+    use std::collections::BTreeMap;
+    use std::io::{Read, Seek, SeekFrom};
+    let io = |source| PartialError::Store {
+        layer: d.digest,
+        source,
+    };
+    let bad = |problem: String| PartialError::Toc {
+        layer: d.digest,
+        problem,
+    };
+    let mut read = |offset: u64, len: u64| {
+        let mut f = fs_err::File::open(path).map_err(io)?;
+        f.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let mut buf = Vec::new();
+        f.take(len).read_to_end(&mut buf).map_err(io)?;
+        Ok(buf)
+    };
+    let Some(toc) = read_toc(d, &mut read)? else {
+        return Ok(());
+    };
+    let mut listed: BTreeMap<String, (u64, String, u64, u64)> = BTreeMap::new();
+    for (name, size, digest, start, end) in &toc.named {
+        listed.insert(normal(name), (*size, digest.clone(), *start, *end));
+    }
+    // The layer's own regular files, from its whole stream.
+    let file = std::io::BufReader::new(fs_err::File::open(path).map_err(io)?);
+    let stream = crate::layer::decompressor(&d.media_type, file).map_err(io)?;
+    let mut ar = tar::Archive::new(stream);
+    for e in ar.entries().map_err(io)? {
+        let mut e = e.map_err(io)?;
+        if e.header().entry_type() != tar::EntryType::Regular {
+            continue;
+        }
+        let name = normal(&e.path().map_err(io)?.to_string_lossy());
+        if name == estargz::TOC_NAME && d.annotations.contains_key(estargz::annotations::TOC_DIGEST)
+        {
+            continue;
+        }
+        let (digest, size) = hash(&mut e).map_err(io)?;
+        let Some((toc_size, toc_digest, start, end)) = listed.remove(&name) else {
+            return Err(bad(format!("does not list the file `{name}`")));
+        };
+        if toc_size != size || (size > 0 && toc_digest != digest.to_string()) {
+            return Err(bad(format!(
+                "gives `{name}` {toc_size} bytes of {toc_digest}; the layer has {size} bytes \
+                 of {digest}"
+            )));
+        }
+        if size == 0 {
+            continue;
+        }
+        // What a puller that trusts the TOC would make of the file: its range, decoded.
+        if start == 0 || end <= start || end > d.size {
+            return Err(bad(format!(
+                "places `{name}` at {start}..{end}, outside the blob"
+            )));
+        }
+        let mut f = fs_err::File::open(path).map_err(io)?;
+        f.seek(SeekFrom::Start(start)).map_err(io)?;
+        let range = std::io::BufReader::new(f.take(end - start));
+        let got = match crate::layer::decompressor(&d.media_type, range) {
+            Ok(r) => hash(&mut r.take(size)),
+            Err(e) => Err(e),
+        };
+        if !matches!(got, Ok((g, n)) if g == digest && n == size) {
+            return Err(bad(format!(
+                "places `{name}` at {start}..{end}, which does not decode to it"
+            )));
+        }
+    }
+    if let Some(name) = listed.keys().next() {
+        return Err(bad(format!(
+            "lists `{name}`, which is not a file of the layer"
+        )));
+    }
+    Ok(())
+}
+
+/// The sha256 and length of what `r` reads.
+fn hash(r: &mut dyn std::io::Read) -> std::io::Result<(Digest, u64)> {
+    let mut h = crate::digest::Hasher::new();
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match r.read(&mut buf) {
+            Ok(0) => return Ok(h.finish()),
+            Ok(n) => h.update(&buf[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
 }
 
 /// What pulling `new` fetches when the files of `have` are there already.
@@ -235,7 +366,12 @@ mod tests {
             w.write_all(tar).unwrap();
             w.finish().unwrap()
         };
-        let mut d = Descriptor::new("m", Digest::of(&blob), blob.len() as u64);
+        let c = if estargz {
+            crate::layer::Compression::ESTARGZ
+        } else {
+            crate::layer::Compression::ZSTD_CHUNKED
+        };
+        let mut d = Descriptor::new(c.media_type(), Digest::of(&blob), blob.len() as u64);
         d.annotations = notes;
         (blob, d)
     }
@@ -289,5 +425,22 @@ mod tests {
         assert!(matches!(toc(&blob, &d), Err(PartialError::Toc { .. })));
         d.annotations.clear();
         assert!(toc(&blob, &d).unwrap().is_none());
+    }
+
+    #[test]
+    fn check_toc_passes_honest_layers_and_names_a_lie() {
+        let dir = tempfile::tempdir().unwrap();
+        for estargz in [false, true] {
+            let (blob, d) = layer(&tar(4, None), estargz);
+            let path = dir.path().join("blob");
+            fs_err::write(&path, &blob).unwrap();
+            check_toc(&d, &path).unwrap();
+            // The same descriptor over another layer's blob: its TOC is not this layer's.
+            let (other, _) = layer(&tar(4, Some(2)), estargz);
+            fs_err::write(&path, &other).unwrap();
+            let mut lying = d.clone();
+            lying.size = other.len() as u64;
+            assert!(check_toc(&lying, &path).is_err(), "estargz={estargz}");
+        }
     }
 }

@@ -505,11 +505,12 @@ fn zstd_chunked_image_runs_under_podman_and_copies_with_skopeo() {
     );
 }
 
-/// A zstd:chunked layer whose TOC lies (a file's digest that is not its content's; with
-/// `offsets`, another file's offsets past the end of the blob too), with annotations that match the lying TOC: the
+/// A zstd:chunked layer whose TOC lies (`Some(false)`: a file's digest that is not its
+/// content's; `Some(true)`: another file's offsets past the end of the blob; `None`: no lie),
+/// with annotations that match the lying TOC: the
 /// blob is still a valid zstd stream of the right tar (skippable frames are skipped), so its
 /// digest and diff_id are consistent. Returns the layout and the lying layer's digest.
-fn lying_base(t: &Path, name: &str, offsets: bool) -> (PathBuf, String) {
+fn lying_base(t: &Path, name: &str, lie: Option<bool>) -> (PathBuf, String) {
     use std::io::Write as _;
     let data = t.join("base-data");
     fs_err::create_dir_all(&data).unwrap();
@@ -522,6 +523,10 @@ fn lying_base(t: &Path, name: &str, offsets: bool) -> (PathBuf, String) {
     let m = manifest(&out);
     let layer = &m["layers"][0];
     let blob = fs_err::read(blob_path(&out, layer["digest"].as_str().unwrap())).unwrap();
+    let Some(offsets) = lie else {
+        // The honest layer, as built.
+        return (out, layer["digest"].as_str().unwrap().to_string());
+    };
     let notes = layer["annotations"].as_object().unwrap();
     let pos: Vec<usize> = notes["io.containers.zstd-chunked.manifest-position"]
         .as_str()
@@ -533,7 +538,7 @@ fn lying_base(t: &Path, name: &str, offsets: bool) -> (PathBuf, String) {
         serde_json::from_slice(&zstd::decode_all(&blob[pos[0]..pos[0] + pos[1]]).unwrap()).unwrap();
     let end = blob.len() as u64;
     for e in toc["entries"].as_array_mut().unwrap() {
-        if e["name"] == "data/f0" {
+        if !offsets && e["name"] == "data/f0" {
             e["digest"] = Value::from(common::sha256_bytes(b"not f0"));
         }
         if offsets && e["name"] == "data/f1" {
@@ -577,56 +582,57 @@ fn lying_base(t: &Path, name: &str, offsets: bool) -> (PathBuf, String) {
     (out, digest)
 }
 
-/// Bad input (issue 38): a zstd:chunked base whose TOC lies. ocibuild never reads a base
-/// layer's TOC: it downloads the whole blob and checks its digest, and reuses it byte for byte;
-/// a registry serving other bytes under that digest fails the build. What podman 4.3.1 makes of
-/// the lying TOC is printed (it is informative, not ocibuild's behaviour).
+/// Bad input (issue 38): a zstd:chunked base whose TOC lies. ocibuild never reads a base's
+/// files through its TOC: it downloads the whole blob and checks its digest (a registry serving
+/// other bytes under that digest fails the build), and it checks the TOC against the layer
+/// before passing it on, refusing a base whose TOC would make a trusting puller build other
+/// files; an honest one is taken byte for byte, annotations included. What podman 4.3.1 makes
+/// of the lying TOCs is printed (informative: podman's behaviour, not ours).
 #[test]
-fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
+fn a_base_whose_toc_lies_is_refused_and_blobs_are_checked_by_their_digest() {
     if !common::require_tools_all(&["docker-registry"]) {
         return;
     }
     let reg = start_registry(None);
     let t = tempdir();
     let auth = auth_file(t.path(), &reg.addr, PASS);
-    let push = |name: &str, offsets: bool| {
-        let (liar, layer) = lying_base(t.path(), name, offsets);
-        let base = format!("{}/liar/{name}:1", reg.addr);
+    let push = |name: &str, lie: Option<bool>| {
+        let (layout, layer) = lying_base(t.path(), name, lie);
+        let base = format!("{}/base/{name}:1", reg.addr);
         let pushed = run_ok(
             ocibuild()
                 .env("REGISTRY_AUTH_FILE", &auth)
                 .args(["push", "--json"])
-                .arg(format!("{}:v", liar.display()))
+                .arg(format!("{}:v", layout.display()))
                 .arg(&base),
         );
         let pushed: Value = serde_json::from_slice(&pushed.stdout).unwrap();
-        (base, pushed["digest"].as_str().unwrap().to_string(), layer)
+        let pinned = format!("{base}@{}", pushed["digest"].as_str().unwrap());
+        (base, pinned, layer)
     };
-    let (base, base_digest, layer) = push("offsets", true);
-    let (digest_liar, _, _) = push("digest", false);
+    let (honest, honest_pinned, honest_layer) = push("honest", None);
+    let (offsets, offsets_pinned, _) = push("offsets", Some(true));
+    let (digest, digest_pinned, _) = push("digest", Some(false));
 
     let registries = t.path().join("registries.toml");
-    fs_err::write(
-        &registries,
-        format!(
-            "[[registry]]\nname = \"{}\"\ninsecure-http = true\n",
-            reg.addr
-        ),
-    )
-    .unwrap();
+    let registry = format!(
+        "[[registry]]\nname = \"{}\"\ninsecure-http = true\n",
+        reg.addr
+    );
+    fs_err::write(&registries, registry).unwrap();
     fs_err::create_dir_all(t.path().join("app")).unwrap();
     fs_err::write(t.path().join("app/x"), "x\n").unwrap();
-    let app = t.path().join("app.toml");
-    fs_err::write(
-        &app,
-        format!(
-            "[image]\nname = \"app\"\ntag = \"v\"\ncompression = \"zstd:chunked\"\n\n[base]\n\
-             image = \"{base}@{base_digest}\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\n\
-             dest = \"/app\"\n"
-        ),
-    )
-    .unwrap();
-    let app_build = |cache: &str, out: &str| {
+    let app_build = |base: &str, cache: &str, out: &str| {
+        let app = t.path().join(format!("{out}.toml"));
+        fs_err::write(
+            &app,
+            format!(
+                "[image]\nname = \"app\"\ntag = \"v\"\ncompression = \"zstd:chunked\"\n\n\
+                 [base]\nimage = \"{base}\"\n\n[[layer]]\nname = \"app\"\nsrc = \"app\"\n\
+                 dest = \"/app\"\n"
+            ),
+        )
+        .unwrap();
         run(ocibuild()
             .env("REGISTRY_AUTH_FILE", &auth)
             .env("OCIBUILD_CACHE", t.path().join(cache))
@@ -636,19 +642,34 @@ fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
             .arg(t.path().join(out))
             .arg(&app))
     };
-    let o = app_build("cache-ok", "app-ok");
-    common::assert_success(&o, "build on the lying base");
+    let o = app_build(&honest_pinned, "cache-ok", "app-ok");
+    common::assert_success(&o, "build on the honest zstd:chunked base");
     let built = manifest(&t.path().join("app-ok"));
+    let base_layer = &manifest(&t.path().join("honest"))["layers"][0];
+    assert_eq!(built["layers"][0]["digest"], honest_layer.as_str());
     assert_eq!(
-        built["layers"][0]["digest"],
-        layer.as_str(),
-        "the base layer byte for byte"
+        built["layers"][0]["annotations"], base_layer["annotations"],
+        "the base's layer descriptor as the base has it"
     );
-    let copied = fs_err::read(blob_path(&t.path().join("app-ok"), &layer)).unwrap();
-    assert_eq!(common::sha256_bytes(&copied), layer);
+    let copied = fs_err::read(blob_path(&t.path().join("app-ok"), &honest_layer)).unwrap();
+    assert_eq!(common::sha256_bytes(&copied), honest_layer);
+
+    for (pinned, says) in [
+        (&offsets_pinned, "places `data/f1` at"),
+        (&digest_pinned, "gives `data/f0` 200000 bytes of sha256:"),
+    ] {
+        let o = app_build(pinned, "cache-liar", "app-liar");
+        assert!(!o.status.success(), "{}", stdout(&o));
+        let err = stderr(&o);
+        assert!(
+            err.contains("partial-pull table of contents") && err.contains(says),
+            "{err}"
+        );
+        println!("ocibuild on {pinned}: {}", err.trim());
+    }
 
     if common::which("podman").is_some() {
-        for image in [&base, &digest_liar] {
+        for image in [&offsets, &digest] {
             // A storage each: both images have the same config, so the same image ID.
             let podman = Podman::new(&auth);
             let o = run(podman
@@ -673,7 +694,6 @@ fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
                 said.join("\n")
             );
             if o.status.success() {
-                // What podman made of the files: informative (podman's behaviour, not ours).
                 let mounted = stdout(&run_ok(podman.cmd().args(["image", "mount", image])));
                 let root = Path::new(mounted.trim());
                 let files: Vec<String> = (0..3)
@@ -693,9 +713,10 @@ fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
         }
     }
 
-    // The registry now serves other bytes under the layer's digest: one byte of a file's
-    // frame flipped. A fresh store downloads the blob, and its digest check stops the build.
-    let hex = layer.trim_start_matches("sha256:");
+    // The registry now serves other bytes under the honest layer's digest: one byte of a
+    // file's frame flipped. A fresh store downloads the blob, and its digest check stops the
+    // build.
+    let hex = honest_layer.trim_start_matches("sha256:");
     let on_disk = reg
         .data_dir()
         .join("docker/registry/v2/blobs/sha256")
@@ -705,14 +726,15 @@ fn a_base_whose_toc_lies_is_taken_whole_and_checked_by_its_digest() {
     let mut bytes = fs_err::read(&on_disk).unwrap();
     bytes[600] ^= 0xff;
     fs_err::write(&on_disk, &bytes).unwrap();
-    let o = app_build("cache-fresh", "app-bad");
+    let o = app_build(&honest_pinned, "cache-fresh", "app-bad");
     assert!(!o.status.success(), "{}", stdout(&o));
     assert!(
-        stderr(&o).contains(hex) || stderr(&o).contains("digest"),
+        stderr(&o).contains(&format!("has digest sha256:")) && stderr(&o).contains(hex),
         "{}",
         stderr(&o)
     );
     println!("ocibuild on the tampered blob: {}", stderr(&o).trim());
+    let _ = honest;
 }
 
 /// An eStargz image with a wheel layer (tests/it/wheel_recipe.rs's fixture: CPython from the
