@@ -159,8 +159,21 @@ fn check_tocs(reference: &str, layers: &[Descriptor], store: &Store) -> Result<(
         if !crate::partial::has_toc(d) || !store.has_blob(&d.digest) {
             continue;
         }
+        // Checked once per layer and TOC (it reads the whole layer): the fact is cached under
+        // the hash of the layer's digest and annotations, which fix both.
+        let key = Digest::of(
+            format!(
+                "toc-check/1\n{}\n{}",
+                d.digest,
+                serde_json::to_string(&d.annotations).unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+        if store.meta(&key)?.is_some() {
+            continue;
+        }
         match crate::partial::check_toc(d, &store.blob_path(&d.digest)) {
-            Ok(()) => {}
+            Ok(()) => store.put_meta(&key, b"{\"toc\":\"matches the layer\"}")?,
             Err(crate::partial::PartialError::Toc { layer, problem }) => {
                 return Err(BaseError::LyingToc {
                     reference: reference.to_string(),

@@ -610,7 +610,7 @@ fn a_base_whose_toc_lies_is_refused_and_blobs_are_checked_by_their_digest() {
         let pinned = format!("{base}@{}", pushed["digest"].as_str().unwrap());
         (base, pinned, layer)
     };
-    let (honest, honest_pinned, honest_layer) = push("honest", None);
+    let (_, honest_pinned, honest_layer) = push("honest", None);
     let (offsets, offsets_pinned, _) = push("offsets", Some(true));
     let (digest, digest_pinned, _) = push("digest", Some(false));
 
@@ -729,12 +729,11 @@ fn a_base_whose_toc_lies_is_refused_and_blobs_are_checked_by_their_digest() {
     let o = app_build(&honest_pinned, "cache-fresh", "app-bad");
     assert!(!o.status.success(), "{}", stdout(&o));
     assert!(
-        stderr(&o).contains(&format!("has digest sha256:")) && stderr(&o).contains(hex),
+        stderr(&o).contains("has digest sha256:") && stderr(&o).contains(hex),
         "{}",
         stderr(&o)
     );
     println!("ocibuild on the tampered blob: {}", stderr(&o).trim());
-    let _ = honest;
 }
 
 /// An eStargz image with a wheel layer (tests/it/wheel_recipe.rs's fixture: CPython from the
