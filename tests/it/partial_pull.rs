@@ -243,7 +243,8 @@ fn second_version_fetches_only_the_changed_file(compression: &str, base_seed: u6
         if save.status.success() {
             "succeeded".to_string()
         } else {
-            stderr(&save).trim().to_string()
+            let err = stderr(&save);
+            err.trim().lines().last().unwrap_or_default().to_string()
         }
     );
     if version.contains(" 4.3.1") {
