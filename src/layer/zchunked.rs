@@ -422,32 +422,33 @@ impl<W: Write> TarSink for Sink<W> {
             main.offset = f.start;
             main.end_offset = self.frames.offset;
             crc = Some(f.crc.sum());
+            // As containers/storage's writer: chunk fields only when there are several chunks;
+            // the first chunk's on the file's own entry, the others on `chunk` entries.
             if f.chunks.len() > 1 {
                 for (i, (at, offset, size, digest)) in f.chunks.into_iter().enumerate() {
-                    let target = if i == 0 {
-                        &mut main
-                    } else {
-                        rest.push(TocEntry {
-                            kind: "chunk",
-                            name: e.name.clone(),
-                            link_name: String::new(),
-                            mode: 0,
-                            size: 0,
-                            uid: 0,
-                            gid: 0,
-                            modtime: None,
-                            digest: String::new(),
-                            offset: 0,
-                            end_offset: 0,
-                            chunk_size: 0,
-                            chunk_offset: at,
-                            chunk_digest: String::new(),
-                        });
-                        rest.last_mut().ok_or_else(|| io::Error::other("chunk"))?
+                    let mut c = TocEntry {
+                        kind: "chunk",
+                        name: e.name.clone(),
+                        link_name: String::new(),
+                        mode: 0,
+                        size: 0,
+                        uid: 0,
+                        gid: 0,
+                        modtime: None,
+                        digest: String::new(),
+                        offset,
+                        end_offset: 0,
+                        chunk_size: size,
+                        chunk_offset: at,
+                        chunk_digest: digest.to_string(),
                     };
-                    target.chunk_size = size;
-                    target.offset = offset;
-                    target.chunk_digest = digest.to_string();
+                    if i == 0 {
+                        main.chunk_size = c.chunk_size;
+                        main.offset = c.offset;
+                        main.chunk_digest = std::mem::take(&mut c.chunk_digest);
+                    } else {
+                        rest.push(c);
+                    }
                 }
             }
         }
@@ -468,7 +469,8 @@ impl<W: Write> TarSink for Sink<W> {
     }
 }
 
-/// What a finished zstd:chunked stream adds to its descriptor.
+/// A streaming zstd:chunked writer: tar in, zstd:chunked blob out; [`Chunked::finish`] gives
+/// the descriptor annotations.
 pub(crate) struct Chunked<W: Write> {
     scanner: TarScanner,
     sink: Sink<W>,
