@@ -22,13 +22,14 @@ pub struct LayerOptions {
 /// What [`write_layer`] produced.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerStats {
-    /// sha256 of the uncompressed tar.
+    /// sha256 of the uncompressed tar (for eStargz: of the uncompressed stream, the tar with
+    /// its TOC entry).
     pub diff_id: Digest,
     /// sha256 of the bytes written to `out`.
     pub digest: Digest,
     /// Bytes written to `out`.
     pub size: u64,
-    /// Bytes of the uncompressed tar.
+    /// Bytes of the uncompressed tar (for eStargz: of the uncompressed stream).
     pub uncompressed_size: u64,
     /// Annotations the layer's descriptor carries: where a zstd:chunked or eStargz layer's
     /// table of contents is, and its digest (empty for the other compressions).
