@@ -842,3 +842,90 @@ fn estargz_wheel_image_keeps_the_wheels_deflate_blocks_and_pulls_partially() {
     println!("estargz wheel image: {layers} layers pulled partially, {checked} files checked");
     run_ok(podman.cmd().args(["image", "unmount", &image]));
 }
+
+/// The base TOC check against the reference writer: an image podman 4.3.1 pushes as
+/// zstd:chunked (containers/storage 1.43's writer: its TOC, the old annotation names) is built
+/// on, the TOC checked and found to describe the layer.
+#[test]
+fn a_zstd_chunked_base_that_podman_wrote_is_built_on() {
+    if !tools() {
+        return;
+    }
+    let reg = start_registry(None);
+    let t = tempdir();
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    let data = t.path().join("data");
+    mixed_data(&data);
+    let r = recipe(t.path(), "gzip", &data);
+    let out = t.path().join("gz");
+    build(&mut ocibuild(), &r, &out);
+    let podman = Podman::new(&auth);
+    let alias = common::podman_alias(&out);
+    let local = stdout(&run_ok(podman.cmd().args([
+        "pull",
+        "-q",
+        &alias.image_ref("v"),
+    ])));
+    let base = format!("{}/base/podman:1", reg.addr);
+    run_ok(
+        podman
+            .cmd()
+            .args(["push", "--compression-format", "zstd:chunked"])
+            .args(["--tls-verify=false", "--authfile"])
+            .arg(&auth)
+            .arg(local.trim())
+            .arg(&base),
+    );
+    let inspected = run_ok(
+        Command::new("skopeo")
+            .args(["inspect", "--raw", "--tls-verify=false", "--authfile"])
+            .arg(&auth)
+            .arg(format!("docker://{base}")),
+    );
+    let m: Value = serde_json::from_slice(&inspected.stdout).unwrap();
+    let layer = &m["layers"][0];
+    assert!(
+        layer["annotations"]["io.containers.zstd-chunked.manifest-checksum"].is_string(),
+        "{m:#}"
+    );
+    let pinned = format!("{base}@{}", common::sha256_bytes(&inspected.stdout));
+
+    let registries = t.path().join("registries.toml");
+    let registry = format!(
+        "[[registry]]\nname = \"{}\"\ninsecure-http = true\n",
+        reg.addr
+    );
+    fs_err::write(&registries, registry).unwrap();
+    fs_err::create_dir_all(t.path().join("app")).unwrap();
+    fs_err::write(t.path().join("app/x"), "x\n").unwrap();
+    let app = t.path().join("app.toml");
+    fs_err::write(
+        &app,
+        format!(
+            "[image]\nname = \"app\"\ntag = \"v\"\n\n[base]\nimage = \"{pinned}\"\n\n\
+             [[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n"
+        ),
+    )
+    .unwrap();
+    let cache = t.path().join("cache");
+    let o = run(ocibuild()
+        .env("REGISTRY_AUTH_FILE", &auth)
+        .env("OCIBUILD_CACHE", &cache)
+        .arg("--registries")
+        .arg(&registries)
+        .args(["build", "-o"])
+        .arg(t.path().join("app-out"))
+        .arg(&app));
+    common::assert_success(&o, "build on podman's zstd:chunked base");
+    let built = manifest(&t.path().join("app-out"));
+    assert_eq!(built["layers"][0]["digest"], layer["digest"]);
+    // The check ran (and is remembered): its fact is in the store.
+    let facts: Vec<String> = fs_err::read_dir(cache.join("meta"))
+        .unwrap()
+        .map(|e| fs_err::read_to_string(e.unwrap().path()).unwrap())
+        .collect();
+    assert!(
+        facts.iter().any(|f| f.contains("matches the layer")),
+        "{facts:?}"
+    );
+}
