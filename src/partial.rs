@@ -218,7 +218,7 @@ fn normal(name: &str) -> String {
 /// regular files it lists are exactly the layer's, each with the size and sha256 the layer's
 /// tar gives it, and each one's compressed range decodes to it. A puller that trusts a TOC
 /// builds the files from it; one that lies would give other files than the layer's digest
-/// stands for (podman 4.3.1, given a wrong file digest, left a file out). Ok for a layer
+/// stands for (podman 4.3.1, given a wrong file digest, at times left a file out). Ok for a layer
 /// without a TOC.
 pub fn check_toc(d: &Descriptor, path: &std::path::Path) -> Result<(), PartialError> {
     use std::collections::BTreeMap;
