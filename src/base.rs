@@ -50,6 +50,12 @@ pub enum BaseError {
         declared: u64,
         actual: u64,
     },
+    #[error("base image {reference}: layer {layer}'s partial-pull table of contents (zstd:chunked or eStargz) does not describe the layer: it {problem}; a puller that trusts it (podman with partial pulls) would build other files than the layer holds. Build on another base, or have this one pushed again with an honest TOC (or as plain gzip or zstd)")]
+    LyingToc {
+        reference: String,
+        layer: Digest,
+        problem: String,
+    },
     #[error("offline: base {reference} {what} is not in the store or the vendor directory")]
     Offline { reference: String, what: String },
     #[error("--frozen: the lock pins no base image, but the recipe builds on {reference}: run `ocibuild lock` (online)")]
@@ -141,7 +147,47 @@ pub fn fetch_layers(
         }
     }
     client.pull_blobs(&r, &layers, store, reporter)?;
-    check_sizes(&image.reference, &image.manifest_digest, &layers, store)
+    check_sizes(&image.reference, &image.manifest_digest, &layers, store)?;
+    check_tocs(&image.reference, &layers, store)
+}
+
+/// Checks the partial-pull TOC of each layer that has one and is in the store against the
+/// layer itself ([`crate::partial::check_toc`]): ocibuild never reads a base's files through
+/// its TOC, but an image built on it passes the TOC on to every puller.
+fn check_tocs(reference: &str, layers: &[Descriptor], store: &Store) -> Result<(), BaseError> {
+    for d in layers {
+        if !crate::partial::has_toc(d) || !store.has_blob(&d.digest) {
+            continue;
+        }
+        // Checked once per layer and TOC (it reads the whole layer): the fact is cached under
+        // the hash of the layer's digest and annotations, which fix both.
+        let key = Digest::of(
+            format!(
+                "toc-check/1\n{}\n{}",
+                d.digest,
+                serde_json::to_string(&d.annotations).unwrap_or_default()
+            )
+            .as_bytes(),
+        );
+        if store.meta(&key)?.is_some() {
+            continue;
+        }
+        match crate::partial::check_toc(d, &store.blob_path(&d.digest)) {
+            Ok(()) => store.put_meta(&key, b"{\"toc\":\"matches the layer\"}")?,
+            Err(crate::partial::PartialError::Toc { layer, problem }) => {
+                return Err(BaseError::LyingToc {
+                    reference: reference.to_string(),
+                    layer,
+                    problem,
+                })
+            }
+            Err(crate::partial::PartialError::Store { source, .. }) => {
+                return Err(BaseError::Store(StoreError::Io(source)))
+            }
+            Err(crate::partial::PartialError::Registry(e)) => return Err(BaseError::Registry(e)),
+        }
+    }
+    Ok(())
 }
 
 /// Every blob of `blobs` the store has is the size its descriptor declares: a manifest naming
@@ -430,6 +476,7 @@ pub fn resolve(
     let mut named = vec![manifest.config.clone()];
     named.extend(manifest.layers.iter().cloned());
     check_sizes(&name, &manifest_digest, &named, store)?;
+    check_tocs(&name, &manifest.layers, store)?;
 
     let config_bytes = store.read_blob(&manifest.config.digest)?;
     let config: serde_json::Value = serde_json::from_slice(&config_bytes)

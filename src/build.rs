@@ -426,7 +426,7 @@ pub fn copy_layer(
 }
 
 fn record(name: &str, c: CachedLayer) -> LayerRecord {
-    let mut descriptor = Descriptor::new(&c.media_type, c.digest, c.size);
+    let mut descriptor = c.descriptor();
     descriptor
         .annotations
         .insert(annotations::LAYER_NAME.into(), name.into());

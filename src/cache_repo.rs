@@ -335,6 +335,7 @@ fn layer_of(m: &Manifest, key: &Digest) -> Option<CachedLayer> {
             .get(annotations::UNCOMPRESSED_SIZE)?
             .parse()
             .ok()?,
+        annotations: l.annotations.clone(),
     })
 }
 
@@ -410,7 +411,8 @@ impl Remote for RepoCache {
         if self.dry_run {
             return self.dry_write(&tag, &layer.digest, layer.size, true);
         }
-        let descriptor = Descriptor::new(&layer.media_type, layer.digest, layer.size);
+        // The layer's own annotations (a partial-pull TOC's) travel on its descriptor.
+        let descriptor = layer.descriptor();
         let notes = json!({
             annotations::KEY: key.to_string(),
             annotations::DIFF_ID: layer.diff_id.to_string(),

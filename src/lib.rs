@@ -70,6 +70,7 @@ pub mod mirror;
 pub mod ops;
 pub mod outcome;
 pub mod output;
+pub mod partial;
 pub mod paths;
 pub mod progress;
 pub mod push;

@@ -125,6 +125,12 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         }
         m.layers.iter().find(named).map(|l| l.digest)
     };
+    // What a partial pull of each changed zstd:chunked or eStargz layer would fetch, given
+    // the target image's layers (their TOCs read with range requests).
+    let old_tocs = match (&target, &previous) {
+        (Some(t), Some(m)) => old_tocs(&client, t, m, &bars),
+        _ => Vec::new(),
+    };
     let mut layers = Vec::new();
     for (l, (name, cached)) in img.layers.iter().zip(&built.cached) {
         let digest = l.descriptor.digest;
@@ -144,6 +150,10 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         let changed = was(name).map(|w| w != digest);
         // Why a layer differs from the target's: what its key is made of.
         let reason = changed.filter(|c| *c).map(|_| why_changed(name));
+        let partial = match changed {
+            Some(true) if !old_tocs.is_empty() => partial_pull(&store, &l.descriptor, &old_tocs),
+            _ => None,
+        };
         layers.push(json!({
             "name": name,
             "digest": digest,
@@ -152,6 +162,7 @@ pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             "push": push.map(|b| b.action),
             "changedFromTarget": changed,
             "reason": reason,
+            "partialPull": partial,
         }));
     }
     let now: crate::image::Manifest =
@@ -221,8 +232,18 @@ fn print_plan(
             .as_str()
             .map(|p| format!("; push: {p}"))
             .unwrap_or_default();
+        let partial = match (l["partialPull"]["fetchBytes"].as_u64(), l["size"].as_u64()) {
+            (Some(n), Some(size)) if size > 0 => format!(
+                "; a partial pull from the target's fetches about {} ({:.1} %, {} of {} files)",
+                crate::bounded::human_bytes(n),
+                n as f64 * 100.0 / size as f64,
+                l["partialPull"]["filesFetched"],
+                l["partialPull"]["files"],
+            ),
+            _ => String::new(),
+        };
         println!(
-            "  {}: {} ({}, {}{changed}{push})",
+            "  {}: {} ({}, {}{changed}{push}{partial})",
             l["name"].as_str().unwrap_or_default(),
             l["digest"].as_str().unwrap_or_default(),
             crate::bounded::human_bytes(l["size"].as_u64().unwrap_or_default()),
@@ -245,6 +266,61 @@ fn print_plan(
             }
         );
     }
+}
+
+/// The TOCs of the target image's zstd:chunked and eStargz layers, read with range requests;
+/// a layer whose TOC cannot be read (or checked) is left out, said at `-v`.
+fn old_tocs(
+    client: &crate::registry::Client,
+    target: &crate::registry::reference::Reference,
+    m: &crate::image::Manifest,
+    bars: &super::progress::Bars,
+) -> Vec<crate::partial::Toc> {
+    m.layers
+        .iter()
+        .filter(|d| crate::partial::has_toc(d))
+        .filter_map(|d| {
+            let mut read = |offset, len| {
+                client
+                    .get_blob_range(target, &d.digest, offset, len, bars)
+                    .map_err(|e| crate::partial::PartialError::from(Box::new(e)))
+            };
+            match crate::partial::read_toc(d, &mut read) {
+                Ok(toc) => toc,
+                Err(e) => {
+                    crate::progress::Reporter::detail(
+                        bars,
+                        &format!("plan: no partial-pull estimate from {}: {e}", d.digest),
+                    );
+                    None
+                }
+            }
+        })
+        .collect()
+}
+
+/// What a partial pull of the layer `d` (in the store) fetches given `old`: None for a layer
+/// without a TOC.
+fn partial_pull(
+    store: &crate::store::Store,
+    d: &crate::image::Descriptor,
+    old: &[crate::partial::Toc],
+) -> Option<crate::partial::Estimate> {
+    use std::io::{Read, Seek, SeekFrom};
+    let path = store.blob_path(&d.digest);
+    let mut read = |offset: u64, len: u64| {
+        let err = |source| crate::partial::PartialError::Store {
+            layer: d.digest,
+            source,
+        };
+        let mut f = fs_err::File::open(&path).map_err(err)?;
+        f.seek(SeekFrom::Start(offset)).map_err(err)?;
+        let mut buf = Vec::new();
+        f.take(len).read_to_end(&mut buf).map_err(err)?;
+        Ok(buf)
+    };
+    let toc = crate::partial::read_toc(d, &mut read).ok()??;
+    Some(crate::partial::estimate(&toc, old))
 }
 
 /// What a layer's cache key is made of, by the kind its name says: why it can differ.

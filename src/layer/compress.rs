@@ -14,6 +14,8 @@
 //! - zstd: vendored libzstd at the recipe's level (default 3) with `NbWorkers` = threads
 //!   (always ≥ 1: libzstd's output is identical for every worker count ≥ 1, but may differ from
 //!   single-threaded mode 0).
+//! - zstd:chunked and eStargz: single-threaded writers that read the tar stream as it passes
+//!   (see `zchunked` and `estargz`); their output depends only on the tar and the level.
 
 use std::collections::VecDeque;
 use std::io::{self, Write};
@@ -23,7 +25,8 @@ use std::thread::JoinHandle;
 
 use flate2::{Compress, FlushCompress, Status};
 
-use super::Compression;
+use super::{estargz, zchunked, Compression};
+use crate::digest::Digest;
 
 pub(crate) const GZIP_DEFAULT_LEVEL: u32 = 6;
 pub(crate) const ZSTD_DEFAULT_LEVEL: i32 = 3;
@@ -53,10 +56,28 @@ pub(crate) enum Compressor<W: Write> {
     None(W),
     Gzip(ParallelGzip<W>),
     Zstd(zstd::stream::write::Encoder<'static, W>),
+    ZstdChunked(Box<zchunked::Chunked<W>>),
+    Estargz(Box<estargz::Estargz<W>>),
+}
+
+/// What a finished stream adds to its layer's description, beyond its bytes.
+#[derive(Debug, Default)]
+pub(crate) struct Finished {
+    /// Descriptor annotations (the partial-pull formats' TOC positions and digests).
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// The uncompressed stream's digest and size when it is not the tar that went in (eStargz
+    /// adds its TOC entry).
+    pub uncompressed: Option<(Digest, u64)>,
 }
 
 impl<W: Write> Compressor<W> {
+    #[cfg(test)]
     pub(crate) fn new(c: Compression, threads: usize, out: W) -> io::Result<Self> {
+        Self::new_at(c, threads, 0, out)
+    }
+
+    /// [`new`](Self::new) for a layer of entries dated `epoch` (an eStargz TOC entry's mtime).
+    pub(crate) fn new_at(c: Compression, threads: usize, epoch: u64, out: W) -> io::Result<Self> {
         let threads = threads.max(1);
         // Compression::from_name checks recipe levels; this guards the library's other callers
         // (an out-of-range zlib level would make flate2 panic).
@@ -79,6 +100,12 @@ impl<W: Write> Compressor<W> {
                 enc.include_dictid(false)?;
                 Compressor::Zstd(enc)
             }
+            Compression::ZstdChunked(level) => {
+                Compressor::ZstdChunked(Box::new(zchunked::Chunked::new(out, level)?))
+            }
+            Compression::Estargz(level) => {
+                Compressor::Estargz(Box::new(estargz::Estargz::new(out, level, epoch)))
+            }
         })
     }
 
@@ -87,30 +114,50 @@ impl<W: Write> Compressor<W> {
     pub(crate) fn write_covered(&mut self, buf: &[u8]) -> io::Result<()> {
         match self {
             Compressor::Gzip(g) => g.covered(buf),
+            Compressor::Estargz(e) => e.write_covered(buf),
             other => other.write_all(buf),
         }
     }
 
     /// Deflate blocks (non-final, ending on a byte boundary) to copy into the stream as they
-    /// are. Only a gzip stream takes them.
+    /// are. Only a gzip or eStargz stream takes them.
     pub(crate) fn write_deflate(&mut self, raw: Vec<u8>) -> io::Result<()> {
         match self {
             Compressor::Gzip(g) => g.deflate(raw),
+            Compressor::Estargz(e) => e.write_deflate(&raw),
             _ => Err(io::Error::other(
-                "deflate blocks handed to a compressor other than gzip",
+                "deflate blocks handed to a compressor other than gzip or estargz",
             )),
         }
     }
 
     /// Ends the stream and returns the inner writer, flushed.
+    #[cfg(test)]
     pub(crate) fn finish(self) -> io::Result<W> {
+        self.finish_layer().map(|(w, _)| w)
+    }
+
+    /// [`finish`](Self::finish), with what the stream adds to its layer's description.
+    pub(crate) fn finish_layer(self) -> io::Result<(W, Finished)> {
+        let mut done = Finished::default();
         let mut w = match self {
             Compressor::None(w) => w,
             Compressor::Gzip(g) => g.finish()?,
             Compressor::Zstd(z) => z.finish()?,
+            Compressor::ZstdChunked(z) => {
+                let (w, notes) = z.finish()?;
+                done.annotations = notes;
+                w
+            }
+            Compressor::Estargz(e) => {
+                let e = e.finish()?;
+                done.annotations = e.annotations;
+                done.uncompressed = Some((e.diff_id, e.uncompressed_size));
+                e.out
+            }
         };
         w.flush()?;
-        Ok(w)
+        Ok((w, done))
     }
 }
 
@@ -120,6 +167,8 @@ impl<W: Write> Write for Compressor<W> {
             Compressor::None(w) => w.write(buf),
             Compressor::Gzip(g) => g.write(buf),
             Compressor::Zstd(z) => z.write(buf),
+            Compressor::ZstdChunked(z) => z.write(buf),
+            Compressor::Estargz(e) => e.write(buf),
         }
     }
     fn flush(&mut self) -> io::Result<()> {
@@ -127,7 +176,7 @@ impl<W: Write> Write for Compressor<W> {
         // pass-through forwards it; the others flush at finish.
         match self {
             Compressor::None(w) => w.flush(),
-            Compressor::Gzip(_) | Compressor::Zstd(_) => Ok(()),
+            _ => Ok(()),
         }
     }
 }

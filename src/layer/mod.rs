@@ -28,14 +28,17 @@
 mod compress;
 mod entry;
 mod error;
+pub mod estargz;
 mod host;
 pub mod ignore;
 mod key;
 mod pipe;
 mod splice;
 mod tar;
+mod tarscan;
 mod walk;
 mod write;
+pub mod zchunked;
 
 use std::io::{self, Read};
 
@@ -64,6 +67,11 @@ pub enum Compression {
     Gzip(u32),
     /// zstd at a libzstd level, 1 to 19.
     Zstd(i32),
+    /// zstd:chunked (containers/storage's partial-pull format, see `zchunked`) at a libzstd
+    /// level, 1 to 19.
+    ZstdChunked(i32),
+    /// eStargz (stargz-snapshotter's lazy-pull format, see `estargz`) at a zlib level, 1 to 9.
+    Estargz(u32),
     None,
 }
 
@@ -79,9 +87,13 @@ impl Compression {
     pub const GZIP: Compression = Compression::Gzip(compress::GZIP_DEFAULT_LEVEL);
     /// zstd at level 3, as zstd(1), buildkit and containers/image.
     pub const ZSTD: Compression = Compression::Zstd(compress::ZSTD_DEFAULT_LEVEL);
+    /// zstd:chunked at level 3 (see [`zchunked::DEFAULT_LEVEL`] for why not 10).
+    pub const ZSTD_CHUNKED: Compression = Compression::ZstdChunked(zchunked::DEFAULT_LEVEL);
+    /// eStargz at level 6, as gzip.
+    pub const ESTARGZ: Compression = Compression::Estargz(compress::GZIP_DEFAULT_LEVEL);
 
-    /// The compression a recipe names (`gzip`, `zstd` or `none`), at `level` or the default
-    /// level; the message says what is wrong.
+    /// The compression a recipe names (`gzip`, `zstd`, `zstd:chunked`, `estargz` or `none`),
+    /// at `level` or the default level; the message says what is wrong.
     pub fn from_name(name: &str, level: Option<i64>) -> Result<Compression, String> {
         // A level from 1 to max, else the message naming the range.
         let level_in = |l: i64, max: i64| {
@@ -100,12 +112,23 @@ impl Compression {
             ("gzip", Some(l)) => level_in(l, gzip_max.into()).map(|l| Compression::Gzip(l as u32)),
             ("zstd", None) => Ok(Compression::ZSTD),
             ("zstd", Some(l)) => level_in(l, zstd_max.into()).map(|l| Compression::Zstd(l as i32)),
-            ("none", None) => Ok(Compression::None),
-            ("none", Some(_)) => {
-                Err("compression-level needs compression `gzip` or `zstd`, not `none`".into())
+            ("zstd:chunked", None) => Ok(Compression::ZSTD_CHUNKED),
+            ("zstd:chunked", Some(l)) => {
+                level_in(l, zstd_max.into()).map(|l| Compression::ZstdChunked(l as i32))
             }
+            ("estargz", None) => Ok(Compression::ESTARGZ),
+            ("estargz", Some(l)) => {
+                level_in(l, gzip_max.into()).map(|l| Compression::Estargz(l as u32))
+            }
+            ("none", None) => Ok(Compression::None),
+            ("none", Some(_)) => Err(
+                "compression-level needs compression `gzip`, `zstd`, `zstd:chunked` or `estargz`, \
+                 not `none`"
+                    .into(),
+            ),
             (other, _) => Err(format!(
-                "unknown compression `{other}`, expected `gzip`, `zstd` or `none`"
+                "unknown compression `{other}`, expected `gzip`, `zstd`, `zstd:chunked`, \
+                 `estargz` or `none`"
             )),
         }
     }
@@ -114,7 +137,10 @@ impl Compression {
     pub fn level_in_range(self) -> bool {
         match self {
             Compression::Gzip(l) => (1..=compress::GZIP_MAX_LEVEL).contains(&l),
-            Compression::Zstd(l) => (1..=compress::ZSTD_MAX_LEVEL).contains(&l),
+            Compression::Zstd(l) | Compression::ZstdChunked(l) => {
+                (1..=compress::ZSTD_MAX_LEVEL).contains(&l)
+            }
+            Compression::Estargz(l) => (1..=compress::GZIP_MAX_LEVEL).contains(&l),
             Compression::None => true,
         }
     }
@@ -122,8 +148,12 @@ impl Compression {
     /// The OCI layer media type.
     pub fn media_type(self) -> &'static str {
         match self {
-            Compression::Gzip(_) => "application/vnd.oci.image.layer.v1.tar+gzip",
-            Compression::Zstd(_) => "application/vnd.oci.image.layer.v1.tar+zstd",
+            Compression::Gzip(_) | Compression::Estargz(_) => {
+                "application/vnd.oci.image.layer.v1.tar+gzip"
+            }
+            Compression::Zstd(_) | Compression::ZstdChunked(_) => {
+                "application/vnd.oci.image.layer.v1.tar+zstd"
+            }
             Compression::None => "application/vnd.oci.image.layer.v1.tar",
         }
     }
@@ -135,16 +165,22 @@ impl Compression {
         match self {
             Compression::Gzip(level) => compress::gzip_description(level),
             Compression::Zstd(level) => compress::zstd_description(level),
+            Compression::ZstdChunked(level) => zchunked::description(level),
+            Compression::Estargz(level) => estargz::description(level),
             Compression::None => "none".into(),
         }
     }
 }
 
-/// `gzip`, `zstd` or `none`, optionally with `:LEVEL` (`zstd:1`), as the benchmarks take it.
+/// `gzip`, `zstd`, `zstd:chunked`, `estargz` or `none`, optionally with `:LEVEL` (`zstd:1`,
+/// `zstd:chunked:5`), as the benchmarks take it.
 impl std::str::FromStr for Compression {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.split_once(':') {
+        if s == "zstd:chunked" {
+            return Compression::from_name(s, None);
+        }
+        match s.rsplit_once(':') {
             Some((name, level)) => {
                 let level = level
                     .parse()
@@ -247,7 +283,8 @@ mod tests {
         }
         assert_eq!(
             err("none", Some(3)),
-            "compression-level needs compression `gzip` or `zstd`, not `none`"
+            "compression-level needs compression `gzip`, `zstd`, `zstd:chunked` or `estargz`, \
+             not `none`"
         );
         assert_eq!("zstd:1".parse(), Ok(Compression::Zstd(1)));
         assert_eq!("gzip".parse(), Ok(Compression::GZIP));
@@ -255,7 +292,27 @@ mod tests {
         assert!("none:1".parse::<Compression>().is_err());
         assert_eq!(
             err("xz", Some(3)),
-            "unknown compression `xz`, expected `gzip`, `zstd` or `none`"
+            "unknown compression `xz`, expected `gzip`, `zstd`, `zstd:chunked`, `estargz` or \
+             `none`"
+        );
+        assert_eq!(ok("zstd:chunked", None), Compression::ZstdChunked(3));
+        assert_eq!(ok("zstd:chunked", Some(19)), Compression::ZstdChunked(19));
+        assert_eq!(ok("estargz", None), Compression::Estargz(6));
+        assert_eq!(ok("estargz", Some(9)), Compression::Estargz(9));
+        assert!(err("estargz", Some(10)).contains("expected 1 to 9"));
+        assert!(err("zstd:chunked", Some(20)).contains("expected 1 to 19"));
+        assert_eq!("zstd:chunked".parse(), Ok(Compression::ZSTD_CHUNKED));
+        assert_eq!("zstd:chunked:7".parse(), Ok(Compression::ZstdChunked(7)));
+        assert_eq!("estargz:2".parse(), Ok(Compression::Estargz(2)));
+        assert!(Compression::ZSTD_CHUNKED.media_type().ends_with("+zstd"));
+        assert!(Compression::ESTARGZ.media_type().ends_with("+gzip"));
+        assert_eq!(
+            Compression::ZSTD_CHUNKED.describe(),
+            "zstd:chunked;libzstd;level=3;rollsum=16;toc=1;tar-split"
+        );
+        assert_eq!(
+            Compression::ESTARGZ.describe(),
+            "estargz;zlib-rs;level=6;chunk=4194304;splice=16384"
         );
     }
 
@@ -451,6 +508,70 @@ mod tests {
             system_gunzip(&gz) == tar,
             "gzip(1) decodes the spliced layer"
         );
+    }
+
+    #[test]
+    fn estargz_keeps_a_wheels_deflate_blocks_and_its_toc_finds_each_file() {
+        let files = deflated_files();
+        let (plain_gz, plain) = layer_of(&files, &opts(Compression::ESTARGZ), false);
+        let (gz, spliced) = layer_of(&files, &opts(Compression::ESTARGZ), true);
+        assert!(
+            gz != plain_gz,
+            "the large members are the wheel's own blocks"
+        );
+        // The same tar entries; the TOC entry after them differs (its offsets do).
+        let (tar, _) = layer_of(&files, &opts(Compression::None), false);
+        let entries = tar.len() - 1024;
+        assert!(system_gunzip(&plain_gz)[..entries] == tar[..entries]);
+        assert!(system_gunzip(&gz)[..entries] == tar[..entries]);
+        assert_ne!(spliced.diff_id, plain.diff_id);
+        for threads in [1, 5] {
+            let o = LayerOptions {
+                threads,
+                ..opts(Compression::ESTARGZ)
+            };
+            assert!(layer_of(&files, &o, true).0 == gz, "threads={threads}");
+        }
+        let all = system_gunzip(&gz);
+        assert_eq!(Digest::of(&all), spliced.diff_id);
+        // The TOC is the stream's last entry; each file's member starts with its content, and
+        // a spliced file's member is exactly its content (gzip's CRC and size checked).
+        let mut ar = ::tar::Archive::new(&all[..]);
+        let mut toc = Vec::new();
+        for e in ar.entries().unwrap() {
+            let mut e = e.unwrap();
+            if e.path().unwrap().to_str() == Some(estargz::TOC_NAME) {
+                e.read_to_end(&mut toc).unwrap();
+            }
+        }
+        let toc: serde_json::Value = serde_json::from_slice(&toc).unwrap();
+        for (entry, data, _) in &files {
+            let e = toc["entries"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["name"] == entry.path.as_str())
+                .unwrap();
+            assert_eq!(e["digest"], Digest::of(data).to_string());
+            let Some(offset) = e["offset"].as_u64() else {
+                assert!(data.is_empty());
+                continue;
+            };
+            let mut member = Vec::new();
+            flate2::read::GzDecoder::new(&gz[offset as usize..])
+                .read_to_end(&mut member)
+                .unwrap();
+            let n = data.len().min(4 << 20);
+            assert!(member[..n] == data[..n], "{}", entry.path);
+            if data.len() as u64 >= SPLICE_MIN {
+                assert_eq!(
+                    member.len(),
+                    data.len(),
+                    "{}: a member of its own",
+                    entry.path
+                );
+            }
+        }
     }
 
     #[test]

@@ -20,16 +20,20 @@ pub struct LayerOptions {
 }
 
 /// What [`write_layer`] produced.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LayerStats {
-    /// sha256 of the uncompressed tar.
+    /// sha256 of the uncompressed tar (for eStargz: of the uncompressed stream, the tar with
+    /// its TOC entry).
     pub diff_id: Digest,
     /// sha256 of the bytes written to `out`.
     pub digest: Digest,
     /// Bytes written to `out`.
     pub size: u64,
-    /// Bytes of the uncompressed tar.
+    /// Bytes of the uncompressed tar (for eStargz: of the uncompressed stream).
     pub uncompressed_size: u64,
+    /// Annotations the layer's descriptor carries: where a zstd:chunked or eStargz layer's
+    /// table of contents is, and its digest (empty for the other compressions).
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 /// Counts file content bytes for the progress callback.
@@ -107,18 +111,22 @@ pub fn write_layer_with(
 ) -> Result<LayerStats, LayerError> {
     check_order(entries)?;
     let compressed = HashingWriter::new(out);
-    let compressor = compress::Compressor::new(opts.compression, opts.threads, compressed)
-        .map_err(|source| LayerError::Compressor {
-            what: opts.compression.describe(),
-            source,
-        })?;
+    let compressor =
+        compress::Compressor::new_at(opts.compression, opts.threads, opts.epoch, compressed)
+            .map_err(|source| LayerError::Compressor {
+                what: opts.compression.describe(),
+                source,
+            })?;
     let finish = |compressor: LayerCompressor<'_>| {
-        let compressed = compressor.finish().map_err(|source| LayerError::Compress {
-            what: opts.compression.describe(),
-            source,
-        })?;
+        let (compressed, done) =
+            compressor
+                .finish_layer()
+                .map_err(|source| LayerError::Compress {
+                    what: opts.compression.describe(),
+                    source,
+                })?;
         let (_, digest, size) = compressed.finish();
-        Ok::<_, LayerError>((digest, size))
+        Ok::<_, LayerError>((digest, size, done))
     };
     if matches!(opts.compression, Compression::Zstd(_)) {
         // One stage: libzstd's workers already compress while this thread reads and hashes,
@@ -130,12 +138,13 @@ pub fn write_layer_with(
             entry: String::new(),
             reason: "the compressor is still in use after the tar stage",
         })?;
-        let (digest, size) = finish(compressor)?;
+        let (digest, size, _) = finish(compressor)?;
         return Ok(LayerStats {
             diff_id,
             digest,
             size,
             uncompressed_size,
+            annotations: Default::default(),
         });
     }
     // Two stages, so reading, tar framing and the diff_id hash overlap with compression and
@@ -143,7 +152,7 @@ pub fn write_layer_with(
     // to a thread that owns the compressor. The byte stream is the same either way.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(PIPE_DEPTH);
     std::thread::scope(|scope| {
-        let consumer = scope.spawn(move || -> Result<(Digest, u64), LayerError> {
+        let consumer = scope.spawn(move || -> Result<_, LayerError> {
             let mut compressor = compressor;
             for piece in rx {
                 apply(&mut compressor, piece).map_err(|source| LayerError::Write {
@@ -162,13 +171,17 @@ pub fn write_layer_with(
             })
         });
         // A failed consumer closes the channel, so the producer fails too; its error says why.
-        let (digest, size) = consumed?;
+        let (digest, size, done) = consumed?;
         let (diff_id, uncompressed_size) = produced?;
+        // eStargz's stream is the tar plus its TOC entry: its own digest is the diff_id.
+        let (diff_id, uncompressed_size) =
+            done.uncompressed.unwrap_or((diff_id, uncompressed_size));
         Ok(LayerStats {
             diff_id,
             digest,
             size,
             uncompressed_size,
+            annotations: done.annotations,
         })
     })
 }
@@ -265,8 +278,10 @@ fn produce(
                             tar.append_file(&e.path, e.mode, e.uid, e.gid, *size, &mut reader)
                         }
                         Content::Deflated { raw, inspect } => {
-                            let splice = matches!(opts.compression, Compression::Gzip(_))
-                                && *size >= SPLICE_MIN;
+                            let splice = matches!(
+                                opts.compression,
+                                Compression::Gzip(_) | Compression::Estargz(_)
+                            ) && *size >= SPLICE_MIN;
                             let splicer = splice::Splicer::new(raw, splice).map_err(io_err)?;
                             let mut reader = SpliceReader::new(
                                 splicer,

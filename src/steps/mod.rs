@@ -29,7 +29,7 @@ pub use self::report::{differing_files, StepReport};
 use crate::build::{copy_layer, BuildError, CopyLayer};
 use crate::digest::Digest;
 use crate::http::Fetcher;
-use crate::image::{Descriptor, LayerRecord, Platform};
+use crate::image::{LayerRecord, Platform};
 use crate::layer::{CopySpec, ModePolicy};
 use crate::lock::{LockPolicy, LockedStep};
 use crate::progress::Reporter;
@@ -355,7 +355,7 @@ fn spec(src: std::path::PathBuf, dest: &str) -> CopySpec {
 }
 
 fn record(name: &str, c: CachedLayer) -> LayerRecord {
-    let mut descriptor = Descriptor::new(&c.media_type, c.digest, c.size);
+    let mut descriptor = c.descriptor();
     descriptor
         .annotations
         .insert(crate::image::annotations::LAYER_NAME.into(), name.into());

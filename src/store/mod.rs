@@ -97,6 +97,10 @@ pub struct CachedLayer {
     pub size: u64,
     pub diff_id: Digest,
     pub uncompressed_size: u64,
+    /// The descriptor annotations the layer needs (a zstd:chunked or eStargz table of
+    /// contents' position and digest); absent, as in entries from before them, when empty.
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub annotations: std::collections::BTreeMap<String, String>,
 }
 
 impl CachedLayer {
@@ -111,7 +115,15 @@ impl CachedLayer {
             size: stats.size,
             diff_id: stats.diff_id,
             uncompressed_size: stats.uncompressed_size,
+            annotations: stats.annotations.clone(),
         }
+    }
+
+    /// The layer's descriptor: its media type, digest, size and own annotations.
+    pub fn descriptor(&self) -> crate::image::Descriptor {
+        let mut d = crate::image::Descriptor::new(&self.media_type, self.digest, self.size);
+        d.annotations = self.annotations.clone();
+        d
     }
 }
 
@@ -714,6 +726,7 @@ mod tests {
             size: 5,
             diff_id: Digest::of(b"tar"),
             uncompressed_size: 3,
+            annotations: Default::default(),
         };
         store.put_cached_layer(&key, &layer).unwrap();
         assert_eq!(store.cached_layer(&key).unwrap(), None);

@@ -227,6 +227,7 @@ mod tests {
             size: bytes.len() as u64,
             diff_id: Digest::of(bytes),
             uncompressed_size: bytes.len() as u64,
+            annotations: Default::default(),
         }
     }
 

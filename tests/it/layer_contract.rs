@@ -650,3 +650,53 @@ fn pathological_double_star_pattern_on_a_deep_tree() {
     assert_eq!(paths, expected);
     assert_eq!(paths.len(), 1 + 25 + 200 - 8 * 16 / 2);
 }
+
+/// The golden digests of the fixed tree as zstd:chunked and eStargz layers (docs/partial-pulls.md):
+/// the same for any thread count and host; zstd:chunked decodes to the golden tar, eStargz to
+/// the golden tar's entries plus its TOC entry. If one changes, the format or its compressor
+/// changed: the layer cache key (`Compression::describe`) must change with it.
+const GOLDEN_PARTIAL: [(&str, &str); 2] = [
+    (
+        "zstd:chunked",
+        "sha256:861471d61e6752651c67d1f3a8fa8977b7c148543d2e2b5c1037a35bb42c965f",
+    ),
+    (
+        "estargz",
+        "sha256:795198e1aad3e86b9d17cefb04e48cb8112b8f64f8932d014a9492bb55a07784",
+    ),
+];
+
+#[test]
+fn golden_partial_pull_layers() {
+    let a = tempfile::tempdir().unwrap();
+    build_tree(a.path(), &PLAIN, false);
+    let b = tempfile::tempdir().unwrap();
+    build_tree(b.path(), &odd(), true);
+    let ea = scan(&[spec(a.path())]).unwrap();
+    let eb = scan(&[spec(b.path())]).unwrap();
+    let (tar, _) = layer(&ea, Compression::None, 1);
+    for (name, golden) in GOLDEN_PARTIAL {
+        let c: Compression = name.parse().unwrap();
+        let (bytes, s1) = layer(&ea, c, 1);
+        let (_, s4) = layer(&eb, c, 4);
+        assert_eq!(s1, s4, "{name}: the same layer, annotations included");
+        assert_eq!(s1.digest.to_string(), golden, "{name}");
+        assert_eq!(s1.size, bytes.len() as u64);
+        let back = if name == "estargz" {
+            let mut back = Vec::new();
+            flate2::read::MultiGzDecoder::new(&bytes[..])
+                .read_to_end(&mut back)
+                .unwrap();
+            assert!(back[..tar.len() - 1024] == tar[..tar.len() - 1024]);
+            back
+        } else {
+            let back = zstd::decode_all(&bytes[..]).unwrap();
+            assert!(back == tar);
+            back
+        };
+        assert_eq!(
+            (Digest::of(&back), back.len() as u64),
+            (s1.diff_id, s1.uncompressed_size)
+        );
+    }
+}

@@ -55,6 +55,7 @@ mod online_sdists;
 mod online_steps;
 mod online_uvlock;
 mod online_wheels;
+mod partial_pull;
 mod paths;
 mod platforms;
 mod platforms_audit;

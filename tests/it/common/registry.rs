@@ -149,6 +149,12 @@ fn wait_listening(mut reg: Registry, what: &str) -> Registry {
 }
 
 impl Registry {
+    /// Where the registry keeps its blobs (`docker/registry/v2/blobs/sha256/XX/HEX/data` below
+    /// it), for tests that make it serve bytes other than what was pushed.
+    pub fn data_dir(&self) -> PathBuf {
+        self._dir.path().join("data")
+    }
+
     /// What the registry logged so far (each request's method and URI, at `info`).
     pub fn log_text(&self) -> String {
         let err =
