@@ -77,9 +77,13 @@ fn a_wheel_heavy_app_change_pulls_only_the_changed_app_file() {
             .map(|l| l["name"].as_str().unwrap())
             .collect();
         assert!(
-            ["wheel-numpy", "wheel-opencv-python-headless", "wheel-pillow"]
-                .iter()
-                .all(|n| names.contains(n)),
+            [
+                "wheel-numpy",
+                "wheel-opencv-python-headless",
+                "wheel-pillow"
+            ]
+            .iter()
+            .all(|n| names.contains(n)),
             "{names:?}"
         );
         let (mut image_bytes, mut fetched) = (0, 0);
@@ -90,8 +94,14 @@ fn a_wheel_heavy_app_change_pulls_only_the_changed_app_file() {
             image_bytes += size;
             fetched += bytes;
             if *name == "app" {
-                assert!(bytes >= MIB, "{compression}: the changed file was fetched: {bytes}");
-                assert!(bytes * 20 <= size, "{compression}: at most 5 % of {size}: {bytes}");
+                assert!(
+                    bytes >= MIB,
+                    "{compression}: the changed file was fetched: {bytes}"
+                );
+                assert!(
+                    bytes * 20 <= size,
+                    "{compression}: at most 5 % of {size}: {bytes}"
+                );
                 println!(
                     "{compression}: app layer: {bytes} of {size} bytes fetched ({:.2} %)",
                     bytes as f64 * 100.0 / size as f64
@@ -99,7 +109,12 @@ fn a_wheel_heavy_app_change_pulls_only_the_changed_app_file() {
             } else {
                 assert_eq!(bytes, 0, "{compression}: layer {name} is v1's: not fetched");
                 assert_eq!(
-                    doc1["layers"].as_array().unwrap().iter().find(|x| x["name"] == *name).unwrap()["digest"],
+                    doc1["layers"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|x| x["name"] == *name)
+                        .unwrap()["digest"],
                     digest,
                     "{compression}: {name} unchanged by an app change"
                 );
