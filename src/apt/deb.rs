@@ -64,6 +64,8 @@ pub struct LayerRequest {
     pub dpkg_db: bool,
     /// `[image] cuda-archs`: the packages' CUDA libraries pruned to these GPUs ([`crate::cuda`]).
     pub cuda: Option<crate::cuda::Targets>,
+    /// `[image] drop-unused-copies`: library files (layer paths) left out ([`drop`]).
+    pub drop: std::collections::BTreeSet<String>,
 }
 
 /// The layer written to the store.
@@ -122,7 +124,7 @@ pub fn build_layer_reported(
     for (i, deb) in debs.iter().enumerate() {
         let mut read = read_deb(deb, i, &mut spool)?;
         if let Some(t) = &req.cuda {
-            reports.extend(prune_read(&mut read, &mut spool, t, &names[i])?);
+            reports.extend(prune::prune_read(&mut read, &mut spool, t, &names[i])?);
         }
         reads.push(read);
         progress(deb.locked.size);
@@ -177,6 +179,7 @@ pub fn build_layer_reported(
             pkg,
         });
     }
+    drop::drop_paths(&mut items, &req.drop, &mut spool)?;
     if req.dpkg_db && !status.is_empty() {
         let text = dpkgdb::status_file(&status.iter().collect::<Vec<_>>());
         for (path, data) in [(dpkgdb::STATUS, text.as_str()), (dpkgdb::FORMAT, "1\n")] {
@@ -197,82 +200,6 @@ pub fn build_layer_reported(
         })?;
     w.commit(Some(stats.digest))?;
     Ok((CachedLayer::written(req.layer.compression, &stats), reports))
-}
-
-/// Largest library read back from the spool to be pruned; a larger one is left and listed.
-const MAX_PRUNED: u64 = 4 << 30;
-
-/// Prunes the CUDA libraries of one read .deb (`package`, as `name version`) to `t`: each one's
-/// bytes read back from the spool, pruned in place and appended again (the old span is left
-/// unused), its md5sums line given the new file's MD5, so dpkg's record matches the file.
-fn prune_read(
-    read: &mut DebRead,
-    spool: &mut Spool,
-    t: &crate::cuda::Targets,
-    package: &str,
-) -> Result<Vec<crate::cuda::LibraryReport>, AptError> {
-    use md5::Digest as _;
-    let mut reports = Vec::new();
-    let mut new_md5: HashMap<String, String> = HashMap::new();
-    for (path, item) in read.own.iter_mut() {
-        let Kind::File(span, _) = item.kind else {
-            continue;
-        };
-        if !crate::cuda::is_library_name(path) {
-            continue;
-        }
-        if span.size > MAX_PRUNED {
-            reports.push(crate::cuda::LibraryReport {
-                path: format!("/{path}"),
-                from: package.to_string(),
-                size: span.size,
-                pruned: None,
-                reason: Some(format!(
-                    "larger than {MAX_PRUNED} bytes, not read to be pruned"
-                )),
-            });
-            continue;
-        }
-        let mut bytes = spool.read(span)?;
-        let Some(report) = crate::cuda::prune_reported(&mut bytes, t, path, package) else {
-            continue;
-        };
-        if report.pruned.as_ref().is_some_and(|p| p.bytes_removed > 0) {
-            let (span, digest) = spool.append_bytes(&bytes)?;
-            item.kind = Kind::File(span, digest);
-            let md5 = md5::Md5::digest(&bytes);
-            new_md5.insert(
-                path.clone(),
-                md5.iter().map(|b| format!("{b:02x}")).collect(),
-            );
-        }
-        reports.push(report);
-    }
-    if let Some(text) = &read.md5sums {
-        if !new_md5.is_empty() {
-            read.md5sums = Some(md5sums_with(text, &new_md5));
-        }
-    }
-    Ok(reports)
-}
-
-/// md5sums `text` (`MD5  PATH` lines) with the sums of `new` (by path) in place of its own.
-fn md5sums_with(text: &str, new: &HashMap<String, String>) -> String {
-    let mut out = String::with_capacity(text.len());
-    for line in text.split_inclusive('\n') {
-        let body = line.trim_end_matches('\n');
-        match body
-            .split_once("  ")
-            .and_then(|(_, p)| new.get(p).map(|m| (m, p)))
-        {
-            Some((m, p)) => {
-                out.push_str(&format!("{m}  {p}"));
-                out.push_str(&line[body.len()..]);
-            }
-            None => out.push_str(line),
-        }
-    }
-    out
 }
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
@@ -908,6 +835,9 @@ fn to_entries(
     out.sort_by(|a, b| a.0.path.as_bytes().cmp(b.0.path.as_bytes()));
     Ok(out.into_iter().unzip())
 }
+
+mod drop;
+mod prune;
 
 #[cfg(test)]
 mod tests;

@@ -288,18 +288,26 @@ fn loads_text(d: &crate::system::wheelset::DuplicateLibrary, place: &str) -> Str
     let first = d.users.first().map_or(String::new(), |u| {
         format!(" (e.g. {} through {})", u.path, u.via)
     });
+    // What becomes of the earlier copy when the wheel's loads.
+    let earlier = if d.origin == "base" {
+        " (the base's layers are reused as they are: a base without it saves them)".to_string()
+    } else if d.dropped.is_some() {
+        ": left out of the apt layer ([image] drop-unused-copies)".to_string()
+    } else if let Some(why) = &d.kept {
+        format!(" (kept: {why})")
+    } else {
+        " ([image] drop-unused-copies = true leaves it out)".to_string()
+    };
     match d.loads.as_str() {
         "wheel" if d.users.is_empty() => format!(
-            "loaded: the wheel's copy ({}); the {place}'s copy is unused: {}{}",
+            "loaded: the wheel's copy ({}); the {place}'s copy is unused: {}{earlier}",
             d.via.as_deref().unwrap_or("dlopen"),
             human_bytes(d.unused_bytes),
-            if d.origin == "base" { " (the base's layers are reused as they are: a base without it saves them)" } else { "" }
         ),
         "wheel" => format!(
-            "loaded: the wheel's copy, by the {} ELF file(s) that link it{first}; the {place}'s copy is unused: {}{}",
+            "loaded: the wheel's copy, by the {} ELF file(s) that link it{first}; the {place}'s copy is unused: {}{earlier}",
             d.users.len(),
             human_bytes(d.unused_bytes),
-            if d.origin == "base" { " (the base's layers are reused as they are: a base without it saves them)" } else { "" }
         ),
         "mixed" => format!(
             "loaded: whichever is loaded first: {} ELF file(s) reach the wheel's copy, {} the {place}'s{first}; a process keeps the first copy it loads (the loader reuses a loaded soname), so which one serves depends on the import order{}",

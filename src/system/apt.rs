@@ -410,7 +410,10 @@ fn cache_key(
     usr: &apt::UsrMerge,
     below: Below,
     opts: &SystemOptions,
-    cuda: Option<&crate::cuda::Targets>,
+    (cuda, drop): (
+        Option<&crate::cuda::Targets>,
+        &std::collections::BTreeSet<String>,
+    ),
 ) -> Result<Digest, SystemError> {
     let Below {
         scratch,
@@ -434,6 +437,10 @@ fn cache_key(
     if let Some(t) = cuda {
         fields.push(("cuda", t.to_json()));
     }
+    // Likewise only with files dropped.
+    if !drop.is_empty() {
+        fields.push(("drop", json!(drop)));
+    }
     Ok(layer::cache_key(
         "apt layer key",
         // Bump when what the layer holds for the same .debs changes (e.g. the CA bundle).
@@ -454,6 +461,9 @@ pub struct LayerInput<'a> {
     pub scratch: bool,
     /// `[image] cuda-archs`: the CUDA libraries of the packages pruned to these GPUs.
     pub cuda: Option<&'a crate::cuda::Targets>,
+    /// `[image] drop-unused-copies`: library files the layer leaves out
+    /// ([`super::copies::apt_drops`]).
+    pub drop: &'a std::collections::BTreeSet<String>,
 }
 
 /// The store's key of the pruning report of the apt layer keyed `key`.
@@ -475,6 +485,7 @@ pub fn layer(
         base,
         scratch,
         cuda,
+        drop,
     } = *input;
     let super::Io {
         fetcher,
@@ -499,7 +510,7 @@ pub fn layer(
             has_dpkg_status: base.has_dpkg_status,
         },
         opts,
-        cuda,
+        (cuda, drop),
     )?;
     let cached_report = match cuda {
         None => Some(Vec::new()),
@@ -550,6 +561,7 @@ pub fn layer(
             scratch,
             dpkg_db: !base.has_dpkg_status,
             cuda: cuda.cloned(),
+            drop: drop.clone(),
         },
         &|n| reporter.layer_progress(&name, n),
     )?;

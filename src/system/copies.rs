@@ -23,7 +23,8 @@ use crate::python::overlap::listing_key;
 use crate::python::tags::WheelFile;
 use crate::python::wheel::WheelInput;
 use crate::python::Interpreter;
-use crate::store::Store;
+use crate::recipe::Recipe;
+use crate::store::{CachedLayer, Store};
 
 /// Bump when what is cached per wheel changes shape or meaning.
 const DEPS_VERSION: u32 = 1;
@@ -195,4 +196,126 @@ pub fn wheel_drops(
         }
     }
     out
+}
+
+/// With `[image] drop-unused-copies`: the apt layer's copies (their paths, no leading `/`)
+/// that nothing in the wheels loads, to leave out of the apt layer, the duplicates marked. A
+/// copy whose package another package of the layer depends on (`Depends`, `Pre-Depends`) is
+/// kept: a program of that package may link it; `kept` says so. `status` is the apt layer's
+/// `var/lib/dpkg/status.d` (records and md5sums, as [`crate::apt::base::BaseFacts`] holds it).
+pub fn apt_drops(
+    dups: &mut [DuplicateLibrary],
+    status: &BTreeMap<String, String>,
+) -> BTreeSet<String> {
+    const DIR: &str = "var/lib/dpkg/status.d/";
+    // Path → package, from each package's md5sums; package → the packages that depend on it.
+    let mut owner: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut dependents: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for (path, text) in status {
+        let Some(name) = path.strip_prefix(DIR) else {
+            continue;
+        };
+        if let Some(pkg) = name.strip_suffix(".md5sums") {
+            for line in text.lines() {
+                if let Some((_, p)) = line.split_once("  ") {
+                    owner.insert(p.trim_start_matches('/'), pkg);
+                }
+            }
+            continue;
+        }
+        let Ok(paras) = crate::apt::control::parse_paragraphs(text) else {
+            continue;
+        };
+        for p in paras {
+            let Some(me) = p.get("Package") else { continue };
+            for field in ["Depends", "Pre-Depends"] {
+                let deps = p
+                    .get(field)
+                    .and_then(|d| crate::apt::control::parse_depends(d).ok())
+                    .unwrap_or_default();
+                for dep in deps.into_iter().flatten() {
+                    dependents
+                        .entry(dep.name)
+                        .or_default()
+                        .insert(me.to_string());
+                }
+            }
+        }
+    }
+    let mut out = BTreeSet::new();
+    for d in dups.iter_mut() {
+        if d.origin != "apt" || d.loads != "wheel" {
+            continue;
+        }
+        let path = d.base_path.trim_start_matches('/');
+        let Some(pkg) = owner.get(path) else {
+            d.kept = Some("no package's md5sums lists it".into());
+            continue;
+        };
+        match dependents.get(*pkg).filter(|s| !s.is_empty()) {
+            Some(users) => {
+                d.kept = Some(format!(
+                    "{pkg} is a dependency of {}, whose programs may link it",
+                    users.iter().cloned().collect::<Vec<_>>().join(", ")
+                ));
+            }
+            None => {
+                out.insert(path.to_string());
+                d.dropped = Some("apt".into());
+            }
+        }
+    }
+    out
+}
+
+/// The apt layer's `var/lib/dpkg/status.d` files (records and md5sums), read from the layer.
+fn apt_status(store: &Store, layer: &CachedLayer) -> Result<BTreeMap<String, String>, SystemError> {
+    let f = store.open_blob(&layer.digest)?;
+    let r = crate::layer::decompressor(&layer.media_type, std::io::BufReader::new(f)).map_err(
+        |source| SystemError::BuiltLayer {
+            digest: layer.digest,
+            source,
+        },
+    )?;
+    Ok(crate::apt::base::scan_facts([(layer.digest.to_string(), r)])?.status)
+}
+
+/// With `[image] drop-unused-copies`: the apt layer built again without its copies that nothing
+/// loads ([`apt_drops`]), in the first one's place; their pruning reports go with them.
+pub fn drop_from_apt(
+    dups: &mut [DuplicateLibrary],
+    recipe: &Recipe,
+    base: (&crate::apt::Base, bool),
+    io: &super::Io<'_>,
+    opts: &super::SystemOptions,
+    sys: &mut super::System,
+) -> Result<(), SystemError> {
+    let Some(apt) = &recipe.apt else {
+        return Ok(());
+    };
+    if !dups.iter().any(|d| d.origin == "apt" && d.loads == "wheel") {
+        return Ok(());
+    }
+    let Some(at) = sys.layers.iter().position(|l| l.name == "apt") else {
+        return Ok(());
+    };
+    let status = apt_status(io.store, &sys.layers[at].layer)?;
+    let drop = apt_drops(dups, &status);
+    if drop.is_empty() {
+        return Ok(());
+    }
+    let mirrors = super::apt::DebMirrors::of(Some(apt));
+    let input = super::apt::LayerInput {
+        packages: &sys.apt_packages,
+        mirrors: &mirrors,
+        base: base.0,
+        scratch: base.1,
+        cuda: recipe.image.cuda.as_ref(),
+        drop: &drop,
+    };
+    let (layer, _) = super::apt::layer(&input, io, opts)?;
+    sys.layers[at] = layer;
+    sys.cuda_libraries
+        .retain(|r| !drop.contains(r.path.trim_start_matches('/')));
+    Ok(())
 }

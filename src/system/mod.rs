@@ -567,6 +567,7 @@ fn apt_step(
             base: scanned,
             scratch,
             cuda: recipe.image.cuda.as_ref(),
+            drop: &Default::default(),
         };
         let (layer, report) = apt::layer(&input, io, opts)?;
         sys.layers.push(layer);
@@ -758,6 +759,8 @@ pub fn prepare(
                         {
                             x.extend(drop);
                         }
+                        let below = (&scanned, base.is_none());
+                        copies::drop_from_apt(d, recipe, below, &io, opts, &mut sys)?;
                     }
                 }
                 let layout = wheels::WheelLayout {

@@ -210,9 +210,13 @@ pub struct DuplicateLibrary {
     pub users: Vec<super::copies::LibraryUser>,
     /// The bytes of the copy nothing loads (0 for `mixed` and `unknown`).
     pub unused_bytes: u64,
-    /// `wheel` when `[image] drop-unused-copies` left the wheel's copy out of its layer.
+    /// Which copy `[image] drop-unused-copies` left out: `wheel` (of its layer) or `apt` (of the
+    /// apt layer).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dropped: Option<String>,
+    /// Why the unused apt copy stays under `drop-unused-copies` (another package needs it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 /// Shared libraries by soname → (path, bytes), as [`crate::apt::Base::libraries`] holds them.
@@ -254,6 +258,7 @@ pub fn duplicates(
                 users: Vec::new(),
                 unused_bytes: 0,
                 dropped: None,
+                kept: None,
             })
         })
         .collect();

@@ -731,6 +731,7 @@ pub fn layer_opts() -> LayerRequest {
         scratch: false,
         dpkg_db: false,
         cuda: None,
+        drop: Default::default(),
     }
 }
 

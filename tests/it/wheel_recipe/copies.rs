@@ -138,13 +138,39 @@ fn host_loader(root: &Path, lib: &[u8], ext: &[u8], llp: Option<&str>) -> String
 }
 
 fn recipe(dir: &Path, f: &aptfix::Fixture, image_extra: &str, config: &str) -> PathBuf {
+    recipe_with(dir, f, image_extra, config, "\"libfoo1\"")
+}
+
+fn recipe_with(
+    dir: &Path,
+    f: &aptfix::Fixture,
+    image_extra: &str,
+    config: &str,
+    packages: &str,
+) -> PathBuf {
     let text = format!(
-        "[image]\nname = \"example.com/copies\"\nplatform = \"linux/amd64\"\n{image_extra}\n{}\n[apt]\npackages = [\"python3\", \"libfoo1\"]\n\n[python]\nlock = \"pylock.toml\"\n\n{config}",
+        "[image]\nname = \"example.com/copies\"\nplatform = \"linux/amd64\"\n{image_extra}\n{}\n[apt]\npackages = [\"python3\", {packages}]\n\n[python]\nlock = \"pylock.toml\"\n\n{config}",
         aptfix::source_toml(f, &f.key),
     );
     let p = dir.join("app.toml");
     fs::write(&p, text).unwrap();
     p
+}
+
+/// The text of the file at `path` in the (gzip) layer, read with the tar and flate2 crates.
+fn layer_text(blob: &Path, path: &str) -> String {
+    use std::io::Read;
+    let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
+    let mut ar = tar::Archive::new(gz);
+    for e in ar.entries().unwrap() {
+        let mut e = e.unwrap();
+        if e.path().unwrap().to_str() == Some(path) {
+            let mut s = String::new();
+            e.read_to_string(&mut s).unwrap();
+            return s;
+        }
+    }
+    panic!("no {path} in {}", blob.display())
 }
 
 /// The text of nvidia-foo's RECORD in the (gzip) layer, read with the tar and flate2 crates.
@@ -189,7 +215,18 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
                 "./usr/lib/x86_64-linux-gnu/libfoo.so.1",
                 leaked,
                 0o644,
+            ))
+            .data(Data::Symlink(
+                "./usr/lib/x86_64-linux-gnu/libfoo.so",
+                "libfoo.so.1",
             )),
+    );
+    // A package whose programs may link libfoo: its copy must stay.
+    universe.push(
+        aptfix::deb("foo-tools", "1.0-1")
+            .field("Depends", "libfoo1 (>= 1.0)")
+            .data(Data::Dir("./usr/share/"))
+            .data(Data::File("./usr/share/foo-tools", "tools\n", 0o644)),
     );
     let f = fixture(&universe, false);
     wheels(t.path(), &lib, &ext);
@@ -272,7 +309,55 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
     );
     assert!(text.contains("METADATA"), "{text}");
 
-    // 3. Without the request, the same config keeps the wheel's copy and says how to drop it.
+    // 3. The wheel's copy loads (no LD_LIBRARY_PATH) and dropping is asked: the Debian copy,
+    // its symlink and its md5sums line leave the apt layer.
+    let r = recipe(t.path(), &f, "drop-unused-copies = true", "");
+    let v: Value = serde_json::from_str(&stdout(&build(&r, "img4", true))).unwrap();
+    let d = dup(&v);
+    assert_eq!(
+        (&d["loads"], &d["dropped"]),
+        (&Value::from("wheel"), &Value::from("apt")),
+        "{d:#}"
+    );
+    let (_, blob) = common::layer_named(&t.path().join("img4"), &v, "apt");
+    let listing = tar_listing(&blob);
+    assert!(
+        !listing.iter().any(|p| p.contains("libfoo.so")),
+        "the Debian copy and its link are left out: {listing:?}"
+    );
+    assert!(
+        listing.iter().any(|p| p.contains("status.d/libfoo1")),
+        "{listing:?}"
+    );
+    let md5 = layer_text(&blob, "var/lib/dpkg/status.d/libfoo1.md5sums");
+    assert!(!md5.contains("libfoo.so.1"), "{md5}");
+    let err = common::stderr(&build(&r, "img4", false));
+    assert!(
+        err.contains("the apt layer's copy is unused")
+            && err.contains(": left out of the apt layer"),
+        "{err}"
+    );
+    // ...unless another package depends on its package.
+    let r = recipe_with(
+        t.path(),
+        &f,
+        "drop-unused-copies = true",
+        "",
+        "\"libfoo1\", \"foo-tools\"",
+    );
+    let v: Value = serde_json::from_str(&stdout(&build(&r, "img5", true))).unwrap();
+    let d = dup(&v);
+    assert!(d.get("dropped").is_none(), "{d:#}");
+    assert_eq!(
+        d["kept"],
+        "libfoo1 is a dependency of foo-tools, whose programs may link it"
+    );
+    let (_, blob) = common::layer_named(&t.path().join("img5"), &v, "apt");
+    assert!(tar_listing(&blob).iter().any(|p| p.ends_with(DEB_LIB)));
+    let md5 = layer_text(&blob, "var/lib/dpkg/status.d/libfoo1.md5sums");
+    assert!(md5.contains(DEB_LIB), "kept, and listed: {md5}");
+
+    // 4. Without the request, the same config keeps the wheel's copy and says how to drop it.
     let r = recipe(t.path(), &f, "", config);
     let err = common::stderr(&build(&r, "img3", false));
     assert!(
