@@ -175,3 +175,114 @@ fn split_path(text: &str) -> impl Iterator<Item = String> + '_ {
         .filter(|d| !d.is_empty())
         .map(str::to_string)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An ELF64 LE header with `phnum` program headers at 64, then `phdrs` (type, offset,
+    /// vaddr, filesz), then `rest` at offset 64 + 56 * phnum.
+    fn elf(phdrs: &[(u32, u64, u64, u64)], rest: &[u8]) -> Vec<u8> {
+        let mut b = vec![0u8; 64];
+        b[..4].copy_from_slice(b"\x7fELF");
+        b[4] = 2;
+        b[5] = 1;
+        b[0x20..0x28].copy_from_slice(&64u64.to_le_bytes());
+        b[0x36..0x38].copy_from_slice(&56u16.to_le_bytes());
+        b[0x38..0x3A].copy_from_slice(&(phdrs.len() as u16).to_le_bytes());
+        for &(kind, offset, vaddr, filesz) in phdrs {
+            let mut p = vec![0u8; 56];
+            p[..4].copy_from_slice(&kind.to_le_bytes());
+            p[8..16].copy_from_slice(&offset.to_le_bytes());
+            p[16..24].copy_from_slice(&vaddr.to_le_bytes());
+            p[32..40].copy_from_slice(&filesz.to_le_bytes());
+            b.extend(p);
+        }
+        b.extend_from_slice(rest);
+        b
+    }
+
+    fn dynarray(entries: &[(u64, u64)]) -> Vec<u8> {
+        entries
+            .iter()
+            .flat_map(|(t, v)| t.to_le_bytes().into_iter().chain(v.to_le_bytes()))
+            .collect()
+    }
+
+    fn read(b: &[u8]) -> Result<Option<Dynamic>, DynamicError> {
+        read_dynamic(|offset, n| read_at(b, offset, n))
+    }
+
+    fn malformed(r: Result<Option<Dynamic>, DynamicError>) -> &'static str {
+        match r {
+            Err(DynamicError::Elf(CudaError::MalformedElf { reason })) => reason,
+            other => panic!("not malformed: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn needed_rpath_and_runpath_are_read() {
+        // Strings at 200, the dynamic array at 300; one PT_LOAD maps vaddr 0x1000 to offset 0.
+        let strings = b"\0libfoo.so.1\0$ORIGIN/../lib:/opt/x\0libc.so.6\0";
+        let head = 64 + 56 * 2;
+        let mut rest = vec![0u8; 200 - head];
+        rest.extend_from_slice(strings);
+        rest.resize(300 - head, 0);
+        rest.extend(dynarray(&[
+            (1, 1),
+            (1, 35),
+            (29, 13),
+            (5, 0x1000 + 200),
+            (0, 0),
+        ]));
+        let b = elf(&[(1, 0, 0x1000, 4096), (2, 300, 0x1000 + 300, 80)], &rest);
+        let d = read(&b).unwrap().unwrap();
+        assert_eq!(d.needed, ["libfoo.so.1", "libc.so.6"]);
+        assert_eq!(d.runpath, ["$ORIGIN/../lib", "/opt/x"]);
+        assert!(d.rpath.is_empty());
+        // Not an ELF file: nothing; no dynamic segment: nothing needed.
+        assert_eq!(read(b"#!/bin/sh\n").unwrap(), None);
+        assert_eq!(
+            read(&elf(&[(1, 0, 0, 10)], &[])).unwrap(),
+            Some(Dynamic::default())
+        );
+    }
+
+    #[test]
+    fn hostile_files_are_refused_not_followed() {
+        // Cut short before its program headers.
+        let mut cut = elf(&[(2, 200, 200, 32)], &[]);
+        cut.truncate(80);
+        assert!(malformed(read(&cut)).contains("program header"));
+        // A dynamic section of 1 GiB is not read.
+        let huge = elf(&[(2, 200, 200, 1 << 30)], &[]);
+        assert!(malformed(read(&huge)).contains("larger than"));
+        // A dynamic array past the end of the file.
+        let past = elf(&[(2, 10_000, 10_000, 32)], &[]);
+        assert!(malformed(read(&past)).contains("past the end"));
+        // A string table in no loaded segment.
+        let head = 64 + 56;
+        let mut rest = vec![0u8; 300 - head];
+        rest.extend(dynarray(&[(1, 1), (5, 0xdead_0000), (0, 0)]));
+        let nowhere = elf(&[(2, 300, 300, 48)], &rest);
+        assert!(malformed(read(&nowhere)).contains("no loaded segment"));
+        // A string that never ends within 4 KiB.
+        let head = 64 + 56 * 2;
+        let mut rest = vec![0u8; 300 - head];
+        rest.extend(dynarray(&[(1, 0), (5, 0x1000 + 400), (0, 0)]));
+        rest.resize(400 - head, 0);
+        rest.extend(std::iter::repeat_n(b'a', 5000));
+        let endless = elf(&[(1, 0, 0x1000, 8192), (2, 300, 300, 48)], &rest);
+        assert!(malformed(read(&endless)).contains("not terminated"));
+        // A 32-bit or big-endian file is named, not misread.
+        let mut be = elf(&[], &[]);
+        be[5] = 2;
+        assert!(matches!(
+            read(&be),
+            Err(DynamicError::Elf(CudaError::UnsupportedElf {
+                class: 2,
+                data: 2
+            }))
+        ));
+    }
+}
