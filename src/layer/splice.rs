@@ -84,6 +84,11 @@ impl<'r> Splicer<'r> {
         self.raw.len()
     }
 
+    /// Whether the stream has ended (all its compressed bytes are collected).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+
     /// Compressed bytes available past `consumed`.
     fn available(&self) -> usize {
         (self.base + self.buf.len() as u64 - self.consumed) as usize
