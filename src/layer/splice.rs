@@ -79,6 +79,16 @@ impl<'r> Splicer<'r> {
         std::mem::take(&mut self.raw)
     }
 
+    /// How many compressed bytes [`take_raw`](Self::take_raw) would return.
+    pub(crate) fn raw_len(&self) -> usize {
+        self.raw.len()
+    }
+
+    /// Whether the stream has ended (all its compressed bytes are collected).
+    pub(crate) fn is_done(&self) -> bool {
+        self.done
+    }
+
     /// Compressed bytes available past `consumed`.
     fn available(&self) -> usize {
         (self.base + self.buf.len() as u64 - self.consumed) as usize

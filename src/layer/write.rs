@@ -7,7 +7,7 @@ use std::io::{self, Read, Write};
 use super::pipe::{apply, LayerCompressor, Piece, SharedSender, SpliceReader, PIPE_DEPTH};
 use super::{compress, splice};
 use super::{Compression, Entry, EntryKind, LayerError, TarWriter};
-use crate::digest::{Digest, HashingWriter};
+use crate::digest::{Digest, Hasher, HashingWriter};
 
 /// How to write a layer.
 #[derive(Clone, Copy, Debug)]
@@ -132,12 +132,12 @@ pub fn write_layer_with(
         // One stage: libzstd's workers already compress while this thread reads and hashes,
         // and a second stage only costs copies (measured: more CPU and wall time with it).
         let sender = SharedSender::direct(compressor);
-        let (diff_id, uncompressed_size) =
-            produce(entries, opts, sender.clone(), progress, content)?;
-        let compressor = sender.into_direct().ok_or_else(|| LayerError::Contract {
+        produce(entries, opts, sender.clone(), progress, content)?;
+        let (compressor, tar) = sender.into_direct().ok_or_else(|| LayerError::Contract {
             entry: String::new(),
             reason: "the compressor is still in use after the tar stage",
         })?;
+        let (diff_id, uncompressed_size) = tar.finish();
         let (digest, size, _) = finish(compressor)?;
         return Ok(LayerStats {
             diff_id,
@@ -149,18 +149,26 @@ pub fn write_layer_with(
     }
     // Two stages, so reading, tar framing and the diff_id hash overlap with compression and
     // output: the tar stream goes in 1 MiB chunks over a bounded channel (memory stays bounded)
-    // to a thread that owns the compressor. The byte stream is the same either way.
+    // to a thread that owns the compressor. The byte stream is the same either way. That thread
+    // also hashes the tar stream (the diff_id): the tar stage, which inflates a wheel's members
+    // and checks them against RECORD, had three quarters of a wheel layer's work with it
+    // (bench/torch.sh), so a layer took about as long as its tar stage alone.
     let (tx, rx) = std::sync::mpsc::sync_channel::<Piece>(PIPE_DEPTH);
     std::thread::scope(|scope| {
         let consumer = scope.spawn(move || -> Result<_, LayerError> {
             let mut compressor = compressor;
+            let mut tar = Hasher::new();
             for piece in rx {
+                if let Piece::Plain(b) | Piece::Covered(b) = &piece {
+                    tar.update(b);
+                }
                 apply(&mut compressor, piece).map_err(|source| LayerError::Write {
                     entry: String::new(),
                     source,
                 })?;
             }
-            finish(compressor)
+            let (digest, size, done) = finish(compressor)?;
+            Ok((tar, digest, size, done))
         });
         let sender = SharedSender::channel(tx);
         let produced = produce(entries, opts, sender, progress, content);
@@ -171,11 +179,10 @@ pub fn write_layer_with(
             })
         });
         // A failed consumer closes the channel, so the producer fails too; its error says why.
-        let (digest, size, done) = consumed?;
-        let (diff_id, uncompressed_size) = produced?;
+        let (tar, digest, size, done) = consumed?;
+        produced?;
         // eStargz's stream is the tar plus its TOC entry: its own digest is the diff_id.
-        let (diff_id, uncompressed_size) =
-            done.uncompressed.unwrap_or((diff_id, uncompressed_size));
+        let (diff_id, uncompressed_size) = done.uncompressed.unwrap_or_else(|| tar.finish());
         Ok(LayerStats {
             diff_id,
             digest,
@@ -231,15 +238,15 @@ pub fn host_file_error(src: &std::path::Path, err: LayerError) -> LayerError {
     }
 }
 
-/// The tar stage: entries → tar stream (hashed: the diff_id) → chunks.
+/// The tar stage: entries → tar stream → chunks (hashed where they go: the diff_id).
 fn produce(
     entries: &[Entry],
     opts: &LayerOptions,
     sender: SharedSender<'_>,
     progress: &dyn Fn(u64),
     content: &mut dyn FnMut(usize, &Entry, &mut ContentSink<'_>) -> Result<(), LayerError>,
-) -> Result<(Digest, u64), LayerError> {
-    let mut tar = TarWriter::new(HashingWriter::new(sender.clone()), opts.epoch);
+) -> Result<(), LayerError> {
+    let mut tar = TarWriter::new(sender.clone(), opts.epoch);
     // A hard link's header carries its target's mode and owner: extractors (containers/storage,
     // GNU tar) apply the link header's metadata to the shared inode, so anything else would
     // change the target file (an executable losing its x bits). check_order guarantees the
@@ -302,12 +309,9 @@ fn produce(
             }
         }
     }
-    let (mut sink, diff_id, uncompressed_size) = tar.finish()?.finish();
-    sink.flush().map_err(|source| LayerError::Write {
-        entry: String::new(),
-        source,
-    })?;
-    Ok((diff_id, uncompressed_size))
+    // finish flushes: the last chunk goes on.
+    tar.finish()?;
+    Ok(())
 }
 
 /// Checks the ordering half of the contract on entries handed to [`write_layer`].

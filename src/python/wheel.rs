@@ -140,7 +140,7 @@ pub struct WheelFileAt {
 }
 
 /// One wheel to install: a `.whl` file already checked against the lock's sha256 (checked
-/// again here before anything in it is believed).
+/// again here before anything in it is believed: hashed, or a store blob's seal matched).
 #[derive(Clone, Debug)]
 pub struct WheelInput {
     pub path: PathBuf,
@@ -207,12 +207,13 @@ pub(super) fn scheme_json(interp: &Interpreter) -> serde_json::Value {
 /// Every file `wheel` installs for `interp`, as [`build_wheel_layer`] would write it (layer
 /// path, content sha256, mode, size), from the zip's directory, WHEEL, RECORD, entry points
 /// and scripts. The wheel file's own sha256 is checked first: what is derived from it is cached.
-pub fn list_wheel(wheel: &WheelInput, interp: &Interpreter) -> Result<Listing, WheelError> {
-    check_wheel_hash(wheel)?;
-    let f = fs_err::File::open(&wheel.path).map_err(|source| WheelError::Io {
-        path: wheel.path.clone(),
-        source,
-    })?;
+/// `store` is where the wheel file may be a blob (see [`open_checked`]).
+pub fn list_wheel(
+    wheel: &WheelInput,
+    interp: &Interpreter,
+    store: &Store,
+) -> Result<Listing, WheelError> {
+    let f = open_checked(wheel, Some(store))?;
     let mut ar = zip::ZipArchive::new(BufReader::with_capacity(8 * 1024, f)).map_err(|source| {
         WheelError::Zip {
             wheel: wheel.file.filename.clone(),
@@ -259,11 +260,7 @@ pub fn build_wheel_layer_with(
     let mut unwritten: Vec<Source> = Vec::new();
     let mut reports: Vec<LibraryReport> = Vec::new();
     for (wi, w) in wheels.iter().enumerate() {
-        check_wheel_hash(w)?;
-        let f = fs_err::File::open(&w.path).map_err(|source| WheelError::Io {
-            path: w.path.clone(),
-            source,
-        })?;
+        let f = open_checked(w, Some(store))?;
         // A small buffer: the zip reader seeks to each member at least twice (its local header,
         // then its data), and a seek empties the buffer, so a large one is refilled, mostly for
         // nothing, each time (bench/wheels.sh's 121 MB of wheels, under strace: 1.67 GB
@@ -535,12 +532,25 @@ impl<R: Read> Read for Verify<R> {
     }
 }
 
-fn check_wheel_hash(w: &WheelInput) -> Result<(), WheelError> {
+/// Opens the wheel file, checked against its sha256 before anything in it is believed. A store
+/// blob whose seal matches the file opened was hashed since it last changed (by its download
+/// or the store's reuse check, [`Store::has_blob`], which every build runs first), so it is not
+/// read again: builds hashed each wheel three times (that check, the listing, the layer), 12 GB
+/// of sha256 for bench/torch.sh's 4 GB of wheels. Anything else is hashed from the file
+/// opened, so the bytes checked are the bytes then read.
+fn open_checked(w: &WheelInput, store: Option<&Store>) -> Result<fs_err::File, WheelError> {
     let io_err = |source| WheelError::Io {
         path: w.path.clone(),
         source,
     };
-    let (found, _) = crate::digest::hash_file(&w.path).map_err(io_err)?;
+    let mut f = fs_err::File::open(&w.path).map_err(io_err)?;
+    let sealed = |s: &Store| s.blob_path(&w.sha256) == w.path && s.sealed_file(&w.sha256, f.file());
+    if store.is_some_and(sealed) {
+        return Ok(f);
+    }
+    let mut r = HashingReader::new(io::BufReader::with_capacity(256 * 1024, &mut f));
+    io::copy(&mut r, &mut io::sink()).map_err(io_err)?;
+    let (_, found, _) = r.finish();
     if found != w.sha256 {
         return Err(WheelError::WheelHash {
             wheel: w.file.filename.clone(),
@@ -548,7 +558,8 @@ fn check_wheel_hash(w: &WheelInput) -> Result<(), WheelError> {
             found,
         });
     }
-    Ok(())
+    io::Seek::rewind(&mut f).map_err(io_err)?;
+    Ok(f)
 }
 
 /// Sorted layer entries with synthesized parent directories, and each entry's content source.

@@ -294,6 +294,16 @@ impl Store {
         seal::check(self, digest)
     }
 
+    /// Whether `file`, opened at [`blob_path`](Self::blob_path)`(digest)`, is that blob as it
+    /// was when last hashed or written: its seal matches the open file (one `fstat`, nothing
+    /// read). Always false in a view, or without a seal: the caller hashes the file then.
+    pub fn sealed_file(&self, digest: &Digest, file: &std::fs::File) -> bool {
+        self.sealed
+            && file
+                .metadata()
+                .is_ok_and(|m| seal::matches(&self.root, digest, &m))
+    }
+
     /// Open a stored blob for reading. In a view (a layout or a directory others wrote), the
     /// blob and `blobs/sha256` are opened without following a symlink ([`crate::fsat`]): a
     /// planted link is an error naming it, never a read of what it points at.

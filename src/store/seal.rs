@@ -13,6 +13,9 @@
 //!   by hand), the blob is hashed again: still its digest → sealed anew; not → removed, so the
 //!   layer is built or the blob fetched again, and recorded for the build's report.
 //!
+//! A wheel file opened for its listing or its layer is a blob reused the same way: its seal is
+//! compared with the file opened ([`Store::sealed_file`]) instead of hashing it once more.
+//!
 //! What this guards against is a mistake: an editor, `dd`, a script or a tool rewriting a
 //! layout's blob in place. It does not stop someone who sets the mtime back on purpose (whoever
 //! can write the store can rewrite its seals too: the store's permissions are that guard), nor
@@ -59,6 +62,12 @@ pub(super) fn write(root: &Path, digest: &Digest, m: &std::fs::Metadata) {
     }
 }
 
+/// Whether `m`, a blob's metadata, is what `digest`'s seal recorded: the blob is as it was
+/// when last hashed (or written).
+pub(super) fn matches(root: &Path, digest: &Digest, m: &std::fs::Metadata) -> bool {
+    m.is_file() && fs::read_to_string(seal_path(root, digest)).is_ok_and(|s| s == seal_of(m))
+}
+
 /// The sha256 of the file at `path`.
 fn hash_file(path: &Path) -> io::Result<Digest> {
     crate::digest::hash_file(path).map(|(d, _)| d)
@@ -74,10 +83,10 @@ pub(super) fn check(store: &Store, digest: &Digest) -> bool {
     if !m.is_file() {
         return false;
     }
-    let seal = seal_path(store.root(), digest);
-    if fs::read_to_string(&seal).is_ok_and(|s| s == seal_of(&m)) {
+    if matches(store.root(), digest, &m) {
         return true;
     }
+    let seal = seal_path(store.root(), digest);
     match hash_file(&path) {
         Ok(found) if found == *digest => {
             write(store.root(), digest, &m);

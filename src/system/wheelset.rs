@@ -108,7 +108,7 @@ fn listing(
         }
     }
     fetch_verified(fetcher, store, &w.url, w.sha256, Some(w.size), &w.filename)?;
-    let l = list_wheel(&input(w, store)?, interp).map_err(layer_err)?;
+    let l = list_wheel(&input(w, store)?, interp, store).map_err(layer_err)?;
     let bytes = serde_json::to_vec(&l).map_err(|e| wheel_err(&w.name, e))?;
     store.put_meta(&key, &bytes)?;
     Ok(l)
