@@ -207,7 +207,7 @@ pub(super) fn scheme_json(interp: &Interpreter) -> serde_json::Value {
 /// Every file `wheel` installs for `interp`, as [`build_wheel_layer`] would write it (layer
 /// path, content sha256, mode, size), from the zip's directory, WHEEL, RECORD, entry points
 /// and scripts. The wheel file's own sha256 is checked first: what is derived from it is cached.
-/// `store` is where the wheel file may be a blob (see [`open_checked`]).
+/// `store` is where the wheel file may be a blob (see `open_checked`).
 pub fn list_wheel(
     wheel: &WheelInput,
     interp: &Interpreter,

@@ -17,7 +17,10 @@ mod paths;
 mod project;
 mod raw;
 mod step;
+mod test_stage;
 mod validate;
+
+pub use self::test_stage::{Gpu, Podman, Test, TestRun};
 
 #[cfg(test)]
 mod tests;
@@ -454,9 +457,8 @@ pub struct Image {
     /// `cuda-archs` and `cuda-ptx`: the GPUs whose code the CUDA libraries of the layers
     /// ocibuild builds keep ([`crate::cuda`]); `None`: nothing is pruned.
     pub cuda: Option<crate::cuda::Targets>,
-    /// `drop-unused-copies`: a wheel's copy of a shared library that the base or the apt layer
-    /// also ships is left out of its layer when every program that links it loads the other
-    /// copy ([`crate::system::copies`]).
+    /// `drop-unused-copies`: the unused copy of a library twice in the image left out
+    /// ([`crate::system::copies`]).
     pub drop_unused_copies: bool,
 }
 
@@ -526,51 +528,6 @@ pub struct Healthcheck {
     pub start_period_ns: Option<u64>,
     pub start_interval_ns: Option<u64>,
     pub retries: Option<u32>,
-}
-
-/// One `[[test]]`, run against the built image by the test stage.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Test {
-    pub name: String,
-    pub run: TestRun,
-    pub env: BTreeMap<String, String>,
-    pub workdir: Option<String>,
-    pub user: Option<String>,
-    pub exit_code: i32,
-    /// A substring that stdout + stderr must contain.
-    pub expect_output: Option<String>,
-    pub timeout_secs: u64,
-    pub gpu: Gpu,
-    /// `network = true`: the test's container gets podman's default network; otherwise it
-    /// runs with `--network=none` (unless the podman flags name a network themselves).
-    pub network: bool,
-}
-
-/// What a test runs.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum TestRun {
-    /// `run = [...]`: an argv, not empty.
-    Command(Vec<String>),
-    /// `check = "..."`: a built-in check, one of [`KNOWN_CHECKS`].
-    Check(String),
-}
-
-/// Whether a test gets the host's GPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Gpu {
-    /// Pass GPUs; fail the test when there are none.
-    Required,
-    /// Pass GPUs when the host has any; run without otherwise.
-    Optional,
-    /// Never pass GPUs.
-    Off,
-}
-
-/// `[podman]`: settings for the test stage.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Podman {
-    /// Extra flags for `podman run`, placed before the image.
-    pub args: Vec<String>,
 }
 
 /// Why a recipe could not be loaded. Display is one line: `path:line:col: message`.

@@ -199,7 +199,7 @@ pub struct StepContext<'a> {
     /// The lock file, for messages.
     pub lock_path: &'a Path,
     /// `[image] cuda-archs`: the shared libraries of outputs that go into the image are pruned
-    /// to these GPUs ([`cuda`]).
+    /// to these GPUs (`steps::cuda`).
     pub cuda: Option<&'a crate::cuda::Targets>,
 }
 

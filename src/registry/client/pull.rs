@@ -199,7 +199,7 @@ impl Client {
         Ok(())
     }
 
-    /// Bytes `offset .. offset + len` of a blob (a `Range` request), at most [`RANGE_MAX`]:
+    /// Bytes `offset .. offset + len` of a blob (a `Range` request), at most `RANGE_MAX`:
     /// for reading a partial-pull layer's table of contents without its files. The bytes are
     /// not verified here (a range has no digest of its own): the caller checks them against
     /// what the manifest says of them (the TOC's annotated checksum).
