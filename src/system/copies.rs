@@ -24,7 +24,7 @@ use crate::python::tags::WheelFile;
 use crate::python::wheel::WheelInput;
 use crate::python::Interpreter;
 use crate::recipe::Recipe;
-use crate::store::{CachedLayer, Store};
+use crate::store::Store;
 
 /// Bump when what is cached per wheel changes shape or meaning.
 const DEPS_VERSION: u32 = 1;
@@ -268,16 +268,12 @@ pub fn apt_drops(
     out
 }
 
-/// The apt layer's `var/lib/dpkg/status.d` files (records and md5sums), read from the layer.
-fn apt_status(store: &Store, layer: &CachedLayer) -> Result<BTreeMap<String, String>, SystemError> {
-    let f = store.open_blob(&layer.digest)?;
-    let r = crate::layer::decompressor(&layer.media_type, std::io::BufReader::new(f)).map_err(
-        |source| SystemError::BuiltLayer {
-            digest: layer.digest,
-            source,
-        },
-    )?;
-    Ok(crate::apt::base::scan_facts([(layer.digest.to_string(), r)])?.status)
+/// What the build reads of its own apt layer for the lint: the shared libraries by soname →
+/// (path, bytes), and the dpkg `status.d` files (records and md5sums).
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
+pub struct LayerFacts {
+    pub libraries: BTreeMap<String, (String, u64)>,
+    pub status: BTreeMap<String, String>,
 }
 
 /// With `[image] drop-unused-copies`: the apt layer built again without its copies that nothing
@@ -286,8 +282,8 @@ pub fn drop_from_apt(
     dups: &mut [DuplicateLibrary],
     recipe: &Recipe,
     base: (&crate::apt::Base, bool),
-    io: &super::Io<'_>,
-    opts: &super::SystemOptions,
+    status: &BTreeMap<String, String>,
+    (io, opts): (&super::Io<'_>, &super::SystemOptions),
     sys: &mut super::System,
 ) -> Result<(), SystemError> {
     let Some(apt) = &recipe.apt else {
@@ -299,8 +295,7 @@ pub fn drop_from_apt(
     let Some(at) = sys.layers.iter().position(|l| l.name == "apt") else {
         return Ok(());
     };
-    let status = apt_status(io.store, &sys.layers[at].layer)?;
-    let drop = apt_drops(dups, &status);
+    let drop = apt_drops(dups, status);
     if drop.is_empty() {
         return Ok(());
     }

@@ -489,17 +489,14 @@ fn base_libraries(
     Ok(Some(base_facts(store, b)?.libraries))
 }
 
-/// The shared libraries by soname of one layer the build made (the apt layer), read once and
-/// cached in the store under its diff_id: Debian's libcublas12 and a wheel's nvidia-cublas-cu12
-/// are the same library twice, as much as the base's copy would be.
-#[allow(clippy::type_complexity)]
-fn layer_libraries(
-    store: &Store,
-    layer: &CachedLayer,
-) -> Result<std::collections::BTreeMap<String, (String, u64)>, SystemError> {
+/// The shared libraries by soname of one layer the build made (the apt layer), and its dpkg
+/// `status.d` files (what [`copies::apt_drops`] reads), read once and cached in the store under
+/// its diff_id: Debian's libcublas12 and a wheel's nvidia-cublas-cu12 are the same library twice,
+/// as much as the base's copy would be.
+fn layer_facts(store: &Store, layer: &CachedLayer) -> Result<copies::LayerFacts, SystemError> {
     let v = serde_json::json!({
         "kind": "layer-libraries",
-        "version": 1,
+        "version": 2,
         "diffId": layer.diff_id.to_string(),
     });
     let key = Digest::of(&crate::json::to_canonical_vec("layer libraries key", &v)?);
@@ -517,11 +514,15 @@ fn layer_libraries(
             }
         })?;
     let facts = crate::apt::base::scan_facts([(layer.digest.to_string(), r)])?;
-    let bytes = serde_json::to_vec(&facts.libraries).map_err(|e| SystemError::Python {
+    let found = copies::LayerFacts {
+        libraries: facts.libraries,
+        status: facts.status,
+    };
+    let bytes = serde_json::to_vec(&found).map_err(|e| SystemError::Python {
         problem: format!("caching the apt layer's libraries: {e}"),
     })?;
     store.put_meta(&key, &bytes)?;
-    Ok(facts.libraries)
+    Ok(found)
 }
 
 /// The base's account files (`etc/passwd`, `etc/group`, `etc/shadow`), from its cached facts.
@@ -774,12 +775,12 @@ fn prepare_layers(
                 } else {
                     base_libraries(store, base)?
                 };
-                let apt_libraries = match sys.layers.iter().find(|l| l.name == "apt") {
-                    Some(apt) if !set.libraries.is_empty() => layer_libraries(store, &apt.layer)?,
+                let apt_facts = match sys.layers.iter().find(|l| l.name == "apt") {
+                    Some(apt) if !set.libraries.is_empty() => layer_facts(store, &apt.layer)?,
                     _ => Default::default(),
                 };
                 let mut dups = base_libraries.map(|libs| {
-                    let earlier = [("base", &libs), ("apt", &apt_libraries)];
+                    let earlier = [("base", &libs), ("apt", &apt_facts.libraries)];
                     wheelset::duplicates(&set, &wheels, &earlier)
                 });
                 // Which copy loads, and the wheels' copies nothing loads left out on request.
@@ -797,7 +798,8 @@ fn prepare_layers(
                             x.extend(drop);
                         }
                         let below = (&scanned, base.is_none());
-                        copies::drop_from_apt(d, recipe, below, &io, opts, &mut sys)?;
+                        let status = &apt_facts.status;
+                        copies::drop_from_apt(d, recipe, below, status, (&io, opts), &mut sys)?;
                     }
                 }
                 let layout = wheels::WheelLayout {

@@ -55,8 +55,12 @@ fn sm90() -> Targets {
 
 /// path → content of every file of the (gzip) layer.
 fn files(store: &Store, layer: &CachedLayer) -> BTreeMap<String, Vec<u8>> {
-    let gz = flate2::read::GzDecoder::new(store.open_blob(&layer.digest).unwrap());
-    let mut ar = tar::Archive::new(gz);
+    gzip_layer_files(store.open_blob(&layer.digest).unwrap())
+}
+
+/// path → content of every entry of a gzip layer blob, read with the tar and flate2 crates.
+pub(crate) fn gzip_layer_files(blob: impl Read) -> BTreeMap<String, Vec<u8>> {
+    let mut ar = tar::Archive::new(flate2::read::GzDecoder::new(blob));
     let mut out = BTreeMap::new();
     for e in ar.entries().unwrap() {
         let mut e = e.unwrap();

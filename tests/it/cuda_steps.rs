@@ -3,8 +3,6 @@
 //! and into one that does not. The image's copy is pruned in place, `build --json` lists it
 //! (`from`: the step), a cache hit reports the same, and other targets rerun the step.
 
-use std::collections::BTreeMap;
-use std::io::Read;
 use std::path::Path;
 
 use fs_err as fs;
@@ -16,22 +14,9 @@ use crate::common;
 
 const LIB: &str = "opt/k/lib/libk.so.1";
 
-/// path → content of every regular file of a gzip layer blob.
-fn layer_files(blob: &Path) -> BTreeMap<String, Vec<u8>> {
-    let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
-    let mut ar = tar::Archive::new(gz);
-    let mut out = BTreeMap::new();
-    for e in ar.entries().unwrap() {
-        let mut e = e.unwrap();
-        let p = String::from_utf8(e.path_bytes().into_owned()).unwrap();
-        let mut c = Vec::new();
-        e.read_to_end(&mut c).unwrap();
-        out.insert(p, c);
-    }
-    out
-}
-
-fn recipe(archs: &str) -> String {
+/// The step copies the library into both outputs, and (hostile) puts a symlink named like a
+/// library that points at `host`, a fatbin library outside the output, on the host.
+fn recipe(archs: &str, host: &Path) -> String {
     format!(
         r#"[image]
 name = "localhost/ocibuild-test/cuda-steps"
@@ -41,9 +26,10 @@ cuda-archs = [{archs}]
 name = "compile"
 image = {{ recipe = "builder.toml" }}
 inputs = [{{ src = "lib", dest = "/in" }}]
-run = ["/bin/busybox", "sh", "-c", "/bin/busybox cp /in/libk.so.1 /out/ && /bin/busybox cp /in/libk.so.1 /res/"]
+run = ["/bin/busybox", "sh", "-c", "/bin/busybox cp /in/libk.so.1 /out/ && /bin/busybox cp /in/libk.so.1 /res/ && /bin/busybox ln -s {} /out/libhost.so.1"]
 outputs = [{{ path = "/out", dest = "/opt/k/lib" }}, {{ path = "/res", dest = "/opt/res", image = false }}]
-"#
+"#,
+        host.display()
     )
 }
 
@@ -73,10 +59,12 @@ fn a_step_output_in_the_image_is_pruned_reported_and_keyed_by_the_targets() {
     ]);
     fs::create_dir_all(dir.join("lib")).unwrap();
     fs::write(dir.join("lib/libk.so.1"), &lib).unwrap();
+    let host = dir.join("host-libk.so.1");
+    fs::write(&host, &lib).unwrap();
     let app = dir.join("app.toml");
     let cache = dir.join("cache");
     let build = |archs: &str| -> Value {
-        fs::write(&app, recipe(archs)).unwrap();
+        fs::write(&app, recipe(archs, &host)).unwrap();
         let out = common::run_ok(
             common::ocibuild()
                 .env("OCIBUILD_CACHE", &cache)
@@ -106,7 +94,7 @@ fn a_step_output_in_the_image_is_pruned_reported_and_keyed_by_the_targets() {
         serde_json::json!(["sm_75", "sm_80"])
     );
     let (_, blob) = common::layer_named(&dir.join("img"), &v, "compile.1");
-    let files = layer_files(&blob);
+    let files = crate::cuda::gzip_layer_files(fs::File::open(&blob).unwrap());
     let pruned = &files[LIB];
     assert_eq!(pruned.len(), lib.len(), "pruning keeps the file's size");
     assert_ne!(pruned, &lib, "the image's copy is pruned");
@@ -117,6 +105,20 @@ fn a_step_output_in_the_image_is_pruned_reported_and_keyed_by_the_targets() {
     };
     ocibuild::cuda::prune(&mut again, &t90).unwrap();
     assert_eq!(&again, pruned, "pruned as the library pruner prunes it");
+
+    // The symlink went into the layer as a symlink; the host file it names was not touched.
+    let link = format!("opt/k/lib/libhost.so.1 -> {}", host.display());
+    assert!(
+        common::tar_listing(&blob)
+            .iter()
+            .any(|l| l.starts_with("l ") && l.ends_with(&link)),
+        "the symlink is a symlink in the layer"
+    );
+    assert_eq!(
+        fs::read(&host).unwrap(),
+        lib,
+        "a file outside the output is never pruned"
+    );
 
     // A rebuild: the step is cached, the report and the image the same.
     let v2 = build("\"sm_90\"");
@@ -131,4 +133,5 @@ fn a_step_output_in_the_image_is_pruned_reported_and_keyed_by_the_targets() {
     let l3 = &v3["cuda"]["libraries"][0];
     assert_eq!(l3["pruned"]["removed"], serde_json::json!(["sm_90"]));
     assert_ne!(v3["manifest"], v["manifest"]);
+    assert_eq!(fs::read(&host).unwrap(), lib);
 }

@@ -157,39 +157,13 @@ fn recipe_with(
     p
 }
 
-/// The text of the file at `path` in the (gzip) layer, read with the tar and flate2 crates.
+/// The text of the file at `path` in the (gzip) layer.
 fn layer_text(blob: &Path, path: &str) -> String {
-    use std::io::Read;
-    let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
-    let mut ar = tar::Archive::new(gz);
-    for e in ar.entries().unwrap() {
-        let mut e = e.unwrap();
-        if e.path().unwrap().to_str() == Some(path) {
-            let mut s = String::new();
-            e.read_to_string(&mut s).unwrap();
-            return s;
-        }
-    }
-    panic!("no {path} in {}", blob.display())
-}
-
-/// The text of nvidia-foo's RECORD in the (gzip) layer, read with the tar and flate2 crates.
-fn record_text(blob: &Path) -> String {
-    use std::io::Read;
-    let gz = flate2::read::GzDecoder::new(fs::File::open(blob).unwrap());
-    let mut ar = tar::Archive::new(gz);
-    for e in ar.entries().unwrap() {
-        let mut e = e.unwrap();
-        if e.path()
-            .unwrap()
-            .ends_with("nvidia_foo-1.0.dist-info/RECORD")
-        {
-            let mut s = String::new();
-            e.read_to_string(&mut s).unwrap();
-            return s;
-        }
-    }
-    panic!("no RECORD in {}", blob.display())
+    let files = crate::cuda::gzip_layer_files(fs::File::open(blob).unwrap());
+    let bytes = files
+        .get(path)
+        .unwrap_or_else(|| panic!("no {path} in {}", blob.display()));
+    String::from_utf8(bytes.clone()).unwrap()
 }
 
 fn dup(v: &Value) -> &Value {
@@ -302,7 +276,7 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
         !listing.iter().any(|p| p.ends_with("libfoo.so.1")),
         "the wheel's copy is left out: {listing:?}"
     );
-    let text = record_text(&blob);
+    let text = layer_text(&blob, &format!("{SITE}/nvidia_foo-1.0.dist-info/RECORD"));
     assert!(
         !text.contains("libfoo.so.1"),
         "RECORD lists it no more: {text}"
