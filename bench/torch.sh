@@ -20,6 +20,14 @@ JOBS=$(nproc)
 source bench/registry-lib.sh
 RUN=$PWD/bench/.data/torch
 mkdir -p "$RUN"
+# A run needs about 20 GB: the wheels and our image (4 GB each), uv's unpacked cache (15 GB
+# for the peer's warm installs), the peer's .tar.gz (4 GB). Two runs here stopped half-way on a
+# full disk; say so before the first round instead.
+free_gb=$(df -Pk "$RUN" | awk 'NR == 2 {print int($4 / 1048576)}')
+if [ "$free_gb" -lt 20 ]; then
+  echo "bench/torch.sh: $free_gb GB free where $RUN is; a run needs about 20 GB" >&2
+  exit 1
+fi
 cargo build --release -q
 OCB=$PWD/target/release/ocibuild
 [ -x "$RUN/venv/bin/uv" ] || { python3 -m venv "$RUN/venv"; "$RUN/venv/bin/pip" install -q uv; }
