@@ -30,7 +30,7 @@
 //! - [`build`]: the planner: recipe → layers → image → output.
 //! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check; the
 //!   sandbox a build step runs in.
-//! - [`vendor`]: vendor directories (every locked input, content-addressed).
+//! - [`airgap`]: vendor directories (every locked input, content-addressed).
 //! - [`push`]: pushing a built image to a registry.
 //! - [`cache_repo`]: the registry as a shared layer cache (entries as small OCI artifacts).
 //! - [`mirror`]: copying images into a registry, digests unchanged.
@@ -47,6 +47,7 @@
 //!   each instruction became.
 //! - [`cli`]: clap types and subcommands; the only module that prints.
 
+pub mod airgap;
 pub mod apt;
 pub mod audit;
 pub mod base;
@@ -87,4 +88,3 @@ pub mod store;
 pub mod system;
 pub mod tarbound;
 pub mod unpack;
-pub mod vendor;

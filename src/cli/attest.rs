@@ -165,7 +165,7 @@ pub fn run_sbom(cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
         let recipe = args.doc.recipe_args.load(&args.doc.recipe)?;
         let fetcher = crate::session::fetcher(&recipe, false)?;
         let needed = |d: &crate::digest::Digest| !crate::audit::license::is_known(&store, d);
-        crate::vendor::fetch_packages(lock, &store, &fetcher, &needed)
+        crate::airgap::fetch_packages(lock, &store, &fetcher, &needed)
             .context("fetching the lock's packages (the SBOM reads their licences)")?;
     }
     let inputs = inputs.with_licenses(&store)?;

@@ -7,11 +7,11 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Cli;
+use crate::airgap::{self, Entry, Input, Online, VendorDir};
 use crate::imageref::{ImageRef, ImageRefError, Role};
 use crate::mirror::{self, Image, MirrorReport};
 use crate::recipe;
 use crate::store::Store;
-use crate::vendor::{self, Entry, Input, Online, VendorDir};
 
 #[derive(Args, Debug)]
 pub struct MirrorArgs {
@@ -57,7 +57,7 @@ pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
                 let Some(b) = lock.base else {
                     anyhow::bail!("{}: the recipe has no base image to mirror", r.display());
                 };
-                vendor::fetch_input(&Input::Base(b.clone()), &store, &online)
+                airgap::fetch_input(&Input::Base(b.clone()), &store, &online)
                     .map_err(|e| anyhow::Error::from(e).context(format!("platform {p}")))?;
                 let img = Image::from_reference(&b.reference, b.manifest_digest, b.index_digest)?;
                 // Platforms of one base index go as one image: the index and its manifests.

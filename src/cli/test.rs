@@ -9,9 +9,10 @@ use serde_json::json;
 use super::default_output;
 use super::Cli;
 use crate::image::Platform;
+use crate::ops::{run_stage, StageOptions, TestedPlatform};
 use crate::output::Target;
 use crate::recipe;
-use crate::run::{self, Outcome, StageOptions, Summary, TestEvent, TestResult, TestedPlatform};
+use crate::run::{self, Outcome, Summary, TestEvent, TestResult};
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct TestOptions {
@@ -157,7 +158,7 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     };
     let recipe = args.recipe_args.load(&args.recipe)?;
     let stage = args.opts.stage();
-    run::check_podman_args(&recipe, &stage)?;
+    crate::ops::check_podman_args(&recipe, &stage)?;
     if !layout.join("index.json").is_file() {
         anyhow::bail!(
             "no OCI layout at {}: build it first with `ocibuild build {} --output {}`",
@@ -183,7 +184,7 @@ pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
         json: args.json,
         quiet: cli.quiet,
     };
-    let results = run::run_stage(&recipe, &layout, &stage, &|e| printer.event(e))?;
+    let results = run_stage(&recipe, &layout, &stage, &|e| printer.event(e))?;
     printer.summary(&results)?;
     Ok(if Summary::of(&results).any_failed() {
         ExitCode::FAILURE

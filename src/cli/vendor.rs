@@ -7,9 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use super::Cli;
+use crate::airgap::{self, Online, Stats, VendorDir};
 use crate::bounded::human_bytes;
 use crate::recipe::{self, PythonSource};
-use crate::vendor::{self, Online, Stats, VendorDir};
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["recipes", "merge", "check"])))]
@@ -67,8 +67,8 @@ fn vendor_recipe(
             }
             _ => None,
         };
-        let inputs = vendor::inputs(&lock, archive_url);
-        vendor::vendor(dir, &inputs, &cli.store()?, &online, stats)?;
+        let inputs = airgap::inputs(&lock, archive_url);
+        airgap::vendor(dir, &inputs, &cli.store()?, &online, stats)?;
     }
     Ok(())
 }
@@ -76,7 +76,7 @@ fn vendor_recipe(
 pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
     if let Some(d) = &args.check {
         let dir = VendorDir::open(d, false)?;
-        let report = vendor::check(&dir)?;
+        let report = airgap::check(&dir)?;
         if args.json {
             println!("{}", serde_json::to_string_pretty(&report)?);
         } else {
@@ -101,7 +101,7 @@ pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
     if !args.merge.is_empty() {
         for src in &args.merge {
             let src = VendorDir::open(src, false)?;
-            vendor::merge(&mut dir, &src, &mut stats)?;
+            airgap::merge(&mut dir, &src, &mut stats)?;
         }
     } else {
         let client = cli.client(false)?;

@@ -266,15 +266,6 @@ fn tagged(d: &Descriptor, tag: &str, full_name: String) -> Descriptor {
     entry
 }
 
-/// Why an [`IndexRecord`] could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum IndexError {
-    #[error(transparent)]
-    Json(#[from] crate::json::JsonError),
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
-}
-
 /// A multi-platform image: the index of its platforms' manifests (`index`, each entry with its
 /// platform) and each platform's image.
 #[derive(Clone, Debug)]
@@ -306,12 +297,9 @@ impl IndexRecord {
         v
     }
 
-    /// The index of `images` (each manifest descriptor carries its platform), put into `store`
-    /// as canonical JSON.
-    pub fn new(
-        store: &crate::store::Store,
-        images: Vec<ImageRecord>,
-    ) -> Result<IndexRecord, IndexError> {
+    /// The index of `images` (each manifest descriptor carries its platform) and its bytes,
+    /// canonical JSON, which the caller stores (`Store::put_index`).
+    pub fn new(images: Vec<ImageRecord>) -> Result<(IndexRecord, Vec<u8>), crate::json::JsonError> {
         let index = Index {
             schema_version: 2,
             media_type: Some(MEDIA_TYPE_INDEX.into()),
@@ -319,14 +307,15 @@ impl IndexRecord {
             annotations: BTreeMap::new(),
         };
         let bytes = crate::json::to_canonical_vec("image index", &index)?;
-        let digest = store.put_bytes(&bytes)?;
+        let digest = Digest::of(&bytes);
         let first = images.first();
-        Ok(IndexRecord {
+        let record = IndexRecord {
             name: first.map(|i| i.name.clone()).unwrap_or_default(),
             tag: first.map(|i| i.tag.clone()).unwrap_or_default(),
             index: Descriptor::new(MEDIA_TYPE_INDEX, digest, bytes.len() as u64),
             images,
-        })
+        };
+        Ok((record, bytes))
     }
 }
 

@@ -5,6 +5,7 @@
 use std::path::Path;
 
 use super::platforms::{self, BaseIndex};
+use super::stage::{run_stage, StageOptions, TestedPlatform};
 use super::{attach_built, OpsError, Referrers};
 use crate::build::Built;
 use crate::cache_repo::RepoCache;
@@ -16,7 +17,7 @@ use crate::outcome::{
 use crate::output::{self, Tagged, Target};
 use crate::recipe::Recipe;
 use crate::registry::{Client, Reference};
-use crate::run::{self, StageOptions, TestEvent, TestResult, TestedPlatform};
+use crate::run::{self, TestEvent, TestResult};
 use crate::session::Session;
 use crate::sign::PrivateKey;
 
@@ -156,7 +157,7 @@ pub fn build(
     let tested = req.tested_recipe(events)?;
     if let (Some(r), Some(opts)) = (&tested, &req.test) {
         // A recipe's [podman] args that the test stage would refuse stop the build first.
-        run::check_podman_args(r, opts)?;
+        super::check_podman_args(r, opts)?;
     }
     session.outputs = vec![req.output.path().to_path_buf()];
     let store = session.store;
@@ -182,7 +183,7 @@ pub fn build(
     }
     let assembled = if req.recipe.is_multi_platform() {
         let images = built.iter().map(|b| b.built.image.clone()).collect();
-        Assembled::Index(IndexRecord::new(store, images)?)
+        Assembled::Index(store.put_index(images)?)
     } else {
         Assembled::Image(built[0].built.image.clone())
     };
@@ -193,7 +194,7 @@ pub fn build(
     events.built(&outcome);
     let mut tests = None;
     if let (Some(recipe), Some(opts), Target::Layout(dir)) = (&tested, &req.test, &req.output) {
-        let results = run::run_stage(recipe, dir, opts, &|e| events.test(e))?;
+        let results = run_stage(recipe, dir, opts, &|e| events.test(e))?;
         events.tested(&results);
         let failed = run::Summary::of(&results).any_failed();
         tests = Some(results);

@@ -9,10 +9,12 @@ use crate::image::Platform;
 mod attach;
 pub mod build;
 pub mod platforms;
+pub mod stage;
 
 pub use attach::{attach_built, Referrers};
 pub use build::{build, BuildEvents, BuildRequest, BuildRun};
 pub use platforms::{for_each, BaseIndex};
+pub use stage::{check_podman_args, run_stage, StageOptions, TestedPlatform};
 
 /// What a command's engine can fail with: each step's own error, whose message says it.
 #[derive(Debug, thiserror::Error)]
@@ -39,7 +41,7 @@ pub enum OpsError {
     #[error(transparent)]
     Output(Box<crate::output::OutputError>),
     #[error(transparent)]
-    Index(Box<crate::image::IndexError>),
+    Index(Box<crate::store::IndexError>),
     #[error(transparent)]
     Run(Box<crate::run::RunError>),
     /// A request the outputs cannot take (`--test` into an archive).
@@ -64,6 +66,6 @@ boxed_from!(
     Sign(crate::sign::SignError),
     Push(crate::push::PushError),
     Output(crate::output::OutputError),
-    Index(crate::image::IndexError),
+    Index(crate::store::IndexError),
     Run(crate::run::RunError)
 );

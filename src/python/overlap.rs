@@ -21,7 +21,18 @@ use serde::{Deserialize, Serialize};
 use super::interpreter::Interpreter;
 use super::wheel::{scheme_json, ContentConflict, WheelError, WheelFileAt, INSTALL_VERSION};
 use crate::digest::Digest;
-use crate::recipe::Overlap;
+
+/// `[python] overlap`: two wheels installing the same path with different content (or mode).
+/// The same path with the same bytes and mode is always accepted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Overlap {
+    /// `"error"` (the default): the build fails, naming both wheels and both sha256s.
+    #[default]
+    Error,
+    /// `"last"`: the wheel later in lock order (by normalized name) installs the file; the
+    /// earlier wheels' layers and RECORDs leave it out.
+    Last,
+}
 
 /// One file a wheel installs: its layer path (no leading `/`), content sha256, mode and size.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

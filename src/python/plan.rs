@@ -11,7 +11,7 @@
 //!   layers (nix2container#27). Past the bound, the two smallest wheel layers merge, again and
 //!   again: deterministic, and a function of the lock alone.
 //! - **Layer size.** No wheel layer holds more than `[python] max-layer-size` bytes of wheels
-//!   (default [`crate::recipe::DEFAULT_MAX_LAYER_SIZE`], under registries' per-layer limits). A
+//!   (default [`DEFAULT_MAX_LAYER_SIZE`], under registries' per-layer limits). A
 //!   merge that would pass it is not made; a wheel that alone passes it is an error. So the size
 //!   bound never changes a plan that succeeds, only turns an impossible one into an error.
 
@@ -35,13 +35,17 @@ pub struct LayerLimits {
     pub max_layer_size: u64,
 }
 
+/// The default `[python] max-layer-size`: 5 GB, half of the per-layer limit of GHCR and Docker
+/// Hub (10 GB) and below the 8 GB layers users saw refused by other registries.
+pub const DEFAULT_MAX_LAYER_SIZE: u64 = 5_000_000_000;
+
 impl Default for LayerLimits {
     fn default() -> Self {
         LayerLimits {
             big: 8 << 20,
             small_groups: 4,
             max_layers: MAX_WHEEL_LAYERS,
-            max_layer_size: crate::recipe::DEFAULT_MAX_LAYER_SIZE,
+            max_layer_size: DEFAULT_MAX_LAYER_SIZE,
         }
     }
 }

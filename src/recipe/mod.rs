@@ -353,21 +353,8 @@ pub struct SdistBuilder {
     pub at: String,
 }
 
-/// `[python] overlap`: two wheels installing the same path with different content (or mode).
-/// The same path with the same bytes and mode is always accepted.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum Overlap {
-    /// `"error"` (the default): the build fails, naming both wheels and both sha256s.
-    #[default]
-    Error,
-    /// `"last"`: the wheel later in lock order (by normalized name) installs the file; the
-    /// earlier wheels' layers and RECORDs leave it out.
-    Last,
-}
-
-/// The default `[python] max-layer-size`: 5 GB, half of the per-layer limit of GHCR and Docker
-/// Hub (10 GB) and below the 8 GB layers users saw refused by other registries.
-pub const DEFAULT_MAX_LAYER_SIZE: u64 = 5_000_000_000;
+pub use crate::python::overlap::Overlap;
+pub use crate::python::plan::DEFAULT_MAX_LAYER_SIZE;
 
 /// Where the locked set of Python packages comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -14,7 +14,6 @@ mod podman;
 mod sandbox;
 mod show;
 pub mod smoke;
-mod stage;
 mod trust;
 
 use std::cell::OnceCell;
@@ -35,7 +34,6 @@ pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
 pub use podman::exit_reason;
 pub use sandbox::{run_sandboxed, SandboxOptions, SandboxOutcome, SandboxRun};
 pub use show::{command_line, masked, secret_name, shell_quote};
-pub use stage::{check_podman_args, run_stage, StageOptions, TestedPlatform};
 pub use trust::{check_recipe_args, HostLimits, Refusal};
 
 /// Where the ocibuild binary is bind-mounted for `cuda-smoke`.

@@ -8,6 +8,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+use crate::airgap::{self, VendorError};
 use crate::apt::AptError;
 use crate::base::{BaseError, BaseImage, LockChange};
 use crate::build::{self, BuildError, BuildOptions, Built};
@@ -20,7 +21,6 @@ use crate::registry::settings::{self, SettingsError};
 use crate::registry::{Client, Reference};
 use crate::store::Store;
 use crate::system::{System, SystemError};
-use crate::vendor::{self, VendorError};
 
 mod exclude;
 mod lockcheck;
@@ -379,10 +379,10 @@ impl<'a> Session<'a> {
         let dir = self
             .vendor
             .as_deref()
-            .map(|d| vendor::VendorDir::open(d, false).map_err(SessionError::from))
+            .map(|d| airgap::VendorDir::open(d, false).map_err(SessionError::from))
             .transpose()?;
-        let staged = vendor::stage(
-            &vendor::inputs(lock, None),
+        let staged = airgap::stage(
+            &airgap::inputs(lock, None),
             dir.as_ref(),
             self.store,
             self.offline,

@@ -341,6 +341,17 @@ impl Store {
         Ok(data)
     }
 
+    /// The OCI index of `images` ([`IndexRecord::new`](crate::image::IndexRecord::new)), its
+    /// bytes put into the store.
+    pub fn put_index(
+        &self,
+        images: Vec<crate::image::ImageRecord>,
+    ) -> Result<crate::image::IndexRecord, IndexError> {
+        let (record, bytes) = crate::image::IndexRecord::new(images)?;
+        self.put_bytes(&bytes)?;
+        Ok(record)
+    }
+
     /// Store a byte slice; returns its digest.
     pub fn put_bytes(&self, data: &[u8]) -> Result<Digest, StoreError> {
         let digest = Digest::of(data);
@@ -643,6 +654,15 @@ impl Write for BlobWriter {
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
+}
+
+/// Why an image index could not be made ([`Store::put_index`]).
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error(transparent)]
+    Json(#[from] crate::json::JsonError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 #[cfg(test)]

@@ -4,12 +4,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::{
+use crate::image::Platform;
+use crate::recipe::{Gpu, Recipe, TestRun};
+use crate::run::{
     check_recipe_args, run_tests, select_tests, GpuPolicy, HostLimits, RunError, RunOptions,
     TestCommand, TestEvent, TestResult, TestSpec,
 };
-use crate::image::Platform;
-use crate::recipe::{Gpu, Recipe, TestRun};
 
 /// How the stage runs, from the command line (the recipe says the rest).
 #[derive(Debug, Clone, Default)]
