@@ -1,5 +1,5 @@
 //! Hand-run gzip study (see BENCHMARKS.md), not part of the test suite and not the library's
-//! compressor: a copy of `src/layer/compress.rs`'s block scheme (fresh zlib-rs deflate per
+//! compressor: a copy of `crates/layer/src/layer/compress.rs`'s block scheme (fresh zlib-rs deflate per
 //! block, primed with the previous block's last 32 KiB, sync flush between blocks) with the
 //! level, block size and thread count as knobs, run over a tar held in memory.
 //!

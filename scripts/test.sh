@@ -213,7 +213,7 @@ log "cargo fmt --check"
 cargo fmt --all -- --check
 
 log "cargo clippy"
-cargo clippy --all-targets --locked -- -D warnings
+cargo clippy --workspace --all-targets --locked -- -D warnings
 
 log "cargo test"
-cargo test --locked "$@"
+cargo test --workspace --locked "$@"

@@ -1,90 +1,37 @@
 //! ocibuild: a daemonless, reproducible OCI image builder.
 //!
-//! Modules, foundations first; a module uses only those above it:
-//! - [`defaults`]: default index, archive and registry locations.
-//! - [`digest`], [`json`]: sha256 digests, hashing streams, canonical JSON.
-//! - [`bounded`]: small input files read as regular files with a bound; long values clipped in
-//!   messages.
-//! - [`diag`]: where in a TOML file a problem is, and did-you-mean for misspelt names.
-//! - [`fsat`]: trees read through directory handles, never through a symlink below the root.
-//! - [`progress`]: the one trait progress events go through.
-//! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
-//! - [`cuda`]: GPU code for other GPUs pruned from CUDA libraries' fatbins, in place.
-//! - [`layer`]: the deterministic tar writer (the determinism contract) and compressors.
-//! - [`store`]: the content-addressed blob store and the layer cache.
-//! - [`unpack`]: unpacking an untrusted tar beneath a root, never following a link.
-//! - [`image`]: OCI config, manifest and index documents.
-//! - [`recipe`]: the recipe TOML schema and its validation.
-//! - [`lock`]: the lock file, every input pinned by digest.
-//! - [`registry`]: image references, registry auth and the OCI Distribution client.
-//! - [`imageref`]: the one parser of images named on the command line (`[oci:]DIR[:TAG]`,
-//!   archives, `docker://REF`, digests, `vendor:DIR`), with what each command takes.
-//! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a
-//!   layer (driven by [`system`] for the recipe's `[apt]`).
-//! - [`python`]: the target Python interpreter and wheels.
-//! - [`rootfs`]: what maintainer scripts and a Debian base would have made (the baseline
-//!   directories, accounts, alternatives), planned without running anything.
-//! - [`output`]: OCI layout, oci-archive and docker-archive writers.
-//! - [`base`]: the base image, resolved through the lock and fetched into the store.
-//! - [`system`]: the `[apt]` packages layer, the `[python]` archive layer, the interpreter.
-//! - [`build`]: the planner: recipe → layers → image → output.
-//! - [`run`]: the test stage (podman, GPU discovery) and the built-in cuda-smoke check; the
-//!   sandbox a build step runs in.
-//! - [`airgap`]: vendor directories (every locked input, content-addressed).
-//! - [`push`]: pushing a built image to a registry.
-//! - [`cache_repo`]: the registry as a shared layer cache (entries as small OCI artifacts).
-//! - [`mirror`]: copying images into a registry, digests unchanged.
-//! - [`audit`]: `diff` and `verify`: comparing images down to files, checking a rebuild.
-//! - [`steps`]: `[[step]]`, commands run at build time in a podman sandbox whose inputs are
-//!   declared; their outputs read back as layers, cached by key and pinned in the lock.
-//! - [`sign`]: sigstore signatures and DSSE attestations (ECDSA P-256), signing and checking.
-//! - [`outcome`]: what a build did, per platform: the `build --json` document.
-//! - [`session`]: a command's inputs and one lock policy: the base, the system layers and the
-//!   vendored inputs through the lock, then [`build`]; what [`ops`] calls per platform.
-//! - [`ops`]: the commands' engine: `build`'s pipeline (every platform, attach, write, test,
-//!   push, sign) from a request to its outcome, and the one platform loop.
-//! - [`import`]: `ocibuild import`: a Dockerfile read into a recipe, with a table of what
-//!   each instruction became.
-//! - [`cli`]: clap types and subcommands; the only module that prints.
+//! This crate is the command line ([`cli`], the only code that prints); the work is done by
+//! the workspace's crates, floor by floor, each using only those below it (docs/design.md
+//! draws them):
+//!
+//! - `ocibuild-oci`: The ground floor: digests and canonical JSON, the OCI documents, bounded reads, diagnostics, progress events, and trees and tars read without following a link out of their root.
+//! - `ocibuild-cuda`: CUDA libraries read and pruned: fatbins, ELF dynamic sections, which copy of a library the loader picks.
+//! - `ocibuild-layer`: The deterministic layer writer (the determinism contract) and its compressors.
+//! - `ocibuild-store`: The content-addressed blob store and the layer cache.
+//! - `ocibuild-transport`: Where images come from and go to: the one HTTP layer, the registry client, the one parser of image references, OCI layouts and archives, partial-pull estimates.
+//! - `ocibuild-apt`: Debian packages: signed indices, the resolver, .debs rewritten into a layer.
+//! - `ocibuild-python`: The target Python interpreter, wheels and their locks, and wheel layers.
+//! - `ocibuild-run`: The test stage's machinery: podman, GPU discovery, the sandbox a build step runs in, and the built-in cuda-smoke check (the only cudarc and dlopen code).
+//! - `ocibuild-import`: `ocibuild import`: a Dockerfile read into a recipe.
+//! - `ocibuild-engine`: The engine: the recipe and its lock, the base, the system layers, steps, the build, the commands' pipeline (`ops`), push, mirror, the cache repository, vendoring, signatures and the audits.
+//!
+//! Every module of every floor is re-exported here under its name (`ocibuild::digest`,
+//! `ocibuild::ops`), which is how the tests, the examples and the fuzz targets reach them.
 
-pub mod airgap;
-pub mod apt;
-pub mod audit;
-pub mod base;
-pub mod bounded;
-pub mod build;
-pub mod cache_repo;
+pub use ocibuild_apt::apt;
+pub use ocibuild_cuda::cuda;
+pub use ocibuild_engine::{
+    airgap, audit, base, build, cache_repo, lock, mirror, ops, outcome, paths, push, recipe,
+    report, rootfs, session, sign, steps, system,
+};
+pub use ocibuild_import::import;
+pub use ocibuild_layer::layer;
+pub use ocibuild_oci::{
+    bounded, defaults, diag, digest, fsat, image, json, progress, tarbound, unpack,
+};
+pub use ocibuild_python::python;
+pub use ocibuild_run::run;
+pub use ocibuild_store::store;
+pub use ocibuild_transport::{http, imageref, output, partial, registry};
+
 pub mod cli;
-pub mod cuda;
-pub mod defaults;
-pub mod diag;
-pub mod digest;
-pub mod fsat;
-pub mod http;
-pub mod image;
-pub mod imageref;
-pub mod import;
-pub mod json;
-pub mod layer;
-pub mod lock;
-pub mod mirror;
-pub mod ops;
-pub mod outcome;
-pub mod output;
-pub mod partial;
-pub mod paths;
-pub mod progress;
-pub mod push;
-pub mod python;
-pub mod recipe;
-pub mod registry;
-pub mod report;
-pub mod rootfs;
-pub mod run;
-pub mod session;
-pub mod sign;
-pub mod steps;
-pub mod store;
-pub mod system;
-pub mod tarbound;
-pub mod unpack;

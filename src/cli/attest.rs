@@ -15,7 +15,7 @@ use crate::audit::{provenance, sbom};
 use crate::imageref::{ImageRef, Role};
 use crate::recipe;
 
-pub const SBOM_AFTER_HELP: &str = "\
+pub(super) const SBOM_AFTER_HELP: &str = "\
 The SBOM is made from NAME.lock and the built image's manifest, not from a scan: the base image
 (by manifest digest), every .deb, the interpreter archive and every wheel the lock pins, each
 with its sha256, its download URL and the digest of the layer that holds it. The same image and
@@ -28,7 +28,7 @@ Examples:
   ocibuild sbom app.toml --image oci:release.oci:1.0
   ocibuild sbom multi.toml --platform linux/arm64   (one platform of [image] platforms)";
 
-pub const PROVENANCE_AFTER_HELP: &str = "\
+pub(super) const PROVENANCE_AFTER_HELP: &str = "\
 An in-toto Statement v1 with a SLSA Provenance v1 predicate: the image (name, manifest sha256)
 as subject; the recipe and lock (file name, sha256) as external parameters; every locked input
 as a resolved dependency; the determinism contract and compressor; ocibuild and its version as
@@ -40,7 +40,7 @@ Examples:
   ocibuild provenance multi.toml --platform linux/arm64";
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub enum SbomFormat {
+pub(super) enum SbomFormat {
     /// SPDX 2.3 JSON (application/spdx+json).
     Spdx,
     /// CycloneDX 1.6 JSON (application/vnd.cyclonedx+json).
@@ -48,7 +48,7 @@ pub enum SbomFormat {
 }
 
 #[derive(Args, Debug)]
-pub struct DocArgs {
+pub(super) struct DocArgs {
     /// The recipe (TOML); its lock (NAME.lock) lists the inputs.
     pub recipe: PathBuf,
     /// The built image: DIR or oci:DIR[:TAG] (default: oci:./<recipe name>.oci:<recipe tag>).
@@ -68,7 +68,7 @@ pub struct DocArgs {
 
 #[derive(Args, Debug)]
 #[command(after_help = SBOM_AFTER_HELP)]
-pub struct SbomArgs {
+pub(super) struct SbomArgs {
     #[command(flatten)]
     pub doc: DocArgs,
     /// The SBOM format.
@@ -78,7 +78,7 @@ pub struct SbomArgs {
 
 #[derive(Args, Debug)]
 #[command(after_help = PROVENANCE_AFTER_HELP)]
-pub struct ProvenanceArgs {
+pub(super) struct ProvenanceArgs {
     #[command(flatten)]
     pub doc: DocArgs,
 }
@@ -155,7 +155,7 @@ fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn run_sbom(cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run_sbom(cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
     let (subject, inputs) = open(&args.doc)?;
     // The declared licences: from the lock's .debs and wheels, fetched (verified) into the
     // store when it lacks them, so that the document does not depend on the store's contents;
@@ -180,7 +180,7 @@ pub fn run_sbom(cli: &Cli, args: &SbomArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_provenance(_cli: &Cli, args: &ProvenanceArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run_provenance(_cli: &Cli, args: &ProvenanceArgs) -> anyhow::Result<ExitCode> {
     let (subject, inputs) = open(&args.doc)?;
     emit(
         args.doc.output.as_deref(),

@@ -18,7 +18,7 @@ use crate::session::Session;
 // The help flag among the output flags: an `Options:` group of it alone would take 3 of the 40
 // lines the help keeps to.
 #[command(disable_help_flag = true)]
-pub struct BuildArgs {
+pub(super) struct BuildArgs {
     /// The recipe (TOML).
     pub recipe: PathBuf,
     /// Print help.
@@ -117,7 +117,7 @@ fn policy(args: &BuildArgs) -> LockPolicy {
     }
 }
 
-pub fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     if args.test && args.json {
         anyhow::bail!("--test and --json together are not supported: run `ocibuild test --json` after the build");
     }

@@ -8,7 +8,7 @@ use super::Cli;
 use crate::store;
 
 #[derive(Args, Debug)]
-pub struct CacheArgs {
+pub(super) struct CacheArgs {
     #[command(subcommand)]
     pub action: CacheAction,
     /// Print the result as JSON.
@@ -17,7 +17,7 @@ pub struct CacheArgs {
 }
 
 #[derive(Subcommand, Debug)]
-pub enum CacheAction {
+pub(super) enum CacheAction {
     /// Rehash every blob in the store; remove those whose bytes changed (they are built or
     /// fetched again when next needed). Exit 1 if any had changed.
     Verify,
@@ -28,7 +28,7 @@ pub enum CacheAction {
     Prune,
 }
 
-pub fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &CacheArgs) -> anyhow::Result<ExitCode> {
     match args.action {
         CacheAction::Verify => {
             let store = cli.store()?;

@@ -12,7 +12,7 @@ use crate::registry::{Client, Reference};
 use crate::store::Store;
 
 #[derive(Args, Debug, Default)]
-pub struct CacheRepoArgs {
+pub(super) struct CacheRepoArgs {
     /// A registry repository as the layer cache shared by machines.
     #[arg(long, value_name = "REG/REPO")]
     pub cache_repo: Option<String>,
@@ -24,7 +24,7 @@ pub struct CacheRepoArgs {
 /// The user's store, with the cache repository behind it when one is configured. `push_only`:
 /// the registry of a `--push-only` destination (a hit's blob in that registry is mounted by
 /// the push, not downloaded).
-pub fn store(
+pub(super) fn store(
     cli: &Cli,
     args: &CacheRepoArgs,
     client: &Arc<Client>,
@@ -49,7 +49,7 @@ pub fn store(
 
 /// [`store`], with `lazy` saying whether a hit's blob stays in the registry, and `dry_run`
 /// a cache that writes nothing and counts what a build would write (`plan`).
-pub fn open(
+pub(super) fn open(
     cli: &Cli,
     args: &CacheRepoArgs,
     client: &Arc<Client>,
@@ -89,7 +89,7 @@ pub fn open(
 }
 
 /// One line on what the cache repository did (unless `-q`), its warnings on stderr.
-pub fn report(cli: &Cli, stats: &CacheStats) {
+pub(super) fn report(cli: &Cli, stats: &CacheStats) {
     for w in &stats.warnings {
         eprintln!("warning: {w}");
     }

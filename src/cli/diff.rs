@@ -10,7 +10,7 @@ use crate::image::Platform;
 use crate::imageref::{ImageRef, Role};
 use crate::registry::Client;
 
-pub const AFTER_HELP: &str = "\
+pub(super) const AFTER_HELP: &str = "\
 Images: DIR or oci:DIR[:TAG] (an OCI layout; TAG may be left out when it holds one image),
 oci-archive:FILE, docker-archive:FILE, docker://REGISTRY/REPO[:TAG|@DIGEST].
 
@@ -30,7 +30,7 @@ Output (one line per difference):
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct DiffArgs {
+pub(super) struct DiffArgs {
     /// The first image (a).
     pub a: String,
     /// The second image (b).
@@ -49,7 +49,7 @@ pub struct DiffArgs {
 }
 
 /// Parse `--platform`, or the host's platform.
-pub fn platform(value: Option<&str>) -> anyhow::Result<Platform> {
+pub(super) fn platform(value: Option<&str>) -> anyhow::Result<Platform> {
     Ok(match value {
         Some(v) => Platform::parse(v).map_err(|problem| audit::AuditError::Platform {
             value: v.to_string(),
@@ -60,7 +60,7 @@ pub fn platform(value: Option<&str>) -> anyhow::Result<Platform> {
 }
 
 /// A registry client when one of `specs` is `docker://`.
-pub fn client_for(cli: &Cli, specs: &[&ImageRef]) -> anyhow::Result<Option<Client>> {
+pub(super) fn client_for(cli: &Cli, specs: &[&ImageRef]) -> anyhow::Result<Option<Client>> {
     if specs.iter().any(|s| matches!(s, ImageRef::Registry(_))) {
         Ok(Some(super::push::client(cli)?))
     } else {
@@ -69,7 +69,7 @@ pub fn client_for(cli: &Cli, specs: &[&ImageRef]) -> anyhow::Result<Option<Clien
 }
 
 /// Errors exit with 2, so that 1 means "different" only.
-pub fn exit_on_error(result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
+pub(super) fn exit_on_error(result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCode> {
     match result {
         Ok(code) => Ok(code),
         Err(e) => {
@@ -79,7 +79,7 @@ pub fn exit_on_error(result: anyhow::Result<ExitCode>) -> anyhow::Result<ExitCod
     }
 }
 
-pub fn run(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     exit_on_error(diff(cli, args))
 }
 

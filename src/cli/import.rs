@@ -22,7 +22,7 @@ Examples:
   ocibuild import docker/Dockerfile --context . -o ocibuild/
   ocibuild import Dockerfile --target runtime --build-arg CUDA=12.8.1 --json"
 )]
-pub struct ImportArgs {
+pub(super) struct ImportArgs {
     /// The Dockerfile to read.
     pub dockerfile: PathBuf,
     /// The build context: COPY sources are relative to it (default: the Dockerfile's directory).
@@ -57,7 +57,7 @@ pub struct ImportArgs {
     pub json: bool,
 }
 
-pub fn run(_cli: &Cli, args: &ImportArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(_cli: &Cli, args: &ImportArgs) -> anyhow::Result<ExitCode> {
     let dir = args
         .dockerfile
         .parent()

@@ -13,7 +13,7 @@ use crate::recipe;
 use crate::session::{Locked, Session};
 
 #[derive(Args, Debug)]
-pub struct LockArgs {
+pub(super) struct LockArgs {
     /// The recipe whose inputs are pinned into NAME.lock beside it.
     pub recipe: PathBuf,
     /// Resolve again even what the lock pins, and report what moved: everything (`--update`,
@@ -32,14 +32,14 @@ pub struct LockArgs {
 
 /// What `lock --update` resolves again.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Update {
+pub(super) enum Update {
     /// The base's tag, the `[apt]` packages and the wheels.
     All,
     /// The base's tag only.
     Base,
 }
 
-pub fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     let recipe = args.recipe_args.load(&args.recipe)?;
     let store = cli.store()?;
     let bars = cli.bars(false);

@@ -14,7 +14,7 @@ use crate::recipe;
 use crate::store::Store;
 
 #[derive(Args, Debug)]
-pub struct MirrorArgs {
+pub(super) struct MirrorArgs {
     /// Images to copy: an OCI layout `DIR[:TAG]` or `oci:DIR[:TAG]` (every image, or the one
     /// tagged TAG), or `vendor:DIR` (every base image of a vendor directory).
     #[arg(value_name = "SRC")]
@@ -31,7 +31,7 @@ pub struct MirrorArgs {
     pub json: bool,
 }
 
-pub fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &MirrorArgs) -> anyhow::Result<ExitCode> {
     if args.sources.is_empty() && args.recipe.is_empty() {
         anyhow::bail!("nothing to mirror: give SRC (an OCI layout or vendor:DIR) or --recipe");
     }

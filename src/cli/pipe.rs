@@ -10,7 +10,7 @@
 use std::process::ExitCode;
 
 /// The exit status of a command whose stdout was closed early.
-pub const CLOSED_STDOUT: u8 = 141;
+pub(super) const CLOSED_STDOUT: u8 = 141;
 
 /// Whether stdout is a pipe (or socket) whose reader has gone: poll(2) says so at once.
 fn stdout_closed() -> bool {
@@ -29,7 +29,7 @@ fn stdout_closed() -> bool {
 
 /// The status to end with when `e` is a broken pipe on a closed stdout; `None` for any other
 /// error (which is reported as usual).
-pub fn quiet_exit(e: &anyhow::Error) -> Option<ExitCode> {
+pub(super) fn quiet_exit(e: &anyhow::Error) -> Option<ExitCode> {
     let broken = e.chain().any(|c| {
         c.downcast_ref::<std::io::Error>()
             .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
@@ -40,7 +40,7 @@ pub fn quiet_exit(e: &anyhow::Error) -> Option<ExitCode> {
 /// Makes a panic from writing to a closed stdout (`println!`'s "failed printing to stdout:
 /// Broken pipe", or a generator's `expect` on the same write) end the process quietly with
 /// [`CLOSED_STDOUT`]; every other panic is reported as usual.
-pub fn quiet_panics() {
+pub(super) fn quiet_panics() {
     let default = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         let payload = info

@@ -12,7 +12,7 @@ use crate::image::annotations;
 use crate::lock::LockPolicy;
 use crate::session::Session;
 
-pub const AFTER_HELP: &str = "\
+pub(super) const AFTER_HELP: &str = "\
 The plan builds nothing a cache has: a layer the store or the cache repository has is taken as
 it is (its blob left in the repository), the base's layers stay in the registry when their
 facts are cached. A layer no cache has is built into the store (that is how its digest and size
@@ -33,7 +33,7 @@ Examples:
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct PlanArgs {
+pub(super) struct PlanArgs {
     /// The recipe; its lock must answer it (`ocibuild lock` first).
     pub recipe: std::path::PathBuf,
     /// The push destination to compare with (REGISTRY/REPO[:TAG]): what it has, what a push
@@ -52,7 +52,7 @@ pub struct PlanArgs {
     pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
-pub fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
     let whole = args
         .recipe_args
         .load(&args.recipe)?

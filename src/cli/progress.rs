@@ -20,7 +20,7 @@ const FILE_BAR_MIN: u64 = 1 << 20;
 /// The width of a bar's label: a longer one is cut in the middle ([`cut_label`]).
 const LABEL_WIDTH: usize = 24;
 
-pub struct Bars {
+pub(super) struct Bars {
     enabled: bool,
     quiet: bool,
     verbose: bool,
@@ -33,7 +33,7 @@ pub struct Bars {
 impl Bars {
     /// Bars only when stderr is a terminal and not `quiet`; decisions only with `verbose`
     /// (on stderr, so `--json` can have them too).
-    pub fn new(quiet: bool, verbose: bool) -> Self {
+    pub(super) fn new(quiet: bool, verbose: bool) -> Self {
         let enabled = !quiet && std::io::stderr().is_terminal();
         let target = if enabled {
             ProgressDrawTarget::stderr()

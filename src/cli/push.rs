@@ -14,7 +14,7 @@ use crate::registry::Client;
 use crate::store::Store;
 
 #[derive(Args, Debug)]
-pub struct PushArgs {
+pub(super) struct PushArgs {
     /// The image to push: an OCI layout `DIR[:TAG]` (or `oci:DIR[:TAG]`; TAG may be left out
     /// when the layout holds one image), `oci-archive:FILE` or `docker-archive:FILE` (given an
     /// OCI manifest; its config and layers unchanged).
@@ -32,12 +32,12 @@ fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
     Ok(layout.descriptor(layout.image(tag)?)?)
 }
 
-pub fn client(cli: &Cli) -> anyhow::Result<Client> {
+pub(super) fn client(cli: &Cli) -> anyhow::Result<Client> {
     cli.client(false)
 }
 
 /// Push and print the outcome.
-pub fn push_and_report(
+pub(super) fn push_and_report(
     cli: &Cli,
     blobs: &Store,
     manifest: &Descriptor,
@@ -74,7 +74,7 @@ pub fn push_and_report(
     Ok(report)
 }
 
-pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
     use crate::imageref::{ImageRef, Role};
     // Both checked before anything is read.
     let source = ImageRef::parse(&args.source, Role::Push)?;
@@ -97,7 +97,7 @@ pub fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// `push` of a layout's multi-platform image, printed.
-pub fn push_index(
+pub(super) fn push_index(
     cli: &Cli,
     blobs: &Store,
     index: &Descriptor,

@@ -9,7 +9,7 @@ use clap::Args;
 use crate::recipe::{self, ArgOverride, Recipe, RecipeError};
 
 #[derive(Args, Debug, Default)]
-pub struct RecipeArgs {
+pub(super) struct RecipeArgs {
     /// Set an [args] value: NAME=VALUE, or NAME (the environment's value).
     #[arg(long = "build-arg", value_name = "ARG", help_heading = "Inputs")]
     pub build_args: Vec<String>,
@@ -18,7 +18,7 @@ pub struct RecipeArgs {
 impl RecipeArgs {
     /// The `--build-arg`s, a bare `NAME` taking the environment's value (unset: the default
     /// stays, as `docker build` does).
-    pub fn overrides(&self) -> Vec<ArgOverride> {
+    pub(super) fn overrides(&self) -> Vec<ArgOverride> {
         self.build_args
             .iter()
             .map(|a| ArgOverride::parse(a, |name| std::env::var(name).ok()))
@@ -26,7 +26,7 @@ impl RecipeArgs {
     }
 
     /// The recipe at `path` with these `--build-arg`s.
-    pub fn load(&self, path: &Path) -> Result<Recipe, RecipeError> {
+    pub(super) fn load(&self, path: &Path) -> Result<Recipe, RecipeError> {
         recipe::load_with(path, &self.overrides())
     }
 }

@@ -6,7 +6,7 @@ use clap::{Arg, Command};
 
 /// Every page: (file name, markdown), the top-level page `ocibuild.md` first, then each
 /// visible subcommand (`build.md`; nested ones as `cache-verify.md`), in definition order.
-pub fn pages() -> Vec<(String, String)> {
+pub(super) fn pages() -> Vec<(String, String)> {
     let mut cmd = super::command().disable_help_subcommand(true);
     cmd.build();
     let mut out = vec![("ocibuild.md".to_string(), page(&cmd, &[]))];

@@ -8,7 +8,7 @@ use crate::outcome::{BuildOutcome, ManifestOutcome, WheelsOutcome};
 /// The build's result, before its tests and push: where it went, the manifest (or the index
 /// and each platform's manifest), the interpreter, the rootfs step, the layers; with `quiet`
 /// only `NAME:TAG@DIGEST` (nothing when the push will print the pushed reference).
-pub fn built(outcome: &BuildOutcome, quiet: bool, pushing: bool) {
+pub(super) fn built(outcome: &BuildOutcome, quiet: bool, pushing: bool) {
     let (image, output, digest) = match outcome {
         BuildOutcome::Image(o) => (&o.image, &o.output, o.manifest.manifest),
         BuildOutcome::Index(o) => (&o.image, &o.output, o.index),
@@ -124,7 +124,7 @@ fn cuda(c: &crate::cuda::CudaReport, indent: &str) {
 
 /// What the push did: each blob and the reference pushed (with `quiet` only the reference),
 /// each referrer and the referrers tag, each signature.
-pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
+pub(super) fn pushed(outcome: &BuildOutcome, quiet: bool) {
     let (referrers, signatures) = match outcome {
         BuildOutcome::Image(o) => {
             let Some(r) = &o.push else { return };
@@ -186,7 +186,10 @@ pub fn pushed(outcome: &BuildOutcome, quiet: bool) {
 
 /// `[apt] host-provides` (stdout): each name with the packages whose dependency it satisfied;
 /// the warnings (stderr).
-pub fn host_provides<'a>(host: impl Iterator<Item = (&'a str, &'a [String])>, warnings: &[String]) {
+pub(super) fn host_provides<'a>(
+    host: impl Iterator<Item = (&'a str, &'a [String])>,
+    warnings: &[String],
+) {
     for (name, satisfies) in host {
         if satisfies.is_empty() {
             continue;

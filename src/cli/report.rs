@@ -14,7 +14,7 @@ use crate::imageref::{ImageRef, Role};
 use crate::lock::Lock;
 use crate::report::{self, Report};
 
-pub const AFTER_HELP: &str = "\
+pub(super) const AFTER_HELP: &str = "\
 Images: DIR or oci:DIR[:TAG], oci-archive:FILE, docker-archive:FILE,
 docker://REGISTRY/REPO[:TAG|@DIGEST], or a recipe (FILE.toml: the image `build` wrote to its
 default output; its lock gives the packages' source URLs and sha256s).
@@ -38,7 +38,7 @@ Examples:
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct ReportArgs {
+pub(super) struct ReportArgs {
     /// The image, or a recipe (FILE.toml).
     pub image: String,
     /// Print the report as JSON (schema `ocibuild-report/1`, see docs/commands.md).
@@ -103,7 +103,7 @@ fn from_recipe(args: &ReportArgs, path: &Path) -> anyhow::Result<FromRecipe> {
     })
 }
 
-pub fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let as_path = Path::new(&args.image);
     let recipe = if args.image.ends_with(".toml") && as_path.is_file() {
         Some(from_recipe(args, as_path)?)

@@ -16,7 +16,7 @@ use crate::store::Store;
 
 /// Rebuild `recipe` and compare each platform with its image in the default output (the
 /// recipe's tag), as `verify` does without --against.
-pub fn rebuild(cli: &Cli, path: &Path, recipe: &Recipe) -> anyhow::Result<Rebuild> {
+pub(super) fn rebuild(cli: &Cli, path: &Path, recipe: &Recipe) -> anyhow::Result<Rebuild> {
     let dir = super::default_output(path);
     let target = ImageRef::Layout {
         dir: dir.clone(),
@@ -58,7 +58,7 @@ pub fn rebuild(cli: &Cli, path: &Path, recipe: &Recipe) -> anyhow::Result<Rebuil
 }
 
 /// The grid and the provenance, a line each, for the text summary.
-pub fn trust_lines(t: &Trust) -> String {
+pub(super) fn trust_lines(t: &Trust) -> String {
     let mut out = String::new();
     for r in &t.grid {
         out.push_str(&format!(

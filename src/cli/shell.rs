@@ -14,7 +14,7 @@ use super::Cli;
   ocibuild completions bash > /etc/bash_completion.d/ocibuild
   ocibuild completions zsh > \"${fpath[1]}/_ocibuild\"
   ocibuild completions fish > ~/.config/fish/completions/ocibuild.fish")]
-pub struct CompletionsArgs {
+pub(super) struct CompletionsArgs {
     /// bash, zsh, fish, elvish or powershell.
     pub shell: clap_complete::Shell,
 }
@@ -24,7 +24,7 @@ pub struct CompletionsArgs {
   ocibuild man > /usr/local/share/man/man1/ocibuild.1
   ocibuild man --dir /usr/local/share/man/man1       ocibuild.1 and ocibuild-SUBCOMMAND.1
   ocibuild man --markdown-dir docs/cli               the reference pages checked in as docs/cli/")]
-pub struct ManArgs {
+pub(super) struct ManArgs {
     /// Write ocibuild.1 and one ocibuild-SUBCOMMAND.1 per subcommand into DIR.
     #[arg(long, value_name = "DIR", conflicts_with = "markdown_dir")]
     pub dir: Option<PathBuf>,
@@ -33,13 +33,13 @@ pub struct ManArgs {
     pub markdown_dir: Option<PathBuf>,
 }
 
-pub fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
     let mut cmd = Cli::command();
     clap_complete::generate(args.shell, &mut cmd, "ocibuild", &mut std::io::stdout());
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn man(args: &ManArgs) -> anyhow::Result<ExitCode> {
     if let Some(dir) = &args.dir {
         fs_err::create_dir_all(dir)?;
         clap_mangen::generate_to(super::command(), dir)

@@ -10,18 +10,18 @@ use super::Cli;
 use crate::sign::{self, PrivateKey, PublicKey};
 
 /// The environment variable a cosign key's passphrase may come from.
-pub const PASSPHRASE_ENV: &str = "OCIBUILD_KEY_PASSPHRASE";
+pub(super) const PASSPHRASE_ENV: &str = "OCIBUILD_KEY_PASSPHRASE";
 
 /// How a private key's passphrase is given (cosign keys only).
 #[derive(Args, Debug, Clone, Default)]
-pub struct PassphraseArgs {
+pub(super) struct PassphraseArgs {
     /// A cosign key's passphrase file (else $OCIBUILD_KEY_PASSPHRASE).
     #[arg(long, value_name = "FILE")]
     pub passphrase_file: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
-pub struct SignArgs {
+pub(super) struct SignArgs {
     /// The image: `[docker://]registry/repository[:tag|@sha256:…]`.
     pub reference: String,
     /// The private key: PKCS#8 or SEC1 PEM (as openssl writes it), or a cosign key.
@@ -35,7 +35,7 @@ pub struct SignArgs {
 }
 
 #[derive(Args, Debug)]
-pub struct VerifySignatureArgs {
+pub(super) struct VerifySignatureArgs {
     /// The image: `[docker://]registry/repository[:tag|@sha256:…]`.
     pub reference: String,
     /// A public key (SPKI `PUBLIC KEY` PEM, as `openssl pkey -pubout` or cosign writes it);
@@ -53,7 +53,11 @@ pub struct VerifySignatureArgs {
 }
 
 /// Loads a private key, warning (on stderr) when its file is readable by others.
-pub fn load_key(cli: &Cli, path: &Path, pass: &PassphraseArgs) -> anyhow::Result<PrivateKey> {
+pub(super) fn load_key(
+    cli: &Cli,
+    path: &Path,
+    pass: &PassphraseArgs,
+) -> anyhow::Result<PrivateKey> {
     let phrase = sign::key::passphrase(pass.passphrase_file.as_deref(), PASSPHRASE_ENV)?;
     let key = PrivateKey::load(path, phrase.as_deref())?;
     if let (Some(mode), false) = (key.readable_by_others, cli.quiet) {
@@ -67,7 +71,7 @@ pub fn load_key(cli: &Cli, path: &Path, pass: &PassphraseArgs) -> anyhow::Result
 
 /// Signs `digest` in `target`'s repository, as `target` names it (its tag kept, a digest
 /// left out: the identity is the name the image is pulled by).
-pub fn sign_pushed(
+pub(super) fn sign_pushed(
     cli: &Cli,
     client: &crate::registry::Client,
     target: &crate::registry::Reference,
@@ -86,14 +90,14 @@ pub fn sign_pushed(
 }
 
 /// The line a signature gets (unless `-q`).
-pub fn print_signed(cli: &Cli, report: &sign::SignReport) {
+pub(super) fn print_signed(cli: &Cli, report: &sign::SignReport) {
     if !cli.quiet {
         print_signed_line(report);
     }
 }
 
 /// `signed IMAGE as IDENTITY (TAG[, already there])`.
-pub fn print_signed_line(report: &sign::SignReport) {
+pub(super) fn print_signed_line(report: &sign::SignReport) {
     println!(
         "signed {} as {} ({}{})",
         report.image,
@@ -103,7 +107,7 @@ pub fn print_signed_line(report: &sign::SignReport) {
     );
 }
 
-pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
     let key = load_key(cli, &args.key, &args.passphrase)?;
     let target = crate::imageref::ImageRef::parse_registry(&args.reference)?;
     let client = super::push::client(cli)?;
@@ -146,7 +150,7 @@ pub fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run_verify(cli: &Cli, args: &VerifySignatureArgs) -> anyhow::Result<ExitCode> {
     let keys = args
         .key
         .iter()

@@ -15,7 +15,7 @@ use crate::recipe;
 use crate::run::{self, Outcome, Summary, TestEvent, TestResult};
 
 #[derive(Args, Debug, Clone, Default)]
-pub struct TestOptions {
+pub(super) struct TestOptions {
     /// Run only these tests (repeatable; default: all of the recipe's).
     #[arg(long = "only", value_name = "NAME")]
     pub only: Vec<String>,
@@ -39,7 +39,7 @@ pub struct TestOptions {
 }
 
 #[derive(Args, Debug)]
-pub struct TestArgs {
+pub(super) struct TestArgs {
     /// The recipe whose image (already built) is tested.
     pub recipe: PathBuf,
     /// The OCI layout the image was built into (DIR or oci:DIR). Default: ./<recipe name>.oci
@@ -57,7 +57,7 @@ pub struct TestArgs {
 impl TestOptions {
     /// The stage's options: podman's flags after the recipe's are `OCIBUILD_PODMAN_ARGS`
     /// (whitespace-separated), then the `--podman-arg`s.
-    pub fn stage(&self) -> StageOptions {
+    pub(super) fn stage(&self) -> StageOptions {
         let mut podman_args: Vec<String> = std::env::var("OCIBUILD_PODMAN_ARGS")
             .map(|env| env.split_whitespace().map(String::from).collect())
             .unwrap_or_default();
@@ -75,14 +75,14 @@ impl TestOptions {
 /// How the test stage's events are printed: each result (with `quiet` only the failures, on
 /// stderr, so that stdout holds only the build's result), each podman command on stderr with
 /// `show_commands`; nothing but the commands with `json` (the document comes at the end).
-pub struct Printer {
+pub(super) struct Printer {
     pub show_commands: bool,
     pub json: bool,
     pub quiet: bool,
 }
 
 impl Printer {
-    pub fn event(&self, event: TestEvent<'_>) {
+    pub(super) fn event(&self, event: TestEvent<'_>) {
         let r = match event {
             TestEvent::Command { test, line } => {
                 // On stderr, so that stdout holds the results (or --json's document) alone.
@@ -120,7 +120,7 @@ impl Printer {
     }
 
     /// The closing counts (or `--json`'s document).
-    pub fn summary(&self, results: &[TestResult]) -> anyhow::Result<()> {
+    pub(super) fn summary(&self, results: &[TestResult]) -> anyhow::Result<()> {
         let summary = Summary::of(results);
         if self.json {
             println!(
@@ -136,7 +136,7 @@ impl Printer {
 
 /// A platform of the recipe that the test stage does not run, said on stdout (stderr with
 /// `-q`).
-pub fn print_untested(platform: &Platform, host: &Platform, quiet: bool) {
+pub(super) fn print_untested(platform: &Platform, host: &Platform, quiet: bool) {
     let line =
         format!("skipped: {platform} is not this host's platform ({host}); nothing is emulated");
     if quiet {
@@ -146,7 +146,7 @@ pub fn print_untested(platform: &Platform, host: &Platform, quiet: bool) {
     }
 }
 
-pub fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &TestArgs) -> anyhow::Result<ExitCode> {
     let layout = match &args.output {
         Some(o) => match o.parse::<Target>()? {
             Target::Layout(dir) => dir,
@@ -234,14 +234,14 @@ fn check_fresh(
 }
 
 #[derive(Args, Debug)]
-pub struct SmokeArgs {
+pub(super) struct SmokeArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
 /// The built-in GPU check, run inside the container under test (hidden subcommand).
-pub fn smoke(args: &SmokeArgs) -> ExitCode {
+pub(super) fn smoke(args: &SmokeArgs) -> ExitCode {
     let r = run::smoke::run();
     match &r {
         Ok(rep) if args.json => {

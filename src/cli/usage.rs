@@ -8,11 +8,11 @@ use std::path::{Path, PathBuf};
 use crate::registry::auth::{Credential, Secret};
 
 /// The exit status of a usage error (clap's).
-pub const EXIT_USAGE: u8 = 2;
+pub(super) const EXIT_USAGE: u8 = 2;
 
 /// A value on the command line that cannot be used: the command did nothing.
 #[derive(Debug, thiserror::Error)]
-pub enum UsageError {
+pub(super) enum UsageError {
     #[error("--creds: {problem}; give --creds USER:PASSWORD")]
     Creds { problem: &'static str },
     #[error("--authfile")]
@@ -24,7 +24,7 @@ pub enum UsageError {
 /// Whether `e` is a usage error: a [`UsageError`], an image reference the command line
 /// wrote that is no form the command takes ([`crate::imageref::ImageRefError`]), or a
 /// `--build-arg` the recipe does not declare.
-pub fn is_usage(e: &anyhow::Error) -> bool {
+pub(super) fn is_usage(e: &anyhow::Error) -> bool {
     e.chain().any(|c| {
         c.downcast_ref::<UsageError>().is_some()
             || c.downcast_ref::<crate::imageref::ImageRefError>().is_some()
@@ -46,7 +46,7 @@ pub fn is_usage(e: &anyhow::Error) -> bool {
 /// `--creds` as written, never shown: its `Debug` prints `***` (clap's value parser never
 /// fails on it, so clap never quotes it either); [`CredsArg::credential`] checks it.
 #[derive(Clone)]
-pub struct CredsArg(Secret);
+pub(super) struct CredsArg(Secret);
 
 impl fmt::Debug for CredsArg {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -56,12 +56,12 @@ impl fmt::Debug for CredsArg {
 
 impl CredsArg {
     /// clap's value parser: takes anything, so that no clap message quotes the password.
-    pub fn parse(s: &str) -> Result<CredsArg, std::convert::Infallible> {
+    pub(super) fn parse(s: &str) -> Result<CredsArg, std::convert::Infallible> {
         Ok(CredsArg(Secret::new(s)))
     }
 
     /// `USER:PASSWORD` (split at the first `:`; the password may hold more), both non-empty.
-    pub fn credential(&self) -> Result<Credential, UsageError> {
+    pub(super) fn credential(&self) -> Result<Credential, UsageError> {
         let problem = |problem| UsageError::Creds { problem };
         let Some((user, password)) = self.0.expose().split_once(':') else {
             return Err(problem("no `:PASSWORD` after the user name"));
@@ -81,14 +81,14 @@ impl CredsArg {
 
 /// `--authfile FILE`: a regular file that can be read (a FIFO is refused without blocking),
 /// so a typo does not leave the command anonymous.
-pub fn check_authfile(path: &Path) -> Result<(), UsageError> {
+pub(super) fn check_authfile(path: &Path) -> Result<(), UsageError> {
     crate::bounded::read_regular(path, crate::bounded::MAX_TEXT_FILE)
         .map(drop)
         .map_err(UsageError::AuthFile)
 }
 
 /// `--cert-dir DIR`: an existing directory.
-pub fn check_cert_dir(path: &Path) -> Result<(), UsageError> {
+pub(super) fn check_cert_dir(path: &Path) -> Result<(), UsageError> {
     let bad = |problem: String| UsageError::CertDir {
         path: path.to_path_buf(),
         problem,

@@ -13,7 +13,7 @@ use crate::recipe::{self, PythonSource};
 
 #[derive(Args, Debug)]
 #[command(group(clap::ArgGroup::new("what").required(true).args(["recipes", "merge", "check"])))]
-pub struct VendorArgs {
+pub(super) struct VendorArgs {
     /// Recipes whose locked inputs (base image blobs, .debs, interpreter archive, wheels) are
     /// copied into the vendor directory; each lock must match its recipe.
     #[arg(value_name = "RECIPE")]
@@ -73,7 +73,7 @@ fn vendor_recipe(
     Ok(())
 }
 
-pub fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
     if let Some(d) = &args.check {
         let dir = VendorDir::open(d, false)?;
         let report = airgap::check(&dir)?;

@@ -15,7 +15,7 @@ use crate::recipe;
 use crate::session::Session;
 use crate::store::Store;
 
-pub const AFTER_HELP: &str = "\
+pub(super) const AFTER_HELP: &str = "\
 The rebuild uses a fresh, empty store in a temporary directory ($TMPDIR): no layer comes from
 the cache, and the base image's blobs are fetched again (by the digests NAME.lock pins). It
 writes no output. SOURCE_DATE_EPOCH applies as it does to `build`.
@@ -41,7 +41,7 @@ Examples:
 
 #[derive(Args, Debug)]
 #[command(after_help = AFTER_HELP)]
-pub struct VerifyArgs {
+pub(super) struct VerifyArgs {
     /// The recipe (TOML); its lock (NAME.lock) pins the base.
     pub recipe: PathBuf,
     /// The image the rebuild must match (default: the recipe's default output layout).
@@ -68,7 +68,7 @@ pub struct VerifyArgs {
     pub recipe_args: super::recipe_args::RecipeArgs,
 }
 
-pub fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
+pub(super) fn run(cli: &Cli, args: &VerifyArgs) -> anyhow::Result<ExitCode> {
     super::diff::exit_on_error(verify(cli, args))
 }
 

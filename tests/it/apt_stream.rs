@@ -1,4 +1,4 @@
-//! The streamed Packages index (src/apt/index.rs) against a signed repository this test
+//! The streamed Packages index (crates/apt/src/apt/index.rs) against a signed repository this test
 //! generates: an index of many paragraphs in every shape the format allows reads as written,
 //! in each compression; an index that is not the one the signed Release vouches for is
 //! refused, whatever its content, and nothing of it is used.

@@ -1,4 +1,4 @@
-//! Installing wheels into layers (src/python/wheel.rs), end to end and offline: the wheels are
+//! Installing wheels into layers (crates/python/src/python/wheel.rs), end to end and offline: the wheels are
 //! built here with the `zip` crate, installed into a store, and the layer's tar is read back.
 
 use crate::common;
