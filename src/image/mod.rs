@@ -9,6 +9,7 @@ use crate::digest::Digest;
 
 mod platform;
 pub mod read;
+pub mod source;
 
 pub use self::platform::Platform;
 pub use self::read::{AnyManifest, ManifestHead};

@@ -27,6 +27,7 @@
 //! caught by its seal before it is reused: see [`seal`]. `ocibuild cache verify` rehashes every
 //! blob; `ocibuild cache prune` removes what no build can use ([`maintain`]).
 
+pub mod image;
 mod maintain;
 pub mod remote;
 pub mod root;
