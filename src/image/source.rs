@@ -4,7 +4,7 @@
 //! each of which opens as a decompressed tar stream.
 //!
 //! The trait is here, at the bottom; each transport implements it where it lives: an OCI
-//! layout or a content store in [`crate::store`] (`store::image`), an `oci-archive` or
+//! layout or a content store in `crate::store` (`store::image`), an `oci-archive` or
 //! `docker-archive` tar in `crate::output`, a registry image in `crate::registry`. What they
 //! share (following a manifest through image indexes, reading its config, describing its
 //! layers) is [`resolve`], over a transport's [`Documents`].
