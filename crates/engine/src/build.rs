@@ -140,7 +140,7 @@ pub fn build(
     let created = image::rfc3339(epoch);
     // The system layers ([apt], [python]) above the base, below the recipe's own.
     for x in system {
-        layers.push(record(&x.name, x.layer.clone()));
+        layers.push(LayerRecord::named(&x.name, &x.layer));
         cached.push((x.name.clone(), x.cached));
         history.push(History {
             created: Some(created.clone()),
@@ -322,7 +322,7 @@ fn build_layer(
         no_cache,
     };
     let (layer, cached) = copy_layer(l, &opts, store, reporter)?;
-    Ok((record(&l.name, layer), cached))
+    Ok((LayerRecord::named(&l.name, &layer), cached))
 }
 
 /// How [`copy_layer`] writes a layer.
@@ -418,23 +418,11 @@ pub fn copy_layer(
     .map_err(lerr)?;
     // Only now is the layer known to be of the bytes its key names: stored and cached.
     w.commit(Some(stats.digest))?;
-    let cached = CachedLayer::written(compression, &stats);
+    let cached = stats.cached(compression);
     store.put_cached_layer(&key, &cached)?;
     store.put_fingerprint(&fp, &key)?;
     reporter.layer_finished(&l.name, false);
     Ok((cached, false))
-}
-
-fn record(name: &str, c: CachedLayer) -> LayerRecord {
-    let mut descriptor = c.descriptor();
-    descriptor
-        .annotations
-        .insert(annotations::LAYER_NAME.into(), name.into());
-    LayerRecord {
-        descriptor,
-        diff_id: c.diff_id,
-        uncompressed_size: Some(c.uncompressed_size),
-    }
 }
 
 fn kind_code(k: &EntryKind) -> &'static str {
@@ -687,7 +675,10 @@ fn paths_layer(
         .map_err(|e| BuildError::Listing(Box::new(e)))?
         .ok_or(crate::paths::PathsError::LowerUnknown)?;
     let (layer, was_cached) = crate::paths::layer(&recipe.paths, &lower, opts, no_cache, store)?;
-    Ok((record(crate::recipe::PATHS_LAYER, layer), was_cached))
+    Ok((
+        LayerRecord::named(crate::recipe::PATHS_LAYER, &layer),
+        was_cached,
+    ))
 }
 
 /// The config's `Env`: the recipe's, and on `scratch` Docker's default `PATH` unless the recipe

@@ -8,6 +8,10 @@
 //! builds unchanged against the target.
 //!
 //! Nothing here prints; [`MirrorReport`] says what was copied and skipped.
+//!
+//! Not through [`crate::image::source::ImageSource`], for the reasons [`crate::push`] gives:
+//! manifests and indexes go byte for byte with every platform, signatures and referrers, and
+//! blobs by digest from a [`Store`] (a layout's through [`Store::view`]).
 
 use serde::Serialize;
 

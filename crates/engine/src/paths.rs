@@ -60,7 +60,7 @@ pub fn layer(
     let stats = layer::write_layer_with(&entries, opts, &mut w, &|_| {}, &mut |_, _, _| Ok(()))
         .map_err(PathsError::Layer)?;
     w.commit(Some(stats.digest)).map_err(PathsError::Store)?;
-    let cached = CachedLayer::written(opts.compression, &stats);
+    let cached = stats.cached(opts.compression);
     store
         .put_cached_layer(&key, &cached)
         .map_err(PathsError::Store)?;

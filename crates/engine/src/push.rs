@@ -1,5 +1,11 @@
 //! Pushing an image to a registry: every blob (skipped when the registry has it, mounted from
 //! the base's repository when that is on the same registry), then the manifest under a tag.
+//!
+//! Not through [`crate::image::source::ImageSource`]: a push sends blobs byte for byte by
+//! digest, mounts them from other repositories, and sends image indexes with every platform's
+//! manifest, signatures and referrers; the trait reads one platform's image. Its source is a
+//! [`Store`] (a layout is one through [`Store::view`]; an archive is imported into one by
+//! [`crate::audit::import`], which reads it through [`crate::output::source::Archive`]).
 
 use serde::Serialize;
 

@@ -199,7 +199,7 @@ pub fn build_layer_reported(
             sink(Content::Bytes(&mut content))
         })?;
     w.commit(Some(stats.digest))?;
-    Ok((CachedLayer::written(req.layer.compression, &stats), reports))
+    Ok((stats.cached(req.layer.compression), reports))
 }
 
 pub(super) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {

@@ -144,15 +144,15 @@ pub struct DiffReport {
 
 fn side(img: &Image<'_>) -> Side {
     Side {
-        image: img.name.clone(),
-        manifest: img.manifest.as_ref().map(|m| m.digest),
-        config: img.config.digest,
-        layers: img.layers.len(),
+        image: img.name().to_string(),
+        manifest: img.manifest().map(|m| m.digest),
+        config: img.config().digest,
+        layers: img.layers().len(),
     }
 }
 
 fn layer_side(img: &Image<'_>, i: usize) -> LayerSide {
-    let l = &img.layers[i];
+    let l = &img.layers()[i];
     LayerSide {
         digest: l.digest,
         media_type: l.media_type.clone(),
@@ -190,7 +190,7 @@ pub fn diff(a: &Image<'_>, b: &Image<'_>, opts: DiffOptions) -> Result<DiffRepor
         layers: Vec::new(),
         notes: Vec::new(),
     };
-    let same_manifest = match (&a.manifest, &b.manifest) {
+    let same_manifest = match (a.manifest(), b.manifest()) {
         (Some(x), Some(y)) => x.digest == y.digest,
         _ => false,
     };
@@ -198,7 +198,7 @@ pub fn diff(a: &Image<'_>, b: &Image<'_>, opts: DiffOptions) -> Result<DiffRepor
         // Content addressing: the same manifest names the same config and layers.
         return Ok(report);
     }
-    match (&a.manifest, &b.manifest) {
+    match (a.manifest(), b.manifest()) {
         (Some(x), Some(y)) => {
             if !semantic {
                 push_field(
@@ -233,20 +233,20 @@ pub fn diff(a: &Image<'_>, b: &Image<'_>, opts: DiffOptions) -> Result<DiffRepor
                 .into(),
         ),
     }
-    if a.config.digest != b.config.digest {
+    if a.config().digest != b.config().digest {
         if !semantic {
             push_field(
                 &mut report.config,
                 "digest",
-                a.config.digest.to_string().into(),
-                b.config.digest.to_string().into(),
+                a.config().digest.to_string().into(),
+                b.config().digest.to_string().into(),
             );
         }
         report
             .config
-            .extend(config_diff(&a.config.json, &b.config.json, semantic));
+            .extend(config_diff(&a.config().json, &b.config().json, semantic));
     }
-    let n = a.layers.len().max(b.layers.len());
+    let n = a.layers().len().max(b.layers().len());
     for i in 0..n {
         report.layers.push(layer_diff(a, b, i, semantic)?);
     }
@@ -270,8 +270,8 @@ pub fn diff(a: &Image<'_>, b: &Image<'_>, opts: DiffOptions) -> Result<DiffRepor
             .layers
             .iter()
             .any(|l| !matches!(l.status, LayerStatus::Identical | LayerStatus::Equivalent));
-    let ignored = a.config.digest != b.config.digest
-        || (a.manifest.is_some() && b.manifest.is_some())
+    let ignored = a.config().digest != b.config().digest
+        || (a.manifest().is_some() && b.manifest().is_some())
         || report
             .layers
             .iter()
@@ -412,7 +412,7 @@ fn layer_diff(
     i: usize,
     semantic: bool,
 ) -> Result<LayerDiff, AuditError> {
-    let (la, lb) = (a.layers.get(i), b.layers.get(i));
+    let (la, lb) = (a.layers().get(i), b.layers().get(i));
     let name = la
         .and_then(|l| l.name.clone())
         .or_else(|| lb.and_then(|l| l.name.clone()));
@@ -504,7 +504,7 @@ fn read_pair(
 ) -> Result<(LayerIndex, LayerIndex), AuditError> {
     let read = |img: &Image<'_>| -> Result<LayerIndex, AuditError> {
         let r = img.open_layer(i)?;
-        tarmeta::index_layer(r).map_err(|e| layer_error(img, i, e))
+        tarmeta::index_layer(r).map_err(|e| layer_error(img.as_ref(), i, e))
     };
     std::thread::scope(|s| {
         let hb = s.spawn(|| read(b));
@@ -540,7 +540,8 @@ fn text_diffs(
     }
     let read = |img: &Image<'_>| -> Result<BTreeMap<String, Vec<u8>>, AuditError> {
         let r = img.open_layer(i)?;
-        tarmeta::read_contents(r, &wanted, TEXT_DIFF_MAX).map_err(|e| layer_error(img, i, e))
+        tarmeta::read_contents(r, &wanted, TEXT_DIFF_MAX)
+            .map_err(|e| layer_error(img.as_ref(), i, e))
     };
     let (ca, cb) = std::thread::scope(|s| {
         let hb = s.spawn(|| read(b));

@@ -53,6 +53,9 @@ pub enum AuditError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Layout(#[from] crate::output::ReadError),
+    /// Opening or reading an image ([`crate::image::source`]).
+    #[error(transparent)]
+    Source(#[from] crate::image::source::SourceError),
 }
 
 impl From<RegistryError> for AuditError {

@@ -14,12 +14,12 @@
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 
-use super::source::{self, Blobs, DockerEntry};
 use super::AuditError;
 use crate::digest::Digest;
-use crate::image::read::ReadIndex;
+use crate::image::source::parse_json;
 use crate::image::{Descriptor, Manifest, MEDIA_TYPE_CONFIG, MEDIA_TYPE_MANIFEST};
 use crate::imageref::ImageRef;
+use crate::output::source::{Archive, DockerEntry};
 use crate::store::Store;
 
 /// An archive's image in a temporary store: the store, the image's descriptor (a manifest
@@ -60,24 +60,14 @@ pub fn import_archive(spec: &ImageRef, tmp_parent: Option<&Path>) -> Result<Impo
     })
 }
 
-fn archive(path: &Path) -> Result<(Blobs, Vec<String>), AuditError> {
-    let members = source::index_archive(path)?;
-    let names = members.keys().cloned().collect();
-    let blobs = Blobs::Archive {
-        path: path.to_path_buf(),
-        members,
-    };
-    Ok((blobs, names))
-}
-
 /// A member copied into `store`, checked against `expected` when given.
 fn copy_member(
-    blobs: &Blobs,
+    blobs: &Archive,
     member: &str,
     store: &Store,
     expected: Option<Digest>,
 ) -> Result<(Digest, u64), AuditError> {
-    let mut r = source::open_member(blobs, member)?;
+    let mut r = blobs.open_member(member)?;
     let mut w = store.blob_writer()?;
     std::io::copy(&mut r, &mut w)?;
     let size = w.bytes_written();
@@ -85,8 +75,8 @@ fn copy_member(
 }
 
 fn oci(name: &str, path: &Path, store: &Store) -> Result<Descriptor, AuditError> {
-    let (blobs, members) = archive(path)?;
-    for member in &members {
+    let blobs = Archive::open(path)?;
+    for member in &blobs.names() {
         let Some(hex) = member.strip_prefix("blobs/sha256/") else {
             continue;
         };
@@ -95,13 +85,10 @@ fn oci(name: &str, path: &Path, store: &Store) -> Result<Descriptor, AuditError>
         };
         copy_member(&blobs, member, store, Some(digest))?;
     }
-    let index: ReadIndex = source::parse_json(
-        name,
-        "index.json",
-        &source::read_member(&blobs, "index.json")?,
-    )?;
-    let entry = source::select_entry(name, &index, None)?;
-    let digest = source::entry_digest(name, &entry)?;
+    let index: crate::image::read::ReadIndex =
+        parse_json(name, "index.json", &blobs.read_member("index.json")?)?;
+    let entry = crate::output::source::select_entry(name, &index, None)?;
+    let digest = crate::output::source::entry_digest(name, &entry)?;
     if !store.has_blob(&digest) {
         return Err(AuditError::MissingBlob {
             source_name: name.to_string(),
@@ -113,12 +100,9 @@ fn oci(name: &str, path: &Path, store: &Store) -> Result<Descriptor, AuditError>
 }
 
 fn docker(name: &str, path: &Path, store: &Store) -> Result<Descriptor, AuditError> {
-    let (blobs, _) = archive(path)?;
-    let entries: Vec<DockerEntry> = source::parse_json(
-        name,
-        "manifest.json",
-        &source::read_member(&blobs, "manifest.json")?,
-    )?;
+    let blobs = Archive::open(path)?;
+    let entries: Vec<DockerEntry> =
+        parse_json(name, "manifest.json", &blobs.read_member("manifest.json")?)?;
     let [entry] = entries.as_slice() else {
         return Err(AuditError::Bad {
             source_name: name.to_string(),

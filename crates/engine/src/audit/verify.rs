@@ -84,7 +84,7 @@ pub fn verify(
         });
     }
     let t = source::open(target, opts)?;
-    let target_manifest = t.manifest.as_ref().map(|m| m.digest);
+    let target_manifest = t.manifest().map(|m| m.digest);
     if target_manifest == Some(rebuilt) {
         return Ok(VerifyReport {
             rebuilt,
@@ -96,7 +96,7 @@ pub fn verify(
         });
     }
     let r = source::open_store("rebuild", store, rebuilt)?;
-    let inputs = match (&t.manifest, &r.manifest) {
+    let inputs = match (t.manifest(), r.manifest()) {
         (Some(a), Some(b)) => input_mismatches(&a.annotations, &b.annotations),
         _ => Vec::new(),
     };

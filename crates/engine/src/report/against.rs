@@ -205,7 +205,7 @@ pub fn compare(pair: &Pair<'_, '_>) -> Result<AgainstImage, ReportError> {
         pull: pull_cost(
             pair.old_report,
             pair.new_report,
-            pair.new.config.bytes.len() as u64,
+            pair.new.config().bytes.len() as u64,
         ),
     })
 }

@@ -75,16 +75,16 @@ fn platform_of(config: &serde_json::Value) -> String {
 
 /// One scan per layer of `image`, bottom first.
 fn scan_all(image: &Image<'_>) -> Result<Vec<scan::LayerScan>, ReportError> {
-    let mut scans = Vec::with_capacity(image.layers.len());
-    for i in 0..image.layers.len() {
+    let mut scans = Vec::with_capacity(image.layers().len());
+    for i in 0..image.layers().len() {
         let reader = image.open_layer(i).map_err(|source| ReportError::Open {
-            source_name: image.name.clone(),
+            source_name: image.name().to_string(),
             layer: i + 1,
             digest: image.layer_label(i),
-            source: Box::new(source),
+            source: Box::new(source.into()),
         })?;
         let scan = scan::scan_layer(reader).map_err(|source| ReportError::Read {
-            source_name: image.name.clone(),
+            source_name: image.name().to_string(),
             layer: i + 1,
             digest: image.layer_label(i),
             source,
@@ -106,7 +106,7 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
     let scans = scan_all(image)?;
     let merged = analysis::merge(&scans);
     let owners = analysis::owners(&scans, &merged);
-    let first_named = image.layers.iter().position(|l| l.name.is_some());
+    let first_named = image.layers().iter().position(|l| l.name.is_some());
     let mut missing = Vec::new();
     if first_named.is_none() {
         missing.push(
@@ -115,7 +115,7 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
         );
     }
     let layers: Vec<model::LayerReport> = image
-        .layers
+        .layers()
         .iter()
         .zip(&scans)
         .enumerate()
@@ -181,9 +181,9 @@ pub fn analyze(image: &Image<'_>, opts: &Options<'_>) -> Result<ImageReport, Rep
             .collect(),
     };
     Ok(ImageReport {
-        platform: platform_of(&image.config.json),
-        manifest: image.manifest.as_ref().map(|m| m.digest.to_string()),
-        config: image.config.digest.to_string(),
+        platform: platform_of(&image.config().json),
+        manifest: image.manifest().map(|m| m.digest.to_string()),
+        config: image.config().digest.to_string(),
         totals,
         guardrails,
         layers,

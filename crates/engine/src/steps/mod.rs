@@ -245,7 +245,7 @@ pub fn run_steps(
                         src: src.clone(),
                         spec: spec.clone(),
                     };
-                    inputs.push(record(&l.name, layer(ctx, step, &l)?.0));
+                    inputs.push(LayerRecord::named(&l.name, &layer(ctx, step, &l)?.0));
                 }
                 StepInput::Step(n) => {
                     if let Some(d) = earlier(n) {
@@ -266,7 +266,7 @@ pub fn run_steps(
                 src: f.url.clone(),
                 spec: spec(blob, &f.dest),
             };
-            inputs.push(record(&l.name, layer(ctx, step, &l)?.0));
+            inputs.push(LayerRecord::named(&l.name, &layer(ctx, step, &l)?.0));
         }
         let key = key(ctx, step, &builder, &inputs)?;
         let container = builder.with_layers(key, &inputs);
@@ -304,7 +304,7 @@ pub fn run_steps(
         let records: Vec<LayerRecord> = outputs
             .iter()
             .enumerate()
-            .map(|(i, o)| record(&output_name(step, i), o.clone()))
+            .map(|(i, o)| LayerRecord::named(&output_name(step, i), o))
             .collect();
         for (i, (o, out)) in outputs.iter().zip(&step.outputs).enumerate() {
             if out.in_image {
@@ -351,18 +351,6 @@ fn spec(src: std::path::PathBuf, dest: &str) -> CopySpec {
         uid: 0,
         gid: 0,
         mode: ModePolicy::Normalize,
-    }
-}
-
-fn record(name: &str, c: CachedLayer) -> LayerRecord {
-    let mut descriptor = c.descriptor();
-    descriptor
-        .annotations
-        .insert(crate::image::annotations::LAYER_NAME.into(), name.into());
-    LayerRecord {
-        descriptor,
-        diff_id: c.diff_id,
-        uncompressed_size: Some(c.uncompressed_size),
     }
 }
 

@@ -403,6 +403,15 @@ struct Below {
     has_dpkg_status: bool,
 }
 
+/// What is left out of the packages layer, as far as its key depends on it.
+#[derive(Clone, Copy)]
+struct Pruning<'a> {
+    /// The CUDA architectures its fatbins keep (`cuda-archs`), if any.
+    cuda: Option<&'a crate::cuda::Targets>,
+    /// The files dropped from it.
+    drop: &'a std::collections::BTreeSet<String>,
+}
+
 /// The packages layer's cache key: the .debs (by digest), the merged-/usr rewrite, the contract,
 /// the compressor and the epoch.
 fn cache_key(
@@ -410,15 +419,13 @@ fn cache_key(
     usr: &apt::UsrMerge,
     below: Below,
     opts: &SystemOptions,
-    (cuda, drop): (
-        Option<&crate::cuda::Targets>,
-        &std::collections::BTreeSet<String>,
-    ),
+    pruning: Pruning<'_>,
 ) -> Result<Digest, SystemError> {
     let Below {
         scratch,
         has_dpkg_status,
     } = below;
+    let Pruning { cuda, drop } = pruning;
     let debs: Vec<_> = packages
         .iter()
         .map(|p| json!([p.name, p.version, p.sha256]))
@@ -510,7 +517,7 @@ pub fn layer(
             has_dpkg_status: base.has_dpkg_status,
         },
         opts,
-        (cuda, drop),
+        Pruning { cuda, drop },
     )?;
     let cached_report = match cuda {
         None => Some(Vec::new()),

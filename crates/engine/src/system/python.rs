@@ -17,7 +17,7 @@ use crate::progress::Reporter;
 use crate::python::interpreter::PyVersion;
 use crate::python::{Interpreter, Scheme};
 use crate::recipe::{Platform, Python, PythonArchive, PythonSource};
-use crate::store::{CachedLayer, Store};
+use crate::store::Store;
 
 /// The machine name in wheel platform tags, for an OCI platform.
 pub fn wheel_machine(p: &Platform) -> String {
@@ -380,7 +380,7 @@ fn archive_layer(
         &mut |_, e, sink| layer::host_content(&mut reader, e, sink),
     )?;
     w.commit(Some(stats.digest))?;
-    let built = CachedLayer::written(opts.compression, &stats);
+    let built = stats.cached(opts.compression);
     store.put_meta(&meta_key, version.to_string().as_bytes())?;
     let extra = Extra::built(store, &key, built, name, created_by, reporter)?;
     Ok((version, extra))

@@ -267,5 +267,5 @@ fn write(
         sink(Content::Bytes(&mut r))
     })?;
     w.commit(Some(stats.digest))?;
-    Ok(CachedLayer::written(opts.compression, &stats))
+    Ok(stats.cached(opts.compression))
 }

@@ -36,6 +36,20 @@ pub struct LayerStats {
     pub annotations: std::collections::BTreeMap<String, String>,
 }
 
+impl LayerStats {
+    /// The layer just written with `compression`, as a built-layer record.
+    pub fn cached(&self, compression: Compression) -> crate::image::CachedLayer {
+        crate::image::CachedLayer {
+            media_type: compression.media_type().to_string(),
+            digest: self.digest,
+            size: self.size,
+            diff_id: self.diff_id,
+            uncompressed_size: self.uncompressed_size,
+            annotations: self.annotations.clone(),
+        }
+    }
+}
+
 /// Counts file content bytes for the progress callback.
 struct ProgressReader<'a, R> {
     inner: R,

@@ -7,9 +7,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::digest::Digest;
 
+mod layer;
 mod platform;
 pub mod read;
+pub mod source;
 
+pub use self::layer::{CachedLayer, LayerRecord};
 pub use self::platform::Platform;
 pub use self::read::{AnyManifest, ManifestHead};
 
@@ -219,14 +222,6 @@ pub struct ImageRecord {
     pub layers: Vec<LayerRecord>,
     /// SOURCE_DATE_EPOCH the image was built with; archive writers use it for their own entries.
     pub epoch: u64,
-}
-
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct LayerRecord {
-    pub descriptor: Descriptor,
-    pub diff_id: Digest,
-    /// Known for layers ocibuild built; `None` for base layers until someone decompresses them.
-    pub uncompressed_size: Option<u64>,
 }
 
 impl ImageRecord {

@@ -329,7 +329,7 @@ pub fn build_wheel_layer_with(
     }
     w.commit(Some(stats.digest))?;
     reports.sort_by(|a, b| a.path.cmp(&b.path));
-    Ok((CachedLayer::written(opts.compression, &stats), reports))
+    Ok((stats.cached(opts.compression), reports))
 }
 
 /// What [`stream`] reads each entry's content from, besides the archives themselves.

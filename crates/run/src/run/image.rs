@@ -1,15 +1,20 @@
 //! Reading an OCI image layout enough for the test stage: the image's platform and Env, and
-//! whether its filesystem has a glibc dynamic loader.
+//! whether its filesystem has a glibc dynamic loader. The image is found by its tag as the
+//! layout reader ([`Layout`]) finds it, and its layers are read through
+//! [`ImageSource`] (a [`StoreImage`] over the layout's blobs), as `diff` reads them.
 
 use std::collections::BTreeMap;
-use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 use super::RunError;
+use crate::digest::Digest;
+use crate::image::source::{decompress, ImageSource, SourceError};
 use crate::image::Platform;
 use crate::output::Layout;
+use crate::store::image::StoreImage;
+use crate::store::Store;
 
 #[derive(Debug, Default, Deserialize)]
 struct ConfigFile {
@@ -32,6 +37,9 @@ pub struct ImageInfo {
     pub architecture: String,
     /// The config's `Env`, `KEY=VALUE`.
     pub env: Vec<String>,
+    /// The image manifest's digest (an index followed to the host's platform).
+    manifest: Digest,
+    /// Each layer blob's path, for messages.
     layers: Vec<PathBuf>,
 }
 
@@ -48,7 +56,8 @@ impl ImageInfo {
 pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
     let l = Layout::open(layout)?;
     let host = Platform::host();
-    let (_, manifest) = l.manifest(tag, &host)?;
+    let (entry, manifest) = l.manifest(tag, &host)?;
+    let digest = l.descriptor(&entry)?.digest;
     let config: ConfigFile = l.read_json(&manifest.config.digest)?;
     let layers = manifest
         .layers
@@ -63,6 +72,7 @@ pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
     Ok(ImageInfo {
         architecture,
         env: config.config.and_then(|c| c.env).unwrap_or_default(),
+        manifest: digest,
         layers,
     })
 }
@@ -88,9 +98,10 @@ pub fn image_has_glibc(layout: &Path, tag: &str) -> Result<bool, RunError> {
     let Some(loader) = glibc_loader(&info.architecture) else {
         return Ok(false);
     };
+    let image = StoreImage::open(tag, Store::view(layout), info.manifest, &Platform::host())?;
     let mut fs = TreeModel::default();
-    for layer in &info.layers {
-        fs.apply_layer(layout, layer)?;
+    for (i, blob) in info.layers.iter().enumerate() {
+        fs.apply_layer(&image, i, blob)?;
     }
     Ok(fs.is_regular_file(loader))
 }
@@ -140,24 +151,19 @@ impl TreeModel {
         }
     }
 
-    fn apply_layer(&mut self, layout: &Path, blob: &Path) -> Result<(), RunError> {
+    /// Layer `i` of `image` (its blob at `blob`) applied.
+    fn apply_layer(
+        &mut self,
+        image: &dyn ImageSource,
+        i: usize,
+        blob: &Path,
+    ) -> Result<(), RunError> {
         let err = |detail: String| RunError::Layer {
             layer: blob.to_path_buf(),
             detail,
         };
-        let _ = layout;
-        let file = fs_err::File::open(blob).map_err(|e| err(e.to_string()))?;
-        let mut reader = BufReader::new(file);
-        let mut magic = [0u8; 4];
-        let n = read_up_to(&mut reader, &mut magic).map_err(|e| err(e.to_string()))?;
-        let head = std::io::Cursor::new(magic[..n].to_vec()).chain(reader);
-        let stream: Box<dyn Read> = if n >= 2 && magic[..2] == [0x1f, 0x8b] {
-            Box::new(flate2::read::GzDecoder::new(head))
-        } else if n == 4 && magic == [0x28, 0xb5, 0x2f, 0xfd] {
-            Box::new(zstd::stream::read::Decoder::new(head).map_err(|e| err(e.to_string()))?)
-        } else {
-            Box::new(head)
-        };
+        let raw = image.open_raw(i).map_err(|e| err(open_detail(&e, blob)))?;
+        let stream = decompress(raw).map_err(|e| err(e.to_string()))?;
         let mut archive = crate::tarbound::archive(stream);
         // Opaque directories and whiteouts hide lower layers only: collect them, apply them, then
         // add this layer's entries.
@@ -296,17 +302,13 @@ impl TreeModel {
     }
 }
 
-fn read_up_to(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        match r.read(&mut buf[n..]) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
+/// Why layer blob `blob` did not open: the file's own error when it has one (a missing or
+/// unreadable blob, named as the test stage always named it), else `e`'s.
+fn open_detail(e: &SourceError, blob: &Path) -> String {
+    match fs_err::File::open(blob) {
+        Err(io) => io.to_string(),
+        Ok(_) => e.to_string(),
     }
-    Ok(n)
 }
 
 #[cfg(test)]

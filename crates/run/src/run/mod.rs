@@ -224,6 +224,9 @@ pub enum RunError {
     Read(#[from] crate::output::ReadError),
     #[error("reading layer {}: {detail}", layer.display())]
     Layer { layer: PathBuf, detail: String },
+    /// The layout's image, read through [`crate::image::source::ImageSource`].
+    #[error(transparent)]
+    Image(#[from] crate::image::source::SourceError),
     #[error("copying the layout {} to {} (podman needs a plain path)", from.display(), to.display())]
     Stage {
         from: PathBuf,

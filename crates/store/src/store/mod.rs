@@ -27,6 +27,7 @@
 //! caught by its seal before it is reused: see [`seal`]. `ocibuild cache verify` rehashes every
 //! blob; `ocibuild cache prune` removes what no build can use ([`maintain`]).
 
+pub mod image;
 mod maintain;
 pub mod remote;
 pub mod root;
@@ -39,7 +40,6 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use fs_err as fs;
-use serde::{Deserialize, Serialize};
 
 use crate::digest::{Digest, Hasher};
 
@@ -89,43 +89,9 @@ pub enum StoreError {
     },
 }
 
-/// A layer the cache knows: enough to put it in a manifest without reading it.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CachedLayer {
-    pub media_type: String,
-    pub digest: Digest,
-    pub size: u64,
-    pub diff_id: Digest,
-    pub uncompressed_size: u64,
-    /// The descriptor annotations the layer needs (a zstd:chunked or eStargz table of
-    /// contents' position and digest); absent, as in entries from before them, when empty.
-    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    pub annotations: std::collections::BTreeMap<String, String>,
-}
-
-impl CachedLayer {
-    /// The layer the layer writer just wrote with `compression`, as `stats` describes it.
-    pub fn written(
-        compression: crate::layer::Compression,
-        stats: &crate::layer::LayerStats,
-    ) -> CachedLayer {
-        CachedLayer {
-            media_type: compression.media_type().to_string(),
-            digest: stats.digest,
-            size: stats.size,
-            diff_id: stats.diff_id,
-            uncompressed_size: stats.uncompressed_size,
-            annotations: stats.annotations.clone(),
-        }
-    }
-
-    /// The layer's descriptor: its media type, digest, size and own annotations.
-    pub fn descriptor(&self) -> crate::image::Descriptor {
-        let mut d = crate::image::Descriptor::new(&self.media_type, self.digest, self.size);
-        d.annotations = self.annotations.clone();
-        d
-    }
-}
+/// A layer the cache knows ([`crate::image::CachedLayer`]: one built-layer record for the
+/// cache, the builders and the image).
+pub use crate::image::CachedLayer;
 
 /// The store: a root directory with the layout described in the module docs.
 #[derive(Clone, Debug)]

@@ -8,6 +8,7 @@ mod archive;
 mod dest;
 mod layout;
 mod read;
+pub mod source;
 
 use std::fmt;
 use std::io;

@@ -10,6 +10,7 @@
 
 pub mod auth;
 pub mod client;
+pub mod image;
 pub mod reference;
 pub mod settings;
 
