@@ -67,6 +67,17 @@ pub(super) fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
         Some(_) => ops::BaseIndex::Fresh,
         None => ops::BaseIndex::Shared,
     };
+    // Sections of platforms the recipe no longer builds go, in memory: the loop writes the
+    // lock once.
+    let removed = multi
+        && session.retain_lock_platforms(
+            &args.recipe,
+            &recipe
+                .platforms()
+                .iter()
+                .map(|p| p.to_string())
+                .collect::<Vec<_>>(),
+        )?;
     let paths = ops::for_each(
         &mut session,
         &args.recipe,
@@ -82,15 +93,8 @@ pub(super) fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
     )?;
     let lock_path = paths.last().cloned();
     if let Some(path) = lock_path {
-        // Sections of platforms the recipe no longer builds go.
-        if multi {
-            let names: Vec<String> = recipe.platforms().iter().map(|p| p.to_string()).collect();
-            if let Some(mut whole) = crate::lock::Lock::load(&path)? {
-                if whole.retain_platforms(&names) {
-                    whole.save(&path)?;
-                    println!("removed the sections of platforms the recipe no longer builds");
-                }
-            }
+        if removed {
+            println!("removed the sections of platforms the recipe no longer builds");
         }
         println!("lock {}", path.display());
     }

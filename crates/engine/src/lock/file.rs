@@ -16,6 +16,8 @@ pub struct LockFile {
     bytes: Option<Vec<u8>>,
     /// What they say.
     whole: Option<Lock>,
+    /// Changed in memory since it was read or written.
+    dirty: bool,
 }
 
 impl LockFile {
@@ -34,6 +36,7 @@ impl LockFile {
             path: path.to_path_buf(),
             bytes,
             whole,
+            dirty: false,
         })
     }
 
@@ -60,17 +63,43 @@ impl LockFile {
         }
     }
 
-    /// Writes `lock` as the file, or with `view` as that platform's section of it (the other
-    /// platforms' kept, as [`Lock::written_into`] says), and holds what was written.
-    pub fn save_view(&mut self, lock: &Lock, view: Option<&str>) -> Result<(), LockError> {
+    /// Sets `lock` as the file, or with `view` as that platform's section of it (the other
+    /// platforms' kept, as [`Lock::written_into`] says), in memory: [`LockFile::write`] writes
+    /// it, once, whatever was set before.
+    pub fn set_view(&mut self, lock: &Lock, view: Option<&str>) {
         let new = lock.written_into(self.whole.clone(), view);
-        let text = new.to_toml();
-        new.save(&self.path)?;
-        self.bytes = Some(text.into_bytes());
+        self.bytes = Some(new.to_toml().into_bytes());
         self.whole = Some(Lock {
             had_logins: false,
             ..new
         });
+        self.dirty = true;
+    }
+
+    /// Drops the sections of platforms not in `platforms` ([`Lock::retain_platforms`]), in
+    /// memory; whether there were any.
+    pub fn retain_platforms(&mut self, platforms: &[String]) -> bool {
+        let Some(mut whole) = self.whole.clone() else {
+            return false;
+        };
+        if !whole.retain_platforms(platforms) {
+            return false;
+        }
+        self.bytes = Some(whole.to_toml().into_bytes());
+        self.whole = Some(whole);
+        self.dirty = true;
+        true
+    }
+
+    /// Writes the lock as set, if it changed since it was read or last written.
+    pub fn write(&mut self) -> Result<(), LockError> {
+        if let (true, Some(bytes)) = (self.dirty, &self.bytes) {
+            Lock::write_bytes(&self.path, bytes).map_err(|source| LockError::Write {
+                path: self.path.clone(),
+                source,
+            })?;
+            self.dirty = false;
+        }
         Ok(())
     }
 
@@ -98,14 +127,17 @@ mod tests {
         let path = d.path().join("app.lock");
         let mut f = LockFile::load(&path).unwrap();
         assert!(!f.exists() && f.view(Some("linux/amd64")).is_none());
-        f.save_view(&Lock::new(), Some("linux/amd64")).unwrap();
+        f.set_view(&Lock::new(), Some("linux/amd64"));
+        assert!(!path.exists(), "set in memory, not written");
+        f.write().unwrap();
         let again = LockFile::load(&path).unwrap();
         assert_eq!(
             again.whole().map(|l| l.version),
             Some(super::super::LOCK_VERSION)
         );
         assert!(again.whole().unwrap().platforms.contains_key("linux/amd64"));
-        f.save_view(&Lock::new(), None).unwrap();
+        f.set_view(&Lock::new(), None);
+        f.write().unwrap();
         let bytes = fs_err::read(&path).unwrap();
         assert_eq!(f.digest_view(None), Some(Digest::of(&bytes)));
         assert_eq!(

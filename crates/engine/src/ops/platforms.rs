@@ -24,7 +24,24 @@ pub enum BaseIndex {
 /// Runs `each` for every platform `recipe` builds, in the recipe's order, with the recipe for
 /// that platform alone; returns what each gave. For a multi-platform recipe, an error names
 /// the platform.
+///
+/// The lock files the platforms changed are written once, when the loop ends, also after an
+/// error ([`Session::write_locks`]): what the platforms before it pinned is kept.
 pub fn for_each<T>(
+    session: &mut Session<'_>,
+    recipe_path: &Path,
+    recipe: &Recipe,
+    base_index: BaseIndex,
+    each: impl FnMut(&Session<'_>, &Platform, &Recipe) -> Result<T, OpsError>,
+) -> Result<Vec<T>, OpsError> {
+    let result = each_platform(session, recipe_path, recipe, base_index, each);
+    let written = session.write_locks();
+    let out = result?;
+    written?;
+    Ok(out)
+}
+
+fn each_platform<T>(
     session: &mut Session<'_>,
     recipe_path: &Path,
     recipe: &Recipe,

@@ -1,6 +1,7 @@
 //! The recipe's inputs through its lock: the base, the system inputs (`[apt]`, `[python]`) and
 //! the steps, each resolved into one lock value in memory; the lock file read once per command
-//! ([`LockFiles`]) and written once, when the resolution changed it and the policy allows.
+//! ([`LockFiles`]), changed in memory, and written once when the command's platform loop ends
+//! ([`Session::write_locks`]), when the resolution changed it and the policy allows.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,34 @@ impl Session<'_> {
         Ok(f)
     }
 
-    /// Holds `file` as the lock this command has written.
+    /// Writes each lock file this command changed, once ([`LockFile::write`]): what the
+    /// platform loop does when it ends (`ops::for_each`), whether it succeeded or not, so a
+    /// failed platform keeps what the others pinned.
+    pub fn write_locks(&self) -> Result<(), SessionError> {
+        let mut files = self.locks.0.lock().unwrap_or_else(|e| e.into_inner());
+        for file in files.values_mut() {
+            file.write()?;
+        }
+        Ok(())
+    }
+
+    /// `lock`: the sections of platforms the recipe at `recipe_path` no longer builds dropped
+    /// from its lock, in memory (written with the rest by [`Session::write_locks`]); whether
+    /// there were any.
+    pub fn retain_lock_platforms(
+        &self,
+        recipe_path: &Path,
+        platforms: &[String],
+    ) -> Result<bool, SessionError> {
+        let mut file = self.lock_file(&Lock::path_for(recipe_path))?;
+        let removed = file.retain_platforms(platforms);
+        if removed {
+            self.keep_lock_file(file);
+        }
+        Ok(removed)
+    }
+
+    /// Holds `file` as the lock this command has set.
     fn keep_lock_file(&self, file: LockFile) {
         let mut files = self.locks.0.lock().unwrap_or_else(|e| e.into_inner());
         files.insert(file.path().to_path_buf(), file);
@@ -71,13 +99,8 @@ impl Session<'_> {
         );
         let lock = if result.is_ok() { lock } else { done };
         if !refused && (lock != before || lock.had_logins) && self.writes_lock() {
-            let saved = file.save_view(&lock, view.as_deref());
-            match (saved, &result) {
-                (Ok(()), _) => self.note_logins_removed(&lock, &lock_path),
-                // The resolution's own error says more than the write's.
-                (Err(_), Err(_)) => {}
-                (Err(e), Ok(_)) => return Err(e.into()),
-            }
+            file.set_view(&lock, view.as_deref());
+            self.note_logins_removed(&lock, &lock_path);
         }
         let mut r = result?;
         if let (Some(n), true) = (r.system.apt_resolved, build_layers) {
@@ -241,7 +264,7 @@ impl Session<'_> {
         let system = (recipe.apt.is_some() || recipe.python.is_some()).then_some(r.system);
         let mut file = self.lock_file(&lock_path)?;
         if r.base.is_none() && !file.exists() {
-            file.save_view(&Lock::new(), None)?;
+            file.set_view(&Lock::new(), None);
             self.keep_lock_file(file);
         }
         Ok(Locked {
