@@ -10,6 +10,7 @@ use serde_json::json;
 use super::Cli;
 use crate::image::annotations;
 use crate::lock::LockPolicy;
+use crate::ops;
 use crate::session::Session;
 
 pub(super) const AFTER_HELP: &str = "\
@@ -63,25 +64,32 @@ pub(super) fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
             args.recipe.display()
         );
     }
-    let recipe = if whole.is_multi_platform() {
-        whole.for_platform(&whole.image.platform)?
-    } else {
-        whole
-    };
     // Never downloads a layer a cache has (only the push needs it), and writes nothing to the
     // cache repository: it counts what the build will write there (and the push then mounts
     // from there).
     let client = std::sync::Arc::new(super::push::client(cli)?);
     let (store, cache) = super::cache_repo::open(cli, &args.cache, &client, |_| true, true)?;
     let bars = cli.bars(args.json);
-    let session = Session {
+    let mut session = Session {
         policy: LockPolicy::Locked,
         locked_by: "plan",
         epoch_override: super::env_epoch()?,
         no_output: true,
         ..cli.session(&store, &client, &bars)
     };
-    let built = session.build(&args.recipe, &recipe)?;
+    // The one platform loop (`ops::for_each`), over the one platform planned: a
+    // multi-platform recipe's is its recipe for that platform, its base through the index its
+    // lock pins, as `build` takes it.
+    let built = ops::for_each(
+        &mut session,
+        &args.recipe,
+        &whole,
+        ops::BaseIndex::Shared,
+        |s, _, rp| Ok(s.build(&args.recipe, rp)?),
+    )?
+    .into_iter()
+    .next()
+    .ok_or_else(|| anyhow::anyhow!("{}: no platform to plan", args.recipe.display()))?;
     let img = &built.image;
     let target = match &args.against {
         Some(a) => Some(crate::imageref::ImageRef::parse_registry(a)?),
