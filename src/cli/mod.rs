@@ -397,21 +397,7 @@ impl Cli {
         reporter: &'a dyn crate::progress::Reporter,
     ) -> crate::session::Session<'a> {
         crate::session::Session {
-            store,
-            client,
             threads: self.threads(),
-            policy: crate::lock::LockPolicy::Resolve,
-            allow_downgrade: false,
-            locked_by: "--locked",
-            offline: false,
-            vendor: None,
-            push_only_to: None,
-            no_cache: false,
-            epoch_override: None,
-            outputs: Vec::new(),
-            base_index: None,
-            no_output: false,
-            reporter,
             sandbox: crate::run::SandboxOptions {
                 podman: std::env::var_os("OCIBUILD_PODMAN")
                     .map(PathBuf::from)
@@ -420,9 +406,7 @@ impl Cli {
                     .map(|a| a.split_whitespace().map(String::from).collect())
                     .unwrap_or_default(),
             },
-            allow_network: false,
-            locks: Default::default(),
-            building: Vec::new(),
+            ..crate::session::Session::new(store, client, reporter)
         }
     }
 

@@ -10,6 +10,8 @@ mod attach;
 pub mod build;
 pub mod platforms;
 pub mod stage;
+#[cfg(test)]
+mod tests;
 
 pub use attach::{attach_built, Referrers};
 pub use build::{build, BuildEvents, BuildRequest, BuildRun};

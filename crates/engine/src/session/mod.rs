@@ -262,6 +262,37 @@ pub struct Locked {
 }
 
 impl<'a> Session<'a> {
+    /// A session over `store` and `client` with the defaults a command starts from: one
+    /// thread, [`LockPolicy::Resolve`], the network allowed, nothing overridden, podman from
+    /// `PATH` with no extra flags. The CLI sets what its flags say on top; tests use it as
+    /// it is.
+    pub fn new(store: &'a Store, client: &'a Client, reporter: &'a dyn Reporter) -> Self {
+        Session {
+            store,
+            client,
+            threads: 1,
+            policy: LockPolicy::Resolve,
+            allow_downgrade: false,
+            locked_by: "--locked",
+            offline: false,
+            vendor: None,
+            push_only_to: None,
+            no_cache: false,
+            epoch_override: None,
+            outputs: Vec::new(),
+            base_index: None,
+            no_output: false,
+            reporter,
+            sandbox: crate::run::SandboxOptions {
+                podman: PathBuf::from("podman"),
+                podman_args: Vec::new(),
+            },
+            allow_network: false,
+            locks: Default::default(),
+            building: Vec::new(),
+        }
+    }
+
     /// Whether the lock may be written.
     pub(super) fn writes_lock(&self) -> bool {
         matches!(
