@@ -27,6 +27,7 @@ mod cli_progress;
 mod cli_reference;
 mod cli_registry_flags;
 mod cli_text;
+mod command_output;
 mod concurrency;
 mod cosign_attest;
 mod credentials;
