@@ -1,6 +1,9 @@
-//! The command line as a new user meets it (one test per item of the CLI issue): outputs with
-//! an unknown transport, a mistyped subcommand, a layer over the recipe's own directory, a
-//! closed pipe, and the shipped recipes' ignore rules.
+//! `ocibuild build` as a new user meets it (items of the CLI issue): outputs with an unknown
+//! transport, a layer over the recipe's own directory, a closed pipe, the shipped recipes'
+//! ignore rules, `-q` and overrides, what the manifest follows, messages and `--json` keys.
+//! (The issue's other items: a mistyped subcommand and completions in cli_reference.rs, the
+//! loopback registry in cli_registry_flags.rs, the test stage's ulimits in test_stage_cli.rs,
+//! the lock's and pylock's errors in recipe_errors.rs.)
 
 use std::io::Read;
 use std::path::Path;
@@ -10,7 +13,7 @@ use fs_err as fs;
 
 use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
 
-fn app(dir: &Path) -> std::path::PathBuf {
+pub(crate) fn app(dir: &Path) -> std::path::PathBuf {
     fs::create_dir_all(dir).unwrap();
     fs::write(dir.join("hello.txt"), "hello\n").unwrap();
     let r = dir.join("app.toml");
@@ -63,34 +66,6 @@ fn unknown_output_transports_are_refused() {
             .arg(&r),
     );
     assert!(t.path().join("a:b/index.json").is_file());
-}
-
-/// Item 2: A mistyped subcommand gets clap's suggestion instead of "cannot read recipe".
-#[test]
-fn a_mistyped_subcommand_is_suggested() {
-    let t = tempdir();
-    let r = app(&t.path().join("p"));
-    let o = run(ocibuild().arg("buidl").arg(&r));
-    let err = stderr(&o);
-    assert!(!o.status.success());
-    assert!(
-        err.contains("unrecognized subcommand 'buidl'")
-            && err.contains("similar subcommand exists: 'build'"),
-        "{err}"
-    );
-    let o = run(ocibuild().arg("version"));
-    assert!(
-        stderr(&o).contains("unrecognized subcommand 'version'"),
-        "{}",
-        stderr(&o)
-    );
-    // The shorthand still takes a recipe.
-    let o = run_ok(ocibuild().current_dir(t.path().join("p")).arg("app.toml"));
-    assert!(
-        stdout(&o).contains("example.com/ux:latest"),
-        "{}",
-        stdout(&o)
-    );
 }
 
 /// Item 3: `src = "."` beside the default output and the lock: the next build has the same digest.
@@ -196,268 +171,6 @@ fn shipped_recipes_ignore_bytecode_at_any_depth() {
     assert!(checked >= 3, "the recipes that ignore bytecode: {checked}");
 }
 
-/// Item 5: A registry on 127.0.0.1 that speaks plain HTTP is reached without a registries file, as
-/// crane and skopeo reach it; `--tls-verify=false` is accepted as skopeo spells it.
-#[test]
-fn a_loopback_registry_speaks_http_without_settings() {
-    use crate::common::registry::{auth_file, start_registry, PASS};
-    if !crate::common::require_tool("docker-registry") || !crate::common::require_tool("skopeo") {
-        return;
-    }
-    let t = tempdir();
-    let r = app(&t.path().join("p"));
-    let layout = t.path().join("img");
-    run_ok(ocibuild().args(["build", "-o"]).arg(&layout).arg(&r));
-    let reg = start_registry(None);
-    crate::common::registry::push_layout(&layout, "latest", &reg.addr, "ux/app:1");
-    let auth = auth_file(t.path(), &reg.addr, PASS);
-    for extra in [&[][..], &["--tls-verify=false"]] {
-        let o = run(ocibuild()
-            .env("REGISTRY_AUTH_FILE", &auth)
-            .env_remove("OCIBUILD_REGISTRIES")
-            .env("XDG_CONFIG_HOME", t.path().join("no-config"))
-            .args(extra)
-            .arg("diff")
-            .arg(format!("docker://{}/ux/app:1", reg.addr))
-            .arg(format!("oci:{}", layout.display())));
-        assert!(
-            o.status.success(),
-            "{extra:?}: {}{}",
-            stdout(&o),
-            stderr(&o)
-        );
-    }
-
-    // Item 10: push takes `docker://` too, and refuses a digest that is not the image's.
-    let push = |dest: String| {
-        run(ocibuild()
-            .env("REGISTRY_AUTH_FILE", &auth)
-            .env_remove("OCIBUILD_REGISTRIES")
-            .env("XDG_CONFIG_HOME", t.path().join("no-config"))
-            .arg("push")
-            .arg(&layout)
-            .arg(dest))
-    };
-    let o = push(format!("docker://{}/ux/app:2", reg.addr));
-    assert!(o.status.success(), "{}", stderr(&o));
-    let other = format!("sha256:{}", "0".repeat(64));
-    let o = push(format!("{}/ux/app@{other}", reg.addr));
-    let err = stderr(&o);
-    assert!(!o.status.success(), "pushed to another digest");
-    assert!(
-        err.contains(&format!(
-            "names digest {other}, but the image pushed is sha256:"
-        )) && err.contains("push to a tag, or to the digest of this image"),
-        "{err}"
-    );
-}
-
-/// Item 4: the test stage runs without `--ulimit` flags on a host that refuses podman's
-/// default limits (ocibuild passes its own, then small ones).
-#[test]
-fn the_test_stage_needs_no_ulimit_flags() {
-    if !crate::common::require_tool("podman") {
-        return;
-    }
-    let Some(busybox) = crate::common::require_static_busybox() else {
-        return;
-    };
-    let t = tempdir();
-    let r = t.path().join("bb.toml");
-    fs::write(
-        &r,
-        format!(
-            "[image]\nname = \"example.com/bb\"\n\n[[layer]]\nname = \"busybox\"\nsrc = \"{}\"\ndest = \"/bin/busybox\"\n\n[[test]]\nname = \"echo\"\nrun = [\"/bin/busybox\", \"echo\", \"hi from the test\"]\nexpect-output = \"hi from the test\"\n",
-            busybox.display()
-        ),
-    )
-    .unwrap();
-    // The harness's own flags, less its ulimits.
-    let flags = crate::common::podman_args();
-    let mut kept = Vec::new();
-    let mut it = flags.iter();
-    while let Some(f) = it.next() {
-        if f == "--ulimit" {
-            it.next();
-        } else if !f.starts_with("--ulimit=") {
-            kept.push(f.clone());
-        }
-    }
-    let o = run(ocibuild()
-        .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
-        .args(["build", "--test", "-o"])
-        .arg(t.path().join("img"))
-        .arg(&r));
-    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
-    assert!(
-        stdout(&o).contains("test echo ... passed"),
-        "{}",
-        stdout(&o)
-    );
-    // Item 16 (part): `-q --test` prints only the reference; a pass says nothing more.
-    let o = run_ok(
-        ocibuild()
-            .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
-            .args(["-q", "build", "--test", "-o"])
-            .arg(t.path().join("img"))
-            .arg(&r),
-    );
-    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
-    assert!(
-        lines.len() == 1 && lines[0].starts_with("example.com/bb:latest@sha256:"),
-        "{lines:?}"
-    );
-
-    // Item 14: no image named after the layout is left in podman's storage...
-    let images = run_ok(std::process::Command::new("podman").args([
-        "images",
-        "--format",
-        "{{.Repository}}",
-    ]));
-    let img = t.path().join("img");
-    assert!(
-        !stdout(&images).contains(&img.display().to_string()),
-        "{}",
-        stdout(&images)
-    );
-    // ...and `test` refuses an image the recipe no longer builds.
-    let text = fs::read_to_string(&r).unwrap();
-    fs::write(
-        &r,
-        text.replace("[[test]]", "[config]\nenv = { X = \"1\" }\n\n[[test]]"),
-    )
-    .unwrap();
-    let o = run(ocibuild()
-        .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
-        .args(["test", "-o"])
-        .arg(&img)
-        .arg(&r));
-    let err = stderr(&o);
-    assert!(
-        !o.status.success()
-            && err.contains("was built from another version of")
-            && err.contains("--test`"),
-        "{err}"
-    );
-}
-
-/// Item 6: a lock whose `requires-python` the image's interpreter misses says the interpreter's
-/// real version and the `uv pip compile` line that locks for this image.
-#[test]
-fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
-    use crate::aptfix::{apt_recipe, fixture, python_universe};
-    let f = fixture(&python_universe(), false);
-    let t = tempdir();
-    fs::write(
-        t.path().join("pylock.toml"),
-        "lock-version = \"1.0\"\ncreated-by = \"uv\"\nrequires-python = \">=3.12.5\"\n",
-    )
-    .unwrap();
-    let r = apt_recipe(
-        t.path(),
-        &f,
-        &f.key,
-        &["python3"],
-        "
-[python]
-lock = \"pylock.toml\"
-",
-    );
-    let o = run(ocibuild()
-        .args(["build", "-o"])
-        .arg(t.path().join("img"))
-        .arg(&r));
-    let err = stderr(&o);
-    assert!(!o.status.success());
-    assert!(
-        err.contains("requires-python >=3.12.5 does not hold for Python 3.12.1")
-            && err.contains("lock for this image (3.12.1): uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version 3.12.1 --python-platform x86_64-manylinux_2_36"),
-        "{err}"
-    );
-}
-
-/// Item 6: a pylock error about one package names the file and the package's line and column
-/// (its `name`): an sdist-only package, and one from a VCS checkout.
-#[test]
-fn a_pylock_package_error_is_placed_at_the_package() {
-    use crate::aptfix::{apt_recipe, fixture, python_universe};
-    let f = fixture(&python_universe(), false);
-    let h = "0".repeat(64);
-    let cases = [
-        (
-            format!("lock-version = \"1.0\"\n\n[[packages]]\nname = \"only-sdist\"\nsdist = {{ url = \"https://x/only-sdist-1.tar.gz\", hashes = {{ sha256 = \"{h}\" }} }}\n"),
-            "pylock.toml:4:8: only-sdist: only an sdist, and [python] names no `sdist-builder` to build it in: add `sdist-builder = { recipe = \"builder.toml\" }`",
-        ),
-        (
-            "lock-version = \"1.0\"\n[[packages]]\nname = \"from-git\"\nvcs = { type = \"git\", url = \"u\" }\n".to_string(),
-            "pylock.toml:3:8: package from-git comes from a VCS checkout",
-        ),
-    ];
-    for (lock, want) in cases {
-        let t = tempdir();
-        fs::write(t.path().join("pylock.toml"), lock).unwrap();
-        let r = apt_recipe(
-            t.path(),
-            &f,
-            &f.key,
-            &["python3"],
-            "\n[python]\nlock = \"pylock.toml\"\n",
-        );
-        let o = run(ocibuild()
-            .args(["build", "-o"])
-            .arg(t.path().join("img"))
-            .arg(&r));
-        let err = stderr(&o);
-        assert!(!o.status.success());
-        assert!(err.contains(want), "want {want:?}: {err}");
-    }
-}
-
-/// Item 9: a `signed-by` key that is missing is a recipe error even with a lock, and the key's
-/// sha256 is pinned in the lock: another key makes `--locked` refuse.
-#[test]
-fn the_archive_key_must_exist_and_is_pinned() {
-    use crate::aptfix::{apt_recipe, fixture, python_universe};
-    let f = fixture(&python_universe(), false);
-    let t = tempdir();
-    let key = t.path().join("archive.asc");
-    fs::copy(&f.key, &key).unwrap();
-    let r = apt_recipe(t.path(), &f, &key, &["tool"], "");
-    run_ok(
-        ocibuild()
-            .args(["build", "-o"])
-            .arg(t.path().join("img"))
-            .arg(&r),
-    );
-    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
-    let pinned = crate::common::sha256_file(&key).unwrap();
-    assert!(lock.contains(&format!("key = \"{pinned}\"")), "{lock}");
-
-    fs::copy(&f.other_key, &key).unwrap();
-    let o = run(ocibuild()
-        .args(["build", "--locked", "-o"])
-        .arg(t.path().join("img2"))
-        .arg(&r));
-    let err = stderr(&o);
-    assert!(
-        !o.status.success() && err.contains("a source's signed-by key changed"),
-        "{err}"
-    );
-
-    fs::remove_file(&key).unwrap();
-    let o = run(ocibuild()
-        .args(["build", "--locked", "-o"])
-        .arg(t.path().join("img3"))
-        .arg(&r));
-    let err = stderr(&o);
-    assert!(
-        !o.status.success()
-            && err.contains("app.toml:")
-            && err.contains(&format!("signed-by `{}`: no such file", key.display())),
-        "{err}"
-    );
-}
-
 /// Item 16 (part): `-q` prints only the result; `--tag` and `--platform` override the recipe.
 #[test]
 fn quiet_prints_the_reference_and_overrides_apply() {
@@ -492,31 +205,6 @@ fn quiet_prints_the_reference_and_overrides_apply() {
         .arg(&out)
         .arg(&r));
     assert!(stderr(&o).contains("--tag `b@d`"), "{}", stderr(&o));
-}
-
-/// Item 16 (part): shell completions and a man page, from the command definition.
-#[test]
-fn completions_and_the_man_page() {
-    let t = tempdir();
-    let o = run_ok(ocibuild().args(["completions", "bash"]));
-    let script = stdout(&o);
-    assert!(
-        script.contains("_ocibuild()") && script.contains("--tls-verify"),
-        "{script}"
-    );
-    let f = t.path().join("ocibuild.bash");
-    fs::write(&f, &script).unwrap();
-    run_ok(std::process::Command::new("bash").arg("-n").arg(&f));
-    for shell in ["zsh", "fish"] {
-        let o = run_ok(ocibuild().args(["completions", shell]));
-        assert!(stdout(&o).contains("build"), "{shell}");
-    }
-    let o = run_ok(ocibuild().arg("man"));
-    let page = stdout(&o);
-    assert!(
-        page.contains(".TH ocibuild 1") && page.contains("build"),
-        "{page}"
-    );
 }
 
 /// Item 8: a comment, a changed `[[test]]` or `[podman]` leave the image as it is; a changed

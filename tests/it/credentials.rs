@@ -4,7 +4,8 @@
 //! `build --attach`, `vendor`, `sbom` and `provenance` write (lock, layout, referrers, store,
 //! vendor index) and in nothing they print. netrc works the same; a wrong or missing login is a
 //! clear 401 without the password. A registry that echoes the request's Authorization in its
-//! error body has it masked.
+//! error body has it masked. A login pasted into an image reference is never shown (issue 31,
+//! case 13; network_errors.rs's helpers).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -415,4 +416,101 @@ fn a_registry_echoing_the_authorization_header_has_it_masked() {
         "{text}"
     );
     assert_no_secret(&text, "the registry's error");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 31, case 13: a login in an image reference
+
+#[test]
+fn a_login_in_an_image_reference_is_never_shown() {
+    use crate::network_errors::{listing, recipe, text};
+    let d = common::test_dir("w");
+    let r = recipe(&d);
+    let layout = d.join("app.oci");
+    common::run_ok(
+        common::ocibuild()
+            .current_dir(&d)
+            .args(["-q", "build"])
+            .arg(&r)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let key = d.join("k.pem");
+    let public = d.join("pub.pem");
+    assert!(std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256"
+        ])
+        .arg("-out")
+        .arg(&key)
+        .status()
+        .unwrap()
+        .success());
+    assert!(std::process::Command::new("openssl")
+        .args(["pkey", "-pubout", "-in"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&public)
+        .status()
+        .unwrap()
+        .success());
+    let port = crate::common::registry::free_port();
+    for (password, fragments) in [
+        ("s3cret", &["s3cret"][..]),
+        ("s3%40cret", &["s3%40cret", "s3%40", "cret"][..]),
+    ] {
+        let reference = format!("user:{password}@127.0.0.1:{port}/team/x");
+        let base_recipe = d.join("based.toml");
+        fs::write(
+            &base_recipe,
+            format!("[image]\nname = \"example.com/x\"\n\n[base]\nimage = \"{reference}:1\"\n"),
+        )
+        .unwrap();
+        let (l, k, p) = (
+            layout.to_str().unwrap(),
+            key.to_str().unwrap(),
+            public.to_str().unwrap(),
+        );
+        let docker = format!("docker://{reference}");
+        let registry_only = format!("user:{password}@127.0.0.1:{port}");
+        let rs = r.to_str().unwrap();
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["build", rs, "-o", "out.oci", "--push", &reference],
+            vec!["build", rs, "-o", "out.oci", "--push", &docker],
+            vec!["build", rs, "-o", "out.oci", "--cache-repo", &reference],
+            vec!["build", base_recipe.to_str().unwrap(), "-o", "out.oci"],
+            vec!["lock", base_recipe.to_str().unwrap()],
+            vec!["push", l, &reference],
+            vec!["push", l, &docker],
+            vec!["diff", l, &docker],
+            vec!["diff", &docker, l],
+            vec!["diff", l, &reference],
+            vec!["verify", rs, "--against", &docker],
+            vec!["plan", rs, "--against", &reference],
+            vec!["mirror", "--to", &registry_only, l],
+            vec!["sign", "--key", k, &reference],
+            vec!["verify-signature", "--key", p, &reference],
+        ];
+        for args in cases {
+            let before = listing(&d);
+            let out = common::run(common::ocibuild().current_dir(&d).args(&args));
+            let all = text(&out);
+            assert!(!out.status.success(), "{args:?}: {all}");
+            for f in fragments {
+                assert!(!all.contains(f), "{args:?} shows `{f}`: {all}");
+            }
+            assert!(
+                all.contains("a login (`user:password@`) does not belong in an image reference")
+                    && all.contains("REGISTRY_AUTH_FILE")
+                    && all.contains(&format!("***@127.0.0.1:{port}")),
+                "{args:?}: {all}"
+            );
+            assert_eq!(all.lines().count(), 1, "{args:?}: {all}");
+            assert_eq!(listing(&d), before, "{args:?} changed {}", d.display());
+        }
+    }
 }

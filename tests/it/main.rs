@@ -86,5 +86,6 @@ mod tools_smoke;
 mod tree_walk;
 mod two_registries;
 mod uv_project;
+mod vendor;
 mod wheel_recipe;
 mod wheels;
