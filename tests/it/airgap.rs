@@ -391,7 +391,7 @@ struct EndpointsBack(Vec<(PathBuf, PathBuf)>);
 impl Drop for EndpointsBack {
     fn drop(&mut self) {
         for (home, gone) in &self.0 {
-            let _ = std::fs::rename(gone, home);
+            let _ = fs::rename(gone, home);
         }
     }
 }

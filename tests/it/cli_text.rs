@@ -111,7 +111,7 @@ fn sizes_are_rounded_in_text_and_exact_in_json() {
     };
     let (out, image, v) = (&s.out, &s.image, &s.v);
     // 1. The layer's and the push's sizes in kB.
-    let size = size_of_layer(&out);
+    let size = size_of_layer(out);
     assert!(is_kb(&size), "{out}");
     let pushed = out
         .lines()
@@ -217,7 +217,7 @@ fn a_layouts_signature_and_fallback_tags_are_never_taken_for_images() {
     let o = run(cmd()
         .arg("diff")
         .arg(format!("{}:nope", layout.display()))
-        .arg(&layout));
+        .arg(layout));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
@@ -236,7 +236,7 @@ fn a_layouts_signature_and_fallback_tags_are_never_taken_for_images() {
     let o = run_ok(
         cmd()
             .arg("push")
-            .arg(&layout)
+            .arg(layout)
             .arg(format!("{}/text/other:1", reg_addr)),
     );
     let out = stdout(&o);

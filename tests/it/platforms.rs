@@ -235,10 +235,10 @@ fn one_platform_alone_gives_the_same_manifest_from_the_same_lock() {
     // A platform alone (--platform) gives the same manifest, from the same lock.
     let single = t.path().join("arm64-only");
     run_ok(
-        cmd(&cache)
+        cmd(cache)
             .args(["build", "--locked", "--platform", "linux/arm64", "-o"])
             .arg(&single)
-            .arg(&r),
+            .arg(r),
     );
     let (_, one) = index_of(&single);
     assert_eq!(manifest_for(&one, "arm64"), arm64, "{one:#}");
@@ -265,7 +265,7 @@ fn one_platform_alone_gives_the_same_manifest_from_the_same_lock() {
     )
     .unwrap();
     let o = run_ok(
-        cmd(&cache)
+        cmd(cache)
             .args(["build", "--locked", "-q", "-o"])
             .arg(t.path().join("solo.oci"))
             .arg(solo.join("app.toml")),
@@ -277,7 +277,7 @@ fn one_platform_alone_gives_the_same_manifest_from_the_same_lock() {
     );
     // The whole two-platform lock is stale for it.
     fs::copy(dir.join("app.lock"), solo.join("app.lock")).unwrap();
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["build", "--locked", "-o"])
         .arg(t.path().join("solo.oci"))
         .arg(solo.join("app.toml")));
@@ -299,10 +299,10 @@ fn build_json_and_verify_report_every_platform() {
     let arm64 = s.arm64.clone();
     // build --json: the index and each platform's manifest and layers.
     let o = run_ok(
-        cmd(&cache)
+        cmd(cache)
             .args(["build", "--json", "-o"])
             .arg(t.path().join("json.oci"))
-            .arg(&r),
+            .arg(r),
     );
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["index"], entry["digest"], "{doc:#}");
@@ -311,10 +311,10 @@ fn build_json_and_verify_report_every_platform() {
     assert_eq!(doc["manifests"][1]["layers"][0]["name"], "apt", "{doc:#}");
 
     // verify rebuilds each platform in an empty store and compares it with the index's.
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["verify", "--json", "--against"])
         .arg(format!("oci:{}", layout.display()))
-        .arg(&r));
+        .arg(r));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|_| panic!("{}{}", stdout(&o), stderr(&o)));
     assert_eq!(v["reproduced"], true, "{v:#}");
@@ -334,7 +334,7 @@ fn two_cold_builds_give_one_index_digest() {
         cmd(&t.path().join("cold"))
             .args(["build", "--locked", "-o"])
             .arg(&again)
-            .arg(&r),
+            .arg(r),
     );
     assert_eq!(index_of(&again).0["digest"], entry["digest"]);
 }
@@ -347,13 +347,13 @@ fn a_package_missing_for_one_platform_is_named_with_it() {
     let cache = &s.cache;
     // A package the arm64 archive does not have: named, with the platform.
     fs::create_dir_all(t.path().join("q")).unwrap();
-    let r2 = aptfix::apt_recipe(&t.path().join("q"), &f, &f.key, &["onlyamd"], "");
+    let r2 = aptfix::apt_recipe(&t.path().join("q"), f, &f.key, &["onlyamd"], "");
     let text = fs::read_to_string(&r2).unwrap().replace(
         "platform = \"linux/amd64\"",
         "platforms = [\"linux/amd64\", \"linux/arm64\"]",
     );
     fs::write(&r2, &text).unwrap();
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["build", "-o"])
         .arg(t.path().join("q.oci"))
         .arg(&r2));
@@ -385,7 +385,7 @@ fn the_index_is_pushed_and_mirrored_with_its_digest() {
                 .env("XDG_CONFIG_HOME", t.path().join("no-config"));
         };
         let pushed = t.path().join("pushed");
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.args([
             "build",
@@ -395,14 +395,14 @@ fn the_index_is_pushed_and_mirrored_with_its_digest() {
             "-o",
         ])
         .arg(&pushed)
-        .arg(&r);
+        .arg(r);
         let o = run_ok(&mut c);
         assert!(
             stdout(&o).contains(&format!("pushed {}/plat/app:1@", a.addr)),
             "{}",
             stdout(&o)
         );
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.arg("mirror")
             .arg(&pushed)
@@ -420,7 +420,7 @@ fn the_index_is_pushed_and_mirrored_with_its_digest() {
         let first = raw(&format!("{}/plat/app:1", a.addr));
         assert_eq!(first, entry["digest"].as_str().unwrap());
         // `push` of the layout: the index again, with its manifests.
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.arg("push")
             .arg(&pushed)
@@ -429,7 +429,7 @@ fn the_index_is_pushed_and_mirrored_with_its_digest() {
         assert_eq!(raw(&format!("{}/plat/again:2", a.addr)), first);
         // A destination digest that is not the index's is refused.
         let other = format!("sha256:{}", "0".repeat(64));
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.arg("push")
             .arg(&pushed)
@@ -470,9 +470,9 @@ fn a_platform_outside_the_recipes_is_refused_naming_them() {
     let r = &s.r;
     let cache = &s.cache;
     // --platform outside the recipe's platforms is refused, naming them.
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["build", "--platform", "linux/s390x"])
-        .arg(&r));
+        .arg(r));
     assert!(
         stderr(&o).contains("not one of the recipe's platforms (linux/amd64, linux/arm64/v8)"),
         "{}",

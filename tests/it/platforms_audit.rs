@@ -117,9 +117,9 @@ fn attach_sbom_and_provenance_are_each_platforms_own() {
     let cmd = || s.cmd();
     let (dir, r, l1) = (&s.dir, &s.r, &s.l1);
     // --attach (the shared build): each platform's three documents, about its own manifest.
-    let (_, index) = index_of(&l1);
+    let (_, index) = index_of(l1);
     let (amd64, arm64) = (manifest_for(&index, "amd64"), manifest_for(&index, "arm64"));
-    let by_subject = referrers_by_subject(&l1);
+    let by_subject = referrers_by_subject(l1);
     assert_eq!(by_subject.len(), 2, "{by_subject:?}");
     for m in [&amd64, &arm64] {
         let kinds = &by_subject[m.as_str()];
@@ -131,7 +131,7 @@ fn attach_sbom_and_provenance_are_each_platforms_own() {
     }
 
     // sbom/provenance --platform: the document of that platform's image and lock section.
-    let o = run(cmd().arg("sbom").arg(&r).arg("--image").arg(&l1));
+    let o = run(cmd().arg("sbom").arg(r).arg("--image").arg(l1));
     assert!(
         !o.status.success()
             && stderr(&o).contains("builds several platforms (linux/amd64, linux/arm64/v8)")
@@ -142,8 +142,8 @@ fn attach_sbom_and_provenance_are_each_platforms_own() {
     let o = run_ok(
         cmd()
             .args(["provenance", "--platform", "linux/arm64", "--image"])
-            .arg(&l1)
-            .arg(&r),
+            .arg(l1)
+            .arg(r),
     );
     let prov: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
@@ -177,8 +177,8 @@ fn attach_sbom_and_provenance_are_each_platforms_own() {
                 "linux/amd64",
                 "--image",
             ])
-            .arg(&l1)
-            .arg(&r),
+            .arg(l1)
+            .arg(r),
     );
     let cdx = stdout(&o);
     assert!(
@@ -187,8 +187,8 @@ fn attach_sbom_and_provenance_are_each_platforms_own() {
     );
     let o = run(cmd()
         .args(["sbom", "--platform", "linux/s390x", "--image"])
-        .arg(&l1)
-        .arg(&r));
+        .arg(l1)
+        .arg(r));
     assert!(
         stderr(&o).contains("the recipe does not build it"),
         "{}",
@@ -204,8 +204,8 @@ fn a_diff_of_two_indexes_compares_every_platform() {
     let t = tempdir();
     // diff of two indexes: every platform compared.
     let l2 = t.path().join("l2");
-    run_ok(cmd().args(["build", "-o"]).arg(&l2).arg(&r));
-    let o = run_ok(cmd().arg("diff").arg(&l1).arg(&l2));
+    run_ok(cmd().args(["build", "-o"]).arg(&l2).arg(r));
+    let o = run_ok(cmd().arg("diff").arg(l1).arg(&l2));
     assert!(
         stdout(&o).contains("platform linux/amd64:\n")
             && stdout(&o).contains("platform linux/arm64/v8:\n")
@@ -220,7 +220,7 @@ fn a_diff_of_two_indexes_compares_every_platform() {
     fs::write(copy.join("app/main.py"), "print('two')\n").unwrap();
     let l3 = t.path().join("l3");
     run_ok(cmd().args(["build", "-o"]).arg(&l3).arg(&r));
-    let o = run(cmd().args(["diff", "--json"]).arg(&l1).arg(&l3));
+    let o = run(cmd().args(["diff", "--json"]).arg(l1).arg(&l3));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["schema"], "ocibuild-diff-index/1", "{d:#}");
@@ -288,7 +288,7 @@ fn a_signed_pushed_index_verifies_per_platform_and_after_a_mirror() {
             .arg(&key)
             .arg("-o")
             .arg(&signed)
-            .arg(&r),
+            .arg(r),
     );
     let out = stdout(&o);
     assert_eq!(out.matches("\nsigned ").count(), 3, "{out}");
@@ -372,7 +372,7 @@ fn a_signed_pushed_index_verifies_per_platform_and_after_a_mirror() {
             .arg(&key)
             .arg("--against")
             .arg(format!("docker://{image}"))
-            .arg(&r),
+            .arg(r),
     );
     assert_eq!(
         stdout(&o).matches("\nattested ").count(),
@@ -542,7 +542,7 @@ fn a_base_index_without_a_platform_is_named_with_it() {
                 "linux/amd64",
             ])
             .args(["--push", &amd_image])
-            .arg(&r),
+            .arg(r),
     );
     let q = t.path().join("q");
     fs::create_dir_all(q.join("app")).unwrap();
