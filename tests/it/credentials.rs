@@ -11,12 +11,14 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use fs_err as fs;
 
 use crate::aptfix::{fixture, python_universe};
+use crate::common::context::TestContext;
 use crate::common::{self, ocibuild, run, run_ok, tempdir};
 use crate::wheel_recipe::{wheels, Wheels};
 
@@ -189,35 +191,68 @@ fn assert_no_secret(text: &str, what: &str) {
     }
 }
 
+/// The generated archive and the wheels' index, served by busybox httpd behind `USER:PASSWORD`:
+/// made once by the first test that asks (`None` without busybox).
+struct Served {
+    cx: TestContext,
+    f: crate::aptfix::Fixture,
+    w: Wheels,
+    server: Httpd,
+}
+
+fn served() -> Option<&'static Served> {
+    static SERVED: OnceLock<Option<Served>> = OnceLock::new();
+    SERVED
+        .get_or_init(|| {
+            if !common::require_tool("busybox") {
+                return None;
+            }
+            let f = fixture(&python_universe(), false);
+            let cx = TestContext::new().shared();
+            let served = cx.join("served");
+            fs::create_dir_all(&served).unwrap();
+            let cp = Command::new("cp")
+                .arg("-a")
+                .arg(&f.repo.root)
+                .arg(served.join("debian"))
+                .status()
+                .unwrap();
+            assert!(cp.success());
+            let w = wheels(cx.path());
+            html_index(&served, &w);
+            let server = httpd(&served, cx.path());
+            common::context::clean_up_after_exit(&[server.child.id().to_string()], &[]);
+            Some(Served { cx, f, w, server })
+        })
+        .as_ref()
+}
+
+impl Served {
+    /// A work directory of `name` with the requirements file the recipes name.
+    fn work(&self, name: &str) -> PathBuf {
+        let work = self.cx.join(name);
+        fs::create_dir_all(&work).unwrap();
+        requirements(&work, &self.w);
+        work
+    }
+
+    /// `ocibuild` with `cache` and no netrc.
+    fn cmd(&self, cache: &Path) -> Command {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", cache)
+            .env("NETRC", self.cx.join("no-netrc"));
+        c
+    }
+}
+
 #[test]
 fn url_logins_authenticate_and_are_written_nowhere() {
-    if !common::require_tool("busybox") {
+    let Some(s) = served() else {
         return;
-    }
-    let f = fixture(&python_universe(), false);
-    let t = tempdir();
-    let served = t.path().join("served");
-    fs::create_dir_all(&served).unwrap();
-    let cp = Command::new("cp")
-        .arg("-a")
-        .arg(&f.repo.root)
-        .arg(served.join("debian"))
-        .status()
-        .unwrap();
-    assert!(cp.success());
-    let w = wheels(t.path());
-    html_index(&served, &w);
-    let server = httpd(&served, t.path());
-    let work = t.path().join("work");
-    fs::create_dir_all(&work).unwrap();
-    requirements(&work, &w);
-    let no_netrc = t.path().join("no-netrc");
-    let cmd = |cache: &Path| {
-        let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", cache).env("NETRC", &no_netrc);
-        c
     };
-
+    let (f, server) = (&s.f, &s.server);
+    let cmd = |cache: &Path| s.cmd(cache);
+    let work = s.work("work");
     // The login in the URLs opens the archive, the index and the wheels on the same host.
     let login = format!("{USER}:{}@", PASSWORD.replace('@', "%40"));
     let r = recipe(&work, "app.toml", server.port, &login, &f.key);
@@ -287,7 +322,16 @@ fn url_logins_authenticate_and_are_written_nowhere() {
         &forms(PASSWORD),
     );
     assert!(leaks.is_empty(), "the login was written to {leaks:?}");
+}
 
+#[test]
+fn a_wrong_or_missing_login_is_a_clear_401_without_the_password() {
+    let Some(s) = served() else {
+        return;
+    };
+    let (f, server) = (&s.f, &s.server);
+    let cmd = |cache: &Path| s.cmd(cache);
+    let work = s.work("work-fail");
     // A wrong login, and none: a clear 401 naming the host, without the password.
     let wrong = recipe(
         &work,
@@ -319,7 +363,16 @@ fn url_logins_authenticate_and_are_written_nowhere() {
         );
         assert_no_secret(&text, what);
     }
+}
 
+#[test]
+fn a_netrc_login_serves_a_recipe_without_one() {
+    let Some(s) = served() else {
+        return;
+    };
+    let (f, server, t) = (&s.f, &s.server, &s.cx);
+    let work = s.work("work-netrc");
+    let none = recipe(&work, "none.toml", server.port, "", &f.key);
     // netrc: the same login for the host, for a recipe without one.
     let netrc = t.path().join("netrc");
     fs::write(
