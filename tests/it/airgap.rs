@@ -6,8 +6,8 @@
 //! registry standing for the air-gapped one and a build through a mirror rule, tampering, and
 //! a stale lock under `--locked`.
 //!
-//! One set-up (the online build, `vendor`, `mirror`) serves the tests, which run one at a time
-//! (two stop the internet's endpoints).
+//! One set-up (the online build, `vendor`, `mirror`) serves the tests; the two that take the
+//! internet's endpoints down run one at a time, the others need no network.
 
 use crate::aptfix;
 use crate::common;
@@ -194,8 +194,7 @@ fn copy_dir(from: &Path, to: &Path) {
 /// What every test here starts from, made once by the first test that asks: "the internet"
 /// (a registry standing for Docker Hub through a mirror rule, an apt archive, a URL), the
 /// online build that pins everything in app.lock, `vendor` run twice, and the base and the
-/// built image mirrored into the air-gapped registry. The tests run one at a time: some stop
-/// the internet's endpoints.
+/// built image mirrored into the air-gapped registry.
 struct Shared {
     cx: TestContext,
     /// Taken (stopped) by the tests that need every original endpoint dead.
@@ -225,12 +224,18 @@ struct Shared {
 }
 
 static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
-static SERIAL: Mutex<()> = Mutex::new(());
 
-fn shared() -> Option<(&'static Shared, MutexGuard<'static, ()>)> {
+/// The shared set-up; `None` (skipped) without docker-registry, skopeo or a static busybox.
+fn shared() -> Option<&'static Shared> {
+    SHARED.get_or_init(|| ready().then(make_shared)).as_ref()
+}
+
+/// [`shared`], and the lock held by the tests that take the internet's endpoints down (the
+/// others need no network once the set-up is made).
+fn exclusive() -> Option<(&'static Shared, MutexGuard<'static, ()>)> {
+    static SERIAL: Mutex<()> = Mutex::new(());
     let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let s = SHARED.get_or_init(|| ready().then(make_shared)).as_ref()?;
-    Some((s, serial))
+    Some((shared()?, serial))
 }
 
 fn make_shared() -> Shared {
@@ -398,7 +403,7 @@ impl Drop for EndpointsBack {
 
 #[test]
 fn the_online_build_pins_every_input_in_the_lock() {
-    let Some((s, _serial)) = shared() else {
+    let Some(s) = shared() else {
         return;
     };
     let (lock, base_digest) = (&s.lock, &s.base_digest);
@@ -412,7 +417,7 @@ fn the_online_build_pins_every_input_in_the_lock() {
 
 #[test]
 fn vendor_copies_every_input_and_a_second_run_writes_nothing() {
-    let Some((s, _serial)) = shared() else {
+    let Some(s) = shared() else {
         return;
     };
     let (s1, s2, index) = (&s.s1, &s.s2, &s.index);
@@ -451,7 +456,7 @@ fn vendor_copies_every_input_and_a_second_run_writes_nothing() {
 
 #[test]
 fn mirror_copies_the_locked_base_once_and_the_built_image_digests_unchanged() {
-    let Some((s, _serial)) = shared() else {
+    let Some(s) = shared() else {
         return;
     };
     let (m, m2, mb) = (&s.m, &s.m2, &s.mb);
@@ -480,7 +485,7 @@ fn mirror_copies_the_locked_base_once_and_the_built_image_digests_unchanged() {
 
 #[test]
 fn offline_with_every_endpoint_dead_builds_the_same_image_from_the_vendor_directory() {
-    let Some((s, _serial)) = shared() else {
+    let Some((s, _serial)) = exclusive() else {
         return;
     };
     let (p, online, root) = (&s.p, &s.online, s.cx.path());
@@ -520,7 +525,7 @@ fn offline_with_every_endpoint_dead_builds_the_same_image_from_the_vendor_direct
 
 #[test]
 fn inside_the_gap_the_recipe_builds_unchanged_through_the_mirror_rule() {
-    let Some((s, _serial)) = shared() else {
+    let Some((s, _serial)) = exclusive() else {
         return;
     };
     let (p, gap_rules, root, digest) = (&s.p, &s.gap_rules, s.cx.path(), &s.digest);
@@ -550,7 +555,7 @@ fn inside_the_gap_the_recipe_builds_unchanged_through_the_mirror_rule() {
 
 #[test]
 fn a_tampered_vendor_directory_is_refused_all_or_nothing() {
-    let Some((s, _serial)) = shared() else {
+    let Some(s) = shared() else {
         return;
     };
     let (p, online, cache1, root) = (&s.p, &s.online, &s.cache1, s.cx.path());
@@ -640,7 +645,7 @@ fn a_tampered_vendor_directory_is_refused_all_or_nothing() {
 
 #[test]
 fn a_stale_lock_is_refused_under_locked_and_offline_and_frozen_builds_from_it() {
-    let Some((s, _serial)) = shared() else {
+    let Some(s) = shared() else {
         return;
     };
     let (online, cache1, root, f) = (&s.online, &s.cache1, s.cx.path(), &s.f);
