@@ -5,6 +5,9 @@
 //! --offline` with every original endpoint dead and an empty store, `mirror` into a second
 //! registry standing for the air-gapped one and a build through a mirror rule, tampering, and
 //! a stale lock under `--locked`.
+//!
+//! One set-up (the online build, `vendor`, `mirror`) serves the tests; the two that take the
+//! internet's endpoints down run one at a time, the others need no network.
 
 use crate::aptfix;
 use crate::common;
@@ -12,9 +15,11 @@ use crate::common;
 use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use aptfix::{deb, fixture, Data};
-use common::registry::{start_registry, PASS, USER};
+use common::context::TestContext;
+use common::registry::{start_registry, Registry, PASS, USER};
 use serde_json::Value;
 
 const BASE: &str = "docker.io/library/ocibuild-airgap-base:1";
@@ -186,17 +191,63 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-#[test]
-fn vendor_offline_mirror_tamper_and_stale_lock() {
-    if !ready() {
-        return;
-    }
-    let t = common::tempdir();
-    let root = t.path();
+/// What every test here starts from, made once by the first test that asks: "the internet"
+/// (a registry standing for Docker Hub through a mirror rule, an apt archive, a URL), the
+/// online build that pins everything in app.lock, `vendor` run twice, and the base and the
+/// built image mirrored into the air-gapped registry.
+struct Shared {
+    cx: TestContext,
+    /// Taken (stopped) by the tests that need every original endpoint dead.
+    internet: Mutex<Option<Registry>>,
+    gap: Registry,
+    base_digest: String,
+    f: aptfix::Fixture,
+    files: PathBuf,
+    sha: String,
+    py: String,
+    p: Project,
+    online: PathBuf,
+    gap_rules: PathBuf,
+    cache1: PathBuf,
+    v1: Value,
+    digest: String,
+    lock_path: PathBuf,
+    /// app.lock as the online build wrote it.
+    lock: String,
+    vdir: PathBuf,
+    s1: Value,
+    s2: Value,
+    index: Value,
+    m: Value,
+    m2: Value,
+    mb: Value,
+}
+
+static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+
+/// The shared set-up; `None` (skipped) without docker-registry, skopeo or a static busybox.
+fn shared() -> Option<&'static Shared> {
+    SHARED.get_or_init(|| ready().then(make_shared)).as_ref()
+}
+
+/// [`shared`], and the lock held by the tests that take the internet's endpoints down (the
+/// others need no network once the set-up is made).
+fn exclusive() -> Option<(&'static Shared, MutexGuard<'static, ()>)> {
+    static SERIAL: Mutex<()> = Mutex::new(());
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    Some((shared()?, serial))
+}
+
+fn make_shared() -> Shared {
+    let cx = TestContext::new().shared();
+    let root = cx.path();
 
     // "The internet": a registry (Docker Hub through a mirror rule), an apt archive, a URL.
     let internet = start_registry(None);
     let gap = start_registry(None);
+    for r in [&internet, &gap] {
+        common::context::clean_up_after_exit(&[r.pid().to_string()], &[r.dir().to_path_buf()]);
+    }
     let base_digest = push_base(
         &root.join("base"),
         &internet.addr,
@@ -234,7 +285,7 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
         &format!("{}/library", internet.addr),
     );
 
-    // 1. The online build: pins everything in app.lock.
+    // The online build: pins everything in app.lock.
     let cache1 = root.join("cache1");
     let out1 = root.join("out1");
     let v1 = json(&common::run(
@@ -246,21 +297,130 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
     let digest = v1["manifest"].as_str().unwrap().to_string();
     let lock_path = p.dir.join("app.lock");
     let lock = fs::read_to_string(&lock_path).unwrap();
+
+    // vendor: every input; then a second run.
+    let vdir = root.join("vendor");
+    let vendor = || {
+        json(&common::run(
+            p.cmd(&online, &cache1)
+                .args(["vendor", "--json", "--into"])
+                .arg(&vdir)
+                .arg(&p.recipe),
+        ))
+    };
+    let s1 = vendor();
+    let s2 = vendor();
+    let index: Value = serde_json::from_slice(&fs::read(vdir.join("index.json")).unwrap()).unwrap();
+
+    // Mirror the base (from the lock) into the air-gapped registry, twice, and the built image.
+    let gap_rules = p.registries(
+        "gap.toml",
+        &[&gap.addr, &internet.addr],
+        &format!("{}/hub/library", gap.addr),
+    );
+    let mirror = || {
+        json(&common::run(
+            p.cmd(&gap_rules, &cache1)
+                .args(["mirror", "--json", "--recipe"])
+                .arg(&p.recipe)
+                .args(["--to", &format!("{}/hub", gap.addr)]),
+        ))
+    };
+    let m = mirror();
+    let m2 = mirror();
+    let mb = json(&common::run(
+        p.cmd(&gap_rules, &cache1)
+            .args(["mirror", "--json"])
+            .arg(&out1)
+            .args(["--to", &format!("{}/built", gap.addr)]),
+    ));
+    Shared {
+        cx,
+        internet: Mutex::new(Some(internet)),
+        gap,
+        base_digest,
+        f,
+        files,
+        sha,
+        py,
+        p,
+        online,
+        gap_rules,
+        cache1,
+        v1,
+        digest,
+        lock_path,
+        lock,
+        vdir,
+        s1,
+        s2,
+        index,
+        m,
+        m2,
+        mb,
+    }
+}
+
+impl Shared {
+    /// The internet's registry stopped, for good.
+    fn stop_internet_registry(&self) {
+        drop(
+            self.internet
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+    }
+
+    /// Every original endpoint dead: the registry stopped (for good), the apt archive and the
+    /// URL 404 until the returned guard is dropped.
+    fn internet_down(&self) -> EndpointsBack {
+        self.stop_internet_registry();
+        let moves = vec![
+            (
+                self.f.repo.root.clone(),
+                self.f.repo.root.with_extension("gone"),
+            ),
+            (self.files.clone(), self.files.with_extension("gone")),
+        ];
+        for (from, to) in &moves {
+            fs::rename(from, to).unwrap();
+        }
+        EndpointsBack(moves)
+    }
+}
+
+/// The apt archive and the URL back where they were, when dropped.
+struct EndpointsBack(Vec<(PathBuf, PathBuf)>);
+
+impl Drop for EndpointsBack {
+    fn drop(&mut self) {
+        for (home, gone) in &self.0 {
+            let _ = fs::rename(gone, home);
+        }
+    }
+}
+
+#[test]
+fn the_online_build_pins_every_input_in_the_lock() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (lock, base_digest) = (&s.lock, &s.base_digest);
     assert!(lock.contains(&format!("reference = \"{BASE}\"")), "{lock}");
-    assert!(lock.contains(&base_digest), "{lock}");
+    assert!(lock.contains(base_digest.as_str()), "{lock}");
     assert!(
         lock.contains("[python]") && lock.contains("name = \"tool\""),
         "{lock}"
     );
+}
 
-    // 2. vendor: every input; a second run writes nothing.
-    let vdir = root.join("vendor");
-    let s1 = json(&common::run(
-        p.cmd(&online, &cache1)
-            .args(["vendor", "--json", "--into"])
-            .arg(&vdir)
-            .arg(&p.recipe),
-    ));
+#[test]
+fn vendor_copies_every_input_and_a_second_run_writes_nothing() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (s1, s2, index) = (&s.s1, &s.s2, &s.index);
     // base manifest + config + layer, one .deb, the archive.
     assert_eq!(s1["entries"], 3, "{s1}");
     assert_eq!(s1["newEntries"], 3, "{s1}");
@@ -269,18 +429,11 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
         5,
         "{s1}"
     );
-    let s2 = json(&common::run(
-        p.cmd(&online, &cache1)
-            .args(["vendor", "--json", "--into"])
-            .arg(&vdir)
-            .arg(&p.recipe),
-    ));
     assert_eq!(s2["bytesWritten"], 0, "{s2}");
     assert_eq!(s2["copiedBytes"], 0, "{s2}");
     assert_eq!(s2["linked"], 0, "{s2}");
     assert_eq!(s2["present"], 5, "{s2}");
     assert_eq!(s2["newEntries"], 0, "{s2}");
-    let index: Value = serde_json::from_slice(&fs::read(vdir.join("index.json")).unwrap()).unwrap();
     assert_eq!(index["schemaVersion"], 1);
     let kinds: Vec<&str> = index["entries"]
         .as_array()
@@ -290,73 +443,59 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
         .collect();
     assert_eq!(kinds, ["deb", "oci", "url"]);
     let o = common::run_ok(
-        p.cmd(&online, &cache1)
+        s.p.cmd(&s.online, &s.cache1)
             .args(["vendor", "--check"])
-            .arg(&vdir),
+            .arg(&s.vdir),
     );
     assert!(
         common::stdout(&o).contains("3 entries, 5 blobs"),
         "{}",
         common::stdout(&o)
     );
+}
 
-    // Mirror the base (from the lock) into the air-gapped registry, and the built image too.
-    let gap_rules = p.registries(
-        "gap.toml",
-        &[&gap.addr, &internet.addr],
-        &format!("{}/hub/library", gap.addr),
-    );
-    let m = json(&common::run(
-        p.cmd(&gap_rules, &cache1)
-            .args(["mirror", "--json", "--recipe"])
-            .arg(&p.recipe)
-            .args(["--to", &format!("{}/hub", gap.addr)]),
-    ));
-    assert_eq!(m[0]["manifest"], base_digest.as_str(), "{m}");
+#[test]
+fn mirror_copies_the_locked_base_once_and_the_built_image_digests_unchanged() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (m, m2, mb) = (&s.m, &s.m2, &s.mb);
+    assert_eq!(m[0]["manifest"], s.base_digest.as_str(), "{m}");
     assert!(m[0]["blobs"]
         .as_array()
         .unwrap()
         .iter()
         .all(|b| b["result"] == "copied"));
-    let m2 = json(&common::run(
-        p.cmd(&gap_rules, &cache1)
-            .args(["mirror", "--json", "--recipe"])
-            .arg(&p.recipe)
-            .args(["--to", &format!("{}/hub", gap.addr)]),
-    ));
     assert_eq!(m2[0]["copiedBytes"], 0, "{m2}");
     assert!(m2[0]["blobs"]
         .as_array()
         .unwrap()
         .iter()
         .all(|b| b["result"] == "skipped"));
-    let mb = json(&common::run(
-        p.cmd(&gap_rules, &cache1)
-            .args(["mirror", "--json"])
-            .arg(&out1)
-            .args(["--to", &format!("{}/built", gap.addr)]),
-    ));
-    assert_eq!(mb[0]["manifest"], digest.as_str(), "{mb}");
+    assert_eq!(mb[0]["manifest"], s.digest.as_str(), "{mb}");
     let inspected = common::skopeo_json([
         "inspect",
         "--tls-verify=false",
         "--creds",
         &format!("{USER}:{PASS}"),
-        &format!("docker://{}/built/airgap:1", gap.addr),
+        &format!("docker://{}/built/airgap:1", s.gap.addr),
     ]);
-    assert_eq!(inspected["Digest"], digest.as_str());
+    assert_eq!(inspected["Digest"], s.digest.as_str());
+}
 
-    // 3. Every original endpoint dead: the registry stopped, the apt archive and the URL 404.
-    drop(internet);
-    let repo_gone = f.repo.root.with_extension("gone");
-    fs::rename(&f.repo.root, &repo_gone).unwrap();
-    let files_gone = files.with_extension("gone");
-    fs::rename(&files, &files_gone).unwrap();
-    let lock_before = fs::read(&lock_path).unwrap();
+#[test]
+fn offline_with_every_endpoint_dead_builds_the_same_image_from_the_vendor_directory() {
+    let Some((s, _serial)) = exclusive() else {
+        return;
+    };
+    let (p, online, root) = (&s.p, &s.online, s.cx.path());
+    let (base_digest, digest, lock_path) = (&s.base_digest, &s.digest, &s.lock_path);
+    let _back = s.internet_down();
+    let lock_before = fs::read(lock_path).unwrap();
 
     // Offline without the vendor directory and an empty store: names the missing input.
     let o = common::run(
-        p.cmd(&online, &root.join("cache-empty"))
+        p.cmd(online, &root.join("cache-empty"))
             .args(["build", "--offline", "-o"])
             .arg(root.join("out-none"))
             .arg(&p.recipe),
@@ -373,42 +512,59 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
     // From the vendor directory, offline, with an empty store: the same image.
     let out2 = root.join("out2");
     let v2 = json(&common::run(
-        p.cmd(&online, &root.join("cache2"))
+        p.cmd(online, &root.join("cache2"))
             .args(["build", "--json", "--offline", "--vendor"])
-            .arg(&vdir)
+            .arg(&s.vdir)
             .arg("-o")
             .arg(&out2)
             .arg(&p.recipe),
     ));
     assert_eq!(v2["manifest"], digest.as_str());
-    assert_eq!(fs::read(&lock_path).unwrap(), lock_before);
+    assert_eq!(fs::read(lock_path).unwrap(), lock_before);
+}
 
-    // 4. Inside the gap, online to the gap's registry only: the recipe builds unchanged through
-    //    the mirror rule (docker.io/library → the gap registry), apt and the URL from the vendor
-    //    directory.
+#[test]
+fn inside_the_gap_the_recipe_builds_unchanged_through_the_mirror_rule() {
+    let Some((s, _serial)) = exclusive() else {
+        return;
+    };
+    let (p, gap_rules, root, digest) = (&s.p, &s.gap_rules, s.cx.path(), &s.digest);
+    let back = s.internet_down();
+    // Inside the gap, online to the gap's registry only: the recipe builds unchanged through
+    // the mirror rule (docker.io/library → the gap registry), apt and the URL from the vendor
+    // directory.
     let v3 = json(&common::run(
-        p.cmd(&gap_rules, &root.join("cache3"))
+        p.cmd(gap_rules, &root.join("cache3"))
             .args(["build", "--json", "--locked", "--vendor"])
-            .arg(&vdir)
+            .arg(&s.vdir)
             .arg("-o")
             .arg(root.join("out3"))
             .arg(&p.recipe),
     ));
     assert_eq!(v3["manifest"], digest.as_str());
     // And with the apt archive and URL back but no vendor directory: base from the mirror.
-    fs::rename(&repo_gone, &f.repo.root).unwrap();
-    fs::rename(&files_gone, &files).unwrap();
+    drop(back);
     let v4 = json(&common::run(
-        p.cmd(&gap_rules, &root.join("cache4"))
+        p.cmd(gap_rules, &root.join("cache4"))
             .args(["build", "--json", "--locked", "-o"])
             .arg(root.join("out4"))
             .arg(&p.recipe),
     ));
     assert_eq!(v4["manifest"], digest.as_str());
+}
 
-    // 5. Tampering, on a copy: a blob byte, then an index entry.
+#[test]
+fn a_tampered_vendor_directory_is_refused_all_or_nothing() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (p, online, cache1, root) = (&s.p, &s.online, &s.cache1, s.cx.path());
+    let (f, index, vdir, lock_path) = (&s.f, &s.index, &s.vdir, &s.lock_path);
+    s.stop_internet_registry();
+    let lock_before = fs::read(lock_path).unwrap();
+    // Tampering, on a copy: a blob byte, then an index entry.
     let bad = root.join("vendor-bad");
-    copy_dir(&vdir, &bad);
+    copy_dir(vdir, &bad);
     let deb_digest = index["entries"][0]["digest"].as_str().unwrap().to_string();
     let deb_blob = bad
         .join("blobs/sha256")
@@ -418,11 +574,7 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
     fs::remove_file(&deb_blob).unwrap();
     fs::write(&deb_blob, &bytes).unwrap();
     let entry = format!("deb tool 1.0 all {}/pool/main/tool_1.0_all.deb", f.repo.url);
-    let o = common::run(
-        p.cmd(&online, &cache1)
-            .args(["vendor", "--check"])
-            .arg(&bad),
-    );
+    let o = common::run(p.cmd(online, cache1).args(["vendor", "--check"]).arg(&bad));
     let err = failed(&o);
     assert!(
         err.contains(&format!("entry `{entry}`: blob {deb_digest} was modified")),
@@ -430,7 +582,7 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
     );
     let cache5 = root.join("cache5");
     let o = common::run(
-        p.cmd(&online, &cache5)
+        p.cmd(online, &cache5)
             .args(["build", "--offline", "--vendor"])
             .arg(&bad)
             .arg("-o")
@@ -448,7 +600,7 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
         .map(|d| d.collect())
         .unwrap_or_default();
     assert!(staged.is_empty(), "{staged:?}");
-    assert_eq!(fs::read(&lock_path).unwrap(), lock_before);
+    assert_eq!(fs::read(lock_path).unwrap(), lock_before);
 
     fs::remove_file(&deb_blob).unwrap();
     fs::write(
@@ -467,18 +619,14 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
         text.replacen(&deb_digest, &other, 1),
     )
     .unwrap();
-    let o = common::run(
-        p.cmd(&online, &cache1)
-            .args(["vendor", "--check"])
-            .arg(&bad),
-    );
+    let o = common::run(p.cmd(online, cache1).args(["vendor", "--check"]).arg(&bad));
     let err = failed(&o);
     assert!(
         err.contains(&format!("entry `{entry}`: blob {other} is missing")),
         "{err}"
     );
     let o = common::run(
-        p.cmd(&online, &root.join("cache6"))
+        p.cmd(online, &root.join("cache6"))
             .args(["build", "--offline", "--vendor"])
             .arg(&bad)
             .arg("-o")
@@ -493,18 +641,37 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
         "{err}"
     );
     assert!(!root.join("out6").exists());
+}
 
-    // 6. A stale lock: --locked names every change and writes nothing; so does --offline.
+#[test]
+fn a_stale_lock_is_refused_under_locked_and_offline_and_frozen_builds_from_it() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (online, cache1, root, f) = (&s.online, &s.cache1, s.cx.path(), &s.f);
+    let (py, sha, v1) = (&s.py, &s.sha, &s.v1);
+    s.stop_internet_registry();
+    // On a copy of the project: the recipe is edited.
+    let copy = root.join("app-stale");
+    copy_dir(&s.p.dir, &copy);
+    let p = Project {
+        recipe: copy.join("app.toml"),
+        dir: copy,
+        auth: s.p.auth.clone(),
+    };
+    let lock_path = p.dir.join("app.lock");
+    let lock_before = fs::read(&lock_path).unwrap();
+    // A stale lock: --locked names every change and writes nothing; so does --offline.
     p.write_recipe(
         "docker.io/library/ocibuild-airgap-base:2",
         &f.repo.url,
         &f.key,
         "\"tool\", \"extra\"",
-        &py.replace(&sha, &format!("sha256:{}", "0".repeat(64))),
+        &py.replace(sha.as_str(), &format!("sha256:{}", "0".repeat(64))),
     );
     for flag in ["--locked", "--offline"] {
         let o = common::run(
-            p.cmd(&online, &cache1)
+            p.cmd(online, cache1)
                 .args(["build", flag, "-o"])
                 .arg(root.join("out7"))
                 .arg(&p.recipe),
@@ -524,9 +691,9 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
     // --frozen uses the lock as it is: the locked base, the locked packages. The manifest
     // records the (edited) recipe's digest, so only it differs: the config and every layer are
     // the locked build's. What it ignores is a warning.
-    p.write_recipe(BASE, &f.repo.url, &f.key, "\"tool\", \"extra\"", &py);
+    p.write_recipe(BASE, &f.repo.url, &f.key, "\"tool\", \"extra\"", py);
     let o8 = common::run(
-        p.cmd(&online, &cache1)
+        p.cmd(online, cache1)
             .args(["build", "--json", "--frozen", "-o"])
             .arg(root.join("out8"))
             .arg(&p.recipe),
@@ -550,6 +717,6 @@ fn vendor_offline_mirror_tamper_and_stale_lock() {
             .map(|l| l["digest"].clone())
             .collect()
     };
-    assert_eq!(digests(&v8), digests(&v1));
+    assert_eq!(digests(&v8), digests(v1));
     assert_eq!(fs::read(&lock_path).unwrap(), lock_before);
 }

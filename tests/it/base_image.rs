@@ -6,7 +6,9 @@ use crate::common;
 
 use fs_err as fs;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+use common::context::TestContext;
 use common::registry::{auth_file, start_registry, PASS, USER};
 use serde_json::Value;
 
@@ -146,20 +148,62 @@ fn read_json(path: PathBuf) -> Value {
     serde_json::from_slice(&fs::read(path).unwrap()).unwrap()
 }
 
-#[test]
-fn builds_on_a_registry_base_pinned_by_the_lock() {
-    if !ready() {
-        return;
-    }
-    let tmp = common::tempdir();
+/// A registry with a busybox base pushed as `test/base:1`, and the app on it built once (its
+/// lock written) into `out1`.
+struct OnBase {
+    tmp: TestContext,
+    reg: common::registry::Registry,
+    addr: String,
+    base1: String,
+    app: App,
+    out1: PathBuf,
+    v1: Value,
+}
+
+fn on_base() -> OnBase {
+    let tmp = TestContext::new();
     let reg = start_registry(None);
     let addr = reg.addr.clone();
     let base1 = push_base(&tmp.path().join("base1"), &addr, "test/base:1", "first");
     let app = app_project(&tmp.path().join("app"), &addr, "test/base:1");
-
     // First build: resolves the tag, pins it in app.lock, pulls the base.
     let out1 = tmp.path().join("out1");
     let v1 = json(&build(&app, &out1, &[]));
+    OnBase {
+        tmp,
+        reg,
+        addr,
+        base1,
+        app,
+        out1,
+        v1,
+    }
+}
+
+/// [`on_base`] made once by the first test that asks; `None` when the tools are missing.
+fn shared() -> Option<&'static OnBase> {
+    static SHARED: OnceLock<Option<OnBase>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            ready().then(|| {
+                let mut b = on_base();
+                b.tmp = std::mem::take(&mut b.tmp).shared();
+                common::context::clean_up_after_exit(
+                    &[b.reg.pid().to_string()],
+                    &[b.reg.dir().to_path_buf()],
+                );
+                b
+            })
+        })
+        .as_ref()
+}
+
+#[test]
+fn builds_on_a_registry_base_pinned_by_the_lock() {
+    let Some(b) = shared() else {
+        return;
+    };
+    let (tmp, addr, base1) = (&b.tmp, &b.addr, &b.base1);
     let lock = fs::read_to_string(tmp.path().join("app/app.lock")).unwrap();
     assert!(
         lock.contains(&format!("reference = \"{addr}/test/base:1\"")),
@@ -169,9 +213,16 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
         lock.contains(&format!("manifest-digest = \"{base1}\"")),
         "{lock}"
     );
+}
 
+#[test]
+fn the_base_layer_is_the_registrys_and_its_config_is_inherited() {
+    let Some(b) = shared() else {
+        return;
+    };
+    let (tmp, addr, base1, out1, v1) = (&b.tmp, &b.addr, &b.base1, &b.out1, &b.v1);
     // The base's layer is the registry's, byte for byte; config inherited with our overrides.
-    let manifest = read_json(blob(&out1, v1["manifest"].as_str().unwrap()));
+    let manifest = read_json(blob(out1, v1["manifest"].as_str().unwrap()));
     let base_manifest = common::skopeo_json([
         "inspect",
         "--raw",
@@ -190,7 +241,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
     );
     assert_eq!(
         fs::read(blob(
-            &out1,
+            out1,
             manifest["layers"][0]["digest"].as_str().unwrap()
         ))
         .unwrap(),
@@ -205,7 +256,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
         manifest["annotations"]["org.opencontainers.image.base.digest"],
         base1.as_str()
     );
-    let config = read_json(blob(&out1, v1["config"].as_str().unwrap()));
+    let config = read_json(blob(out1, v1["config"].as_str().unwrap()));
     let env: Vec<&str> = config["config"]["Env"]
         .as_array()
         .unwrap()
@@ -225,7 +276,7 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
     assert_eq!(config["history"].as_array().unwrap().len(), 2);
 
     if common::require_tool("podman") {
-        let out = common::podman_run(&out1, "a", &[]);
+        let out = common::podman_run(out1, "a", &[]);
         assert!(
             out.status.success(),
             "{}",
@@ -233,7 +284,14 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
         );
         assert_eq!(common::stdout(&out).trim(), "app on first base, APP=yes");
     }
+}
 
+#[test]
+fn a_push_mounts_the_base_layer_and_a_second_uploads_nothing() {
+    let Some(b) = shared() else {
+        return;
+    };
+    let (tmp, addr, app, out1, v1) = (&b.tmp, &b.addr, &b.app, &b.out1, &b.v1);
     // Push: the base layer is mounted from the base's repository (same registry), not uploaded;
     // a second push uploads nothing; skopeo sees the digest we built.
     let push = |src: &str, dest: &str| {
@@ -273,12 +331,28 @@ fn builds_on_a_registry_base_pinned_by_the_lock() {
     ]);
     assert_eq!(remote["Digest"], v1["manifest"]);
     let vp = json(&build(
-        &app,
+        app,
         &tmp.path().join("outp"),
         &["--push", &format!("{addr}/test/app:2")],
     ));
     assert_eq!(vp["push"]["digest"], vp["manifest"]);
+}
 
+#[test]
+fn a_moved_tag_is_followed_only_by_lock_update_and_a_warm_store_needs_no_network() {
+    if !ready() {
+        return;
+    }
+    // (its own registry and project: the tag moves, and the registry goes)
+    let OnBase {
+        tmp,
+        reg,
+        addr,
+        base1,
+        app,
+        out1: _,
+        v1,
+    } = on_base();
     // The tag moves: a plain build keeps the locked digest; `lock --update` reports the move.
     let base2 = push_base(&tmp.path().join("base2"), &addr, "test/base:1", "second");
     assert_ne!(base1, base2);

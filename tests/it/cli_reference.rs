@@ -7,7 +7,8 @@ use std::path::Path;
 
 use fs_err as fs;
 
-use crate::common::{ocibuild, run_ok, stdout, tempdir};
+use crate::build_output::app;
+use crate::common::{ocibuild, run, run_ok, stderr, stdout, tempdir};
 
 const REGENERATE: &str =
     "regenerate it with `cargo run -- man --markdown-dir docs/cli` and commit docs/cli/";
@@ -135,5 +136,58 @@ fn top_level_help_lists_every_subcommand() {
     assert!(
         help.contains("every .deb and wheel"),
         "lock's description: {help}"
+    );
+}
+
+/// Item 2: A mistyped subcommand gets clap's suggestion instead of "cannot read recipe".
+#[test]
+fn a_mistyped_subcommand_is_suggested() {
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let o = run(ocibuild().arg("buidl").arg(&r));
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("unrecognized subcommand 'buidl'")
+            && err.contains("similar subcommand exists: 'build'"),
+        "{err}"
+    );
+    let o = run(ocibuild().arg("version"));
+    assert!(
+        stderr(&o).contains("unrecognized subcommand 'version'"),
+        "{}",
+        stderr(&o)
+    );
+    // The shorthand still takes a recipe.
+    let o = run_ok(ocibuild().current_dir(t.path().join("p")).arg("app.toml"));
+    assert!(
+        stdout(&o).contains("example.com/ux:latest"),
+        "{}",
+        stdout(&o)
+    );
+}
+
+/// Item 16 (part): shell completions and a man page, from the command definition.
+#[test]
+fn completions_and_the_man_page() {
+    let t = tempdir();
+    let o = run_ok(ocibuild().args(["completions", "bash"]));
+    let script = stdout(&o);
+    assert!(
+        script.contains("_ocibuild()") && script.contains("--tls-verify"),
+        "{script}"
+    );
+    let f = t.path().join("ocibuild.bash");
+    fs::write(&f, &script).unwrap();
+    run_ok(std::process::Command::new("bash").arg("-n").arg(&f));
+    for shell in ["zsh", "fish"] {
+        let o = run_ok(ocibuild().args(["completions", shell]));
+        assert!(stdout(&o).contains("build"), "{shell}");
+    }
+    let o = run_ok(ocibuild().arg("man"));
+    let page = stdout(&o);
+    assert!(
+        page.contains(".TH ocibuild 1") && page.contains("build"),
+        "{page}"
     );
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use fs_err as fs;
 
+use crate::build_output::app;
 use crate::common::registry::{auth_file, start_registry, Registry, PASS, USER};
 use crate::common::{self, ocibuild, run, run_ok, run_timeout, stdout, tempdir};
 use ocibuild::registry::auth::AuthEnv;
@@ -298,5 +299,61 @@ fn cert_dir_trusts_a_registry_ca() {
             .args(["--creds", &creds, "push", "app.oci", "--cert-dir"])
             .arg(&certs_d)
             .arg(&dest),
+    );
+}
+
+/// Item 5: A registry on 127.0.0.1 that speaks plain HTTP is reached without a registries file, as
+/// crane and skopeo reach it; `--tls-verify=false` is accepted as skopeo spells it.
+#[test]
+fn a_loopback_registry_speaks_http_without_settings() {
+    use crate::common::registry::{auth_file, start_registry, PASS};
+    if !crate::common::require_tool("docker-registry") || !crate::common::require_tool("skopeo") {
+        return;
+    }
+    let t = tempdir();
+    let r = app(&t.path().join("p"));
+    let layout = t.path().join("img");
+    run_ok(ocibuild().args(["build", "-o"]).arg(&layout).arg(&r));
+    let reg = start_registry(None);
+    crate::common::registry::push_layout(&layout, "latest", &reg.addr, "ux/app:1");
+    let auth = auth_file(t.path(), &reg.addr, PASS);
+    for extra in [&[][..], &["--tls-verify=false"]] {
+        let o = run(ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"))
+            .args(extra)
+            .arg("diff")
+            .arg(format!("docker://{}/ux/app:1", reg.addr))
+            .arg(format!("oci:{}", layout.display())));
+        assert!(
+            o.status.success(),
+            "{extra:?}: {}{}",
+            stdout(&o),
+            stderr(&o)
+        );
+    }
+
+    // Item 10: push takes `docker://` too, and refuses a digest that is not the image's.
+    let push = |dest: String| {
+        run(ocibuild()
+            .env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"))
+            .arg("push")
+            .arg(&layout)
+            .arg(dest))
+    };
+    let o = push(format!("docker://{}/ux/app:2", reg.addr));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let other = format!("sha256:{}", "0".repeat(64));
+    let o = push(format!("{}/ux/app@{other}", reg.addr));
+    let err = stderr(&o);
+    assert!(!o.status.success(), "pushed to another digest");
+    assert!(
+        err.contains(&format!(
+            "names digest {other}, but the image pushed is sha256:"
+        )) && err.contains("push to a tag, or to the digest of this image"),
+        "{err}"
     );
 }

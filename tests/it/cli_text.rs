@@ -1,15 +1,19 @@
 //! The text a person reads (issue 37): sizes rounded for reading (exact in `--json`), each
 //! attached document named, and a layout's signature and attestation tags never taken for, nor
 //! listed with, its images.
+//!
+//! One signed, attached and pushed build (its text and its `--json`) serves the tests.
 
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
 
 use fs_err as fs;
 use serde_json::Value;
 
-use crate::common::registry::{auth_file, start_registry, PASS};
-use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
+use crate::common::context::TestContext;
+use crate::common::{run, run_ok, stdout};
 
 /// A recipe whose app layer holds 30 kB of incompressible bytes (its size is in kB).
 fn app(dir: &Path) -> std::path::PathBuf {
@@ -33,38 +37,81 @@ fn is_kb(s: &str) -> bool {
     n.parse::<f64>().is_ok() && digits == 3
 }
 
-#[test]
-fn sizes_documents_and_signature_tags() {
-    if !crate::common::require_tools_all(&["docker-registry", "openssl"]) {
-        return;
-    }
-    let t = tempdir();
-    let (key, _) = crate::signing::keypair(t.path(), "release");
-    let reg = start_registry(None);
-    let auth = auth_file(t.path(), &reg.addr, PASS);
-    let cmd = || {
-        let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", t.path().join("cache"))
-            .env("REGISTRY_AUTH_FILE", &auth)
-            .env_remove("OCIBUILD_REGISTRIES")
-            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
-        c
-    };
-    let r = app(&t.path().join("a"));
-    let layout = t.path().join("img");
-    let image = format!("{}/text/app:1", reg.addr);
-    let o = run_ok(
-        cmd()
-            .args(["build", "--attach", "--push", &image, "--sign-key"])
-            .arg(&key)
-            .arg("-o")
-            .arg(&layout)
-            .arg(&r),
-    );
-    let out = stdout(&o);
+/// The app built with `--attach --sign-key` and pushed, once with text output and once with
+/// `--json`, into `layout`: made once by the first test that asks.
+struct Shared {
+    cx: TestContext,
+    layout: PathBuf,
+    image: String,
+    /// The text build's stdout.
+    out: String,
+    /// The `--json` build's document.
+    v: Value,
+}
 
+impl Shared {
+    fn cmd(&self) -> Command {
+        self.cx.ocibuild_with_store(&self.cx.join("cache"))
+    }
+}
+
+fn shared() -> Option<&'static Shared> {
+    static SHARED: OnceLock<Option<Shared>> = OnceLock::new();
+    SHARED
+        .get_or_init(|| {
+            if !crate::common::require_tools_all(&["docker-registry", "openssl"]) {
+                return None;
+            }
+            let cx = TestContext::with_registry().shared();
+            let (key, _) = crate::signing::keypair(cx.path(), "release");
+            let r = app(&cx.join("a"));
+            let layout = cx.join("img");
+            let image = format!("{}/text/app:1", cx.registry_addr());
+            let mut s = Shared {
+                cx,
+                layout,
+                image,
+                out: String::new(),
+                v: Value::Null,
+            };
+            let o = run_ok(
+                s.cmd()
+                    .args(["build", "--attach", "--push", &s.image, "--sign-key"])
+                    .arg(&key)
+                    .arg("-o")
+                    .arg(&s.layout)
+                    .arg(&r),
+            );
+            s.out = stdout(&o);
+            let o = run_ok(
+                s.cmd()
+                    .args([
+                        "build",
+                        "--json",
+                        "--attach",
+                        "--push",
+                        &s.image,
+                        "--sign-key",
+                    ])
+                    .arg(&key)
+                    .arg("-o")
+                    .arg(&s.layout)
+                    .arg(&r),
+            );
+            s.v = serde_json::from_slice(&o.stdout).unwrap();
+            Some(s)
+        })
+        .as_ref()
+}
+
+#[test]
+fn sizes_are_rounded_in_text_and_exact_in_json() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (out, image, v) = (&s.out, &s.image, &s.v);
     // 1. The layer's and the push's sizes in kB.
-    let size = size_of_layer(&out);
+    let size = size_of_layer(out);
     assert!(is_kb(&size), "{out}");
     let pushed = out
         .lines()
@@ -76,8 +123,24 @@ fn sizes_documents_and_signature_tags() {
         .unwrap_or_else(|| panic!("{pushed}"));
     assert!(is_kb(uploaded), "{pushed}");
 
+    // --json keeps exact bytes.
+    let size = v["layers"][0]["size"].as_u64().unwrap();
+    assert_eq!(
+        ocibuild::bounded::human_bytes(size),
+        size_of_layer(out),
+        "{v:#}"
+    );
+}
+
+#[test]
+fn each_attached_document_is_named() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let (out, v) = (&s.out, &s.v);
+    let reg_addr = s.cx.registry_addr();
     // 2. Each attached document says what it is.
-    let repo = format!("attached {}/text/app@sha256:", reg.addr);
+    let repo = format!("attached {}/text/app@sha256:", reg_addr);
     let named: BTreeSet<&str> = out
         .lines()
         .filter_map(|l| l.strip_prefix(&repo))
@@ -99,29 +162,7 @@ fn sizes_documents_and_signature_tags() {
     .into();
     assert_eq!(named, want, "{out}");
 
-    // --json keeps exact bytes, and lists the same documents beside `pushed`.
-    let o = run_ok(
-        cmd()
-            .args([
-                "build",
-                "--json",
-                "--attach",
-                "--push",
-                &image,
-                "--sign-key",
-            ])
-            .arg(&key)
-            .arg("-o")
-            .arg(&layout)
-            .arg(&r),
-    );
-    let v: Value = serde_json::from_slice(&o.stdout).unwrap();
-    let size = v["layers"][0]["size"].as_u64().unwrap();
-    assert_eq!(
-        ocibuild::bounded::human_bytes(size),
-        size_of_layer(&out),
-        "{v:#}"
-    );
+    // --json lists the same documents beside `pushed`.
     let refs = &v["referrersPush"];
     let docs = refs["documents"].as_array().unwrap();
     assert_eq!(docs.len(), 6, "{refs:#}");
@@ -129,7 +170,16 @@ fn sizes_documents_and_signature_tags() {
         assert_eq!(&d["reference"], p, "{refs:#}");
         assert!(d["artifactType"].is_string(), "{refs:#}");
     }
+}
 
+#[test]
+fn a_layouts_signature_and_fallback_tags_are_never_taken_for_images() {
+    let Some(s) = shared() else {
+        return;
+    };
+    let layout = &s.layout;
+    let cmd = || s.cmd();
+    let reg_addr = s.cx.registry_addr();
     // 3. The layout holds the image and its signature (`sha256-<hex>.sig`); add the image
     // again under a referrers-fallback tag (`sha256-<hex>`, no artifactType) as another tool
     // might. Neither is an image: an error lists only the image's tag, and `push` without a
@@ -167,7 +217,7 @@ fn sizes_documents_and_signature_tags() {
     let o = run(cmd()
         .arg("diff")
         .arg(format!("{}:nope", layout.display()))
-        .arg(&layout));
+        .arg(layout));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success());
     assert!(
@@ -177,7 +227,7 @@ fn sizes_documents_and_signature_tags() {
     let o = run(cmd()
         .arg("push")
         .arg(format!("{}:nope", layout.display()))
-        .arg(format!("{}/text/other:1", reg.addr)));
+        .arg(format!("{}/text/other:1", reg_addr)));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!("no image tagged `nope` (tags: {own_tag})")),
@@ -186,14 +236,14 @@ fn sizes_documents_and_signature_tags() {
     let o = run_ok(
         cmd()
             .arg("push")
-            .arg(&layout)
-            .arg(format!("{}/text/other:1", reg.addr)),
+            .arg(layout)
+            .arg(format!("{}/text/other:1", reg_addr)),
     );
     let out = stdout(&o);
     assert!(
         out.contains(&format!(
             "pushed {}/text/other:1@{}",
-            reg.addr,
+            reg_addr,
             own["digest"].as_str().unwrap()
         )),
         "{out}"

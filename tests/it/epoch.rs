@@ -1,10 +1,12 @@
-//! `[image] source-date-epoch = "git"`: the image's times from the recipe's last git commit.
+//! The image's times: `[image] source-date-epoch = "git"` (the recipe's last git commit), and
+//! an epoch past the year 9999 refused while 9999 itself is readable.
 
 use std::process::Command;
 
 use fs_err as fs;
 
 use crate::common;
+use crate::output_layout::{recipe, stderr};
 
 fn git(dir: &std::path::Path, args: &[&str]) {
     common::run_ok(
@@ -91,4 +93,39 @@ fn the_epoch_from_git_is_the_last_commits_time_and_a_plain_directory_is_refused(
         "{}",
         common::stderr(&o)
     );
+}
+
+#[test]
+fn an_epoch_past_year_9999_is_refused_and_9999_is_readable() {
+    let d = common::test_dir("w");
+    let r = recipe(&d, "v1", b"x");
+    let l = d.join("img.oci");
+    let out = common::run(
+        common::ocibuild()
+            .args(["--quiet", "build"])
+            .arg(&r)
+            .arg("-o")
+            .arg(&l)
+            .env("SOURCE_DATE_EPOCH", "253402300800"),
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is after 9999-12-31T23:59:59Z"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!l.exists());
+    let out = common::run(
+        common::ocibuild()
+            .args(["--quiet", "build"])
+            .arg(&r)
+            .arg("-o")
+            .arg(&l)
+            .env("SOURCE_DATE_EPOCH", "253402300799"),
+    );
+    common::assert_success(&out, "build at the last second of 9999");
+    if common::require_tool("skopeo") {
+        let v = common::skopeo_inspect(&format!("oci:{}:v1", l.display()));
+        assert_eq!(v["Created"], "9999-12-31T23:59:59Z");
+    }
 }

@@ -3,12 +3,18 @@
 //! section of the lock, its manifest in one OCI image index, and the same manifest as a build
 //! of that platform alone; the index the same for two cold builds; a package the arm64 archive
 //! lacks named with its platform; a pylock.toml per platform (`[python.locks]`).
+//!
+//! One set-up (the two-platform project, locked and built) serves the first tests, one
+//! behaviour each, in a store they share.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use fs_err as fs;
 
 use crate::aptfix::{self, deb, fixture, Data};
+use crate::common::context::TestContext;
 use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
 
 fn stderr(o: &std::process::Output) -> String {
@@ -84,48 +90,93 @@ fn python_universe_both() -> Vec<aptfix::Deb> {
     debs
 }
 
-#[test]
-fn two_platforms_from_one_recipe_and_one_lock() {
-    let mut debs = hello_debs();
-    debs.extend([
-        deb("common", "2").arch("all").data(Data::File(
-            "./usr/share/common.txt",
-            "shared\n",
-            0o644,
-        )),
-        deb("onlyamd", "1").data(Data::File("./usr/bin/onlyamd", "x\n", 0o755)),
-    ]);
-    let f = fixture(&debs, false);
-    let t = tempdir();
-    let dir = t.path().join("p");
-    fs::create_dir_all(dir.join("app")).unwrap();
-    fs::write(dir.join("app/main.py"), "print('hi')\n").unwrap();
-    let r = aptfix::apt_recipe(
-        &dir,
-        &f,
-        &f.key,
-        &["hello", "common"],
-        "\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n",
-    );
-    let text = fs::read_to_string(&r).unwrap().replace(
-        "platform = \"linux/amd64\"",
-        "platforms = [\"linux/amd64\", \"linux/arm64\"]",
-    );
-    fs::write(&r, &text).unwrap();
-    let cache = t.path().join("cache");
-    let cmd = |cache: &Path| {
-        let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", cache);
-        c
-    };
+/// The two-platform project (with an amd64-only package in its archive), locked, and built
+/// into `layout`: made once by the first test that asks, in a store the tests share.
+struct Shared {
+    cx: TestContext,
+    f: aptfix::Fixture,
+    dir: PathBuf,
+    r: PathBuf,
+    /// The recipe's text.
+    text: String,
+    cache: PathBuf,
+    /// `lock`'s output.
+    lock_out: Output,
+    layout: PathBuf,
+    /// The layout's index.json entry and the index.
+    entry: serde_json::Value,
+    index: serde_json::Value,
+    arm64: String,
+}
 
+fn cmd(cache: &Path) -> Command {
+    let mut c = ocibuild();
+    c.env("OCIBUILD_CACHE", cache);
+    c
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let cx = TestContext::new().shared();
+        let t = &cx;
+        let mut debs = hello_debs();
+        debs.extend([
+            deb("common", "2").arch("all").data(Data::File(
+                "./usr/share/common.txt",
+                "shared\n",
+                0o644,
+            )),
+            deb("onlyamd", "1").data(Data::File("./usr/bin/onlyamd", "x\n", 0o755)),
+        ]);
+        let f = fixture(&debs, false);
+        let dir = t.path().join("p");
+        fs::create_dir_all(dir.join("app")).unwrap();
+        fs::write(dir.join("app/main.py"), "print('hi')\n").unwrap();
+        let r = aptfix::apt_recipe(
+            &dir,
+            &f,
+            &f.key,
+            &["hello", "common"],
+            "\n[[layer]]\nname = \"app\"\nsrc = \"app\"\ndest = \"/app\"\n",
+        );
+        let text = fs::read_to_string(&r).unwrap().replace(
+            "platform = \"linux/amd64\"",
+            "platforms = [\"linux/amd64\", \"linux/arm64\"]",
+        );
+        fs::write(&r, &text).unwrap();
+        let cache = t.path().join("cache");
+        let lock_out = run_ok(cmd(&cache).arg("lock").arg(&r));
+        let layout = t.path().join("img");
+        run_ok(cmd(&cache).args(["build", "-o"]).arg(&layout).arg(&r));
+        let (entry, index) = index_of(&layout);
+        let arm64 = manifest_for(&index, "arm64");
+        Shared {
+            cx,
+            f,
+            dir,
+            r,
+            text,
+            cache,
+            lock_out,
+            layout,
+            entry,
+            index,
+            arm64,
+        }
+    })
+}
+
+#[test]
+fn one_lock_has_a_section_per_platform() {
+    let s = shared();
+    let dir = &s.dir;
     // One lock, a section per platform, each with its own architecture's packages.
-    let o = run_ok(cmd(&cache).arg("lock").arg(&r));
     assert!(
-        stdout(&o).contains("platform linux/amd64\n")
-            && stdout(&o).contains("platform linux/arm64/v8\n"),
+        stdout(&s.lock_out).contains("platform linux/amd64\n")
+            && stdout(&s.lock_out).contains("platform linux/arm64/v8\n"),
         "{}",
-        stdout(&o)
+        stdout(&s.lock_out)
     );
     let lock = fs::read_to_string(dir.join("app.lock")).unwrap();
     for want in [
@@ -137,17 +188,21 @@ fn two_platforms_from_one_recipe_and_one_lock() {
     ] {
         assert!(lock.contains(want), "{want}: {lock}");
     }
+}
 
+#[test]
+fn the_build_is_one_index_with_each_platforms_own_manifest() {
+    let s = shared();
+    let layout = &s.layout;
+    let entry = s.entry.clone();
+    let index = s.index.clone();
+    let arm64 = s.arm64.clone();
     // The build: one index, a manifest per platform.
-    let layout = t.path().join("img");
-    run_ok(cmd(&cache).args(["build", "-o"]).arg(&layout).arg(&r));
-    let (entry, index) = index_of(&layout);
     assert_eq!(
         entry["mediaType"], "application/vnd.oci.image.index.v1+json",
         "{entry:#}"
     );
     assert_eq!(index["manifests"].as_array().unwrap().len(), 2, "{index:#}");
-    let arm64 = manifest_for(&index, "arm64");
     let amd64 = manifest_for(&index, "amd64");
     assert_ne!(arm64, amd64);
     // The arm64 manifest's apt layer holds the arm64 package's file.
@@ -166,14 +221,24 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         "usr/bin/hello",
     );
     assert!(hello.contains("echo arm64"), "{hello}");
+}
 
+#[test]
+fn one_platform_alone_gives_the_same_manifest_from_the_same_lock() {
+    let s = shared();
+    let t = &s.cx;
+    let dir = &s.dir;
+    let r = &s.r;
+    let text = s.text.clone();
+    let cache = &s.cache;
+    let arm64 = s.arm64.clone();
     // A platform alone (--platform) gives the same manifest, from the same lock.
     let single = t.path().join("arm64-only");
     run_ok(
-        cmd(&cache)
+        cmd(cache)
             .args(["build", "--locked", "--platform", "linux/arm64", "-o"])
             .arg(&single)
-            .arg(&r),
+            .arg(r),
     );
     let (_, one) = index_of(&single);
     assert_eq!(manifest_for(&one, "arm64"), arm64, "{one:#}");
@@ -200,7 +265,7 @@ fn two_platforms_from_one_recipe_and_one_lock() {
     )
     .unwrap();
     let o = run_ok(
-        cmd(&cache)
+        cmd(cache)
             .args(["build", "--locked", "-q", "-o"])
             .arg(t.path().join("solo.oci"))
             .arg(solo.join("app.toml")),
@@ -212,7 +277,7 @@ fn two_platforms_from_one_recipe_and_one_lock() {
     );
     // The whole two-platform lock is stale for it.
     fs::copy(dir.join("app.lock"), solo.join("app.lock")).unwrap();
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["build", "--locked", "-o"])
         .arg(t.path().join("solo.oci"))
         .arg(solo.join("app.toml")));
@@ -221,13 +286,23 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         "{}",
         stderr(&o)
     );
+}
 
+#[test]
+fn build_json_and_verify_report_every_platform() {
+    let s = shared();
+    let t = &s.cx;
+    let r = &s.r;
+    let cache = &s.cache;
+    let layout = &s.layout;
+    let entry = s.entry.clone();
+    let arm64 = s.arm64.clone();
     // build --json: the index and each platform's manifest and layers.
     let o = run_ok(
-        cmd(&cache)
+        cmd(cache)
             .args(["build", "--json", "-o"])
             .arg(t.path().join("json.oci"))
-            .arg(&r),
+            .arg(r),
     );
     let doc: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(doc["index"], entry["digest"], "{doc:#}");
@@ -236,35 +311,49 @@ fn two_platforms_from_one_recipe_and_one_lock() {
     assert_eq!(doc["manifests"][1]["layers"][0]["name"], "apt", "{doc:#}");
 
     // verify rebuilds each platform in an empty store and compares it with the index's.
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["verify", "--json", "--against"])
         .arg(format!("oci:{}", layout.display()))
-        .arg(&r));
+        .arg(r));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout)
         .unwrap_or_else(|_| panic!("{}{}", stdout(&o), stderr(&o)));
     assert_eq!(v["reproduced"], true, "{v:#}");
     assert_eq!(v["platforms"][1]["platform"], "linux/arm64/v8", "{v:#}");
     assert_eq!(v["platforms"][1]["rebuilt"], arm64.as_str(), "{v:#}");
+}
 
+#[test]
+fn two_cold_builds_give_one_index_digest() {
+    let s = shared();
+    let t = &s.cx;
+    let r = &s.r;
+    let entry = s.entry.clone();
     // Two cold builds (empty stores) give one index digest.
     let again = t.path().join("again");
     run_ok(
         cmd(&t.path().join("cold"))
             .args(["build", "--locked", "-o"])
             .arg(&again)
-            .arg(&r),
+            .arg(r),
     );
     assert_eq!(index_of(&again).0["digest"], entry["digest"]);
+}
 
+#[test]
+fn a_package_missing_for_one_platform_is_named_with_it() {
+    let s = shared();
+    let t = &s.cx;
+    let f = &s.f;
+    let cache = &s.cache;
     // A package the arm64 archive does not have: named, with the platform.
     fs::create_dir_all(t.path().join("q")).unwrap();
-    let r2 = aptfix::apt_recipe(&t.path().join("q"), &f, &f.key, &["onlyamd"], "");
+    let r2 = aptfix::apt_recipe(&t.path().join("q"), f, &f.key, &["onlyamd"], "");
     let text = fs::read_to_string(&r2).unwrap().replace(
         "platform = \"linux/amd64\"",
         "platforms = [\"linux/amd64\", \"linux/arm64\"]",
     );
     fs::write(&r2, &text).unwrap();
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["build", "-o"])
         .arg(t.path().join("q.oci"))
         .arg(&r2));
@@ -274,7 +363,16 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         err.contains("platform linux/arm64/v8") && err.contains("onlyamd"),
         "{err}"
     );
+}
 
+#[test]
+fn the_index_is_pushed_and_mirrored_with_its_digest() {
+    let s = shared();
+    let t = &s.cx;
+    let r = &s.r;
+    let cache = &s.cache;
+    let entry = s.entry.clone();
+    let arm64 = s.arm64.clone();
     // Pushed as an index, mirrored into a second registry: the same index digest on both
     // (skopeo reads it raw); skopeo's --override-arch takes the arm64 manifest.
     if crate::common::require_tools_all(&["docker-registry", "skopeo"]) {
@@ -287,7 +385,7 @@ fn two_platforms_from_one_recipe_and_one_lock() {
                 .env("XDG_CONFIG_HOME", t.path().join("no-config"));
         };
         let pushed = t.path().join("pushed");
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.args([
             "build",
@@ -297,14 +395,14 @@ fn two_platforms_from_one_recipe_and_one_lock() {
             "-o",
         ])
         .arg(&pushed)
-        .arg(&r);
+        .arg(r);
         let o = run_ok(&mut c);
         assert!(
             stdout(&o).contains(&format!("pushed {}/plat/app:1@", a.addr)),
             "{}",
             stdout(&o)
         );
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.arg("mirror")
             .arg(&pushed)
@@ -322,7 +420,7 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         let first = raw(&format!("{}/plat/app:1", a.addr));
         assert_eq!(first, entry["digest"].as_str().unwrap());
         // `push` of the layout: the index again, with its manifests.
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.arg("push")
             .arg(&pushed)
@@ -331,7 +429,7 @@ fn two_platforms_from_one_recipe_and_one_lock() {
         assert_eq!(raw(&format!("{}/plat/again:2", a.addr)), first);
         // A destination digest that is not the index's is refused.
         let other = format!("sha256:{}", "0".repeat(64));
-        let mut c = cmd(&cache);
+        let mut c = cmd(cache);
         with_auth(&mut c);
         c.arg("push")
             .arg(&pushed)
@@ -364,11 +462,17 @@ fn two_platforms_from_one_recipe_and_one_lock() {
             "{copied:#}"
         );
     }
+}
 
+#[test]
+fn a_platform_outside_the_recipes_is_refused_naming_them() {
+    let s = shared();
+    let r = &s.r;
+    let cache = &s.cache;
     // --platform outside the recipe's platforms is refused, naming them.
-    let o = run(cmd(&cache)
+    let o = run(cmd(cache)
         .args(["build", "--platform", "linux/s390x"])
-        .arg(&r));
+        .arg(r));
     assert!(
         stderr(&o).contains("not one of the recipe's platforms (linux/amd64, linux/arm64/v8)"),
         "{}",

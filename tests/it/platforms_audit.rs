@@ -3,13 +3,18 @@
 //! checked by `verify-signature` and by Debian 13's skopeo policy), `sbom`/`provenance
 //! --platform`, `verify --attest` (a VSA per platform), `diff` of two indexes; an interpreter
 //! archive per platform (`[python.archives]`); a base without one of the platforms.
+//!
+//! One set-up (the two-platform project, locked and built with `--attach`, in a shared store)
+//! serves the tests; each starts its own registries.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use fs_err as fs;
 
 use crate::aptfix::{self, fixture};
+use crate::common::context::TestContext;
 use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
 use crate::platforms::{file_in_layer, index_of, json, manifest_for};
 
@@ -61,26 +66,60 @@ fn referrers_by_subject(layout: &Path) -> std::collections::BTreeMap<String, Vec
     out
 }
 
-#[test]
-fn documents_signatures_and_diffs_per_platform() {
-    let f = fixture(&crate::platforms::hello_debs(), false);
-    let t = tempdir();
-    let dir = t.path().join("p");
-    let r = two_platform_recipe(&dir, &f, "print('one')\n");
-    let cache = t.path().join("cache");
-    let cmd = || {
-        let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", &cache);
-        c
-    };
-    run_ok(cmd().arg("lock").arg(&r));
+/// The two-platform project, locked, and its image built with `--attach` into `l1`: made
+/// once by the first test that asks, in a store the tests share (their builds take its layers).
+struct Shared {
+    cx: TestContext,
+    _archive: aptfix::Fixture,
+    dir: PathBuf,
+    r: PathBuf,
+    l1: PathBuf,
+}
 
-    // --attach: each platform's three documents, about its own manifest.
-    let l1 = t.path().join("l1");
-    run_ok(cmd().args(["build", "--attach", "-o"]).arg(&l1).arg(&r));
-    let (_, index) = index_of(&l1);
+impl Shared {
+    /// `ocibuild` with the shared store.
+    fn cmd(&self) -> Command {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", self.cx.join("cache"));
+        c
+    }
+}
+
+fn shared() -> &'static Shared {
+    static SHARED: OnceLock<Shared> = OnceLock::new();
+    SHARED.get_or_init(|| {
+        let cx = TestContext::new().shared();
+        let f = fixture(&crate::platforms::hello_debs(), false);
+        let dir = cx.join("p");
+        let r = two_platform_recipe(&dir, &f, "print('one')\n");
+        let mut s = Shared {
+            cx,
+            _archive: f,
+            dir,
+            r,
+            l1: PathBuf::new(),
+        };
+        run_ok(s.cmd().arg("lock").arg(&s.r));
+        s.l1 = s.cx.join("l1");
+        run_ok(
+            s.cmd()
+                .args(["build", "--attach", "-o"])
+                .arg(&s.l1)
+                .arg(&s.r),
+        );
+        s
+    })
+}
+
+#[test]
+fn attach_sbom_and_provenance_are_each_platforms_own() {
+    let s = shared();
+    let cmd = || s.cmd();
+    let (dir, r, l1) = (&s.dir, &s.r, &s.l1);
+    // --attach (the shared build): each platform's three documents, about its own manifest.
+    let (_, index) = index_of(l1);
     let (amd64, arm64) = (manifest_for(&index, "amd64"), manifest_for(&index, "arm64"));
-    let by_subject = referrers_by_subject(&l1);
+    let by_subject = referrers_by_subject(l1);
     assert_eq!(by_subject.len(), 2, "{by_subject:?}");
     for m in [&amd64, &arm64] {
         let kinds = &by_subject[m.as_str()];
@@ -92,7 +131,7 @@ fn documents_signatures_and_diffs_per_platform() {
     }
 
     // sbom/provenance --platform: the document of that platform's image and lock section.
-    let o = run(cmd().arg("sbom").arg(&r).arg("--image").arg(&l1));
+    let o = run(cmd().arg("sbom").arg(r).arg("--image").arg(l1));
     assert!(
         !o.status.success()
             && stderr(&o).contains("builds several platforms (linux/amd64, linux/arm64/v8)")
@@ -103,8 +142,8 @@ fn documents_signatures_and_diffs_per_platform() {
     let o = run_ok(
         cmd()
             .args(["provenance", "--platform", "linux/arm64", "--image"])
-            .arg(&l1)
-            .arg(&r),
+            .arg(l1)
+            .arg(r),
     );
     let prov: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(
@@ -138,8 +177,8 @@ fn documents_signatures_and_diffs_per_platform() {
                 "linux/amd64",
                 "--image",
             ])
-            .arg(&l1)
-            .arg(&r),
+            .arg(l1)
+            .arg(r),
     );
     let cdx = stdout(&o);
     assert!(
@@ -148,18 +187,25 @@ fn documents_signatures_and_diffs_per_platform() {
     );
     let o = run(cmd()
         .args(["sbom", "--platform", "linux/s390x", "--image"])
-        .arg(&l1)
-        .arg(&r));
+        .arg(l1)
+        .arg(r));
     assert!(
         stderr(&o).contains("the recipe does not build it"),
         "{}",
         stderr(&o)
     );
+}
 
+#[test]
+fn a_diff_of_two_indexes_compares_every_platform() {
+    let s = shared();
+    let cmd = || s.cmd();
+    let (r, l1) = (&s.r, &s.l1);
+    let t = tempdir();
     // diff of two indexes: every platform compared.
     let l2 = t.path().join("l2");
-    run_ok(cmd().args(["build", "-o"]).arg(&l2).arg(&r));
-    let o = run_ok(cmd().arg("diff").arg(&l1).arg(&l2));
+    run_ok(cmd().args(["build", "-o"]).arg(&l2).arg(r));
+    let o = run_ok(cmd().arg("diff").arg(l1).arg(&l2));
     assert!(
         stdout(&o).contains("platform linux/amd64:\n")
             && stdout(&o).contains("platform linux/arm64/v8:\n")
@@ -167,10 +213,14 @@ fn documents_signatures_and_diffs_per_platform() {
         "{}",
         stdout(&o)
     );
-    fs::write(dir.join("app/main.py"), "print('two')\n").unwrap();
+    // (the app changed on a copy of the project: the other tests read the shared one)
+    let copy = t.path().join("p2");
+    run_ok(Command::new("cp").arg("-a").arg(&s.dir).arg(&copy));
+    let r = copy.join(r.file_name().unwrap());
+    fs::write(copy.join("app/main.py"), "print('two')\n").unwrap();
     let l3 = t.path().join("l3");
     run_ok(cmd().args(["build", "-o"]).arg(&l3).arg(&r));
-    let o = run(cmd().args(["diff", "--json"]).arg(&l1).arg(&l3));
+    let o = run(cmd().args(["diff", "--json"]).arg(l1).arg(&l3));
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let d: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(d["schema"], "ocibuild-diff-index/1", "{d:#}");
@@ -204,10 +254,17 @@ fn documents_signatures_and_diffs_per_platform() {
             .arg(&amd_only),
     );
     assert!(stdout(&o).contains("result: identical"), "{}", stdout(&o));
+}
 
+#[test]
+fn a_signed_pushed_index_verifies_per_platform_and_after_a_mirror() {
+    let s = shared();
+    let cmd = || s.cmd();
+    let r = &s.r;
     if !crate::common::require_tools_all(&["docker-registry", "openssl"]) {
         return;
     }
+    let t = tempdir();
     // Signed and pushed: the index and each platform's manifest carry a signature; each
     // platform's attestations are DSSE envelopes about its manifest.
     use crate::common::registry::{auth_file_for, start_registry, PASS};
@@ -222,6 +279,7 @@ fn documents_signatures_and_diffs_per_platform() {
             .env("XDG_CONFIG_HOME", t.path().join("no-config"));
         c
     };
+
     let image = format!("{}/multi/app:1", a.addr);
     let signed = t.path().join("signed");
     let o = run_ok(
@@ -230,7 +288,7 @@ fn documents_signatures_and_diffs_per_platform() {
             .arg(&key)
             .arg("-o")
             .arg(&signed)
-            .arg(&r),
+            .arg(r),
     );
     let out = stdout(&o);
     assert_eq!(out.matches("\nsigned ").count(), 3, "{out}");
@@ -314,7 +372,7 @@ fn documents_signatures_and_diffs_per_platform() {
             .arg(&key)
             .arg("--against")
             .arg(format!("docker://{image}"))
-            .arg(&r),
+            .arg(r),
     );
     assert_eq!(
         stdout(&o).matches("\nattested ").count(),
@@ -355,7 +413,27 @@ fn documents_signatures_and_diffs_per_platform() {
         let (ok, _) = crate::signing::skopeo_accepts(t.path(), &a.addr, &scope, &other, &image);
         assert!(!ok);
     }
+}
 
+#[test]
+fn the_base_tag_is_resolved_once_per_build_and_sign_signs_every_platform() {
+    let s = shared();
+    let cmd = || s.cmd();
+    if !crate::common::require_tools_all(&["docker-registry", "openssl"]) {
+        return;
+    }
+    let t = tempdir();
+    use crate::common::registry::{auth_file_for, start_registry, PASS};
+    let a = start_registry(None);
+    let auth = auth_file_for(t.path(), &[&a.addr], PASS);
+    let (key, public) = crate::signing::keypair(t.path(), "rel");
+    let reg = || {
+        let mut c = cmd();
+        c.env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
+        c
+    };
     // The base's tag is resolved once per build: a platform whose section is missing is
     // pinned through the index another platform's section pins, even after the tag moved;
     // `lock --update` takes the tag's new index for all.
@@ -431,7 +509,27 @@ fn documents_signatures_and_diffs_per_platform() {
     run_ok(reg().args(["lock", "--update"]).arg(&r3));
     assert_eq!(pinned("linux/amd64"), moved);
     assert_eq!(pinned("linux/arm64/v8"), moved);
+}
 
+#[test]
+fn a_base_index_without_a_platform_is_named_with_it() {
+    let s = shared();
+    let cmd = || s.cmd();
+    let r = &s.r;
+    if !crate::common::require_tools_all(&["docker-registry"]) {
+        return;
+    }
+    let t = tempdir();
+    use crate::common::registry::{auth_file_for, start_registry, PASS};
+    let a = start_registry(None);
+    let auth = auth_file_for(t.path(), &[&a.addr], PASS);
+    let reg = || {
+        let mut c = cmd();
+        c.env("REGISTRY_AUTH_FILE", &auth)
+            .env_remove("OCIBUILD_REGISTRIES")
+            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
+        c
+    };
     // A base that is an index without linux/arm64: named with the platform.
     let amd_image = format!("{}/base/amd:1", a.addr);
     run_ok(
@@ -444,7 +542,7 @@ fn documents_signatures_and_diffs_per_platform() {
                 "linux/amd64",
             ])
             .args(["--push", &amd_image])
-            .arg(&r),
+            .arg(r),
     );
     let q = t.path().join("q");
     fs::create_dir_all(q.join("app")).unwrap();

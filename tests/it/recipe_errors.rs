@@ -219,3 +219,120 @@ fn a_chained_error_says_each_cause_once() {
         "{line}"
     );
 }
+
+/// Item 6: a lock whose `requires-python` the image's interpreter misses says the interpreter's
+/// real version and the `uv pip compile` line that locks for this image.
+#[test]
+fn a_lock_for_another_python_says_how_to_lock_for_this_one() {
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    fs::write(
+        t.path().join("pylock.toml"),
+        "lock-version = \"1.0\"\ncreated-by = \"uv\"\nrequires-python = \">=3.12.5\"\n",
+    )
+    .unwrap();
+    let r = apt_recipe(
+        t.path(),
+        &f,
+        &f.key,
+        &["python3"],
+        "
+[python]
+lock = \"pylock.toml\"
+",
+    );
+    let o = run(ocibuild()
+        .args(["build", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(!o.status.success());
+    assert!(
+        err.contains("requires-python >=3.12.5 does not hold for Python 3.12.1")
+            && err.contains("lock for this image (3.12.1): uv pip compile requirements.in --format pylock.toml -o pylock.toml --python-version 3.12.1 --python-platform x86_64-manylinux_2_36"),
+        "{err}"
+    );
+}
+
+/// Item 6: a pylock error about one package names the file and the package's line and column
+/// (its `name`): an sdist-only package, and one from a VCS checkout.
+#[test]
+fn a_pylock_package_error_is_placed_at_the_package() {
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
+    let f = fixture(&python_universe(), false);
+    let h = "0".repeat(64);
+    let cases = [
+        (
+            format!("lock-version = \"1.0\"\n\n[[packages]]\nname = \"only-sdist\"\nsdist = {{ url = \"https://x/only-sdist-1.tar.gz\", hashes = {{ sha256 = \"{h}\" }} }}\n"),
+            "pylock.toml:4:8: only-sdist: only an sdist, and [python] names no `sdist-builder` to build it in: add `sdist-builder = { recipe = \"builder.toml\" }`",
+        ),
+        (
+            "lock-version = \"1.0\"\n[[packages]]\nname = \"from-git\"\nvcs = { type = \"git\", url = \"u\" }\n".to_string(),
+            "pylock.toml:3:8: package from-git comes from a VCS checkout",
+        ),
+    ];
+    for (lock, want) in cases {
+        let t = tempdir();
+        fs::write(t.path().join("pylock.toml"), lock).unwrap();
+        let r = apt_recipe(
+            t.path(),
+            &f,
+            &f.key,
+            &["python3"],
+            "\n[python]\nlock = \"pylock.toml\"\n",
+        );
+        let o = run(ocibuild()
+            .args(["build", "-o"])
+            .arg(t.path().join("img"))
+            .arg(&r));
+        let err = stderr(&o);
+        assert!(!o.status.success());
+        assert!(err.contains(want), "want {want:?}: {err}");
+    }
+}
+
+/// Item 9: a `signed-by` key that is missing is a recipe error even with a lock, and the key's
+/// sha256 is pinned in the lock: another key makes `--locked` refuse.
+#[test]
+fn the_archive_key_must_exist_and_is_pinned() {
+    use crate::aptfix::{apt_recipe, fixture, python_universe};
+    let f = fixture(&python_universe(), false);
+    let t = tempdir();
+    let key = t.path().join("archive.asc");
+    fs::copy(&f.key, &key).unwrap();
+    let r = apt_recipe(t.path(), &f, &key, &["tool"], "");
+    run_ok(
+        ocibuild()
+            .args(["build", "-o"])
+            .arg(t.path().join("img"))
+            .arg(&r),
+    );
+    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
+    let pinned = crate::common::sha256_file(&key).unwrap();
+    assert!(lock.contains(&format!("key = \"{pinned}\"")), "{lock}");
+
+    fs::copy(&f.other_key, &key).unwrap();
+    let o = run(ocibuild()
+        .args(["build", "--locked", "-o"])
+        .arg(t.path().join("img2"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success() && err.contains("a source's signed-by key changed"),
+        "{err}"
+    );
+
+    fs::remove_file(&key).unwrap();
+    let o = run(ocibuild()
+        .args(["build", "--locked", "-o"])
+        .arg(t.path().join("img3"))
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success()
+            && err.contains("app.toml:")
+            && err.contains(&format!("signed-by `{}`: no such file", key.display())),
+        "{err}"
+    );
+}

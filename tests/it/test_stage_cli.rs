@@ -1,6 +1,7 @@
 //! `ocibuild build --test` and `ocibuild test` on images ocibuild built, under real podman.
 
 use crate::common;
+use crate::common::{ocibuild, run, run_ok, stderr, stdout, tempdir};
 
 use fs_err as fs;
 use std::path::{Path, PathBuf};
@@ -395,4 +396,93 @@ expect-output = "hi there"
         .unwrap_or_else(|| panic!("build --test -v printed no command line:\n{err}"));
     assert!(line.contains("'API_TOKEN=***'"), "masked: {line}");
     assert!(!err.contains("do-not-print-me"), "{err}");
+}
+
+/// Item 4: the test stage runs without `--ulimit` flags on a host that refuses podman's
+/// default limits (ocibuild passes its own, then small ones).
+#[test]
+fn the_test_stage_needs_no_ulimit_flags() {
+    if !crate::common::require_tool("podman") {
+        return;
+    }
+    let Some(busybox) = crate::common::require_static_busybox() else {
+        return;
+    };
+    let t = tempdir();
+    let r = t.path().join("bb.toml");
+    fs::write(
+        &r,
+        format!(
+            "[image]\nname = \"example.com/bb\"\n\n[[layer]]\nname = \"busybox\"\nsrc = \"{}\"\ndest = \"/bin/busybox\"\n\n[[test]]\nname = \"echo\"\nrun = [\"/bin/busybox\", \"echo\", \"hi from the test\"]\nexpect-output = \"hi from the test\"\n",
+            busybox.display()
+        ),
+    )
+    .unwrap();
+    // The harness's own flags, less its ulimits.
+    let flags = crate::common::podman_args();
+    let mut kept = Vec::new();
+    let mut it = flags.iter();
+    while let Some(f) = it.next() {
+        if f == "--ulimit" {
+            it.next();
+        } else if !f.starts_with("--ulimit=") {
+            kept.push(f.clone());
+        }
+    }
+    let o = run(ocibuild()
+        .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
+        .args(["build", "--test", "-o"])
+        .arg(t.path().join("img"))
+        .arg(&r));
+    assert!(o.status.success(), "{}{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("test echo ... passed"),
+        "{}",
+        stdout(&o)
+    );
+    // Item 16 (part): `-q --test` prints only the reference; a pass says nothing more.
+    let o = run_ok(
+        ocibuild()
+            .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
+            .args(["-q", "build", "--test", "-o"])
+            .arg(t.path().join("img"))
+            .arg(&r),
+    );
+    let lines: Vec<String> = stdout(&o).lines().map(String::from).collect();
+    assert!(
+        lines.len() == 1 && lines[0].starts_with("example.com/bb:latest@sha256:"),
+        "{lines:?}"
+    );
+
+    // Item 14: no image named after the layout is left in podman's storage...
+    let images = run_ok(std::process::Command::new("podman").args([
+        "images",
+        "--format",
+        "{{.Repository}}",
+    ]));
+    let img = t.path().join("img");
+    assert!(
+        !stdout(&images).contains(&img.display().to_string()),
+        "{}",
+        stdout(&images)
+    );
+    // ...and `test` refuses an image the recipe no longer builds.
+    let text = fs::read_to_string(&r).unwrap();
+    fs::write(
+        &r,
+        text.replace("[[test]]", "[config]\nenv = { X = \"1\" }\n\n[[test]]"),
+    )
+    .unwrap();
+    let o = run(ocibuild()
+        .env("OCIBUILD_PODMAN_ARGS", kept.join(" "))
+        .args(["test", "-o"])
+        .arg(&img)
+        .arg(&r));
+    let err = stderr(&o);
+    assert!(
+        !o.status.success()
+            && err.contains("was built from another version of")
+            && err.contains("--test`"),
+        "{err}"
+    );
 }

@@ -11,8 +11,10 @@ use crate::wheelfix;
 
 use fs_err as fs;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use aptfix::{fixture, python_universe, serve, Fixture};
+use common::context::TestContext;
 use common::{layer_named as layer, ocibuild, run, run_ok, stdout, tar_listing, tempdir};
 use ocibuild::python::wheel::WheelInput;
 use serde_json::Value;
@@ -158,16 +160,47 @@ fn build(recipe: &Path, out: &Path, cache: &Path, extra: &[&str]) -> Value {
     serde_json::from_str(&stdout(&o)).unwrap()
 }
 
-#[test]
-fn pylock_wheels_lock_layers_and_reproducibility() {
-    let f = fixture(&python_universe(), false);
-    let t = tempdir();
-    let w = wheels(t.path());
-    pylock(t.path(), &w, &|_| true);
-    let r = recipe(t.path(), &f, "lock = \"pylock.toml\"");
-    let out = t.path().join("img");
-    let v = build(&r, &out, &t.path().join("cache1"), &[]);
+/// The pylock recipe of several wheels per package, built once (by the first test that asks)
+/// into `img` with the store `cache1`.
+struct Built {
+    _cx: TestContext,
+    _f: Fixture,
+    /// The project directory (the recipe, its lock, pylock.toml, wheels/).
+    t: PathBuf,
+    w: Wheels,
+    r: PathBuf,
+    out: PathBuf,
+    v: Value,
+}
 
+fn built() -> &'static Built {
+    static BUILT: OnceLock<Built> = OnceLock::new();
+    BUILT.get_or_init(|| {
+        let cx = TestContext::new().shared();
+        let f = fixture(&python_universe(), false);
+        let t = cx.path().to_path_buf();
+        let w = wheels(&t);
+        pylock(&t, &w, &|_| true);
+        let r = recipe(&t, &f, "lock = \"pylock.toml\"");
+        let out = t.join("img");
+        let v = build(&r, &out, &t.join("cache1"), &[]);
+        Built {
+            _cx: cx,
+            _f: f,
+            t,
+            w,
+            r,
+            out,
+            v,
+        }
+    })
+}
+
+#[test]
+fn the_lock_pins_the_one_fitting_wheel_of_each_package() {
+    let b = built();
+    let t = &b.t;
+    let v = &b.v;
     let names: Vec<&str> = v["layers"]
         .as_array()
         .unwrap()
@@ -177,7 +210,7 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
     assert_eq!(names, ["apt", "rootfs", "wheels-click-and-1-more"]);
 
     // The lock pins the one fitting fastlib wheel.
-    let lock = fs::read_to_string(t.path().join("app.lock")).unwrap();
+    let lock = fs::read_to_string(t.join("app.lock")).unwrap();
     assert!(
         lock.contains("[python-packages]\nfile = \"pylock.toml\""),
         "{lock}"
@@ -191,15 +224,20 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
         "{lock}"
     );
     assert_eq!(lock.matches("[[wheel]]").count(), 2);
+}
 
+#[test]
+fn the_sbom_declares_each_wheels_licence_from_its_metadata() {
+    let b = built();
+    let (t, r, out) = (&b.t, &b.r, &b.out);
     // The SBOM declares each wheel's licence from its METADATA in the store: PEP 639's
     // License-Expression (click), an OSI classifier (fastlib; its free-text License is not one).
     let o = run_ok(
         ocibuild()
-            .env("OCIBUILD_CACHE", t.path().join("cache1"))
+            .env("OCIBUILD_CACHE", t.join("cache1"))
             .args(["sbom", "--format", "cyclonedx", "--image"])
             .arg(format!("oci:{}", out.display()))
-            .arg(&r),
+            .arg(r),
     );
     let cdx: Value = serde_json::from_str(&stdout(&o)).unwrap();
     let comps = cdx["components"].as_array().unwrap();
@@ -212,8 +250,13 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
         licence("fastlib"),
         serde_json::json!([{"license": {"id": "MIT"}}])
     );
+}
 
-    let (_, blob) = layer(&out, &v, "wheels-click-and-1-more");
+#[test]
+fn the_wheel_layer_holds_the_installed_files_and_splices_the_wheels_deflate_blocks() {
+    let b = built();
+    let (t, w, out, v) = (&b.t, &b.w, &b.out, &b.v);
+    let (_, blob) = layer(out, v, "wheels-click-and-1-more");
     let listing = tar_listing(&blob);
     let site = "usr/local/lib/python3.12/dist-packages";
     for want in [
@@ -225,7 +268,7 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
     ] {
         assert!(listing.contains(&want), "{want} not in {listing:#?}");
     }
-    let unpack = t.path().join("unpack");
+    let unpack = t.join("unpack");
     fs::create_dir(&unpack).unwrap();
     run_ok(
         std::process::Command::new("tar")
@@ -249,8 +292,8 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
     // (From its second byte: in a one-block stream the first holds the last-block bit, cleared.)
     assert!(gz.windows(4095).any(|win| win == &raw[1..4096]), "spliced");
     if common::require_tool("umoci") {
-        let bundle = t.path().join("bundle");
-        common::umoci_unpack(&out, "latest", &bundle);
+        let bundle = t.join("bundle");
+        common::umoci_unpack(out, "latest", &bundle);
         let rootfs = bundle.join("rootfs").join(site);
         assert!(fs::read(rootfs.join("fastlib/_core.so")).unwrap() == core_so());
         assert_eq!(
@@ -268,43 +311,55 @@ fn pylock_wheels_lock_layers_and_reproducibility() {
         launcher.contains("from click_demo import main"),
         "{launcher}"
     );
+}
 
+#[test]
+fn warm_store_cold_store_and_thread_counts_give_the_same_image() {
+    let b = built();
+    let (t, r, v) = (&b.t, &b.r, &b.v);
     // Warm store, cold store, one thread or two: the same image.
-    let warm = build(
-        &r,
-        &t.path().join("img2"),
-        &t.path().join("cache1"),
-        &["-j", "1"],
-    );
+    let warm = build(r, &t.join("img2"), &t.join("cache1"), &["-j", "1"]);
     assert_eq!(warm["manifest"], v["manifest"]);
     assert!(warm["layers"]
         .as_array()
         .unwrap()
         .iter()
         .all(|l| l["cached"] == true));
-    let cold = build(
-        &r,
-        &t.path().join("img3"),
-        &t.path().join("cache2"),
-        &["-j", "2"],
-    );
+    let cold = build(r, &t.join("img3"), &t.join("cache2"), &["-j", "2"]);
     assert_eq!(cold["manifest"], v["manifest"]);
+}
 
+#[test]
+fn the_lock_answers_without_the_wheels_and_names_an_edited_pylock() {
+    let b = built();
+    let t = &b.t;
     // The lock answers: with the wheels gone, a locked build in the warm store still works;
     // an edited pylock.toml makes --locked name the change.
-    fs::rename(&w.dir, t.path().join("wheels-gone")).unwrap();
-    build(
-        &r,
-        &t.path().join("img4"),
-        &t.path().join("cache1"),
-        &["--locked"],
+    // (on a copy of the project: the other tests read its wheels and its pylock.toml)
+    let copy = b.t.join("copy");
+    fs::create_dir_all(&copy).unwrap();
+    for file in ["app.toml", "app.lock", "pylock.toml"] {
+        fs::copy(b.t.join(file), copy.join(file)).unwrap();
+    }
+    run_ok(
+        std::process::Command::new("cp")
+            .arg("-a")
+            .arg(&b.w.dir)
+            .arg(&copy),
     );
-    fs::rename(t.path().join("wheels-gone"), &w.dir).unwrap();
-    pylock(t.path(), &w, &|f| !f.contains("musllinux"));
+    let r = copy.join("app.toml");
+    let w = Wheels {
+        dir: copy.join("wheels"),
+        files: b.w.files.clone(),
+    };
+    fs::rename(&w.dir, copy.join("wheels-gone")).unwrap();
+    build(&r, &t.join("img4"), &t.join("cache1"), &["--locked"]);
+    fs::rename(copy.join("wheels-gone"), &w.dir).unwrap();
+    pylock(&copy, &w, &|f| !f.contains("musllinux"));
     let o = run(ocibuild()
-        .env("OCIBUILD_CACHE", t.path().join("cache1"))
+        .env("OCIBUILD_CACHE", t.join("cache1"))
         .args(["build", "--locked", "-o"])
-        .arg(t.path().join("img5"))
+        .arg(t.join("img5"))
         .arg(&r));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(

@@ -11,6 +11,7 @@
 // Each test crate uses a different part of the harness.
 #![allow(dead_code)]
 
+pub mod context;
 pub mod fake_registry;
 pub mod registry;
 

@@ -149,6 +149,16 @@ fn wait_listening(mut reg: Registry, what: &str) -> Registry {
 }
 
 impl Registry {
+    /// The registry process's id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// The directory holding its configuration, log and data (removed on drop).
+    pub fn dir(&self) -> &Path {
+        self._dir.path()
+    }
+
     /// Where the registry keeps its blobs (`docker/registry/v2/blobs/sha256/XX/HEX/data` below
     /// it), for tests that make it serve bytes other than what was pushed.
     pub fn data_dir(&self) -> PathBuf {

@@ -7,12 +7,14 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::OnceLock;
 
 use fs_err as fs;
 use serde_json::Value;
 
 use super::aptfix::{self, fixture, python_universe, Data};
-use super::common::{self, ocibuild, run, stdout, tar_listing, tempdir};
+use super::common::context::TestContext;
+use super::common::{self, ocibuild, run, stdout, tar_listing};
 use super::no_tweak;
 use super::wheelfix::make_wheel;
 
@@ -172,53 +174,89 @@ fn dup(v: &Value) -> &Value {
     &dups[0]
 }
 
-#[test]
-fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_be_dropped() {
-    if std::env::consts::ARCH != "x86_64" || !common::require_tool("cc") {
-        return;
+/// What `LD_LIBRARY_PATH` names in the tests that set it.
+const LD_CONFIG: &str = "[config]\nenv = { LD_LIBRARY_PATH = \"/usr/lib/x86_64-linux-gnu\" }\n";
+
+/// The compiled library and extension, and the archive with libfoo1 and foo-tools: made once
+/// by the first test that asks (`None` off x86_64 or without cc), with a store the tests share.
+struct Compiled {
+    cx: TestContext,
+    lib: Vec<u8>,
+    ext: Vec<u8>,
+    f: aptfix::Fixture,
+}
+
+fn compiled() -> Option<&'static Compiled> {
+    static COMPILED: OnceLock<Option<Compiled>> = OnceLock::new();
+    COMPILED
+        .get_or_init(|| {
+            if std::env::consts::ARCH != "x86_64" || !common::require_tool("cc") {
+                return None;
+            }
+            let cx = TestContext::new().shared();
+            let (lib, ext) = compile(cx.path());
+            let leaked: &'static [u8] = Box::leak(lib.clone().into_boxed_slice());
+            let mut universe = python_universe();
+            universe.push(
+                aptfix::deb("libfoo1", "1.0-1")
+                    .data(Data::Dir("./usr/lib/"))
+                    .data(Data::Dir("./usr/lib/x86_64-linux-gnu/"))
+                    .data(Data::Binary(
+                        "./usr/lib/x86_64-linux-gnu/libfoo.so.1",
+                        leaked,
+                        0o644,
+                    ))
+                    .data(Data::Symlink(
+                        "./usr/lib/x86_64-linux-gnu/libfoo.so",
+                        "libfoo.so.1",
+                    )),
+            );
+            // A package whose programs may link libfoo: its copy must stay.
+            universe.push(
+                aptfix::deb("foo-tools", "1.0-1")
+                    .field("Depends", "libfoo1 (>= 1.0)")
+                    .data(Data::Dir("./usr/share/"))
+                    .data(Data::File("./usr/share/foo-tools", "tools\n", 0o644)),
+            );
+            let f = fixture(&universe, false);
+            Some(Compiled { cx, lib, ext, f })
+        })
+        .as_ref()
+}
+
+impl Compiled {
+    /// A project directory `name` with the wheels.
+    fn project(&self, name: &str) -> PathBuf {
+        let dir = self.cx.join(name);
+        fs::create_dir_all(&dir).unwrap();
+        wheels(&dir, &self.lib, &self.ext);
+        dir
     }
-    let t = tempdir();
-    let (lib, ext) = compile(t.path());
-    let leaked: &'static [u8] = Box::leak(lib.clone().into_boxed_slice());
-    let mut universe = python_universe();
-    universe.push(
-        aptfix::deb("libfoo1", "1.0-1")
-            .data(Data::Dir("./usr/lib/"))
-            .data(Data::Dir("./usr/lib/x86_64-linux-gnu/"))
-            .data(Data::Binary(
-                "./usr/lib/x86_64-linux-gnu/libfoo.so.1",
-                leaked,
-                0o644,
-            ))
-            .data(Data::Symlink(
-                "./usr/lib/x86_64-linux-gnu/libfoo.so",
-                "libfoo.so.1",
-            )),
-    );
-    // A package whose programs may link libfoo: its copy must stay.
-    universe.push(
-        aptfix::deb("foo-tools", "1.0-1")
-            .field("Depends", "libfoo1 (>= 1.0)")
-            .data(Data::Dir("./usr/share/"))
-            .data(Data::File("./usr/share/foo-tools", "tools\n", 0o644)),
-    );
-    let f = fixture(&universe, false);
-    wheels(t.path(), &lib, &ext);
-    let cache = t.path().join("cache");
-    let build = |r: &Path, out: &str, json: bool| {
+
+    /// `ocibuild build` (`--json` with `json`) of `r` into `out` under `dir`, with the shared store.
+    fn build(&self, dir: &Path, r: &Path, out: &str, json: bool) -> std::process::Output {
         let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", &cache).arg("build");
+        c.env("OCIBUILD_CACHE", self.cx.join("cache")).arg("build");
         if json {
             c.arg("--json");
         }
-        let o = run(c.arg("-o").arg(t.path().join(out)).arg(r));
+        let o = run(c.arg("-o").arg(dir.join(out)).arg(r));
         common::assert_success(&o, "build");
         o
-    };
-    let user = format!("/{SITE}/fooext/_ext.so");
+    }
+}
 
+#[test]
+fn which_copy_loads_is_said_as_the_loader_decides() {
+    let Some(s) = compiled() else {
+        return;
+    };
+    let (f, lib, ext) = (&s.f, &s.lib, &s.ext);
+    let dir = s.project("which_copy_loads_is_said_as_the_loader_d");
+    let build = |r: &Path, out: &str, json: bool| s.build(&dir, r, out, json);
+    let user = format!("/{SITE}/fooext/_ext.so");
     // 1. RUNPATH reaches the wheel's copy: it loads, the Debian copy is unused.
-    let r = recipe(t.path(), &f, "", "");
+    let r = recipe(dir.as_path(), f, "", "");
     let v: Value = serde_json::from_str(&stdout(&build(&r, "img1", true))).unwrap();
     let d = dup(&v);
     assert_eq!(d["origin"], "apt");
@@ -229,7 +267,7 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
     assert_eq!(d["users"][0]["via"], format!("RUNPATH {RUNPATH}"));
     assert_eq!(d["unusedBytes"], lib.len());
     assert!(d.get("dropped").is_none());
-    let host = host_loader(&t.path().join("root1"), &lib, &ext, None);
+    let host = host_loader(&dir.as_path().join("root1"), lib, ext, None);
     assert_eq!(
         host,
         d["wheelPath"].as_str().unwrap(),
@@ -242,10 +280,19 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
         )),
         "{err}"
     );
+}
 
+#[test]
+fn ld_library_path_loads_the_debian_copy_and_the_wheels_is_dropped() {
+    let Some(s) = compiled() else {
+        return;
+    };
+    let (f, lib, ext) = (&s.f, &s.lib, &s.ext);
+    let dir = s.project("ld_library_path_loads_the_debian_copy_an");
+    let build = |r: &Path, out: &str, json: bool| s.build(&dir, r, out, json);
+    let config = LD_CONFIG;
     // 2. LD_LIBRARY_PATH comes first: the Debian copy loads; dropping leaves the wheel's out.
-    let config = "[config]\nenv = { LD_LIBRARY_PATH = \"/usr/lib/x86_64-linux-gnu\" }\n";
-    let r = recipe(t.path(), &f, "drop-unused-copies = true", config);
+    let r = recipe(dir.as_path(), f, "drop-unused-copies = true", config);
     let v: Value = serde_json::from_str(&stdout(&build(&r, "img2", true))).unwrap();
     let d = dup(&v);
     assert_eq!(d["loads"], "apt", "{d:#}");
@@ -256,9 +303,9 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
     assert_eq!(d["unusedBytes"], d["wastedBytes"]);
     assert_eq!(d["dropped"], "wheel");
     let host = host_loader(
-        &t.path().join("root2"),
-        &lib,
-        &ext,
+        &dir.as_path().join("root2"),
+        lib,
+        ext,
         Some("/usr/lib/x86_64-linux-gnu"),
     );
     assert_eq!(host, format!("/{DEB_LIB}"), "the host's loader agrees");
@@ -270,7 +317,7 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
         .map(|l| l["name"].as_str().unwrap())
         .find(|n| n.starts_with("wheel"))
         .expect("a wheel layer");
-    let (_, blob) = common::layer_named(&t.path().join("img2"), &v, name);
+    let (_, blob) = common::layer_named(&dir.as_path().join("img2"), &v, name);
     let listing = tar_listing(&blob);
     assert!(
         !listing.iter().any(|p| p.ends_with("libfoo.so.1")),
@@ -282,10 +329,19 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
         "RECORD lists it no more: {text}"
     );
     assert!(text.contains("METADATA"), "{text}");
+}
 
+#[test]
+fn the_unused_debian_copy_is_dropped_from_the_apt_layer() {
+    let Some(s) = compiled() else {
+        return;
+    };
+    let f = &s.f;
+    let dir = s.project("the_unused_debian_copy_is_dropped_from_t");
+    let build = |r: &Path, out: &str, json: bool| s.build(&dir, r, out, json);
     // 3. The wheel's copy loads (no LD_LIBRARY_PATH) and dropping is asked: the Debian copy,
     // its symlink and its md5sums line leave the apt layer.
-    let r = recipe(t.path(), &f, "drop-unused-copies = true", "");
+    let r = recipe(dir.as_path(), f, "drop-unused-copies = true", "");
     let v: Value = serde_json::from_str(&stdout(&build(&r, "img4", true))).unwrap();
     let d = dup(&v);
     assert_eq!(
@@ -293,7 +349,7 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
         (&Value::from("wheel"), &Value::from("apt")),
         "{d:#}"
     );
-    let (_, blob) = common::layer_named(&t.path().join("img4"), &v, "apt");
+    let (_, blob) = common::layer_named(&dir.as_path().join("img4"), &v, "apt");
     let listing = tar_listing(&blob);
     assert!(
         !listing.iter().any(|p| p.contains("libfoo.so")),
@@ -311,10 +367,20 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
             && err.contains(": left out of the apt layer"),
         "{err}"
     );
+}
+
+#[test]
+fn a_debian_copy_another_package_depends_on_is_kept() {
+    let Some(s) = compiled() else {
+        return;
+    };
+    let f = &s.f;
+    let dir = s.project("a_debian_copy_another_package_depends_on");
+    let build = |r: &Path, out: &str, json: bool| s.build(&dir, r, out, json);
     // ...unless another package depends on its package.
     let r = recipe_with(
-        t.path(),
-        &f,
+        dir.as_path(),
+        f,
         "drop-unused-copies = true",
         "",
         "\"libfoo1\", \"foo-tools\"",
@@ -326,13 +392,23 @@ fn which_copy_loads_is_said_as_the_loader_decides_and_the_unused_wheel_copy_can_
         d["kept"],
         "libfoo1 is a dependency of foo-tools, whose programs may link it"
     );
-    let (_, blob) = common::layer_named(&t.path().join("img5"), &v, "apt");
+    let (_, blob) = common::layer_named(&dir.as_path().join("img5"), &v, "apt");
     assert!(tar_listing(&blob).iter().any(|p| p.ends_with(DEB_LIB)));
     let md5 = layer_text(&blob, "var/lib/dpkg/status.d/libfoo1.md5sums");
     assert!(md5.contains(DEB_LIB), "kept, and listed: {md5}");
+}
 
+#[test]
+fn without_the_request_the_build_says_how_to_drop_the_unused_copy() {
+    let Some(s) = compiled() else {
+        return;
+    };
+    let f = &s.f;
+    let dir = s.project("without_the_request_the_build_says_how_t");
+    let build = |r: &Path, out: &str, json: bool| s.build(&dir, r, out, json);
+    let config = LD_CONFIG;
     // 4. Without the request, the same config keeps the wheel's copy and says how to drop it.
-    let r = recipe(t.path(), &f, "", config);
+    let r = recipe(dir.as_path(), f, "", config);
     let err = common::stderr(&build(&r, "img3", false));
     assert!(
         err.contains("the wheel's copy is unused")

@@ -51,7 +51,7 @@ fn replace_once(text: &str, old: &str, new: &str) -> String {
     assert_eq!(
         text.matches(old).count(),
         1,
-        "recipes/python-cuda-images.toml no longer has exactly one `{old}`: update tests/seed.rs"
+        "recipes/python-cuda-images.toml no longer has exactly one `{old}`: update tests/it/online_seed_recipe.rs"
     );
     text.replacen(old, new, 1)
 }

@@ -1,5 +1,6 @@
-//! The store, layouts and vendor directories against directories that are not what they seem
-//! (the hardening issue, second round: cases 5, 6, 8 and 9), offline, with generated inputs.
+//! The store and layouts against directories that are not what they seem (the hardening
+//! issue, second round: cases 5, 6 and 8; case 9, vendor directories, is vendor.rs), offline,
+//! with generated inputs.
 //! Each test asserts the refusal or the correct result, and that nothing outside the build's
 //! own directories changed.
 
@@ -16,7 +17,7 @@ use serde_json::json;
 
 use crate::common;
 
-fn recipe(dir: &Path, tag: &str, data: &[u8]) -> PathBuf {
+pub(crate) fn recipe(dir: &Path, tag: &str, data: &[u8]) -> PathBuf {
     let src = dir.join("src");
     fs::create_dir_all(&src).unwrap();
     fs::write(src.join("data.bin"), data).unwrap();
@@ -33,7 +34,7 @@ fn recipe(dir: &Path, tag: &str, data: &[u8]) -> PathBuf {
 }
 
 /// Bytes gzip cannot shrink.
-fn noise(len: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn noise(len: usize, seed: u64) -> Vec<u8> {
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15 ^ seed;
     (0..len)
         .map(|_| {
@@ -50,7 +51,7 @@ fn stderr(out: &Output) -> String {
 }
 
 /// A refusal: a failed exit and one line on stderr containing every one of `needles`.
-fn refused(out: &Output, needles: &[&str]) {
+pub(crate) fn refused(out: &Output, needles: &[&str]) {
     let err = stderr(out);
     assert!(!out.status.success(), "should have failed:\n{err}");
     assert_eq!(err.trim_end().lines().count(), 1, "one line:\n{err}");
@@ -61,7 +62,7 @@ fn refused(out: &Output, needles: &[&str]) {
 
 /// Everything under `root`, not following links: path → what it is (a file's bytes, a link's
 /// target, a directory).
-fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
+pub(crate) fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
     let mut out = BTreeMap::new();
     let mut todo = vec![root.to_path_buf()];
     while let Some(p) = todo.pop() {
@@ -82,7 +83,7 @@ fn tree(root: &Path) -> BTreeMap<PathBuf, String> {
     out
 }
 
-fn names(dir: &Path) -> Vec<String> {
+pub(crate) fn names(dir: &Path) -> Vec<String> {
     let mut v: Vec<String> = fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -92,7 +93,7 @@ fn names(dir: &Path) -> Vec<String> {
 }
 
 /// Every blob of a layout (or vendor directory) is a regular file whose sha256 is its name.
-fn blobs_intact(dir: &Path) {
+pub(crate) fn blobs_intact(dir: &Path) {
     for e in fs::read_dir(dir.join("blobs/sha256")).unwrap() {
         let e = e.unwrap();
         let name = e.file_name().into_string().unwrap();
@@ -505,7 +506,7 @@ fn descriptor(media_type: &str, bytes: &[u8], size: u64) -> serde_json::Value {
 
 /// A base registry with tag `good` (true sizes) and `liar` (the same config and layer, the
 /// layer declared 2^62 bytes). Returns its address and the layer.
-fn lying_registry(dir: &Path) -> (String, Vec<u8>) {
+pub(crate) fn lying_registry(dir: &Path) -> (String, Vec<u8>) {
     let layer = layer_tar(dir);
     let config = serde_json::to_vec(&json!({
         "architecture": common::host_arch(),
@@ -539,7 +540,7 @@ fn lying_registry(dir: &Path) -> (String, Vec<u8>) {
 
 /// A project building on `ADDR/test/base:TAG`, with the registries file that allows plain
 /// HTTP to it.
-fn base_project(dir: &Path, addr: &str, tag: &str) -> (PathBuf, PathBuf) {
+pub(crate) fn base_project(dir: &Path, addr: &str, tag: &str) -> (PathBuf, PathBuf) {
     fs::create_dir_all(dir.join("app")).unwrap();
     fs::write(dir.join("app/hello.txt"), b"hello\n").unwrap();
     let recipe = dir.join("app.toml");
@@ -600,198 +601,4 @@ fn a_warm_store_does_not_take_a_base_descriptors_lying_size() {
     );
     assert!(!out.exists());
     assert_eq!(names(&project), ["app", "app.toml", "registries.toml"]);
-}
-
-// ---------------------------------------------------------------------------------------------
-// Case 9: `vendor --into` over planted symlinks
-
-/// A vendor directory with one `url` entry, its blob `bytes`.
-fn vendor_source(dir: &Path, bytes: &[u8]) -> String {
-    let digest = common::sha256_bytes(bytes);
-    let hex = digest.trim_start_matches("sha256:").to_string();
-    fs::create_dir_all(dir.join("blobs/sha256")).unwrap();
-    fs::write(dir.join("blobs/sha256").join(&hex), bytes).unwrap();
-    let index = json!({
-        "schemaVersion": 1,
-        "entries": [{"kind": "url", "url": "https://example.com/python.tar.gz",
-                     "digest": digest, "size": bytes.len()}],
-    });
-    fs::write(dir.join("index.json"), serde_json::to_vec(&index).unwrap()).unwrap();
-    hex
-}
-
-#[test]
-fn vendor_into_never_counts_or_writes_through_a_planted_symlink() {
-    let d = common::test_dir("w");
-    let bytes = noise(8192, 3);
-    let src = d.join("src-vendor");
-    let hex = vendor_source(&src, &bytes);
-    let outside = d.join("outside");
-    fs::create_dir_all(&outside).unwrap();
-    // Same size as the blob, other bytes: a size check alone would take it.
-    fs::write(outside.join("victim"), noise(8192, 4)).unwrap();
-    let outside_before = tree(&outside);
-    let merge = |into: &Path| {
-        common::run(
-            common::ocibuild()
-                .args(["vendor", "--json", "--merge"])
-                .arg(&src)
-                .arg("--into")
-                .arg(into),
-        )
-    };
-
-    // A symlink at the blob's name, pointing outside: replaced by the blob, never followed.
-    let a = d.join("a");
-    fs::create_dir_all(a.join("blobs/sha256")).unwrap();
-    fs::os::unix::fs::symlink(outside.join("victim"), a.join("blobs/sha256").join(&hex)).unwrap();
-    let o = merge(&a);
-    common::assert_success(&o, "vendor --merge over a symlinked blob");
-    blobs_intact(&a);
-    assert_eq!(tree(&outside), outside_before);
-    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(stats["replaced"], 1, "{stats}");
-    assert_eq!(stats["present"], 0, "{stats}");
-
-    // A same-size regular file with other bytes: replaced too. The blob itself: kept.
-    let b = d.join("b");
-    fs::create_dir_all(b.join("blobs/sha256")).unwrap();
-    fs::write(b.join("blobs/sha256").join(&hex), noise(8192, 5)).unwrap();
-    let o = merge(&b);
-    common::assert_success(&o, "vendor --merge over a wrong blob");
-    blobs_intact(&b);
-    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(stats["replaced"], 1, "{stats}");
-    let o = merge(&b);
-    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(
-        (stats["present"].clone(), stats["replaced"].clone()),
-        (json!(1), json!(0))
-    );
-    common::run_ok(common::ocibuild().args(["vendor", "--check"]).arg(&b));
-
-    // A symlinked blobs/sha256 (or blobs, or the directory itself): refused, nothing written.
-    for (name, link) in [("c", "blobs/sha256"), ("e", "blobs"), ("f", "")] {
-        let dir = d.join(name);
-        let at = if link.is_empty() {
-            dir.clone()
-        } else {
-            dir.join(link)
-        };
-        fs::create_dir_all(at.parent().unwrap()).unwrap();
-        fs::os::unix::fs::symlink(&outside, &at).unwrap();
-        let o = merge(&dir);
-        refused(&o, &[&at.display().to_string(), "is a symbolic link"]);
-        assert_eq!(tree(&outside), outside_before, "{name}");
-    }
-}
-
-#[test]
-fn vendor_into_from_a_recipe_replaces_a_planted_symlink() {
-    let d = common::test_dir("w");
-    let (addr, layer) = lying_registry(&d);
-    let cache = d.join("cache");
-    let (recipe, registries) = base_project(&d.join("p"), &addr, "good");
-    let ocibuild = || {
-        let mut c = common::ocibuild();
-        c.arg("--registries")
-            .arg(&registries)
-            .env("OCIBUILD_CACHE", &cache);
-        c
-    };
-    common::run_ok(ocibuild().arg("lock").arg(&recipe));
-    let outside = d.join("outside");
-    fs::create_dir_all(&outside).unwrap();
-    fs::write(outside.join("victim"), noise(layer.len(), 6)).unwrap();
-    let outside_before = tree(&outside);
-    let v = d.join("vendor");
-    fs::create_dir_all(v.join("blobs/sha256")).unwrap();
-    let hex = common::sha256_bytes(&layer)["sha256:".len()..].to_string();
-    fs::os::unix::fs::symlink(outside.join("victim"), v.join("blobs/sha256").join(&hex)).unwrap();
-    let o = common::run_ok(
-        ocibuild()
-            .args(["vendor", "--json", "--into"])
-            .arg(&v)
-            .arg(&recipe),
-    );
-    blobs_intact(&v);
-    assert_eq!(tree(&outside), outside_before);
-    let stats: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
-    assert_eq!(stats["replaced"], 1, "{stats}");
-    common::run_ok(common::ocibuild().args(["vendor", "--check"]).arg(&v));
-}
-
-#[test]
-fn a_vendored_blob_that_is_not_a_regular_file_is_refused_without_blocking() {
-    let d = common::test_dir("w");
-    let (addr, layer) = lying_registry(&d);
-    let (recipe, registries) = base_project(&d.join("p"), &addr, "good");
-    let ocibuild = |cache: &Path| {
-        let mut c = common::ocibuild();
-        c.arg("--registries")
-            .arg(&registries)
-            .env("OCIBUILD_CACHE", cache);
-        c
-    };
-    let v = d.join("vendor");
-    common::run_ok(ocibuild(&d.join("cache")).arg("lock").arg(&recipe));
-    common::run_ok(
-        ocibuild(&d.join("cache"))
-            .args(["vendor", "--into"])
-            .arg(&v)
-            .arg(&recipe),
-    );
-    let hex = common::sha256_bytes(&layer)["sha256:".len()..].to_string();
-    let blob = v.join("blobs/sha256").join(&hex);
-    let outside = d.join("outside");
-    fs::create_dir_all(&outside).unwrap();
-    fs::write(outside.join("other"), noise(layer.len() * 3, 7)).unwrap();
-    let sizes = format!(
-        "is {} bytes, the index says {}",
-        layer.len() * 3,
-        layer.len()
-    );
-    let plants: [(&str, &dyn Fn()); 3] = [
-        (&sizes, &|| {
-            fs::write(&blob, noise(layer.len() * 3, 8)).unwrap()
-        }),
-        ("is a symbolic link, never followed here", &|| {
-            fs::os::unix::fs::symlink(outside.join("other"), &blob).unwrap()
-        }),
-        ("is a FIFO, not a regular file", &|| {
-            assert!(Command::new("mkfifo")
-                .arg(&blob)
-                .status()
-                .unwrap()
-                .success())
-        }),
-    ];
-    for (i, (said, plant)) in plants.iter().enumerate() {
-        let _ = fs::remove_file(&blob);
-        plant();
-        let cold = d.join(format!("cold-{i}"));
-        let out = d.join(format!("out-{i}.oci"));
-        // A bound on a hang, not a timing: the build returns at once.
-        let o = common::run_timeout(
-            ocibuild(&cold)
-                .args(["build", "--offline", "--vendor"])
-                .arg(&v)
-                .arg(&recipe)
-                .arg("-o")
-                .arg(&out),
-            std::time::Duration::from_secs(120),
-        );
-        refused(
-            &o,
-            &[
-                &v.display().to_string(),
-                &hex,
-                said,
-                "vendor the input again",
-            ],
-        );
-        assert!(!out.exists());
-        assert!(!cold.join("blobs/sha256").join(&hex).exists());
-        assert_eq!(names(&cold.join("tmp")), Vec::<String>::new());
-    }
 }

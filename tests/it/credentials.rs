@@ -4,18 +4,21 @@
 //! `build --attach`, `vendor`, `sbom` and `provenance` write (lock, layout, referrers, store,
 //! vendor index) and in nothing they print. netrc works the same; a wrong or missing login is a
 //! clear 401 without the password. A registry that echoes the request's Authorization in its
-//! error body has it masked.
+//! error body has it masked. A login pasted into an image reference is never shown (issue 31,
+//! case 13; network_errors.rs's helpers).
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use fs_err as fs;
 
 use crate::aptfix::{fixture, python_universe};
+use crate::common::context::TestContext;
 use crate::common::{self, ocibuild, run, run_ok, tempdir};
 use crate::wheel_recipe::{wheels, Wheels};
 
@@ -188,35 +191,68 @@ fn assert_no_secret(text: &str, what: &str) {
     }
 }
 
+/// The generated archive and the wheels' index, served by busybox httpd behind `USER:PASSWORD`:
+/// made once by the first test that asks (`None` without busybox).
+struct Served {
+    cx: TestContext,
+    f: crate::aptfix::Fixture,
+    w: Wheels,
+    server: Httpd,
+}
+
+fn served() -> Option<&'static Served> {
+    static SERVED: OnceLock<Option<Served>> = OnceLock::new();
+    SERVED
+        .get_or_init(|| {
+            if !common::require_tool("busybox") {
+                return None;
+            }
+            let f = fixture(&python_universe(), false);
+            let cx = TestContext::new().shared();
+            let served = cx.join("served");
+            fs::create_dir_all(&served).unwrap();
+            let cp = Command::new("cp")
+                .arg("-a")
+                .arg(&f.repo.root)
+                .arg(served.join("debian"))
+                .status()
+                .unwrap();
+            assert!(cp.success());
+            let w = wheels(cx.path());
+            html_index(&served, &w);
+            let server = httpd(&served, cx.path());
+            common::context::clean_up_after_exit(&[server.child.id().to_string()], &[]);
+            Some(Served { cx, f, w, server })
+        })
+        .as_ref()
+}
+
+impl Served {
+    /// A work directory of `name` with the requirements file the recipes name.
+    fn work(&self, name: &str) -> PathBuf {
+        let work = self.cx.join(name);
+        fs::create_dir_all(&work).unwrap();
+        requirements(&work, &self.w);
+        work
+    }
+
+    /// `ocibuild` with `cache` and no netrc.
+    fn cmd(&self, cache: &Path) -> Command {
+        let mut c = ocibuild();
+        c.env("OCIBUILD_CACHE", cache)
+            .env("NETRC", self.cx.join("no-netrc"));
+        c
+    }
+}
+
 #[test]
 fn url_logins_authenticate_and_are_written_nowhere() {
-    if !common::require_tool("busybox") {
+    let Some(s) = served() else {
         return;
-    }
-    let f = fixture(&python_universe(), false);
-    let t = tempdir();
-    let served = t.path().join("served");
-    fs::create_dir_all(&served).unwrap();
-    let cp = Command::new("cp")
-        .arg("-a")
-        .arg(&f.repo.root)
-        .arg(served.join("debian"))
-        .status()
-        .unwrap();
-    assert!(cp.success());
-    let w = wheels(t.path());
-    html_index(&served, &w);
-    let server = httpd(&served, t.path());
-    let work = t.path().join("work");
-    fs::create_dir_all(&work).unwrap();
-    requirements(&work, &w);
-    let no_netrc = t.path().join("no-netrc");
-    let cmd = |cache: &Path| {
-        let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", cache).env("NETRC", &no_netrc);
-        c
     };
-
+    let (f, server) = (&s.f, &s.server);
+    let cmd = |cache: &Path| s.cmd(cache);
+    let work = s.work("work");
     // The login in the URLs opens the archive, the index and the wheels on the same host.
     let login = format!("{USER}:{}@", PASSWORD.replace('@', "%40"));
     let r = recipe(&work, "app.toml", server.port, &login, &f.key);
@@ -286,7 +322,16 @@ fn url_logins_authenticate_and_are_written_nowhere() {
         &forms(PASSWORD),
     );
     assert!(leaks.is_empty(), "the login was written to {leaks:?}");
+}
 
+#[test]
+fn a_wrong_or_missing_login_is_a_clear_401_without_the_password() {
+    let Some(s) = served() else {
+        return;
+    };
+    let (f, server) = (&s.f, &s.server);
+    let cmd = |cache: &Path| s.cmd(cache);
+    let work = s.work("work-fail");
     // A wrong login, and none: a clear 401 naming the host, without the password.
     let wrong = recipe(
         &work,
@@ -318,7 +363,16 @@ fn url_logins_authenticate_and_are_written_nowhere() {
         );
         assert_no_secret(&text, what);
     }
+}
 
+#[test]
+fn a_netrc_login_serves_a_recipe_without_one() {
+    let Some(s) = served() else {
+        return;
+    };
+    let (f, server, t) = (&s.f, &s.server, &s.cx);
+    let work = s.work("work-netrc");
+    let none = recipe(&work, "none.toml", server.port, "", &f.key);
     // netrc: the same login for the host, for a recipe without one.
     let netrc = t.path().join("netrc");
     fs::write(
@@ -415,4 +469,101 @@ fn a_registry_echoing_the_authorization_header_has_it_masked() {
         "{text}"
     );
     assert_no_secret(&text, "the registry's error");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Issue 31, case 13: a login in an image reference
+
+#[test]
+fn a_login_in_an_image_reference_is_never_shown() {
+    use crate::network_errors::{listing, recipe, text};
+    let d = common::test_dir("w");
+    let r = recipe(&d);
+    let layout = d.join("app.oci");
+    common::run_ok(
+        common::ocibuild()
+            .current_dir(&d)
+            .args(["-q", "build"])
+            .arg(&r)
+            .arg("-o")
+            .arg(&layout),
+    );
+    let key = d.join("k.pem");
+    let public = d.join("pub.pem");
+    assert!(std::process::Command::new("openssl")
+        .args([
+            "genpkey",
+            "-algorithm",
+            "EC",
+            "-pkeyopt",
+            "ec_paramgen_curve:P-256"
+        ])
+        .arg("-out")
+        .arg(&key)
+        .status()
+        .unwrap()
+        .success());
+    assert!(std::process::Command::new("openssl")
+        .args(["pkey", "-pubout", "-in"])
+        .arg(&key)
+        .arg("-out")
+        .arg(&public)
+        .status()
+        .unwrap()
+        .success());
+    let port = crate::common::registry::free_port();
+    for (password, fragments) in [
+        ("s3cret", &["s3cret"][..]),
+        ("s3%40cret", &["s3%40cret", "s3%40", "cret"][..]),
+    ] {
+        let reference = format!("user:{password}@127.0.0.1:{port}/team/x");
+        let base_recipe = d.join("based.toml");
+        fs::write(
+            &base_recipe,
+            format!("[image]\nname = \"example.com/x\"\n\n[base]\nimage = \"{reference}:1\"\n"),
+        )
+        .unwrap();
+        let (l, k, p) = (
+            layout.to_str().unwrap(),
+            key.to_str().unwrap(),
+            public.to_str().unwrap(),
+        );
+        let docker = format!("docker://{reference}");
+        let registry_only = format!("user:{password}@127.0.0.1:{port}");
+        let rs = r.to_str().unwrap();
+        let cases: Vec<Vec<&str>> = vec![
+            vec!["build", rs, "-o", "out.oci", "--push", &reference],
+            vec!["build", rs, "-o", "out.oci", "--push", &docker],
+            vec!["build", rs, "-o", "out.oci", "--cache-repo", &reference],
+            vec!["build", base_recipe.to_str().unwrap(), "-o", "out.oci"],
+            vec!["lock", base_recipe.to_str().unwrap()],
+            vec!["push", l, &reference],
+            vec!["push", l, &docker],
+            vec!["diff", l, &docker],
+            vec!["diff", &docker, l],
+            vec!["diff", l, &reference],
+            vec!["verify", rs, "--against", &docker],
+            vec!["plan", rs, "--against", &reference],
+            vec!["mirror", "--to", &registry_only, l],
+            vec!["sign", "--key", k, &reference],
+            vec!["verify-signature", "--key", p, &reference],
+        ];
+        for args in cases {
+            let before = listing(&d);
+            let out = common::run(common::ocibuild().current_dir(&d).args(&args));
+            let all = text(&out);
+            assert!(!out.status.success(), "{args:?}: {all}");
+            for f in fragments {
+                assert!(!all.contains(f), "{args:?} shows `{f}`: {all}");
+            }
+            assert!(
+                all.contains("a login (`user:password@`) does not belong in an image reference")
+                    && all.contains("REGISTRY_AUTH_FILE")
+                    && all.contains(&format!("***@127.0.0.1:{port}")),
+                "{args:?}: {all}"
+            );
+            assert_eq!(all.lines().count(), 1, "{args:?}: {all}");
+            assert_eq!(listing(&d), before, "{args:?} changed {}", d.display());
+        }
+    }
 }

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use fs_err as fs;
 
 use crate::common;
+use crate::output_layout::{build, recipe};
 
 fn ready() -> bool {
     common::require_tool("podman") && common::require_static_busybox().is_some()
@@ -265,4 +266,42 @@ fn the_users_own_global_options_still_reach_podman() {
     );
     common::assert_success(&out, "build --test with the user's global options");
     assert_eq!(b.written(), ["conmon-ran", "hook-ran", "podman-called"]);
+}
+
+#[test]
+fn recipe_podman_args_that_reach_the_host_are_refused() {
+    let d = common::test_dir("w");
+    let r = recipe(&d, "v1", b"x");
+    let mut text = fs::read_to_string(&r).unwrap();
+    text.push_str(
+        "\n[podman]\nargs = [\"--runtime\", \"runc\", \"-v\", \"/:/host\"]\n\n[[test]]\nname = \"t\"\nrun = [\"/bin/true\"]\n",
+    );
+    fs::write(&r, text).unwrap();
+    let l = d.join("img.oci");
+    common::assert_success(&build(&r, l.to_str().unwrap()), "build");
+    let test = |extra: &[&str]| {
+        common::run(
+            common::ocibuild()
+                .arg("test")
+                .arg(&r)
+                .arg("-o")
+                .arg(&l)
+                .args(["--podman", "/nonexistent/podman"])
+                .args(extra),
+        )
+    };
+    let out = test(&[]);
+    assert!(!out.status.success());
+    let e = stderr(&out);
+    assert!(e.contains("the recipe's [podman] args hold `-v`"), "{e}");
+    assert!(e.contains("--allow-recipe-podman-args"), "{e}");
+    // Allowed for this run: it goes on to podman (absent here).
+    let e = stderr(&test(&["--allow-recipe-podman-args"]));
+    assert!(e.contains("podman not found"), "{e}");
+    // The same flag from the user is taken as given.
+    let mut fixed = fs::read_to_string(&r).unwrap();
+    fixed = fixed.replace(", \"-v\", \"/:/host\"", "");
+    fs::write(&r, fixed).unwrap();
+    let e = stderr(&test(&["--podman-arg=-v", "--podman-arg=/tmp:/t"]));
+    assert!(e.contains("podman not found"), "{e}");
 }
