@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The seed image (issue 9) built two ways on one stand-in base, in one run:
-# - ocibuild: recipes/python-cuda-images.toml with tests/it/seed.rs's substitutions (Debian
+# - ocibuild: recipes/python-cuda-images.toml with tests/it/online_seed_recipe.rs's substitutions (Debian
 #   bookworm python3 instead of Ubuntu noble's, a cp311 manylinux_2_36 pylock of numpy and
 #   pillow; no cupy), its base reached through a [[mirror]] rule on a loopback registry;
 # - the Dockerfile way: buildah bud of the seed Dockerfile (apt-get install python3 python3-pip,
@@ -67,7 +67,7 @@ skopeo copy -q --dest-tls-verify=false "oci:$W/base/layout:b" \
 base_size=$(python3 -c "import json,sys; m=json.load(open(sys.argv[1])); print(sum(l['size'] for l in m['layers']))" \
   "$W/base/layout/blobs/sha256/$(python3 -c "import json; print(json.load(open('$W/base/layout/index.json'))['manifests'][0]['digest'][7:])")")
 
-# --- the project: the recipe with tests/it/seed.rs's substitutions, the app, a pylock
+# --- the project: the recipe with tests/it/online_seed_recipe.rs's substitutions, the app, a pylock
 P=$W/proj
 mkdir -p "$P/keys" "$P/python-cuda-images"
 cp recipes/keys/debian-bookworm.asc "$P/keys/"
