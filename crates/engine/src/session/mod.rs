@@ -453,7 +453,7 @@ impl<'a> Session<'a> {
         let r = self.resolve(recipe, recipe_path, true)?;
         let opts = BuildOptions {
             threads: self.threads,
-            epoch: self.epoch(recipe)?,
+            epoch: r.epoch,
             no_cache: self.no_cache,
             // What defines the image, not the file's bytes: a comment or a changed [[test]]
             // leaves the manifest as it is.

@@ -27,6 +27,9 @@ pub(super) struct Resolved {
     pub steps: Vec<StepReport>,
     /// The digest the image records of the lock as this command leaves it.
     pub lock_digest: Option<Digest>,
+    /// The epoch, resolved once for everything this resolution built and the image
+    /// ([`Session::epoch`]).
+    pub epoch: u64,
 }
 
 impl Session<'_> {
@@ -126,10 +129,17 @@ impl Session<'_> {
         let lock_path = Lock::path_for(recipe_path);
         let base = self.resolve_base(recipe, lock, &lock_path)?;
         done.clone_from(lock);
+        // The epoch, resolved once here for the system layers, the sdists, the steps and the
+        // image; only where something is built with it (`lock` of a bare base never asks).
+        let epoch = if build_layers || system::needs_rootfs(recipe) || !recipe.steps.is_empty() {
+            self.epoch(recipe)?
+        } else {
+            0
+        };
         let b = base.as_ref().map(|(b, _)| b);
-        let (system, mut steps) = self.prepare_system(recipe, b, build_layers, lock)?;
+        let (system, mut steps) = self.prepare_system(recipe, b, build_layers, lock, epoch)?;
         done.clone_from(lock);
-        let (step_layers, recipe_steps) = self.prepare_steps(recipe, recipe_path, lock)?;
+        let (step_layers, recipe_steps) = self.prepare_steps(recipe, recipe_path, lock, epoch)?;
         steps.extend(recipe_steps);
         Ok(Resolved {
             base,
@@ -137,6 +147,7 @@ impl Session<'_> {
             step_layers,
             steps,
             lock_digest: None,
+            epoch,
         })
     }
 
@@ -198,12 +209,13 @@ impl Session<'_> {
         base: Option<&BaseImage>,
         build_layers: bool,
         lock: &mut Lock,
+        epoch: u64,
     ) -> Result<(System, Vec<StepReport>), SessionError> {
         if !system::needs_rootfs(recipe) {
             return Ok((System::default(), Vec::new()));
         }
         let opts = SystemOptions {
-            epoch: self.epoch(recipe)?,
+            epoch,
             compression: recipe.image.compression,
             threads: self.threads,
             no_cache: self.no_cache,
@@ -212,7 +224,7 @@ impl Session<'_> {
             build_layers,
         };
         let fetcher = self.fetcher(recipe)?;
-        let sdists = self.sdist_builder(recipe);
+        let sdists = self.sdist_builder(recipe, epoch);
         let io = system::Io {
             fetcher: &fetcher,
             store: self.store,

@@ -19,6 +19,8 @@ pub(super) struct SdistSteps<'s, 'a> {
     session: &'s Session<'a>,
     recipe: &'s Recipe,
     builder: &'s Builder,
+    /// The epoch the session resolved for this recipe.
+    epoch: u64,
     /// The builder, once resolved (every sdist of the recipe is built in it), with its pin.
     resolved: RefCell<Option<(Option<Container>, Option<LockedBase>)>>,
     /// What each sdist's step did, for `build --json` and `plan`.
@@ -27,12 +29,17 @@ pub(super) struct SdistSteps<'s, 'a> {
 
 impl<'a> Session<'a> {
     /// The recipe's sdist builder, when `[python]` names one.
-    pub(super) fn sdist_builder<'s>(&'s self, recipe: &'s Recipe) -> Option<SdistSteps<'s, 'a>> {
+    pub(super) fn sdist_builder<'s>(
+        &'s self,
+        recipe: &'s Recipe,
+        epoch: u64,
+    ) -> Option<SdistSteps<'s, 'a>> {
         let builder = recipe.python.as_ref()?.sdist_builder.as_ref()?;
         Some(SdistSteps {
             session: self,
             recipe,
             builder,
+            epoch,
             resolved: RefCell::new(None),
             reports: RefCell::new(Vec::new()),
         })
@@ -89,7 +96,7 @@ impl SdistSteps<'_, '_> {
             reporter: s.reporter,
             policy: s.policy,
             locked_by: s.locked_by,
-            epoch: s.epoch(self.recipe)?,
+            epoch: self.epoch,
             compression: self.recipe.image.compression,
             threads: s.threads,
             no_cache: s.no_cache,

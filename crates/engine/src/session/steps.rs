@@ -18,6 +18,7 @@ impl Session<'_> {
         recipe: &Recipe,
         recipe_path: &Path,
         lock: &mut Lock,
+        epoch: u64,
     ) -> Result<(Vec<Extra>, Vec<StepReport>), SessionError> {
         if recipe.steps.is_empty() {
             return Ok((Vec::new(), Vec::new()));
@@ -34,7 +35,7 @@ impl Session<'_> {
             reporter: self.reporter,
             policy: self.policy,
             locked_by: self.locked_by,
-            epoch: self.epoch(recipe)?,
+            epoch,
             compression: recipe.image.compression,
             threads: self.threads,
             no_cache: self.no_cache,
