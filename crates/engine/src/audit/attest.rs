@@ -209,8 +209,8 @@ impl Inputs<'_> {
     }
 }
 
-/// The recipe's and lock's file names and digests, and the lock, read from disk (the lock
-/// parsed from the very bytes that were hashed).
+/// The recipe's and lock's file names and digests, and the lock (parsed from the very bytes
+/// that were hashed, read from disk or as the command holds them).
 #[derive(Clone, Debug)]
 pub struct LoadedInputs {
     pub recipe_file: String,
@@ -229,40 +229,36 @@ impl LoadedInputs {
         recipe: &Path,
         parsed: &crate::recipe::Recipe,
     ) -> Result<LoadedInputs, AttestError> {
+        let file = crate::lock::LockFile::load(&Lock::path_for(recipe))?;
+        LoadedInputs::with_lock_file(recipe, parsed, &file)
+    }
+
+    /// As [`LoadedInputs::load`], with the lock as `file` holds it: a command's lock, which
+    /// its platform loop may have changed in memory and not written yet (`build --attach`).
+    pub fn with_lock_file(
+        recipe: &Path,
+        parsed: &crate::recipe::Recipe,
+        file: &crate::lock::LockFile,
+    ) -> Result<LoadedInputs, AttestError> {
         let recipe_layers = parsed.layers.len();
         let file_name = |p: &Path| {
             p.file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default()
         };
-        let lock_path = Lock::path_for(recipe);
+        let lock_path = file.path();
+        // A platform of a multi-platform recipe: its section, as a one-platform lock, and
+        // that section's digest (what its manifest records).
         let platform = parsed.lock_view();
-        let (lock, lock_digest) =
-            match crate::bounded::read_regular(&lock_path, crate::bounded::MAX_TEXT_FILE) {
-                Ok(bytes) => {
-                    let text = String::from_utf8_lossy(&bytes);
-                    let lock = Lock::parse(&text, &lock_path)?;
-                    match &platform {
-                        // A platform of a multi-platform recipe: its section, as a one-platform
-                        // lock, and that section's digest (what its manifest records).
-                        Some(p) => {
-                            let view = lock.view(p);
-                            let digest = Digest::of(view.to_toml().as_bytes());
-                            (Some(view), Some(digest))
-                        }
-                        None => (Some(lock), Some(Digest::of(&bytes))),
-                    }
-                }
-                Err(e) if e.is_not_found() => (None, None),
-                Err(e) => return Err(crate::lock::LockError::from(e).into()),
-            };
+        let lock = file.view(platform.as_deref());
+        let lock_digest = file.digest_view(platform.as_deref());
         Ok(LoadedInputs {
             recipe_file: file_name(recipe),
             recipe_digest: recipe_digest(recipe)?,
             recipe_identity: parsed.identity()?,
             recipe_layers,
             lock,
-            lock_file: file_name(&lock_path),
+            lock_file: file_name(lock_path),
             lock_digest,
             lock_platform: platform,
             licenses: super::license::Licenses::default(),

@@ -169,7 +169,14 @@ pub fn build(
         |s, _, rp| {
             let built = s.build(req.recipe_path, rp)?;
             let referrers = if req.attach {
-                attach_built(store, req.recipe_path, rp, &built.image, req.key)?
+                attach_built(
+                    store,
+                    req.recipe_path,
+                    rp,
+                    &built.image,
+                    &s.held_lock(req.recipe_path)?,
+                    req.key,
+                )?
             } else {
                 Vec::new()
             };

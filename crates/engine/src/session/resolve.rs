@@ -71,6 +71,12 @@ impl Session<'_> {
         Ok(removed)
     }
 
+    /// The lock of the recipe at `recipe_path` as this command holds it: read once, with
+    /// what the command changed in memory ([`Session::write_locks`] writes it).
+    pub fn held_lock(&self, recipe_path: &Path) -> Result<LockFile, SessionError> {
+        self.lock_file(&Lock::path_for(recipe_path))
+    }
+
     /// Holds `file` as the lock this command has set.
     fn keep_lock_file(&self, file: LockFile) {
         let mut files = self.locks.0.lock().unwrap_or_else(|e| e.into_inner());
