@@ -139,6 +139,23 @@ pub struct ReadManifest {
     pub layers: Vec<ReadDescriptor>,
 }
 
+/// An image config, as read: what running the image needs of it (the test stage), every
+/// other field ignored; a missing field is empty.
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ReadConfig {
+    #[serde(default)]
+    pub architecture: String,
+    #[serde(default)]
+    pub config: Option<ReadRunConfig>,
+}
+
+/// The `config` of a [`ReadConfig`].
+#[derive(Clone, Debug, Default, Deserialize)]
+pub struct ReadRunConfig {
+    #[serde(rename = "Env", default)]
+    pub env: Option<Vec<String>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

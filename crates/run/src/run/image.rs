@@ -6,29 +6,14 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use serde::Deserialize;
-
 use super::RunError;
 use crate::digest::Digest;
+use crate::image::read::ReadConfig;
 use crate::image::source::{decompress, ImageSource, SourceError};
 use crate::image::Platform;
 use crate::output::Layout;
 use crate::store::image::StoreImage;
 use crate::store::Store;
-
-#[derive(Debug, Default, Deserialize)]
-struct ConfigFile {
-    #[serde(default)]
-    architecture: String,
-    #[serde(default)]
-    config: Option<ContainerConfig>,
-}
-
-#[derive(Debug, Default, Deserialize)]
-struct ContainerConfig {
-    #[serde(rename = "Env", default)]
-    env: Option<Vec<String>>,
-}
 
 /// What the test stage needs to know about an image in a layout.
 #[derive(Debug, Clone)]
@@ -58,7 +43,7 @@ pub fn image_info(layout: &Path, tag: &str) -> Result<ImageInfo, RunError> {
     let host = Platform::host();
     let (entry, manifest) = l.manifest(tag, &host)?;
     let digest = l.descriptor(&entry)?.digest;
-    let config: ConfigFile = l.read_json(&manifest.config.digest)?;
+    let config: ReadConfig = l.read_json(&manifest.config.digest)?;
     let layers = manifest
         .layers
         .iter()
