@@ -40,6 +40,7 @@ mod epoch;
 mod features;
 mod host_provides;
 mod import;
+mod import_build;
 mod import_corpus;
 mod import_e2e;
 mod input_limits;
