@@ -197,11 +197,11 @@ fn step_identity(s: &super::Step) -> Value {
         .map(|i| match i {
             // `ignore` only when there are patterns: the identity of every step input without
             // them stays as it was.
-            StepInput::Files { src, spec } if spec.ignore.is_empty() => {
-                json!({ "src": src, "dest": spec.dest })
+            StepInput::Files(l) if l.spec.ignore.is_empty() => {
+                json!({ "src": l.src, "dest": l.spec.dest })
             }
-            StepInput::Files { src, spec } => {
-                json!({ "src": src, "dest": spec.dest, "ignore": spec.ignore })
+            StepInput::Files(l) => {
+                json!({ "src": l.src, "dest": l.spec.dest, "ignore": l.spec.ignore })
             }
             StepInput::Step(n) => json!({ "step": n }),
         })

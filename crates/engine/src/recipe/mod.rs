@@ -36,7 +36,7 @@ pub use self::args::ArgOverride;
 pub use self::packages::debian_arch;
 pub use self::paths::{PathEntry, PathKind, PATHS_LAYER};
 pub use self::project::PythonProject;
-pub use self::step::{Fetch, Step, StepImage, StepInput, StepOutput};
+pub use self::step::{input_name, Fetch, Step, StepImage, StepInput, StepOutput};
 pub use crate::image::Platform;
 
 use crate::diag::{line_col, one_line};

@@ -13,7 +13,7 @@ use super::grammar::{is_layer_name, normalize_abs};
 use super::ignore::{ignore_patterns, IgnoreSource};
 use super::raw::{Argv, SpannedMap};
 use super::validate::{env_map, opt_abs, opt_user, resolve};
-use super::{Ctx, RecipeError};
+use super::{Ctx, Layer, RecipeError};
 use crate::digest::Digest;
 use crate::layer::{CopySpec, ModePolicy};
 
@@ -99,8 +99,9 @@ pub enum StepImage {
 /// A layer put above the builder before the step runs.
 #[derive(Clone, Debug)]
 pub enum StepInput {
-    /// Files of the recipe's directory (`src` as written), at `spec.dest`.
-    Files { src: String, spec: CopySpec },
+    /// Files of the recipe's directory, at `spec.dest`: a layer as a `[[layer]]` is (the one
+    /// input layer spec), named `STEP.inputN` (its place among the step's inputs, from 1).
+    Files(Layer),
     /// An earlier step's outputs, at their own `dest`s.
     Step(String),
 }
@@ -131,7 +132,7 @@ impl Step {
             .iter()
             .filter_map(|i| match i {
                 StepInput::Step(s) => Some(s.as_str()),
-                StepInput::Files { .. } => None,
+                StepInput::Files(_) => None,
             })
             .collect();
         if let StepImage::Step(s) = &self.image {
@@ -229,7 +230,8 @@ fn step(
         let ispan = i.span();
         let i = i.into_inner();
         if i.src.is_some() && i.step.is_none() {
-            inputs.push(files_input(ctx, &what, i, dir, ispan)?);
+            let name = input_name(&ns, inputs.len());
+            inputs.push(files_input(ctx, &what, i, dir, ispan, name)?);
             continue;
         }
         inputs.push(match (i.src, i.step) {
@@ -382,6 +384,11 @@ pub(super) fn step_image(
     }
 }
 
+/// The name of a step's files input at `index` (from 0) among its inputs: `STEP.inputN`.
+pub fn input_name(step: &str, index: usize) -> String {
+    format!("{step}.input{}", index + 1)
+}
+
 /// An input of the recipe's files (`i.src` is set), written at `span`: its `ignore-file` and
 /// `ignore` follow `[[layer]]`'s rules (the directory's own `.dockerignore` when no
 /// `ignore-file` is given).
@@ -391,6 +398,7 @@ fn files_input(
     i: RawStepInput,
     dir: &Path,
     span: Range<usize>,
+    name: String,
 ) -> Result<StepInput> {
     let RawStepInput {
         src,
@@ -431,7 +439,8 @@ fn files_input(
         ignore_file.as_ref(),
         listed.unwrap_or_default(),
     )?;
-    Ok(StepInput::Files {
+    Ok(StepInput::Files(Layer {
+        name,
         src: src.into_inner(),
         spec: CopySpec {
             src: path,
@@ -441,7 +450,7 @@ fn files_input(
             gid: 0,
             mode: ModePolicy::Normalize,
         },
-    })
+    }))
 }
 
 fn fetch_entry(ctx: &Ctx<'_>, what: &str, f: Spanned<RawFetch>) -> Result<Fetch> {

@@ -24,7 +24,7 @@ pub(super) fn without_own_files(recipe: &Recipe, paths: &[PathBuf]) -> Recipe {
         .iter_mut()
         .map(|l| &mut l.spec)
         .chain(step_inputs.filter_map(|i| match i {
-            crate::recipe::StepInput::Files { spec, .. } => Some(spec),
+            crate::recipe::StepInput::Files(l) => Some(&mut l.spec),
             crate::recipe::StepInput::Step(_) => None,
         }))
         .chain(project);

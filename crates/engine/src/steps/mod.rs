@@ -237,15 +237,10 @@ pub fn run_steps(
             (_, None) => continue,
         };
         let mut inputs: Vec<LayerRecord> = Vec::new();
-        for (i, input) in step.inputs.iter().enumerate() {
+        for input in &step.inputs {
             match input {
-                StepInput::Files { src, spec } => {
-                    let l = Layer {
-                        name: format!("{}.input{}", step.name, i + 1),
-                        src: src.clone(),
-                        spec: spec.clone(),
-                    };
-                    inputs.push(LayerRecord::named(&l.name, &layer(ctx, step, &l)?.0));
+                StepInput::Files(l) => {
+                    inputs.push(LayerRecord::named(&l.name, &layer(ctx, step, l)?.0));
                 }
                 StepInput::Step(n) => {
                     if let Some(d) = earlier(n) {
@@ -371,18 +366,13 @@ fn layer(ctx: &StepContext<'_>, step: &Step, l: &Layer) -> Result<(CachedLayer, 
 /// The digest of the step's file input `i` as the layer it becomes (its diff_id), through the
 /// layer cache: what a `[python] project`'s wheel is pinned as built from.
 pub fn files_digest(ctx: &StepContext<'_>, step: &Step, i: usize) -> Result<Digest, StepError> {
-    let Some(StepInput::Files { src, spec }) = step.inputs.get(i) else {
+    let Some(StepInput::Files(l)) = step.inputs.get(i) else {
         return Err(StepError::Io {
             step: step.name.clone(),
             source: std::io::Error::other("internal: no such file input"),
         });
     };
-    let l = Layer {
-        name: format!("{}.input{}", step.name, i + 1),
-        src: src.clone(),
-        spec: spec.clone(),
-    };
-    Ok(layer(ctx, step, &l)?.0.diff_id)
+    Ok(layer(ctx, step, l)?.0.diff_id)
 }
 
 /// The step's key: everything its outputs are a function of.

@@ -8,7 +8,7 @@
 
 use super::sdist::WheelStep;
 use crate::layer::CopySpec;
-use crate::recipe::{Step, StepImage, StepInput};
+use crate::recipe::{Layer, Step, StepImage, StepInput};
 
 /// The head that takes a directory in place of an sdist.
 const HEAD: &str = include_str!("pep517_project.py");
@@ -34,13 +34,14 @@ pub fn step(image: &StepImage, at: &str, package: &str, src: &str, spec: &CopySp
         name: crate::system::project::step_name(package),
         image,
         at,
-        inputs: vec![StepInput::Files {
+        inputs: vec![StepInput::Files(Layer {
+            name: crate::recipe::input_name(&crate::system::project::step_name(package), 0),
             src: src.to_string(),
             spec: CopySpec {
                 dest: dir.clone(),
                 ..spec.clone()
             },
-        }],
+        })],
         fetch: Vec::new(),
         frontend: frontend(),
         source: dir,
@@ -80,9 +81,10 @@ mod tests {
         assert_eq!(st.name, "project:app");
         assert!(!st.network && st.fetch.is_empty());
         assert_eq!(st.run[3], "/ocibuild/project/app");
-        let StepInput::Files { spec: s, .. } = &st.inputs[0] else {
+        let StepInput::Files(l) = &st.inputs[0] else {
             panic!("a files input")
         };
+        let s = &l.spec;
         assert_eq!(s.dest, "/ocibuild/project/app");
         assert_eq!(s.ignore, ["/.venv"]);
         assert!(!st.outputs[0].in_image);
