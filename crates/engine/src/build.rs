@@ -94,7 +94,7 @@ pub struct Built {
     pub host_provides: Vec<crate::lock::LockedHostProvides>,
     pub warnings: Vec<String>,
     /// What each `[[step]]` did (set by the same caller; empty without steps).
-    pub steps: Vec<crate::steps::StepReport>,
+    pub steps: Vec<crate::steps::report::StepReport>,
     /// Whether the image has `/bin/sh`, where ocibuild knows its files (set by the same
     /// caller; `None`: not known).
     pub shell: Option<bool>,

@@ -7,22 +7,11 @@
 //! read then (their `binary-ARCH` indices, verified against the same Release as any index), so
 //! a resolution that succeeds reads nothing more.
 
-use std::path::PathBuf;
-
 use super::index::load_indices;
-use super::release::{Source, Verified};
+pub use super::origin::Origin;
 use super::spill::{SourceIndex, Spill};
 use super::AptError;
 use crate::http::Fetcher;
-
-/// Where a [`SourceIndex`] was loaded from: what the other components are read with.
-#[derive(Clone, Debug)]
-pub struct Origin {
-    pub source: Source,
-    pub verified: Verified,
-    /// The spill directory the source's packages went to (the store's `tmp/`).
-    pub spill_dir: PathBuf,
-}
 
 /// `err`, from resolving against `sources`, with the component to add when it is about a name
 /// no source has and another component of a source's suite has it

@@ -20,9 +20,9 @@ use std::path::Path;
 use std::sync::Arc;
 
 use super::control::{
-    parse_depends, parse_provides, Alternatives, ControlError, Dep, Keep, Paragraph,
-    ParagraphReader, ReadError,
+    parse_depends, parse_provides, ControlError, Keep, Paragraph, ParagraphReader, ReadError,
 };
+pub use super::package::{MultiArch, Package};
 use super::release::{decoder, fetch_release, parse_sha256, Source, Verified};
 use super::roots::{first_good, index_urls, Missed};
 use super::spill::{Keys, SourceIndex, Spill};
@@ -48,45 +48,6 @@ const FIELDS: &[&str] = &[
     "SHA256",
     "Essential",
 ];
-
-/// `Multi-Arch` of a binary package.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MultiArch {
-    No,
-    Same,
-    Foreign,
-    Allowed,
-}
-
-/// One binary package of an index: what the resolver needs, and where to get it. Read back
-/// from the source's [`Spill`] for the names the resolver looks up.
-#[derive(Clone, Debug)]
-pub struct Package {
-    pub name: Arc<str>,
-    pub version: Version,
-    /// The source's architecture or `all` (one string per source, shared).
-    pub architecture: Arc<str>,
-    pub multi_arch: MultiArch,
-    /// `Pre-Depends` then `Depends` as written, joined by `,` (which splits groups, so this
-    /// parses as the two fields one after the other). Checked when the index is read; parsed
-    /// again by [`Package::depends`] only for the few packages the resolver walks, as parsed
-    /// relations take several times the text's memory.
-    pub depends: Box<str>,
-    pub provides: Box<[Dep]>,
-    /// Path relative to the archive root (`pool/main/…/x.deb`).
-    pub filename: Box<str>,
-    pub size: u64,
-    pub sha256: Digest,
-    /// The archive root it came from ([`Source::archive_url`]; shared).
-    pub source_url: Arc<str>,
-}
-
-impl Package {
-    /// The dependency groups: `Pre-Depends`, then `Depends`.
-    pub fn depends(&self) -> Result<Vec<Alternatives>, ControlError> {
-        parse_depends(&self.depends)
-    }
-}
 
 /// The strings every package of a source shares.
 struct Shared {
@@ -130,7 +91,7 @@ pub fn load_source(
     let mut index = SourceIndex::new(spill, kept.names, kept.provides);
     index.set_essential(kept.essential);
     index.release_date = verified.release.date;
-    index.origin = Some(Arc::new(super::components::Origin {
+    index.origin = Some(Arc::new(super::origin::Origin {
         source: source.clone(),
         verified,
         spill_dir: spill_dir.to_path_buf(),

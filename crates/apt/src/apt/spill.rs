@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::control::parse_provides;
-use super::index::{MultiArch, Package};
+use super::package::{MultiArch, Package};
 use super::version::Version;
 use super::AptError;
 use crate::digest::Digest;
@@ -58,7 +58,7 @@ pub struct SourceIndex {
     /// Where it was loaded from (the source, its verified Release): what
     /// [`super::components::explain`] reads the other components with. `None` for a source
     /// made in memory.
-    pub origin: Option<Arc<super::components::Origin>>,
+    pub origin: Option<Arc<super::origin::Origin>>,
     spill: Arc<Spill>,
     names: Vec<Key>,
     provides: Vec<Key>,

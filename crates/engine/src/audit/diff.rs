@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+pub use super::change::Change;
 use super::source::{layer_error, Image};
 use super::tarmeta::{self, AttrDiff, FileMeta, LayerIndex};
 use super::AuditError;
@@ -77,14 +78,6 @@ pub struct LayerSide {
     pub digest: Option<Digest>,
     pub media_type: String,
     pub diff_id: Option<Digest>,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Change {
-    Added,
-    Removed,
-    Changed,
 }
 
 /// A path that differs within a layer.

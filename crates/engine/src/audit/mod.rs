@@ -16,13 +16,17 @@
 mod error;
 
 pub mod attest;
+pub mod attest_types;
+pub mod change;
 pub mod diff;
 pub mod import;
 pub mod license;
+pub mod naming;
 pub mod packages;
 pub mod provenance;
 pub mod render;
 pub mod sbom;
+mod sbom_items;
 pub mod source;
 pub mod supplier;
 pub mod tarmeta;

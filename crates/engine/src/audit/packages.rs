@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::diff::Change;
+use super::change::Change;
 
 /// A package installed in an image (read from its dpkg status or a wheel's METADATA).
 #[derive(Clone, Debug, PartialEq, Eq)]

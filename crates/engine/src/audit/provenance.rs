@@ -9,7 +9,7 @@
 
 use serde_json::{json, Value};
 
-use super::attest::{oci_purl, AttestError, Inputs, Subject, TOOL_VERSION};
+use super::attest_types::{oci_purl, AttestError, Inputs, Subject, TOOL_VERSION};
 use crate::digest::Digest;
 use crate::image::annotations;
 use crate::json as cjson;

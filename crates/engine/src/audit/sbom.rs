@@ -9,15 +9,13 @@
 
 use serde_json::{json, Value};
 
-use super::attest::{
-    id_safe, oci_purl, purl_encode, uuid_from, AttestError, Inputs, Subject, APT_LAYER,
-    PYTHON_LAYER, TOOL_VERSION,
-};
+use super::attest_types::{id_safe, uuid_from, AttestError, Inputs, Subject, TOOL_VERSION};
 use super::license;
+use super::sbom_items::{
+    host_provided, image_purl, image_supplier, items, layers_of, Item, Kind, Layer,
+};
 use crate::digest::Digest;
-use crate::image::annotations;
 use crate::json as cjson;
-use crate::python::plan::{group_name, is_wheel_layer, plan_layers, LayerLimits};
 
 pub const SPDX_MEDIA_TYPE: &str = "application/spdx+json";
 pub const CYCLONEDX_MEDIA_TYPE: &str = "application/vnd.cyclonedx+json";
@@ -48,253 +46,6 @@ pub fn generate(
         Format::Spdx => spdx(subject, inputs),
         Format::CycloneDx => cyclonedx(subject, inputs),
     }
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Kind {
-    Base,
-    Deb,
-    Interpreter,
-    Wheel,
-}
-
-/// A layer of the image: 1-based position, digest, name (`dev.ocibuild.layer`), base or ours.
-#[derive(Clone, Debug)]
-struct Layer {
-    position: usize,
-    digest: Digest,
-    name: Option<String>,
-    base: bool,
-}
-
-impl Layer {
-    fn spdx_id(&self) -> String {
-        format!("SPDXRef-Layer-{}", self.position)
-    }
-    fn label(&self) -> String {
-        match (&self.name, self.base) {
-            (_, true) => format!("layer {} (base)", self.position),
-            (Some(n), false) => format!("layer {} ({n})", self.position),
-            (None, false) => format!("layer {}", self.position),
-        }
-    }
-}
-
-/// One locked input.
-#[derive(Clone, Debug)]
-struct Item {
-    kind: Kind,
-    spdx_id: String,
-    name: String,
-    version: Option<String>,
-    purl: Option<String>,
-    url: Option<String>,
-    sha256: Digest,
-    /// The layers that hold it (the base: all of its layers).
-    layers: Vec<Layer>,
-    /// Its declared licence (an SPDX expression), if its files say one.
-    license: Option<String>,
-    /// Its supplier (SPDX form: `Person: …` / `Organization: …`), if its files name one.
-    supplier: Option<String>,
-    /// A wheel built from an sdist: the sdist's sha256 and the step (`url` is the sdist's).
-    built_from: Option<crate::lock::BuiltFrom>,
-}
-
-fn layers_of(subject: &Subject, inputs: &Inputs<'_>) -> Vec<Layer> {
-    let base = subject.base_layer_count(inputs.recipe_layers);
-    subject
-        .manifest
-        .layers
-        .iter()
-        .enumerate()
-        .map(|(i, d)| Layer {
-            position: i + 1,
-            digest: d.digest,
-            name: d.annotations.get(annotations::LAYER_NAME).cloned(),
-            base: i < base,
-        })
-        .collect()
-}
-
-/// The lock's Debian-like distribution for a source URL (`ubuntu` when it says so).
-fn deb_namespace(source_url: &str) -> &'static str {
-    if source_url.contains("ubuntu") {
-        "ubuntu"
-    } else {
-        "debian"
-    }
-}
-
-fn items(inputs: &Inputs<'_>, layers: &[Layer]) -> Vec<Item> {
-    let named = |name: &str| -> Vec<Layer> {
-        layers
-            .iter()
-            .filter(|l| !l.base && l.name.as_deref() == Some(name))
-            .take(1)
-            .cloned()
-            .collect()
-    };
-    let mut out = Vec::new();
-    let Some(lock) = inputs.lock else {
-        return out;
-    };
-    if let Some(b) = &lock.base {
-        out.push(Item {
-            kind: Kind::Base,
-            spdx_id: "SPDXRef-Base".into(),
-            name: b.reference.clone(),
-            version: Some(b.manifest_digest.to_string()),
-            purl: Some(oci_purl(&b.reference, &b.manifest_digest)),
-            url: None,
-            sha256: b.manifest_digest,
-            layers: layers.iter().filter(|l| l.base).cloned().collect(),
-            license: None,
-            supplier: None,
-            built_from: None,
-        });
-    }
-    if let Some(apt) = &lock.apt {
-        let in_layer = named(APT_LAYER);
-        for p in &apt.packages {
-            out.push(Item {
-                kind: Kind::Deb,
-                spdx_id: format!(
-                    "SPDXRef-deb-{}-{}-{}",
-                    id_safe(&p.name),
-                    id_safe(&p.architecture),
-                    &p.sha256.hex()[..12]
-                ),
-                name: p.name.clone(),
-                version: Some(p.version.clone()),
-                purl: Some(format!(
-                    "pkg:deb/{}/{}@{}?arch={}",
-                    deb_namespace(&p.source_url),
-                    purl_encode(&p.name, false),
-                    purl_encode(&p.version, true),
-                    purl_encode(&p.architecture, false)
-                )),
-                url: Some(format!(
-                    "{}/{}",
-                    p.source_url.trim_end_matches('/'),
-                    p.filename.trim_start_matches('/')
-                )),
-                sha256: p.sha256,
-                layers: in_layer.clone(),
-                license: inputs.licenses.get(&p.sha256).map(str::to_string),
-                supplier: inputs.licenses.supplier(&p.sha256).map(str::to_string),
-                built_from: None,
-            });
-        }
-    }
-    if let Some(py) = &lock.python {
-        let file = py.url.rsplit('/').next().unwrap_or(&py.url).to_string();
-        out.push(Item {
-            kind: Kind::Interpreter,
-            spdx_id: format!("SPDXRef-python-{}", &py.sha256.hex()[..12]),
-            name: file,
-            version: None,
-            purl: None,
-            url: Some(py.url.clone()),
-            sha256: py.sha256,
-            layers: named(PYTHON_LAYER),
-            license: None,
-            supplier: None,
-            built_from: None,
-        });
-    }
-    // The wheel layers' grouping is a pure function of the locked wheels (names and sizes) and
-    // of how many other layers the image has: plan it again to find each wheel's layer by
-    // name. (The size bound only ever refuses a plan, so it is not needed here.)
-    let sizes: Vec<(&str, u64)> = lock
-        .wheels
-        .iter()
-        .map(|w| (w.name.as_str(), w.size))
-        .collect();
-    let wheel_layers = layers
-        .iter()
-        .filter(|l| !l.base && l.name.as_deref().is_some_and(is_wheel_layer))
-        .count();
-    let plan = LayerLimits::for_image(layers.len() - wheel_layers, u64::MAX)
-        .and_then(|limits| plan_layers(&sizes, &limits).ok())
-        .unwrap_or_default();
-    let mut wheel_layer = vec![Vec::new(); lock.wheels.len()];
-    for group in plan {
-        let names: Vec<&str> = group
-            .iter()
-            .map(|&i| lock.wheels[i].name.as_str())
-            .collect();
-        let layer = named(&group_name(&names));
-        for &i in &group {
-            wheel_layer[i] = layer.clone();
-        }
-    }
-    for (wi, w) in lock.wheels.iter().enumerate() {
-        out.push(Item {
-            kind: Kind::Wheel,
-            spdx_id: format!(
-                "SPDXRef-wheel-{}-{}",
-                id_safe(&w.name),
-                &w.sha256.hex()[..12]
-            ),
-            name: w.name.clone(),
-            version: Some(w.version.clone()),
-            purl: Some(format!(
-                "pkg:pypi/{}@{}",
-                purl_encode(&w.name, false),
-                purl_encode(&w.version, true)
-            )),
-            url: Some(w.url.clone()),
-            sha256: w.sha256,
-            layers: wheel_layer[wi].clone(),
-            license: inputs.licenses.get(&w.sha256).map(str::to_string),
-            supplier: inputs.licenses.supplier(&w.sha256).map(str::to_string),
-            built_from: w.built_from.clone(),
-        });
-    }
-    out
-}
-
-/// One `[apt] host-provides` name of the lock: provided by the host at run time.
-struct HostProvided {
-    spdx_id: String,
-    name: String,
-    /// The packages whose dependency it answers.
-    dependents: Vec<String>,
-    comment: String,
-}
-
-fn host_provided(inputs: &Inputs<'_>) -> Vec<HostProvided> {
-    let Some(apt) = inputs.lock.and_then(|l| l.apt.as_ref()) else {
-        return Vec::new();
-    };
-    apt.host_provides
-        .iter()
-        .map(|h| {
-            let mut dependents: Vec<String> = h
-                .satisfies
-                .iter()
-                .map(|s| s.split_once(':').map_or(s.as_str(), |(p, _)| p).to_string())
-                .collect();
-            dependents.dedup();
-            let comment = if h.satisfies.is_empty() {
-                "provided by the host at run time, not in the image ([apt] host-provides); no \
-                 package of the image depends on it"
-                    .to_string()
-            } else {
-                format!(
-                    "provided by the host at run time, not in the image ([apt] host-provides); \
-                     it satisfies {}",
-                    h.satisfies.join("; ")
-                )
-            };
-            HostProvided {
-                spdx_id: format!("SPDXRef-host-{}", id_safe(&h.name)),
-                name: h.name.clone(),
-                dependents,
-                comment,
-            }
-        })
-        .collect()
 }
 
 /// `url` as an SPDX `downloadLocation` when it has the form SPDX 2.3 accepts (scheme, a host
@@ -332,28 +83,6 @@ fn spdx_download_location(url: &str) -> String {
     }
 }
 
-fn image_purl(subject: &Subject) -> String {
-    oci_purl(
-        &format!("{}:{}", subject.name, subject.tag),
-        &subject.digest(),
-    )
-}
-
-/// The image's supplier: its `org.opencontainers.image.vendor` annotation ("the distributing
-/// entity", set with `[config] annotations`), as an SPDX organization; None without one.
-fn image_supplier(subject: &Subject) -> Option<String> {
-    let v = subject
-        .manifest
-        .annotations
-        .get("org.opencontainers.image.vendor")?;
-    let v: String = v
-        .chars()
-        .filter(|c| !c.is_control() && !matches!(c, '(' | ')'))
-        .collect();
-    let v = v.split_whitespace().collect::<Vec<_>>().join(" ");
-    (!v.is_empty()).then(|| format!("Organization: {v}"))
-}
-
 /// The name in an SPDX supplier (`Person: NAME (EMAIL)`), for CycloneDX's `supplier.name`.
 fn cyclonedx_supplier(spdx: &str) -> Option<&str> {
     let (_, rest) = spdx.split_once(": ")?;
@@ -381,10 +110,32 @@ fn creation_comment(inputs: &Inputs<'_>) -> String {
 pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestError> {
     let layers = layers_of(subject, inputs);
     let items = items(inputs, &layers);
+    let mut parts = SpdxParts::default();
+    spdx_image(subject, &layers, &mut parts);
+    for it in &items {
+        spdx_item(it, &mut parts);
+    }
+    spdx_host_provided(inputs, &items, &mut parts);
+    spdx_document(subject, inputs, &items, parts)
+}
+
+/// The SPDX document's packages and relationships (element, type, related element).
+#[derive(Default)]
+struct SpdxParts {
+    packages: Vec<Value>,
+    rels: Vec<(String, &'static str, String)>,
+}
+
+/// A purl as SPDX `externalRefs`.
+fn spdx_purl_ref(p: &str) -> Value {
+    json!([{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": p}])
+}
+
+/// The image's package, and its layers' (each CONTAINED by the image).
+fn spdx_image(subject: &Subject, layers: &[Layer], parts: &mut SpdxParts) {
     let digest = subject.digest();
-    let purl_ref = |p: &str| json!([{"referenceCategory": "PACKAGE-MANAGER", "referenceType": "purl", "referenceLocator": p}]);
     let vendor = image_supplier(subject);
-    let mut packages = vec![json!({
+    parts.packages.push(json!({
         "SPDXID": "SPDXRef-Image",
         "name": subject.name,
         "versionInfo": subject.tag,
@@ -396,16 +147,16 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
         "copyrightText": "NOASSERTION",
         "primaryPackagePurpose": "CONTAINER",
         "checksums": [{"algorithm": "SHA256", "checksumValue": digest.hex()}],
-        "externalRefs": purl_ref(&image_purl(subject)),
+        "externalRefs": spdx_purl_ref(&image_purl(subject)),
         "comment": format!("OCI image manifest {digest}"),
-    })];
-    let mut rels: Vec<(String, &str, String)> = vec![(
+    }));
+    parts.rels.push((
         "SPDXRef-DOCUMENT".into(),
         "DESCRIBES",
         "SPDXRef-Image".into(),
-    )];
-    for l in &layers {
-        packages.push(json!({
+    ));
+    for l in layers {
+        parts.packages.push(json!({
             "SPDXID": l.spdx_id(),
             "name": format!("{}: {}", subject.name, l.label()),
             "versionInfo": l.digest.to_string(),
@@ -420,71 +171,84 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             "checksums": [{"algorithm": "SHA256", "checksumValue": l.digest.hex()}],
             "comment": format!("{} of the image (blob {})", l.label(), l.digest),
         }));
-        rels.push(("SPDXRef-Image".into(), "CONTAINS", l.spdx_id()));
+        parts
+            .rels
+            .push(("SPDXRef-Image".into(), "CONTAINS", l.spdx_id()));
     }
-    for it in &items {
-        let mut p = json!({
-            "SPDXID": it.spdx_id,
-            "name": it.name,
-            "downloadLocation": it.url.as_deref().map(spdx_download_location).unwrap_or_else(|| "NOASSERTION".into()),
-            "supplier": it.supplier.as_deref().unwrap_or("NOASSERTION"),
-            "filesAnalyzed": false,
-            // Declared (what the package's files say), never concluded.
-            "licenseConcluded": "NOASSERTION",
-            "licenseDeclared": it.license.as_deref().unwrap_or("NOASSERTION"),
-            "copyrightText": "NOASSERTION",
-            "checksums": [{"algorithm": "SHA256", "checksumValue": it.sha256.hex()}],
-            "primaryPackagePurpose": match it.kind {
-                Kind::Base => "CONTAINER",
-                Kind::Deb | Kind::Wheel => "LIBRARY",
-                Kind::Interpreter => "ARCHIVE",
-            },
-            "comment": match (it.kind, it.layers.as_slice()) {
-                (Kind::Base, _) => format!("base image manifest {}", it.sha256),
-                (_, [l, ..]) => format!("in {} of the image (blob {})", l.label(), l.digest),
-                (_, []) => "in no layer of the image".to_string(),
-            },
-        });
-        if let Some(v) = &it.version {
-            p["versionInfo"] = json!(v);
+}
+
+/// One locked input's package, and where it stands (in which layers; the base: below).
+fn spdx_item(it: &Item, parts: &mut SpdxParts) {
+    let mut p = json!({
+        "SPDXID": it.spdx_id,
+        "name": it.name,
+        "downloadLocation": it.url.as_deref().map(spdx_download_location).unwrap_or_else(|| "NOASSERTION".into()),
+        "supplier": it.supplier.as_deref().unwrap_or("NOASSERTION"),
+        "filesAnalyzed": false,
+        // Declared (what the package's files say), never concluded.
+        "licenseConcluded": "NOASSERTION",
+        "licenseDeclared": it.license.as_deref().unwrap_or("NOASSERTION"),
+        "copyrightText": "NOASSERTION",
+        "checksums": [{"algorithm": "SHA256", "checksumValue": it.sha256.hex()}],
+        "primaryPackagePurpose": match it.kind {
+            Kind::Base => "CONTAINER",
+            Kind::Deb | Kind::Wheel => "LIBRARY",
+            Kind::Interpreter => "ARCHIVE",
+        },
+        "comment": match (it.kind, it.layers.as_slice()) {
+            (Kind::Base, _) => format!("base image manifest {}", it.sha256),
+            (_, [l, ..]) => format!("in {} of the image (blob {})", l.label(), l.digest),
+            (_, []) => "in no layer of the image".to_string(),
+        },
+    });
+    if let Some(v) = &it.version {
+        p["versionInfo"] = json!(v);
+    }
+    if let Some(purl) = &it.purl {
+        p["externalRefs"] = spdx_purl_ref(purl);
+    }
+    match (&it.url, &it.built_from) {
+        (Some(u), Some(b)) if b.step.starts_with("project:") => {
+            p["sourceInfo"] = json!(format!(
+                "built by ocibuild's step {} from the project directory {u} (its files' \
+                 digest sha256 {})",
+                b.step,
+                b.sha256.hex()
+            ))
         }
-        if let Some(purl) = &it.purl {
-            p["externalRefs"] = purl_ref(purl);
+        (Some(u), Some(b)) => {
+            p["sourceInfo"] = json!(format!(
+                "built by ocibuild's step {} from the sdist {u} (sha256 {})",
+                b.step,
+                b.sha256.hex()
+            ))
         }
-        match (&it.url, &it.built_from) {
-            (Some(u), Some(b)) if b.step.starts_with("project:") => {
-                p["sourceInfo"] = json!(format!(
-                    "built by ocibuild's step {} from the project directory {u} (its files' \
-                     digest sha256 {})",
-                    b.step,
-                    b.sha256.hex()
-                ))
-            }
-            (Some(u), Some(b)) => {
-                p["sourceInfo"] = json!(format!(
-                    "built by ocibuild's step {} from the sdist {u} (sha256 {})",
-                    b.step,
-                    b.sha256.hex()
-                ))
-            }
-            (Some(u), None) => p["sourceInfo"] = json!(format!("downloaded from {u}")),
-            _ => {}
-        }
-        packages.push(p);
-        if it.kind == Kind::Base {
-            rels.push(("SPDXRef-Image".into(), "DESCENDANT_OF", it.spdx_id.clone()));
-        }
-        for l in &it.layers {
-            match it.kind {
-                Kind::Base => rels.push((it.spdx_id.clone(), "CONTAINS", l.spdx_id())),
-                _ => rels.push((l.spdx_id(), "CONTAINS", it.spdx_id.clone())),
-            }
+        (Some(u), None) => p["sourceInfo"] = json!(format!("downloaded from {u}")),
+        _ => {}
+    }
+    parts.packages.push(p);
+    if it.kind == Kind::Base {
+        parts
+            .rels
+            .push(("SPDXRef-Image".into(), "DESCENDANT_OF", it.spdx_id.clone()));
+    }
+    for l in &it.layers {
+        match it.kind {
+            Kind::Base => parts
+                .rels
+                .push((it.spdx_id.clone(), "CONTAINS", l.spdx_id())),
+            _ => parts
+                .rels
+                .push((l.spdx_id(), "CONTAINS", it.spdx_id.clone())),
         }
     }
+}
+
+/// What the host provides: not in the image, no checksum, no file, no download; a runtime
+/// dependency of the image (and of each package whose dependency it answers), never CONTAINS.
+fn spdx_host_provided(inputs: &Inputs<'_>, items: &[Item], parts: &mut SpdxParts) {
     for h in host_provided(inputs) {
-        // Not in the image: no checksum, no file, no download; a runtime dependency of the
-        // image (and of each package whose dependency it answers), never CONTAINS.
-        packages.push(json!({
+        parts.packages.push(json!({
             "SPDXID": h.spdx_id,
             "name": h.name,
             "downloadLocation": "NOASSERTION",
@@ -496,14 +260,14 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             "primaryPackagePurpose": "LIBRARY",
             "comment": h.comment,
         }));
-        rels.push((
+        parts.rels.push((
             h.spdx_id.clone(),
             "RUNTIME_DEPENDENCY_OF",
             "SPDXRef-Image".into(),
         ));
         for d in &h.dependents {
             if let Some(it) = items.iter().find(|i| i.kind == Kind::Deb && i.name == *d) {
-                rels.push((
+                parts.rels.push((
                     h.spdx_id.clone(),
                     "RUNTIME_DEPENDENCY_OF",
                     it.spdx_id.clone(),
@@ -511,6 +275,20 @@ pub fn spdx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, AttestErr
             }
         }
     }
+}
+
+/// The document around `parts` (sorted), its canonical bytes.
+fn spdx_document(
+    subject: &Subject,
+    inputs: &Inputs<'_>,
+    items: &[Item],
+    parts: SpdxParts,
+) -> Result<Vec<u8>, AttestError> {
+    let SpdxParts {
+        mut packages,
+        mut rels,
+    } = parts;
+    let digest = subject.digest();
     packages.sort_by(|a, b| a["SPDXID"].as_str().cmp(&b["SPDXID"].as_str()));
     rels.sort();
     rels.dedup();
@@ -687,6 +465,7 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+    use crate::image::annotations;
     use crate::image::{Descriptor, Manifest, MEDIA_TYPE_CONFIG, MEDIA_TYPE_MANIFEST};
     use crate::lock::{Lock, LockedApt, LockedBase, LockedDeb, LockedPython, LockedWheel};
 

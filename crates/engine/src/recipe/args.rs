@@ -84,7 +84,7 @@ pub(super) fn resolve(
                 let names: Vec<&str> = out.keys().map(String::as_str).collect();
                 format!(
                     "not declared in [args]: {hint}the recipe declares {}",
-                    super::validate::backticked(&names)
+                    super::fields::backticked(&names)
                 )
             };
             return Err(RecipeError::Override {

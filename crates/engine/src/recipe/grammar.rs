@@ -1,7 +1,7 @@
 //! Value grammars: pure checks of single values (names, tags, paths, ports, signals, ignore
 //! patterns). Errors are messages without context; `validate` adds which key and where.
 
-use super::raw::PortValue;
+use super::values::PortValue;
 
 /// The longest file name a Linux file system takes (NAME_MAX).
 pub(super) const MAX_NAME: usize = 255;

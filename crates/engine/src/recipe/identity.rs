@@ -27,6 +27,27 @@ impl Recipe {
         self.identity_value()
     }
 
+    /// `[config]` as the identity names it.
+    fn config_identity(&self) -> Value {
+        let c = &self.config;
+        let mut config = json!({
+            "env": c.env, "entrypoint": c.entrypoint, "cmd": c.cmd, "workdir": c.workdir,
+            "user": c.user, "labels": c.labels, "exposedPorts": c.exposed_ports,
+            "annotations": c.annotations, "stopSignal": c.stop_signal,
+        });
+        // Each only when set: the identity of every recipe without them stays as it was.
+        if !c.volumes.is_empty() {
+            config["volumes"] = json!(c.volumes);
+        }
+        if let Some(s) = &c.shell {
+            config["shell"] = json!(s);
+        }
+        if let Some(h) = &c.healthcheck {
+            config["healthcheck"] = h.config_value();
+        }
+        config
+    }
+
     fn identity_value(&self) -> Value {
         let i = &self.image;
         let base = match &self.base {
@@ -46,22 +67,7 @@ impl Recipe {
                 })
             })
             .collect();
-        let c = &self.config;
-        let mut config = json!({
-            "env": c.env, "entrypoint": c.entrypoint, "cmd": c.cmd, "workdir": c.workdir,
-            "user": c.user, "labels": c.labels, "exposedPorts": c.exposed_ports,
-            "annotations": c.annotations, "stopSignal": c.stop_signal,
-        });
-        // Each only when set: the identity of every recipe without them stays as it was.
-        if !c.volumes.is_empty() {
-            config["volumes"] = json!(c.volumes);
-        }
-        if let Some(s) = &c.shell {
-            config["shell"] = json!(s);
-        }
-        if let Some(h) = &c.healthcheck {
-            config["healthcheck"] = h.config_value();
-        }
+        let config = self.config_identity();
         let apt = self.apt.as_ref().map(|a| {
             let sources: Vec<Value> = a
                 .sources

@@ -8,8 +8,8 @@ use std::path::{Component, Path};
 
 use toml::Spanned;
 
+use super::fields::resolve;
 use super::grammar::check_pattern;
-use super::validate::resolve;
 use super::{Ctx, RecipeError};
 use crate::bounded::{clip, clip_path};
 

@@ -9,16 +9,19 @@
 mod accounts;
 mod args;
 mod docker;
+mod fields;
 mod grammar;
 mod identity;
 mod ignore;
 mod packages;
 mod paths;
 mod project;
+mod python;
 mod raw;
 mod step;
 mod test_stage;
 mod validate;
+mod values;
 
 pub use self::test_stage::{Gpu, Podman, Test, TestRun};
 

@@ -9,8 +9,8 @@ use std::path::Path;
 
 use toml::Spanned;
 
+use super::fields::resolve;
 use super::ignore::{ignore_patterns, IgnoreSource};
-use super::validate::resolve;
 use super::{Ctx, PythonPackages, RecipeError};
 use crate::layer::{CopySpec, ModePolicy};
 

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use super::fields::{env_map, opt_abs, opt_user, resolve};
 use super::grammar::{is_layer_name, normalize_abs};
 use super::ignore::{ignore_patterns, IgnoreSource};
-use super::raw::{Argv, SpannedMap};
-use super::validate::{env_map, opt_abs, opt_user, resolve};
+use super::values::{Argv, SpannedMap};
 use super::{Ctx, Layer, RecipeError};
 use crate::digest::Digest;
 use crate::layer::{CopySpec, ModePolicy};

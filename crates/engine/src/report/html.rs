@@ -8,42 +8,10 @@
 //! (`data-value`), `duplicate-bytes-IMG` (`data-bytes`), `package-count-IMG` (`data-count`),
 //! and per layer `layer-IMG-POS` (`data-uncompressed`, `data-compressed`, `data-origin`).
 
+pub use super::html_text::{esc, human};
 use super::model::{
     DuplicateSet, Group, ImageReport, LayerReport, LeftOut, Origin, Package, Report,
 };
-
-/// `&`, `<`, `>`, `"` and `'` as entities: safe in text and in quoted attributes.
-pub fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c if c.is_control() => out.push('\u{fffd}'),
-            c => out.push(c),
-        }
-    }
-    out
-}
-
-/// `1.5 MiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
-}
 
 fn colour(o: Origin) -> &'static str {
     match o {

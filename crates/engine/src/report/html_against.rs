@@ -5,7 +5,7 @@
 //! collapsible blocks. Every string from the images is escaped.
 
 use super::against::{Against, AgainstImage};
-use super::html::{esc, human};
+use super::html_text::{esc, human};
 use crate::audit::diff::Change;
 
 fn change_word(c: Change) -> &'static str {

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use super::html::esc;
+use super::html_text::esc;
 use super::model::{Package, Report};
 use super::trust::{GridRow, Provenance, Rebuild, Trust};
 

@@ -18,6 +18,7 @@ pub mod analysis;
 pub mod dive;
 pub mod html;
 pub mod html_against;
+pub mod html_text;
 pub mod html_trust;
 pub mod model;
 pub mod scan;

@@ -14,7 +14,7 @@
 
 use crate::digest::Digest;
 use crate::image::{self, Descriptor, ManifestHead, MEDIA_TYPE_MANIFEST};
-use crate::push::PushError;
+use crate::push::error::PushError;
 use crate::registry::{Client, Reference};
 use crate::store::{Store, StoreError};
 
@@ -92,7 +92,8 @@ pub fn push_attestations(
         .map_err(StoreError::from)?;
     let scratch = Store::open(scratch_dir.path())?;
     let tag = attestation_tag(subject);
-    let (digest, _) = crate::push::push_attachment(client, target, &tag, &layers, blobs, &scratch)?;
+    let (digest, _) =
+        crate::push::attach::push_attachment(client, target, &tag, &layers, blobs, &scratch)?;
     Ok(Some(format!(
         "{}/{}:{tag}@{digest}",
         target.registry(),
@@ -115,7 +116,7 @@ pub fn layout_attestations(
     if layers.is_empty() {
         return Ok(None);
     }
-    let (bytes, manifest) = crate::push::signature_manifest(store, layers)?;
+    let (bytes, manifest) = crate::push::attach::signature_manifest(store, layers)?;
     store.put_bytes(&bytes)?;
     let mut entry = Descriptor::new(MEDIA_TYPE_MANIFEST, Digest::of(&bytes), bytes.len() as u64);
     entry.artifact_type = Some(LAYOUT_ARTIFACT_TYPE.into());

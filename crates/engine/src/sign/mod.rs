@@ -26,14 +26,14 @@ use std::path::PathBuf;
 use base64::Engine;
 use serde::Serialize;
 
-use crate::audit::attest::Document;
+use crate::audit::attest_types::Document;
 use crate::digest::Digest;
 use crate::image::{self, Descriptor, MEDIA_TYPE_MANIFEST};
-use crate::push::PushError;
+use crate::push::error::PushError;
 use crate::registry::{Client, Reference, RegistryError};
 use crate::store::{Store, StoreError};
 
-pub use crate::push::{signature_tag, SIMPLE_SIGNING};
+pub use crate::push::attach::{signature_tag, SIMPLE_SIGNING};
 pub use key::{PrivateKey, PublicKey};
 use payload::{Envelope, DSSE_MEDIA_TYPE, SIGNATURE_ANNOTATION};
 pub use verify::{verify_image, Finding, VerifyReport};
@@ -117,8 +117,7 @@ pub fn attestations(
         .collect()
 }
 
-/// The predicate type of a SLSA Verification Summary Attestation.
-pub const VSA_V1: &str = "https://slsa.dev/verification_summary/v1";
+pub use payload::VSA_V1;
 
 /// A SLSA VSA v1 statement: the image `name@digest` was rebuilt from its recipe (identity
 /// `recipe`) and lock (`lock`) and came out bit-identical. No time (`timeVerified` is optional
@@ -139,7 +138,7 @@ pub fn vsa_statement(
     let predicate = serde_json::json!({
         "verifier": {
             "id": "https://ocibuild.dev/verifier/ocibuild",
-            "version": {"ocibuild": crate::audit::attest::TOOL_VERSION},
+            "version": {"ocibuild": crate::audit::attest_types::TOOL_VERSION},
         },
         "resourceUri": format!("docker://{name}@{digest}"),
         "policy": policy,
@@ -196,7 +195,7 @@ pub fn layout_signature(
     key: &PrivateKey,
 ) -> Result<(Descriptor, Vec<(Digest, u64)>), SignError> {
     let layer = signature_layer(store, identity, digest, key)?;
-    let (bytes, manifest) = crate::push::signature_manifest(store, vec![layer])?;
+    let (bytes, manifest) = crate::push::attach::signature_manifest(store, vec![layer])?;
     store.put_bytes(&bytes)?;
     let mut entry = Descriptor::new(MEDIA_TYPE_MANIFEST, Digest::of(&bytes), bytes.len() as u64);
     entry.artifact_type = Some(SIMPLE_SIGNING.into());
@@ -233,7 +232,7 @@ pub fn sign_image(
     let repo = format!("{}/{}", target.registry(), target.repository());
     let layer = signature_layer(store, identity, digest, key)?;
     let (signature_manifest, added) =
-        crate::push::push_signature(client, target, digest, &[layer], store, store)?;
+        crate::push::attach::push_signature(client, target, digest, &[layer], store, store)?;
     Ok(SignReport {
         image: format!("{repo}@{digest}"),
         identity: identity.to_string(),

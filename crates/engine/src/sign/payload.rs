@@ -9,7 +9,10 @@ use super::key::{PrivateKey, PublicKey};
 use crate::digest::Digest;
 use crate::json::JsonError;
 
-pub use crate::push::SIMPLE_SIGNING;
+pub use crate::push::attach::SIMPLE_SIGNING;
+
+/// The predicate type of a SLSA Verification Summary Attestation.
+pub const VSA_V1: &str = "https://slsa.dev/verification_summary/v1";
 /// The annotation holding the base64 signature of that layer's bytes.
 pub const SIGNATURE_ANNOTATION: &str = "dev.cosignproject.cosign/signature";
 /// A DSSE envelope (also the artifact type of the referrers that carry one).

@@ -15,7 +15,7 @@ mod cuda;
 mod fetch;
 mod image;
 pub mod project;
-mod report;
+pub mod report;
 pub mod sdist;
 
 use std::path::Path;

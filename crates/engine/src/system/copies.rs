@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
+pub use super::wheelset::LibraryUser;
 use super::wheelset::{DuplicateLibrary, WheelSet};
 use super::{parallel_map, SystemError};
 use crate::cuda::dynamic::Dynamic;
@@ -28,18 +29,6 @@ use crate::store::Store;
 
 /// Bump when what is cached per wheel changes shape or meaning.
 const DEPS_VERSION: u32 = 1;
-
-/// One ELF file that needs the library, and the copy it loads.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct LibraryUser {
-    /// Its path in the image (absolute).
-    pub path: String,
-    /// `wheel`, `base`, `apt`, or `none` (the loader's search reaches no copy).
-    pub loads: String,
-    /// Through what: `RUNPATH $ORIGIN/../lib`, `LD_LIBRARY_PATH /x`, `the loader's cache …`.
-    pub via: String,
-}
 
 /// `LD_LIBRARY_PATH` of the image: the recipe's `[config] env`, else the base's.
 pub fn ld_library_path(

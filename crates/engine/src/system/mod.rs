@@ -22,6 +22,8 @@ pub mod uv;
 pub mod wheels;
 pub mod wheelset;
 
+mod prepare;
+
 use std::io::{self, Read};
 
 use crate::apt::AptError;
@@ -665,12 +667,7 @@ fn prepare_layers(
     mut checking: Option<std::thread::ScopedJoinHandle<'_, ()>>,
 ) -> Result<System, SystemError> {
     let mut sys = System::default();
-    let Io {
-        fetcher,
-        store,
-        reporter,
-        ..
-    } = io;
+    let store = io.store;
     let rootfs = needs_rootfs(recipe);
     let needs_base_scan = recipe.apt.is_some()
         || matches!(
@@ -686,145 +683,20 @@ fn prepare_layers(
         crate::apt::Base::default()
     };
     apt_step(recipe, &scanned, base.is_none(), lock, &io, opts, &mut sys)?;
+    let step = prepare::Prepare {
+        recipe,
+        base,
+        io,
+        opts,
+        scanned: &scanned,
+        needs_base_scan,
+    };
     if opts.build_layers {
-        let apt_layer = sys.layers.iter().find(|l| l.name == "apt");
-        let accounts = if needs_base_scan {
-            scanned.accounts.clone()
-        } else {
-            base_accounts(store, base)?
-        };
-        // The base's files, when its layers are here: what an account's shell is checked
-        // against on a base as on scratch (a shallow base's are not: left unchecked there).
-        // Only for declared users (what it is checked for): a second read of a big base's
-        // layers is not paid by every build on it.
-        let files = if recipe.accounts.users.is_empty() {
-            None
-        } else {
-            base_files(store, base)?
-        };
-        let below = rootfs::BaseView {
-            accounts: &accounts,
-            files: files.as_ref(),
-        };
-        let (layer, report) = rootfs::layer(
-            recipe,
-            &scanned,
-            &below,
-            &sys.apt_packages,
-            apt_layer,
-            &io,
-            opts,
-        )?;
-        sys.layers.extend(layer);
-        sys.rootfs = Some(report);
+        step.rootfs_layer(&mut sys)?;
     }
     sys.lock_changed |= pin_archive(recipe, lock);
     if let Some(py) = &recipe.python {
-        let (interp, layer) = python::prepare(
-            py,
-            &recipe.image.platform,
-            &sys.apt_packages,
-            &scanned,
-            &io,
-            opts,
-        )?;
-        if let Some(l) = layer {
-            sys.layers.push(l);
-        }
-        if let Some(pkgs) = &py.packages {
-            let (wheels, resolved) =
-                wheels::resolve_locked(pkgs, &interp, lock, &io, opts.pin, &recipe.path)?;
-            if resolved {
-                sys.wheels_resolved = Some(wheels.len());
-                sys.lock_changed = true;
-            }
-            // The project's own wheel, built now from its files, goes last, alone.
-            let mut wheels: Vec<_> = wheels
-                .into_iter()
-                .filter(|w| !project::is_project_wheel(w))
-                .collect();
-            let own = match &py.project {
-                Some(p) => {
-                    let (w, changed) =
-                        project::build(p, pkgs, &interp, lock, io.project, opts.pin)?;
-                    sys.lock_changed |= changed;
-                    Some(w)
-                }
-                None if !matches!(opts.pin, LockPolicy::Locked | LockPolicy::Frozen) => {
-                    sys.lock_changed |= project::unpin_others(lock, None);
-                    None
-                }
-                None => None,
-            };
-            let project_last = own.is_some();
-            wheels.extend(own);
-            if opts.build_layers {
-                let set = wheelset::analyze(
-                    &wheels,
-                    &interp,
-                    py.overlap,
-                    fetcher,
-                    store,
-                    opts.threads,
-                    opts.no_cache,
-                )?;
-                let base_libraries = if needs_base_scan || base.is_none() {
-                    Some(scanned.libraries.clone())
-                } else if set.libraries.is_empty() {
-                    Some(Default::default()) // nothing to match: the base need not be read
-                } else {
-                    base_libraries(store, base)?
-                };
-                let apt_facts = match sys.layers.iter().find(|l| l.name == "apt") {
-                    Some(apt) if !set.libraries.is_empty() => layer_facts(store, &apt.layer)?,
-                    _ => Default::default(),
-                };
-                let mut dups = base_libraries.map(|libs| {
-                    let earlier = [("base", &libs), ("apt", &apt_facts.libraries)];
-                    wheelset::duplicates(&set, &wheels, &earlier)
-                });
-                // Which copy loads, and the wheels' copies nothing loads left out on request.
-                let mut build_set = set.clone();
-                if let Some(d) = dups.as_mut() {
-                    let env = copies::ld_library_path(&recipe.config.env, base.map(|b| &b.config));
-                    copies::explain(d, &set, &wheels, &interp, store, &env, opts.threads)?;
-                    if recipe.image.drop_unused_copies {
-                        for (x, drop) in build_set
-                            .overlaps
-                            .excluded
-                            .iter_mut()
-                            .zip(copies::wheel_drops(d, &set, &wheels))
-                        {
-                            x.extend(drop);
-                        }
-                        let below = (&scanned, base.is_none());
-                        let status = &apt_facts.status;
-                        copies::drop_from_apt(d, recipe, below, status, (&io, opts), &mut sys)?;
-                    }
-                }
-                let layout = wheels::WheelLayout {
-                    overlap: py.overlap,
-                    max_layer_size: py.max_layer_size,
-                    other_layers: base.map_or(0, |b| b.layers.len())
-                        + sys.layers.len()
-                        + recipe.layers.len(),
-                    project_last,
-                    cuda: recipe.image.cuda.as_ref(),
-                    set: build_set,
-                };
-                if let Some(c) = checking.take() {
-                    // A panic there only leaves wheels unchecked: the analysis checks them.
-                    let _ = c.join();
-                }
-                let built =
-                    wheels::layers(&wheels, &interp, layout, fetcher, store, opts, reporter)?;
-                sys.layers.extend(built.layers);
-                sys.wheel_report = wheelset::WheelReport::new(&set, &wheels, dups);
-                sys.cuda_libraries.extend(built.cuda);
-            }
-            sys.wheels = wheels;
-        }
-        sys.interpreter = Some(interp);
+        step.python_step(py, lock, &mut checking, &mut sys)?;
     }
     if let Some(t) = &recipe.image.cuda {
         let mut libraries = std::mem::take(&mut sys.cuda_libraries);

@@ -180,6 +180,18 @@ pub fn analyze(
     Ok(set)
 }
 
+/// One ELF file that needs the library, and the copy it loads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct LibraryUser {
+    /// Its path in the image (absolute).
+    pub path: String,
+    /// `wheel`, `base`, `apt`, or `none` (the loader's search reaches no copy).
+    pub loads: String,
+    /// Through what: `RUNPATH $ORIGIN/../lib`, `LD_LIBRARY_PATH /x`, `the loader's cache …`.
+    pub via: String,
+}
+
 /// A shared library that both the base image and a wheel ship; as `build --json` writes it
 /// (`wheels.duplicateLibraries[]`, docs/json.md).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -207,7 +219,7 @@ pub struct DuplicateLibrary {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub via: Option<String>,
     /// The wheels' ELF files that need it, each with the copy it loads and through what.
-    pub users: Vec<super::copies::LibraryUser>,
+    pub users: Vec<LibraryUser>,
     /// The bytes of the copy nothing loads (0 for `mixed` and `unknown`).
     pub unused_bytes: u64,
     /// Which copy `[image] drop-unused-copies` left out: `wheel` (of its layer) or `apt` (of the

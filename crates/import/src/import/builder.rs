@@ -67,31 +67,12 @@ impl Mapper<'_> {
     ) -> Result<(), ImportError> {
         let stage = &st.stages[si];
         let name = step_name(&stage.label, &self.draft.steps);
-        let image = match stage.parent {
-            Some(p) if st.roles[p] == Role::Builder => {
-                StepImage::Step(step_name(&st.stages[p].label, &[]))
-            }
-            Some(p) => StepImage::Image(root_image(st, p)),
-            None => StepImage::Image(stage.image.clone()),
+        let mut step = self.builder_draft(st, si, &name);
+        let mut sv = StageVars {
+            vars: self.globals.clone(),
+            // `vars` as the recipe's strings write them (see Mapper::rform).
+            forms: self.global_forms.clone(),
         };
-        let mut step = StepDraft {
-            name: name.clone(),
-            image,
-            inputs: Vec::new(),
-            input_steps: Vec::new(),
-            fetch: Vec::new(),
-            script: Vec::new(),
-            env: Vec::new(),
-            workdir: None,
-            user: None,
-            outputs: self.builder_outputs.get(&si).cloned().unwrap_or_default(),
-            outputs_guessed: true,
-            network: false,
-            origins: Vec::new(),
-        };
-        let mut vars = self.globals.clone();
-        // `vars` as the recipe's strings write them (see Mapper::rform).
-        let mut forms = self.global_forms.clone();
         let mut cwd = stage
             .parent
             .and_then(|p| self.stage_cwd.get(&p).cloned())
@@ -121,61 +102,20 @@ impl Mapper<'_> {
                         note = format!("{note}; --mount=type=secret: a step gets no secrets: fetch what it was for with `fetch` (a login in netrc), or build that part outside");
                     }
                 }
-                Instruction::Env(e) => {
-                    for (k, v) in super::parse::pairs(&e.arguments.value) {
-                        let raw = v.unwrap_or_default();
-                        let r = if self.keep_args {
-                            super::parse::recipe_form(&raw, &vars, &forms)
-                        } else {
-                            expand(&raw, &vars)
-                        };
-                        vars.insert(k.clone(), expand(&raw, &vars));
-                        forms.insert(k.clone(), r.clone());
-                        step.env.retain(|(x, _)| *x != k);
-                        step.env.push((k, r));
-                    }
-                }
+                Instruction::Env(e) => self.builder_env(&mut step, &e.arguments.value, &mut sv),
                 Instruction::Arg(a) => {
-                    for (k, v) in super::parse::pairs(&a.arguments.value) {
-                        let v = self
-                            .build_args
-                            .get(&k)
-                            .cloned()
-                            .or(v.map(|v| expand(&v, &vars)))
-                            .or_else(|| self.globals.get(&k).cloned())
-                            .unwrap_or_default();
-                        vars.insert(k.clone(), v.clone());
-                        // An [args] entry (the first ARG of a name makes it) of this value is
-                        // in the step's environment.
-                        let entry = self.draft.args.iter().find(|(a, _, _)| *a == k);
-                        let same = entry.is_none_or(|(_, x, _)| *x == v);
-                        if entry.is_none() {
-                            let origin = self.origin(i);
-                            self.draft.args.push((k.clone(), v.clone(), origin));
-                        }
-                        if same {
-                            forms.insert(k.clone(), format!("${{{k}}}"));
-                        } else {
-                            let r = if self.keep_args {
-                                super::parse::dollars_doubled(&v)
-                            } else {
-                                v.clone()
-                            };
-                            forms.insert(k.clone(), r.clone());
-                            step.env.push((k, r));
-                        }
-                    }
+                    self.builder_arg(&mut step, i, &a.arguments.value, &mut sv);
                 }
                 Instruction::Workdir(w) => {
-                    cwd = resolve(&cwd, &expand(&w.arguments.value, &vars));
+                    cwd = resolve(&cwd, &expand(&w.arguments.value, &sv.vars));
                     step.script
                         .push(format!("mkdir -p {0} && cd {0}", shell_quote(&cwd)));
                     at = cwd.clone();
                 }
-                Instruction::User(u) => step.user = Some(expand(&u.arguments.value, &vars)),
+                Instruction::User(u) => step.user = Some(expand(&u.arguments.value, &sv.vars)),
                 Instruction::Copy(c) => {
                     let scope = Scope {
-                        vars: &vars,
+                        vars: &sv.vars,
                         cwd: &cwd,
                     };
                     (class, note) = self.builder_copy(
@@ -192,7 +132,7 @@ impl Mapper<'_> {
                 }
                 Instruction::Add(a) => {
                     let scope = Scope {
-                        vars: &vars,
+                        vars: &sv.vars,
                         cwd: &cwd,
                     };
                     (class, note) = self.builder_add(&mut step, a, scope, note);
@@ -215,6 +155,97 @@ impl Mapper<'_> {
         self.draft.steps.push(step);
         Ok(())
     }
+
+    /// The `[[step]]` of builder stage `si`, named `name`, before its instructions: its image
+    /// (the parent builder's step, or the root image), and the outputs later stages copy.
+    fn builder_draft(&self, st: &Stages, si: usize, name: &str) -> StepDraft {
+        let stage = &st.stages[si];
+        let image = match stage.parent {
+            Some(p) if st.roles[p] == Role::Builder => {
+                StepImage::Step(step_name(&st.stages[p].label, &[]))
+            }
+            Some(p) => StepImage::Image(root_image(st, p)),
+            None => StepImage::Image(stage.image.clone()),
+        };
+        StepDraft {
+            name: name.to_string(),
+            image,
+            inputs: Vec::new(),
+            input_steps: Vec::new(),
+            fetch: Vec::new(),
+            script: Vec::new(),
+            env: Vec::new(),
+            workdir: None,
+            user: None,
+            outputs: self.builder_outputs.get(&si).cloned().unwrap_or_default(),
+            outputs_guessed: true,
+            network: false,
+            origins: Vec::new(),
+        }
+    }
+
+    /// A builder's ENV: each pair into the step's environment (the last of a name wins).
+    fn builder_env(&self, step: &mut StepDraft, text: &str, sv: &mut StageVars) {
+        for (k, v) in super::parse::pairs(text) {
+            let raw = v.unwrap_or_default();
+            let r = if self.keep_args {
+                super::parse::recipe_form(&raw, &sv.vars, &sv.forms)
+            } else {
+                expand(&raw, &sv.vars)
+            };
+            sv.vars.insert(k.clone(), expand(&raw, &sv.vars));
+            sv.forms.insert(k.clone(), r.clone());
+            step.env.retain(|(x, _)| *x != k);
+            step.env.push((k, r));
+        }
+    }
+
+    /// A builder's ARG: its value (a build arg, the default, the global), an `[args]` entry
+    /// for the first of a name, and the step's environment where the value differs from it.
+    fn builder_arg(
+        &mut self,
+        step: &mut StepDraft,
+        i: &Instruction<'_>,
+        text: &str,
+        sv: &mut StageVars,
+    ) {
+        for (k, v) in super::parse::pairs(text) {
+            let v = self
+                .build_args
+                .get(&k)
+                .cloned()
+                .or(v.map(|v| expand(&v, &sv.vars)))
+                .or_else(|| self.globals.get(&k).cloned())
+                .unwrap_or_default();
+            sv.vars.insert(k.clone(), v.clone());
+            // An [args] entry (the first ARG of a name makes it) of this value is
+            // in the step's environment.
+            let entry = self.draft.args.iter().find(|(a, _, _)| *a == k);
+            let same = entry.is_none_or(|(_, x, _)| *x == v);
+            if entry.is_none() {
+                let origin = self.origin(i);
+                self.draft.args.push((k.clone(), v.clone(), origin));
+            }
+            if same {
+                sv.forms.insert(k.clone(), format!("${{{k}}}"));
+            } else {
+                let r = if self.keep_args {
+                    super::parse::dollars_doubled(&v)
+                } else {
+                    v.clone()
+                };
+                sv.forms.insert(k.clone(), r.clone());
+                step.env.push((k, r));
+            }
+        }
+    }
+}
+
+/// A builder stage's variables as its instructions go: their values, and the same as the
+/// recipe's strings write them.
+struct StageVars {
+    vars: Vars,
+    forms: Vars,
 }
 
 /// The stage an instruction is in: the stages, and its index among them.

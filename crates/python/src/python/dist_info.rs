@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 
-use super::wheel::WheelError;
+use super::wheel_types::WheelError;
 use crate::digest::Digest;
 
 /// The RECORD hash field of a digest: `sha256=<urlsafe base64, no padding>`.

@@ -5,12 +5,13 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::io::{self, Read};
 
+use super::dist_info::record_hash;
 use super::dist_info::{
     csv_field, entry_points, launcher, parse_record, shebang, wheel_field, RecordRow,
 };
 use super::interpreter::Interpreter;
 use super::tags::escape_name;
-use super::wheel::{record_hash, WheelError, WheelInput};
+use super::wheel_types::{WheelError, WheelInput};
 use crate::digest::{Digest, HashingReader};
 
 /// Largest script read into memory (scripts are rewritten, so not streamed).

@@ -24,5 +24,6 @@ pub mod requirements;
 pub mod tags;
 pub mod uvlock;
 pub mod wheel;
+pub mod wheel_types;
 
 pub use self::interpreter::{Interpreter, Scheme};

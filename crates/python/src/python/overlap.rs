@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use super::interpreter::Interpreter;
-use super::wheel::{scheme_json, ContentConflict, WheelError, WheelFileAt, INSTALL_VERSION};
+use super::wheel_types::{scheme_json, ContentConflict, WheelError, WheelFileAt, INSTALL_VERSION};
 use crate::digest::Digest;
 
 /// `[python] overlap`: two wheels installing the same path with different content (or mode).

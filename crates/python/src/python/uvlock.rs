@@ -198,6 +198,25 @@ pub fn parse(
 ) -> Result<Vec<LockedPackage>, UvLockError> {
     let raw = read(text)?;
     let env = MarkerEnv::for_interpreter(interp);
+    check_requires_python(&raw, &env)?;
+    let lock = Lock {
+        text,
+        env: &env,
+        raw: &raw,
+    };
+    let roots = lock.roots()?;
+    let groups = lock.groups(&roots, sel, pyproject)?;
+    let install = lock.install(&roots, sel, &groups)?;
+    let mut out = Vec::with_capacity(install.len());
+    for i in install {
+        out.push(package(&raw.package[i], lock.place(&raw.package[i]))?);
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    Ok(out)
+}
+
+/// The lock's `requires-python`, held against the image's Python.
+fn check_requires_python(raw: &RawLock, env: &MarkerEnv) -> Result<(), UvLockError> {
     if let (Some(rp), Ok(python)) = (
         &raw.requires_python,
         Version::parse(&env.python_full_version),
@@ -210,105 +229,133 @@ pub fn parse(
             });
         }
     }
-    let place = |p: &RawPackage| {
-        let (line, col) = crate::diag::line_col(text, p.name.span().start);
+    Ok(())
+}
+
+/// A package to visit: the package's index, and an extra of it (`""`: the package itself).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+struct Visit {
+    package: usize,
+    extra: String,
+}
+
+/// The lock read, with the image's marker environment: what the walk from the project asks.
+struct Lock<'a> {
+    text: &'a str,
+    env: &'a MarkerEnv,
+    raw: &'a RawLock,
+}
+
+impl Lock<'_> {
+    /// Where `p` stands in the lock's text.
+    fn place(&self, p: &RawPackage) -> Place {
+        let (line, col) = crate::diag::line_col(self.text, p.name.span().start);
         Place(Some((line, col)))
-    };
-    let holds = |m: &Option<String>, package: &RawPackage| -> Result<bool, UvLockError> {
+    }
+
+    /// Whether the marker `m` (none: always) holds for the image.
+    fn holds(&self, m: Option<&str>, package: &RawPackage) -> Result<bool, UvLockError> {
         match m {
             None => Ok(true),
             Some(s) => {
                 Marker::parse(s)
-                    .map(|m| m.evaluate(&env))
+                    .map(|m| m.evaluate(self.env))
                     .map_err(|e| UvLockError::Invalid {
-                        at: place(package),
+                        at: self.place(package),
                         package: package.name.get_ref().clone(),
                         what: e.to_string(),
                     })
             }
         }
-    };
-    // The workspace root when uv.lock has one (a virtual root without `[project]` has none:
-    // then every member, as `uv sync` there installs them all).
-    let mut roots: Vec<usize> = (0..raw.package.len())
-        .filter(|&i| is_project(&raw.package[i]) && is_workspace_root(&raw.package[i]))
-        .collect();
-    if roots.is_empty() {
-        roots = (0..raw.package.len())
-            .filter(|&i| is_project(&raw.package[i]))
+    }
+
+    /// The workspace root when uv.lock has one (a virtual root without `[project]` has none:
+    /// then every member, as `uv sync` there installs them all).
+    fn roots(&self) -> Result<Vec<usize>, UvLockError> {
+        let packages = &self.raw.package;
+        let mut roots: Vec<usize> = (0..packages.len())
+            .filter(|&i| is_project(&packages[i]) && is_workspace_root(&packages[i]))
             .collect();
-    }
-    if roots.is_empty() {
-        return Err(UvLockError::NoProject);
-    }
-    // The groups and extras asked for, checked against the project's.
-    let mut all_groups = BTreeSet::new();
-    let mut all_extras = BTreeSet::new();
-    for &r in &roots {
-        all_groups.extend(
-            raw.package[r]
-                .dev_dependencies
-                .keys()
-                .map(|g| normalize_name(g)),
-        );
-        all_extras.extend(
-            raw.package[r]
-                .optional_dependencies
-                .keys()
-                .map(|e| normalize_name(e)),
-        );
-    }
-    let known = |s: &BTreeSet<String>| {
-        if s.is_empty() {
-            "none".to_string()
-        } else {
-            s.iter().cloned().collect::<Vec<_>>().join(", ")
+        if roots.is_empty() {
+            roots = (0..packages.len())
+                .filter(|&i| is_project(&packages[i]))
+                .collect();
         }
-    };
-    for e in &sel.extras {
-        if !all_extras.contains(&normalize_name(e)) {
-            return Err(UvLockError::UnknownExtra {
-                extra: e.clone(),
-                known: known(&all_extras),
-            });
+        if roots.is_empty() {
+            return Err(UvLockError::NoProject);
         }
+        Ok(roots)
     }
-    let mut groups = match &sel.groups {
-        Some(g) => {
-            for group in g {
-                if !all_groups.contains(&normalize_name(group)) {
-                    return Err(UvLockError::UnknownGroup {
-                        group: group.clone(),
-                        known: known(&all_groups),
-                    });
-                }
+
+    /// The groups to install; the groups and extras asked for, checked against the project's.
+    fn groups(
+        &self,
+        roots: &[usize],
+        sel: &Selection,
+        pyproject: Option<&str>,
+    ) -> Result<BTreeSet<String>, UvLockError> {
+        let mut all_groups = BTreeSet::new();
+        let mut all_extras = BTreeSet::new();
+        for &r in roots {
+            let p = &self.raw.package[r];
+            all_groups.extend(p.dev_dependencies.keys().map(|g| normalize_name(g)));
+            all_extras.extend(p.optional_dependencies.keys().map(|e| normalize_name(e)));
+        }
+        let known = |s: &BTreeSet<String>| {
+            if s.is_empty() {
+                "none".to_string()
+            } else {
+                s.iter().cloned().collect::<Vec<_>>().join(", ")
             }
-            g.iter().map(|g| normalize_name(g)).collect()
+        };
+        for e in &sel.extras {
+            if !all_extras.contains(&normalize_name(e)) {
+                return Err(UvLockError::UnknownExtra {
+                    extra: e.clone(),
+                    known: known(&all_extras),
+                });
+            }
         }
-        None => default_groups(pyproject, &all_groups),
-    };
-    if sel.no_dev {
-        groups.remove("dev");
+        let mut groups = match &sel.groups {
+            Some(g) => {
+                for group in g {
+                    if !all_groups.contains(&normalize_name(group)) {
+                        return Err(UvLockError::UnknownGroup {
+                            group: group.clone(),
+                            known: known(&all_groups),
+                        });
+                    }
+                }
+                g.iter().map(|g| normalize_name(g)).collect()
+            }
+            None => default_groups(pyproject, &all_groups),
+        };
+        if sel.no_dev {
+            groups.remove("dev");
+        }
+        Ok(groups)
     }
-    // The package a dependency names: by name, then by version, then the one whose
-    // resolution markers hold (a fork's).
-    let by_name = |d: &RawDep| -> Result<usize, UvLockError> {
+
+    /// The package a dependency names: by name, then by version, then the one whose
+    /// resolution markers hold (a fork's).
+    fn by_name(&self, d: &RawDep) -> Result<usize, UvLockError> {
+        let packages = &self.raw.package;
         let name = normalize_name(&d.name);
-        let mut c: Vec<usize> = (0..raw.package.len())
-            .filter(|&i| normalize_name(raw.package[i].name.get_ref()) == name)
+        let mut c: Vec<usize> = (0..packages.len())
+            .filter(|&i| normalize_name(packages[i].name.get_ref()) == name)
             .collect();
         if c.len() > 1 {
             if let Some(v) = &d.version {
-                c.retain(|&i| raw.package[i].version.as_deref() == Some(v.as_str()));
+                c.retain(|&i| packages[i].version.as_deref() == Some(v.as_str()));
             }
         }
         if c.len() > 1 {
             let mut fork = Vec::new();
             for &i in &c {
-                let p = &raw.package[i];
+                let p = &packages[i];
                 let mut any = p.resolution_markers.is_empty();
                 for m in &p.resolution_markers {
-                    any |= holds(&Some(m.clone()), p)?;
+                    any |= self.holds(Some(m.as_str()), p)?;
                 }
                 if any {
                     fork.push(i);
@@ -327,76 +374,92 @@ pub fn parse(
                 ),
             }),
         }
-    };
-    // (package, extra) pairs to visit; the extra "" is the package itself.
-    let mut todo: Vec<(usize, String)> = Vec::new();
-    let follow = |d: &RawDep, of: &RawPackage, todo: &mut Vec<(usize, String)>| {
-        if !holds(&d.marker, of)? {
-            return Ok::<(), UvLockError>(());
+    }
+
+    /// Queues the package `d` names (and its extras) when its marker holds.
+    fn follow(
+        &self,
+        d: &RawDep,
+        of: &RawPackage,
+        todo: &mut Vec<Visit>,
+    ) -> Result<(), UvLockError> {
+        if !self.holds(d.marker.as_deref(), of)? {
+            return Ok(());
         }
-        let i = by_name(d)?;
-        todo.push((i, String::new()));
-        todo.extend(d.extra.iter().map(|e| (i, normalize_name(e))));
+        let i = self.by_name(d)?;
+        todo.push(Visit {
+            package: i,
+            extra: String::new(),
+        });
+        todo.extend(d.extra.iter().map(|e| Visit {
+            package: i,
+            extra: normalize_name(e),
+        }));
         Ok(())
-    };
-    for &r in &roots {
-        let p = &raw.package[r];
-        for d in &p.dependencies {
-            follow(d, p, &mut todo)?;
-        }
-        for (extra, deps) in &p.optional_dependencies {
-            if sel
-                .extras
-                .iter()
-                .any(|e| normalize_name(e) == normalize_name(extra))
-            {
-                for d in deps {
-                    follow(d, p, &mut todo)?;
+    }
+
+    /// The packages to install: the walk from the roots' dependencies, extras and groups.
+    fn install(
+        &self,
+        roots: &[usize],
+        sel: &Selection,
+        groups: &BTreeSet<String>,
+    ) -> Result<BTreeSet<usize>, UvLockError> {
+        let mut todo: Vec<Visit> = Vec::new();
+        for &r in roots {
+            let p = &self.raw.package[r];
+            for d in &p.dependencies {
+                self.follow(d, p, &mut todo)?;
+            }
+            for (extra, deps) in &p.optional_dependencies {
+                if sel
+                    .extras
+                    .iter()
+                    .any(|e| normalize_name(e) == normalize_name(extra))
+                {
+                    for d in deps {
+                        self.follow(d, p, &mut todo)?;
+                    }
+                }
+            }
+            for (group, deps) in &p.dev_dependencies {
+                if groups.contains(&normalize_name(group)) {
+                    for d in deps {
+                        self.follow(d, p, &mut todo)?;
+                    }
                 }
             }
         }
-        for (group, deps) in &p.dev_dependencies {
-            if groups.contains(&normalize_name(group)) {
-                for d in deps {
-                    follow(d, p, &mut todo)?;
+        let mut seen: BTreeSet<Visit> = BTreeSet::new();
+        let mut install: BTreeSet<usize> = BTreeSet::new();
+        while let Some(visit) = todo.pop() {
+            if !seen.insert(visit.clone()) {
+                continue;
+            }
+            let p = &self.raw.package[visit.package];
+            // A workspace member the project depends on is not installed (a local source;
+            // `[python] project` refuses it), but what it depends on is, as `uv sync` installs it.
+            if !is_project(p) {
+                install.insert(visit.package);
+            }
+            let deps = if visit.extra.is_empty() {
+                &p.dependencies
+            } else {
+                match p
+                    .optional_dependencies
+                    .iter()
+                    .find(|(e, _)| normalize_name(e) == normalize_name(&visit.extra))
+                {
+                    Some((_, d)) => d,
+                    None => continue,
                 }
+            };
+            for d in deps {
+                self.follow(d, p, &mut todo)?;
             }
         }
+        Ok(install)
     }
-    let mut seen: BTreeSet<(usize, String)> = BTreeSet::new();
-    let mut install: BTreeSet<usize> = BTreeSet::new();
-    while let Some((i, extra)) = todo.pop() {
-        if !seen.insert((i, extra.clone())) {
-            continue;
-        }
-        let p = &raw.package[i];
-        // A workspace member the project depends on is not installed (a local source; `[python]
-        // project` refuses it), but what it depends on is, as `uv sync` installs it.
-        if !is_project(p) {
-            install.insert(i);
-        }
-        let deps = if extra.is_empty() {
-            &p.dependencies
-        } else {
-            match p
-                .optional_dependencies
-                .iter()
-                .find(|(e, _)| normalize_name(e) == normalize_name(&extra))
-            {
-                Some((_, d)) => d,
-                None => continue,
-            }
-        };
-        for d in deps {
-            follow(d, p, &mut todo)?;
-        }
-    }
-    let mut out = Vec::with_capacity(install.len());
-    for i in install {
-        out.push(package(&raw.package[i], place(&raw.package[i]))?);
-    }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    Ok(out)
 }
 
 /// The lock read, of the version this module reads.

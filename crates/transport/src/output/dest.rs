@@ -12,6 +12,9 @@ use fs_err as fs;
 
 use super::OutputError;
 
+/// Name prefix of the temporary files written inside a layout.
+pub(super) const TEMP_PREFIX: &str = ".ocibuild-tmp-";
+
 /// What a path is, in words, when it is not what an output may replace.
 fn odd_kind(t: std::fs::FileType) -> Option<&'static str> {
     if t.is_symlink() {
@@ -108,11 +111,7 @@ impl Staged {
             .map(|n| n.to_string_lossy().into_owned())
             .unwrap_or_default();
         for n in 0u32.. {
-            let path = parent.join(format!(
-                "{}{name}-{}-{n}",
-                super::layout::TEMP_PREFIX,
-                std::process::id()
-            ));
+            let path = parent.join(format!("{}{name}-{}-{n}", TEMP_PREFIX, std::process::id()));
             match fs::create_dir(&path) {
                 Ok(()) => return Ok(Staged { path, done: false }),
                 Err(e) if e.kind() == io::ErrorKind::AlreadyExists && n < 1000 => continue,

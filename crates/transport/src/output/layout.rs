@@ -25,15 +25,12 @@ use std::path::Path;
 
 use fs_err as fs;
 
-use super::dest::{inode, Inode};
+use super::dest::{inode, Inode, TEMP_PREFIX};
 use super::{io_err, OutputError};
 use crate::digest::Digest;
 use crate::image::{annotations, Descriptor, ImageRecord, Index};
 use crate::json::to_canonical_vec;
 use crate::store::Store;
-
-/// Name prefix of the temporary files written inside a layout.
-pub(super) const TEMP_PREFIX: &str = ".ocibuild-tmp-";
 
 const OCI_LAYOUT: &[u8] = br#"{"imageLayoutVersion":"1.0.0"}"#;
 
