@@ -99,39 +99,15 @@ pub(super) fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         Some(t) => Some(crate::push::plan(&client, &store, &img.manifest, t)?),
         None => None,
     };
-    // The image under the destination's tag, to say which layers changed.
-    // A 401 here, after the blob requests above went through, is a registry's way of saying
-    // the tag is not there (see push::is_refused): compared with nothing, as a missing tag.
     let previous = match &target {
-        Some(t) if t.tag().is_some() => match client.get_manifest(t) {
-            Ok(m) => serde_json::from_slice::<crate::image::Manifest>(&m.bytes).ok(),
-            Err(e) if crate::push::is_manifest_unknown(&e) || crate::push::is_refused(&e) => None,
-            Err(e) => return Err(e.into()),
-        },
-        _ => None,
+        Some(t) => previous_manifest(&client, t)?,
+        None => None,
     };
     let refused = push_plan.as_ref().and_then(|p| p.refused.clone());
     let status = if refused.is_some() {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
-    };
-    // Our layers by name; the base's (`base#N`, no name of ours) by position.
-    let was = |name: &str| {
-        let m = previous.as_ref()?;
-        let named = |l: &&crate::image::Descriptor| {
-            l.annotations
-                .get(annotations::LAYER_NAME)
-                .map(String::as_str)
-                == Some(name)
-        };
-        if let Some(n) = name
-            .strip_prefix("base#")
-            .and_then(|n| n.parse::<usize>().ok())
-        {
-            return m.layers.get(n).map(|l| l.digest);
-        }
-        m.layers.iter().find(named).map(|l| l.digest)
     };
     // What a partial pull of each changed zstd:chunked or eStargz layer would fetch, given
     // the target image's layers (their TOCs read with range requests).
@@ -155,7 +131,7 @@ pub(super) fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         let push = push_plan
             .as_ref()
             .and_then(|p| p.blobs.iter().find(|b| b.digest == digest));
-        let changed = was(name).map(|w| w != digest);
+        let changed = target_digest(previous.as_ref(), name).map(|w| w != digest);
         // Why a layer differs from the target's: what its key is made of.
         let reason = changed.filter(|c| *c).map(|_| why_changed(name));
         let partial = match changed {
@@ -344,4 +320,45 @@ fn why_changed(name: &str) -> &'static str {
         }
         _ => "its files or its [[layer]] settings changed",
     }
+}
+
+/// The image under the destination's tag, to say which layers changed. A 401 here, after the
+/// blob requests of the push plan went through, is a registry's way of saying the tag is not
+/// there (see `push::is_refused`): compared with nothing, as a missing tag.
+fn previous_manifest(
+    client: &crate::registry::Client,
+    target: &crate::registry::Reference,
+) -> anyhow::Result<Option<crate::image::Manifest>> {
+    if target.tag().is_none() {
+        return Ok(None);
+    }
+    match client.get_manifest(target) {
+        Ok(m) => Ok(serde_json::from_slice::<crate::image::Manifest>(&m.bytes).ok()),
+        Err(e) if crate::push::is_manifest_unknown(&e) || crate::push::is_refused(&e) => Ok(None),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The digest of the layer `name` in the target's image: ours by name, the base's (`base#N`,
+/// no name of ours) by position.
+fn target_digest(
+    previous: Option<&crate::image::Manifest>,
+    name: &str,
+) -> Option<crate::digest::Digest> {
+    let m = previous?;
+    if let Some(n) = name
+        .strip_prefix("base#")
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        return m.layers.get(n).map(|l| l.digest);
+    }
+    m.layers
+        .iter()
+        .find(|l| {
+            l.annotations
+                .get(annotations::LAYER_NAME)
+                .map(String::as_str)
+                == Some(name)
+        })
+        .map(|l| l.digest)
 }
