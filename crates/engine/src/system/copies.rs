@@ -265,16 +265,34 @@ pub struct LayerFacts {
     pub status: BTreeMap<String, String>,
 }
 
+/// What building the apt layer again takes ([`drop_from_apt`]).
+pub struct AptRebuild<'r, 'i> {
+    pub recipe: &'r Recipe,
+    /// The base's packages and files, as the first apt layer was built on them.
+    pub base: &'r crate::apt::Base,
+    /// Whether the image is on `scratch`.
+    pub scratch: bool,
+    /// The apt layer's dpkg `status.d` files ([`LayerFacts::status`]).
+    pub status: &'r BTreeMap<String, String>,
+    pub io: &'r super::Io<'i>,
+    pub opts: &'r super::SystemOptions,
+}
+
 /// With `[image] drop-unused-copies`: the apt layer built again without its copies that nothing
 /// loads ([`apt_drops`]), in the first one's place; their pruning reports go with them.
 pub fn drop_from_apt(
     dups: &mut [DuplicateLibrary],
-    recipe: &Recipe,
-    base: (&crate::apt::Base, bool),
-    status: &BTreeMap<String, String>,
-    (io, opts): (&super::Io<'_>, &super::SystemOptions),
+    how: &AptRebuild<'_, '_>,
     sys: &mut super::System,
 ) -> Result<(), SystemError> {
+    let AptRebuild {
+        recipe,
+        base,
+        scratch,
+        status,
+        io,
+        opts,
+    } = *how;
     let Some(apt) = &recipe.apt else {
         return Ok(());
     };
@@ -292,8 +310,8 @@ pub fn drop_from_apt(
     let input = super::apt::LayerInput {
         packages: &sys.apt_packages,
         mirrors: &mirrors,
-        base: base.0,
-        scratch: base.1,
+        base,
+        scratch,
         cuda: recipe.image.cuda.as_ref(),
         drop: &drop,
     };

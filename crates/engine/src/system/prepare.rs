@@ -174,9 +174,15 @@ impl Prepare<'_> {
                 {
                     x.extend(drop);
                 }
-                let below = (self.scanned, base.is_none());
-                let status = &apt_facts.status;
-                copies::drop_from_apt(d, recipe, below, status, (io, opts), sys)?;
+                let how = copies::AptRebuild {
+                    recipe,
+                    base: self.scanned,
+                    scratch: base.is_none(),
+                    status: &apt_facts.status,
+                    io,
+                    opts,
+                };
+                copies::drop_from_apt(d, &how, sys)?;
             }
         }
         let layout = wheels::WheelLayout {

@@ -486,12 +486,15 @@ pub fn layers(
         };
         group_layer(
             &group,
-            interp,
-            fetcher,
-            store,
-            &lopts,
-            (layout.cuda, opts.no_cache),
-            reporter,
+            &GroupBuild {
+                interp,
+                fetcher,
+                store,
+                lopts: &lopts,
+                cuda: layout.cuda,
+                no_cache: opts.no_cache,
+                reporter,
+            },
         )
     });
     let mut out: Vec<Option<Extra>> = vec![None; groups.len()];
@@ -520,18 +523,34 @@ fn report_key(key: &Digest) -> Digest {
     Digest::of(format!("ocibuild cuda pruning report of wheel layer {key}").as_bytes())
 }
 
+/// What building every wheel layer of a set shares ([`group_layer`]).
+struct GroupBuild<'a> {
+    interp: &'a Interpreter,
+    fetcher: &'a dyn Fetcher,
+    store: &'a Store,
+    lopts: &'a LayerOptions,
+    /// `[image] cuda-archs`.
+    cuda: Option<&'a crate::cuda::Targets>,
+    no_cache: bool,
+    reporter: &'a dyn Reporter,
+}
+
 /// One wheel layer: from the cache, or downloaded and built; with `cuda-archs`, the report of
 /// its CUDA libraries (kept in the store's facts beside the layer, so a cached layer has it:
 /// a layer whose report is gone is built again).
 fn group_layer(
     group: &Group<'_>,
-    interp: &Interpreter,
-    fetcher: &dyn Fetcher,
-    store: &Store,
-    lopts: &LayerOptions,
-    (cuda, no_cache): (Option<&crate::cuda::Targets>, bool),
-    reporter: &dyn Reporter,
+    how: &GroupBuild<'_>,
 ) -> Result<(Extra, Vec<crate::cuda::LibraryReport>), SystemError> {
+    let GroupBuild {
+        interp,
+        fetcher,
+        store,
+        lopts,
+        cuda,
+        no_cache,
+        reporter,
+    } = *how;
     let members = group.members;
     let name = group_name(
         &members
