@@ -139,18 +139,21 @@ fn open(args: &DocArgs) -> anyhow::Result<(Subject, LoadedInputs)> {
 }
 
 fn platform_list(recipe: &recipe::Recipe) -> String {
-    let names: Vec<String> = recipe.platforms().iter().map(|p| p.to_string()).collect();
+    let names: Vec<String> = recipe
+        .platforms()
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     names.join(", ")
 }
 
 fn emit(output: Option<&Path>, bytes: &[u8]) -> anyhow::Result<()> {
-    match output {
-        Some(p) => crate::output::write_document(p, bytes)?,
-        None => {
-            let mut out = std::io::stdout().lock();
-            out.write_all(bytes)?;
-            out.flush()?;
-        }
+    if let Some(p) = output {
+        crate::output::write_document(p, bytes)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        out.write_all(bytes)?;
+        out.flush()?;
     }
     Ok(())
 }

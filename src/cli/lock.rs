@@ -75,7 +75,7 @@ pub(super) fn run(cli: &Cli, args: &LockArgs) -> anyhow::Result<ExitCode> {
             &recipe
                 .platforms()
                 .iter()
-                .map(|p| p.to_string())
+                .map(std::string::ToString::to_string)
                 .collect::<Vec<_>>(),
         )?;
     let paths = ops::for_each(

@@ -382,7 +382,7 @@ impl Cli {
     fn threads(&self) -> usize {
         self.jobs.filter(|&n| n > 0).unwrap_or_else(|| {
             std::thread::available_parallelism()
-                .map(|n| n.get())
+                .map(std::num::NonZero::get)
                 .unwrap_or(1)
         })
     }
@@ -433,7 +433,11 @@ impl Cli {
         Ok(crate::registry::RegistryFlags {
             tls_verify: self.tls_verify,
             authfile: self.authfile.clone(),
-            creds: self.creds.as_ref().map(|c| c.credential()).transpose()?,
+            creds: self
+                .creds
+                .as_ref()
+                .map(usage::CredsArg::credential)
+                .transpose()?,
             cert_dir: self.cert_dir.clone(),
         })
     }

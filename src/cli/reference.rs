@@ -49,7 +49,10 @@ fn page(cmd: &Command, path: &[&str]) -> String {
                 .chain(std::iter::once(sub.get_name()))
                 .collect::<Vec<_>>()
                 .join("-");
-            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            let about = sub
+                .get_about()
+                .map(std::string::ToString::to_string)
+                .unwrap_or_default();
             s.push_str(&format!(
                 "- [`{}`]({file}.md): {}\n",
                 sub.get_name(),
@@ -165,7 +168,7 @@ fn value_names(a: &Arg) -> String {
         return String::new();
     }
     let names: Vec<String> = match a.get_value_names() {
-        Some(v) => v.iter().map(|n| n.to_string()).collect(),
+        Some(v) => v.iter().map(std::string::ToString::to_string).collect(),
         None => vec![a.get_id().as_str().to_uppercase()],
     };
     let optional = a.get_num_args().is_some_and(|n| n.min_values() == 0);

@@ -126,7 +126,10 @@ pub(super) fn run_sign(cli: &Cli, args: &SignArgs) -> anyhow::Result<ExitCode> {
                 .iter()
                 .filter(|m| {
                     m.artifact_type.is_none()
-                        && !m.platform.as_ref().is_some_and(|p| p.is_unknown())
+                        && !m
+                            .platform
+                            .as_ref()
+                            .is_some_and(ocibuild_apt::image::Platform::is_unknown)
                 })
                 .map(|m| m.digest),
         );

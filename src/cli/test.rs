@@ -207,7 +207,8 @@ fn check_fresh(
         // A multi-platform image: the manifest of the platform that runs.
         let ix: crate::image::Index = serde_json::from_slice(&bytes)?;
         let Some(m) = ix.manifests.iter().find(|m| {
-            m.platform.as_ref().map(|p| p.to_string()) == Some(recipe.image.platform.to_string())
+            m.platform.as_ref().map(std::string::ToString::to_string)
+                == Some(recipe.image.platform.to_string())
         }) else {
             anyhow::bail!(
                 "the image at {} has no manifest for {}: build it again",
@@ -245,7 +246,7 @@ pub(super) fn smoke(args: &SmokeArgs) -> ExitCode {
     let r = run::smoke::run();
     match &r {
         Ok(rep) if args.json => {
-            println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default())
+            println!("{}", serde_json::to_string_pretty(rep).unwrap_or_default());
         }
         Ok(rep) => println!("{rep}"),
         Err(e) => eprintln!("cuda-smoke: {}", crate::diag::chain(e)),

@@ -39,7 +39,7 @@ pub(super) fn is_usage(e: &anyhow::Error) -> bool {
                     )
                 })
             || c.downcast_ref::<crate::import::ImportError>()
-                .is_some_and(|e| e.is_usage())
+                .is_some_and(ocibuild_engine::import::ImportError::is_usage)
     })
 }
 

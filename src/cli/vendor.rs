@@ -98,16 +98,16 @@ pub(super) fn run(cli: &Cli, args: &VendorArgs) -> anyhow::Result<ExitCode> {
     };
     let mut dir = VendorDir::open(into, true)?;
     let mut stats = Stats::default();
-    if !args.merge.is_empty() {
-        for src in &args.merge {
-            let src = VendorDir::open(src, false)?;
-            airgap::merge(&mut dir, &src, &mut stats)?;
-        }
-    } else {
+    if args.merge.is_empty() {
         let client = cli.client(false)?;
         let bars = cli.bars(false);
         for r in &args.recipes {
             vendor_recipe(cli, &mut dir, r, &client, &bars, &mut stats)?;
+        }
+    } else {
+        for src in &args.merge {
+            let src = VendorDir::open(src, false)?;
+            airgap::merge(&mut dir, &src, &mut stats)?;
         }
     }
     stats.bytes_written += dir.save()?;

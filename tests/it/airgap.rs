@@ -234,7 +234,9 @@ fn shared() -> Option<&'static Shared> {
 /// others need no network once the set-up is made).
 fn exclusive() -> Option<(&'static Shared, MutexGuard<'static, ()>)> {
     static SERIAL: Mutex<()> = Mutex::new(());
-    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     Some((shared()?, serial))
 }
 
@@ -367,7 +369,7 @@ impl Shared {
         drop(
             self.internet
                 .lock()
-                .unwrap_or_else(|e| e.into_inner())
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
                 .take(),
         );
     }
@@ -597,7 +599,7 @@ fn a_tampered_vendor_directory_is_refused_all_or_nothing() {
     assert!(!root.join("out5").exists());
     // All or nothing: not even the good blobs went into the store.
     let staged: Vec<_> = fs::read_dir(cache5.join("blobs/sha256"))
-        .map(|d| d.collect())
+        .map(std::iter::Iterator::collect)
         .unwrap_or_default();
     assert!(staged.is_empty(), "{staged:?}");
     assert_eq!(fs::read(lock_path).unwrap(), lock_before);

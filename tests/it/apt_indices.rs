@@ -83,7 +83,10 @@ fn src(url: &str, key: &Path, mirrors: &[&str]) -> Source {
         },
         Some(key),
     );
-    s.mirrors = mirrors.iter().map(|m| m.to_string()).collect();
+    s.mirrors = mirrors
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     s
 }
 
@@ -491,7 +494,7 @@ fn a_package_in_a_component_the_source_does_not_list_names_it() {
     let fetcher = HttpFetcher::new().unwrap();
     let resolve_in = |comps: &[&str], pkgs: &[&str]| {
         let mut s = src(&a.url, &key, &[]);
-        s.components = comps.iter().map(|c| c.to_string()).collect();
+        s.components = comps.iter().map(std::string::ToString::to_string).collect();
         let idx = vec![load_source(&fetcher, &s, &std::env::temp_dir()).unwrap()];
         let reqs: Vec<_> = pkgs.iter().map(|p| req(p)).collect();
         resolve(&idx, "amd64", &reqs, &Installed::new())
@@ -650,7 +653,7 @@ fn online_trixie_indices_by_hash_and_components() {
     let trixie = |comps: &[&str]| Source {
         url: "https://deb.debian.org/debian".into(),
         suite: "trixie".into(),
-        components: comps.iter().map(|c| c.to_string()).collect(),
+        components: comps.iter().map(std::string::ToString::to_string).collect(),
         architecture: "amd64".into(),
         snapshot: None,
         signed_by: Some(key.clone()),

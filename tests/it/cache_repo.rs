@@ -136,7 +136,9 @@ static SERIAL: Mutex<()> = Mutex::new(());
 /// The shared set-up, and the lock held while a test runs; `None` (skipped) without
 /// docker-registry or skopeo.
 fn shared() -> Option<(&'static Shared, MutexGuard<'static, ()>)> {
-    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    let serial = SERIAL
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let s = SHARED
         .get_or_init(|| {
             crate::common::require_tools_all(&["docker-registry", "skopeo"]).then(make_shared)

@@ -140,7 +140,7 @@ fn each_attached_document_is_named() {
     let (out, v) = (&s.out, &s.v);
     let reg_addr = s.cx.registry_addr();
     // 2. Each attached document says what it is.
-    let repo = format!("attached {}/text/app@sha256:", reg_addr);
+    let repo = format!("attached {reg_addr}/text/app@sha256:");
     let named: BTreeSet<&str> = out
         .lines()
         .filter_map(|l| l.strip_prefix(&repo))
@@ -227,7 +227,7 @@ fn a_layouts_signature_and_fallback_tags_are_never_taken_for_images() {
     let o = run(cmd()
         .arg("push")
         .arg(format!("{}:nope", layout.display()))
-        .arg(format!("{}/text/other:1", reg_addr)));
+        .arg(format!("{reg_addr}/text/other:1")));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains(&format!("no image tagged `nope` (tags: {own_tag})")),
@@ -237,7 +237,7 @@ fn a_layouts_signature_and_fallback_tags_are_never_taken_for_images() {
         cmd()
             .arg("push")
             .arg(layout)
-            .arg(format!("{}/text/other:1", reg_addr)),
+            .arg(format!("{reg_addr}/text/other:1")),
     );
     let out = stdout(&o);
     assert!(

@@ -99,7 +99,7 @@ fn concurrent_builds_into_one_layout_keep_every_tag() {
         fs::write(&r, recipe_text(tag)).unwrap();
         recipes.push(r);
     }
-    let expected: BTreeSet<String> = tags.iter().map(|t| t.to_string()).collect();
+    let expected: BTreeSet<String> = tags.iter().map(std::string::ToString::to_string).collect();
 
     let start = Instant::now();
     let rounds = 4;

@@ -60,7 +60,7 @@ fn flate2_is_pinned_to_the_zlib_rs_backend() {
     // zlib-rs and what it implies (its optional dependency's implicit feature included).
     let expected: BTreeSet<String> = ["zlib-rs", "libz-rs-sys", "any_zlib", "any_impl"]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     let forbidden = [
         "default",

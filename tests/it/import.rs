@@ -86,7 +86,7 @@ fn count_instructions(text: &str) -> usize {
         if let Some(i) = t.find("<<") {
             let d: String = t[i + 2..]
                 .chars()
-                .take_while(|c| c.is_ascii_alphanumeric())
+                .take_while(char::is_ascii_alphanumeric)
                 .collect();
             heredoc = Some(d);
         }
@@ -127,7 +127,7 @@ fn target_lines(text: &str) -> Vec<String> {
         let parent = froms[..k].iter().position(|&f| {
             let w: Vec<String> = lines[f]
                 .split_whitespace()
-                .map(|s| s.to_ascii_lowercase())
+                .map(str::to_ascii_lowercase)
                 .collect();
             w.len() >= 4 && w[2] == "as" && w[3] == image
         });

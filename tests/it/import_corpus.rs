@@ -268,13 +268,13 @@ CMD ["--json-output"]
     ),
     (
         "pytorch-base",
-        r#"FROM pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
+        r"FROM pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
 RUN pip install lightning==2.4.0 wandb
 COPY . /opt/project
 WORKDIR /opt/project
 ENV WANDB_MODE=offline
 CMD python train.py --config configs/default.yaml
-"#,
+",
     ),
     (
         "onbuild-maintainer",

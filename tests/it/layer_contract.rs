@@ -393,7 +393,7 @@ fn python_tarfile_and_gnu_tar_agree() {
     let (tar, _) = layer(&entries, Compression::None, 1);
     let path = dir.path().join("layer.tar");
     fs::write(&path, &tar).unwrap();
-    let script = r#"
+    let script = r"
 import json, sys, tarfile
 out = []
 with tarfile.open(sys.argv[1], errorlevel=2) as t:
@@ -401,7 +401,7 @@ with tarfile.open(sys.argv[1], errorlevel=2) as t:
         out.append([m.name, m.type.decode(), m.mode, m.uid, m.gid, m.size, m.linkname,
                     m.mtime, m.uname, m.gname, m.devmajor, m.devminor, sorted(m.pax_headers)])
 print(json.dumps(out))
-"#;
+";
     let py = Command::new("python3")
         .arg("-c")
         .arg(script)
@@ -555,7 +555,7 @@ fn file_changed_between_scan_and_write_is_an_error() {
                 expected: 5,
                 found,
             } if *path == f => {
-                assert_eq!(*found, content.len() as u64)
+                assert_eq!(*found, content.len() as u64);
             }
             other => panic!("unexpected {other:?}"),
         }
@@ -587,7 +587,7 @@ fn top_level_symlink_source_is_resolved_and_progress_counts_content() {
         threads: 2,
     };
     write_layer(&entries, &opts, &mut std::io::sink(), &|n| {
-        total.set(total.get() + n)
+        total.set(total.get() + n);
     })
     .unwrap();
     assert_eq!(total.get(), 70_000);

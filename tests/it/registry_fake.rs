@@ -51,7 +51,7 @@ fn data(n: usize, seed: u8) -> Vec<u8> {
         .map(|i| {
             (i as u32)
                 .wrapping_mul(2654435761)
-                .wrapping_add(seed as u32) as u8
+                .wrapping_add(u32::from(seed)) as u8
         })
         .collect()
 }

@@ -728,9 +728,9 @@ fn random_layers(seed: u64) -> Vec<Vec<u8>> {
     ];
     let mut r = Lcg(seed);
     let mut layers = Vec::new();
-    for _ in 0..1 + r.below(8) {
+    for _ in 0..=r.below(8) {
         let mut paths: Vec<(String, u64)> = Vec::new();
-        for _ in 0..1 + r.below(40) {
+        for _ in 0..=r.below(40) {
             let depth = 1 + r.below(4);
             // Mostly plain names; a whiteout or an opaque marker one time in five, anywhere.
             let mut pick = || match r.below(5) {

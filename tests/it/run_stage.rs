@@ -41,9 +41,10 @@ fn tools(names: &[&str]) -> bool {
         return true;
     }
     let msg = format!("missing {missing:?} (apt-get install podman runc umoci busybox-static)");
-    if std::env::var("OCIBUILD_REQUIRE_TOOLS").as_deref() == Ok("1") {
-        panic!("OCIBUILD_REQUIRE_TOOLS=1 and {msg}");
-    }
+    assert!(
+        std::env::var("OCIBUILD_REQUIRE_TOOLS").as_deref() != Ok("1"),
+        "OCIBUILD_REQUIRE_TOOLS=1 and {msg}"
+    );
     skip(&msg);
     false
 }
@@ -109,7 +110,7 @@ fn opts(force_gpu: bool) -> RunOptions {
 fn spec(name: &str, argv: &[&str]) -> TestSpec {
     TestSpec {
         name: name.into(),
-        run: TestCommand::Argv(argv.iter().map(|s| s.to_string()).collect()),
+        run: TestCommand::Argv(argv.iter().map(std::string::ToString::to_string).collect()),
         env: BTreeMap::new(),
         workdir: None,
         user: None,

@@ -61,7 +61,7 @@ dest = "/big"
 fn children_cpu() -> Duration {
     // SAFETY: getrusage fills the zeroed struct we pass; RUSAGE_CHILDREN is a valid `who`.
     let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut ru) };
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &raw mut ru) };
     assert_eq!(rc, 0, "getrusage");
     let tv = |t: libc::timeval| {
         Duration::from_secs(t.tv_sec as u64) + Duration::from_micros(t.tv_usec as u64)
@@ -87,7 +87,7 @@ fn build(dir: &Path, compression: &str, jobs: usize) -> Value {
             .env("OCIBUILD_CACHE", &cache)
             .env("OCIBUILD_JOBS", jobs.to_string()),
     );
-    let (secs, cpu) = (t.elapsed(), children_cpu() - cpu);
+    let (secs, cpu) = (t.elapsed(), children_cpu().checked_sub(cpu).unwrap());
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["layers"][0]["cached"], false, "{v:#}");
     common::notice(&format!(

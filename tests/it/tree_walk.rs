@@ -84,7 +84,7 @@ fn racer(stop: Arc<AtomicBool>, src: PathBuf, a: PathBuf, swap: PathBuf) -> u64 
         rng ^= rng << 13;
         rng ^= rng >> 7;
         rng ^= rng << 17;
-        for _ in 0..1 + u64::from(!rng.is_multiple_of(4)) * (rng % 40) {
+        for _ in 0..=(u64::from(!rng.is_multiple_of(4)) * (rng % 40)) {
             if rustix::fs::renameat_with(CWD, &a, CWD, &swap, RenameFlags::EXCHANGE).is_ok() {
                 swaps += 1;
             }

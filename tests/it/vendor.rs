@@ -163,17 +163,17 @@ fn a_vendored_blob_that_is_not_a_regular_file_is_refused_without_blocking() {
     );
     let plants: [(&str, &dyn Fn()); 3] = [
         (&sizes, &|| {
-            fs::write(&blob, noise(layer.len() * 3, 8)).unwrap()
+            fs::write(&blob, noise(layer.len() * 3, 8)).unwrap();
         }),
         ("is a symbolic link, never followed here", &|| {
-            fs::os::unix::fs::symlink(outside.join("other"), &blob).unwrap()
+            fs::os::unix::fs::symlink(outside.join("other"), &blob).unwrap();
         }),
         ("is a FIFO, not a regular file", &|| {
             assert!(Command::new("mkfifo")
                 .arg(&blob)
                 .status()
                 .unwrap()
-                .success())
+                .success());
         }),
     ];
     for (i, (said, plant)) in plants.iter().enumerate() {

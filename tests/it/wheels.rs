@@ -404,7 +404,7 @@ fn record_must_match_the_members() {
     let store = Store::open(tmp.path().join("store")).unwrap();
     let files: &[(&str, &[u8], u32)] = &[("m/__init__.py", b"", 0o644), ("m/x.py", b"x\n", 0o644)];
     let unlisted = make_wheel(tmp.path(), "m-1-py3-none-any.whl", files, true, &|rec| {
-        rec.retain(|r| !r.starts_with("m/x.py"))
+        rec.retain(|r| !r.starts_with("m/x.py"));
     });
     let e =
         build_wheel_layer(&store, &[unlisted], &interp(), &opts(Compression::None, 1)).unwrap_err();
@@ -414,7 +414,7 @@ fn record_must_match_the_members() {
         "{e}"
     );
     let ghost = make_wheel(tmp.path(), "m-2-py3-none-any.whl", files, true, &|rec| {
-        rec.push(format!("m/ghost.py,{},1", record_hash(&Digest::of(b"g"))))
+        rec.push(format!("m/ghost.py,{},1", record_hash(&Digest::of(b"g"))));
     });
     let e =
         build_wheel_layer(&store, &[ghost], &interp(), &opts(Compression::None, 1)).unwrap_err();

@@ -268,7 +268,10 @@ fn run_config(c: &crate::recipe::Config, scratch: bool) -> RunConfig {
         stop_signal: c.stop_signal.clone(),
         volumes: c.volumes.iter().map(|v| (v.clone(), json!({}))).collect(),
         shell: c.shell.clone(),
-        healthcheck: c.healthcheck.as_ref().map(|h| h.config_value()),
+        healthcheck: c
+            .healthcheck
+            .as_ref()
+            .map(super::recipe::Healthcheck::config_value),
     }
 }
 
@@ -382,7 +385,9 @@ pub fn copy_layer(
 
     let (key, digests) = content_key(l, &entries, epoch, compression, threads)?;
     let _guard = store.lock(&key.hex())?;
-    if !no_cache {
+    if no_cache {
+        reporter.detail(&format!("layer {name}: building (--no-cache)"));
+    } else {
         if let Some(hit) = store.cached_layer(&key)? {
             reporter.detail(&format!(
                 "layer {name}: cached as {} (its files rehashed to key {key})",
@@ -395,8 +400,6 @@ pub fn copy_layer(
         reporter.detail(&format!(
             "layer {name}: building (no layer cache entry for key {key})"
         ));
-    } else {
-        reporter.detail(&format!("layer {name}: building (--no-cache)"));
     }
 
     reporter.layer_started(&l.name, total);

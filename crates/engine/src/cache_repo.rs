@@ -248,7 +248,7 @@ impl RepoCache {
                 Err(e) => {
                     self.count(|s| {
                         s.warnings
-                            .push(format!("cache entry {at}: not a manifest ({e}); ignored"))
+                            .push(format!("cache entry {at}: not a manifest ({e}); ignored"));
                     });
                     None
                 }
@@ -463,7 +463,7 @@ impl Remote for RepoCache {
                          inputs (an entry that lies, or a build that is not reproducible: \
                          `ocibuild verify` says which)",
                         there.digest, layer.digest
-                    ))
+                    ));
                 });
                 self.set_done(&tag, Offered::No)
             }

@@ -149,13 +149,7 @@ pub fn human_bytes(n: u64) -> String {
         v /= 1000.0;
         unit += 1;
     }
-    let digits = if v < 9.995 {
-        2
-    } else if v < 99.95 {
-        1
-    } else {
-        0
-    };
+    let digits = if v < 9.995 { 2 } else { usize::from(v < 99.95) };
     format!("{v:.digits$} {}", UNITS[unit])
 }
 

@@ -263,7 +263,7 @@ pub fn open_regular_beneath(root: &Path, rel: &[&str]) -> io::Result<File> {
 /// Whether `err` says a name was not what it was expected to be: a symlink where a directory
 /// or file was opened with `O_NOFOLLOW` (`ELOOP`), or a non-directory opened as one (`ENOTDIR`).
 pub fn is_replaced(err: &io::Error) -> bool {
-    matches!(err.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR))
+    matches!(err.raw_os_error(), Some(libc::ELOOP | libc::ENOTDIR))
 }
 
 #[cfg(test)]

@@ -558,7 +558,8 @@ mod tests {
         assert!(msg.starts_with("slow.example stalled: "), "{msg}");
         assert!(!msg.contains("pw"), "{msg}");
         // A body at the rate, however long, and a short one, pass.
-        let mut ok = MinRate::with_rate(&[7u8; 100_000][..], "https://h/x", window, 64);
+        let data = vec![7u8; 100_000];
+        let mut ok = MinRate::with_rate(&data[..], "https://h/x", window, 64);
         assert_eq!(io::copy(&mut ok, &mut io::sink()).unwrap(), 100_000);
         let mut short = MinRate::with_rate(Trickle(Duration::ZERO, 3), "https://h/x", window, 64);
         assert_eq!(io::copy(&mut short, &mut io::sink()).unwrap(), 3);

@@ -104,8 +104,12 @@ impl Role {
             (Role::Source { digest }, ImageRef::Digest(_)) => digest,
             (Role::Source { .. }, ImageRef::Vendor(_)) => false,
             (Role::Source { .. }, _) => true,
-            (Role::Output, ImageRef::Layout { tag: None, .. })
-            | (Role::Output, ImageRef::OciArchive(_) | ImageRef::DockerArchive(_)) => true,
+            (
+                Role::Output,
+                ImageRef::Layout { tag: None, .. }
+                | ImageRef::OciArchive(_)
+                | ImageRef::DockerArchive(_),
+            ) => true,
             (Role::Push | Role::Mirror, ImageRef::Layout { .. }) => true,
             (Role::Push, ImageRef::OciArchive(_) | ImageRef::DockerArchive(_)) => true,
             (Role::Mirror, ImageRef::Vendor(_)) => true,

@@ -393,7 +393,7 @@ pub fn make_index_repo(root: &Path, packages: &str, signing: Signing<'_>) -> Rep
 
 /// Writes `dists/stable`: the Packages index in three compressions, and the Release over them.
 pub fn write_dists(root: &Path, packages: &str, signing: Signing<'_>) {
-    write_dists_arches(root, &[("amd64", packages)], signing)
+    write_dists_arches(root, &[("amd64", packages)], signing);
 }
 
 /// [`write_dists`] with one Packages index per architecture.
@@ -403,14 +403,14 @@ pub fn write_dists_arches(root: &Path, arches: &[(&str, &str)], signing: Signing
         arches,
         signing,
         "Date: Thu, 01 Jan 1970 00:00:00 UTC\n",
-    )
+    );
 }
 
 /// [`write_dists_arches`] with `dated` as the Release's date fields (`Date: …\nValid-Until:
 /// …\n`, or nothing).
 pub fn write_dists_dated(root: &Path, arches: &[(&str, &str)], signing: Signing<'_>, dated: &str) {
     let indices: Vec<(&str, &str, &str)> = arches.iter().map(|(a, p)| ("main", *a, *p)).collect();
-    write_dists_with(root, &indices, signing, dated)
+    write_dists_with(root, &indices, signing, dated);
 }
 
 /// `dists/stable` with one Packages index (plain, .gz, .xz) per (component, architecture,
@@ -584,7 +584,7 @@ pub fn serve_logged(root: PathBuf) -> (String, RequestLog) {
                             )
                             .as_bytes(),
                         )
-                        .and_then(|_| stream.write_all(&b)),
+                        .and_then(|()| stream.write_all(&b)),
                     None => stream.write_all(
                         b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
                     ),

@@ -74,7 +74,9 @@ pub fn test_dir(what: &str) -> PathBuf {
         .join(env!("CARGO_CRATE_NAME"))
         .join(name)
         .join(what);
-    let mut wiped = WIPED.lock().unwrap_or_else(|e| e.into_inner());
+    let mut wiped = WIPED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     if wiped.get_or_insert_with(HashSet::new).insert(dir.clone()) && dir.exists() {
         fs_err::remove_dir_all(&dir).unwrap_or_else(|e| panic!("empty {}: {e}", dir.display()));
     }
@@ -198,9 +200,10 @@ fn require_tools() -> bool {
 
 /// A missing prerequisite: panics under `OCIBUILD_REQUIRE_TOOLS=1`, else says SKIPPED; false.
 fn missing(what: &str) -> bool {
-    if require_tools() {
-        panic!("missing tool {what}: run ./scripts/test.sh (OCIBUILD_REQUIRE_TOOLS=1)");
-    }
+    assert!(
+        !require_tools(),
+        "missing tool {what}: run ./scripts/test.sh (OCIBUILD_REQUIRE_TOOLS=1)"
+    );
     notice(&format!("SKIPPED: {} needs {what}", test_name()));
     false
 }
@@ -423,7 +426,10 @@ pub fn oci_image_tool_validate(layout: &Path) -> String {
 pub fn podman_args() -> Vec<String> {
     match std::env::var("OCIBUILD_PODMAN_ARGS") {
         Ok(s) => s.split_whitespace().map(String::from).collect(),
-        Err(_) => DEFAULT_PODMAN_ARGS.iter().map(|s| s.to_string()).collect(),
+        Err(_) => DEFAULT_PODMAN_ARGS
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect(),
     }
 }
 
@@ -746,7 +752,7 @@ pub fn check_layout(
 pub fn layout_temp_files(layout: &Path) -> Vec<String> {
     fs_err::read_dir(layout)
         .map(|it| {
-            it.filter_map(|e| e.ok())
+            it.filter_map(std::result::Result::ok)
                 .map(|e| e.file_name().to_string_lossy().into_owned())
                 .filter(|n| n.starts_with(".ocibuild-tmp-"))
                 .collect()

@@ -52,9 +52,8 @@ pub fn soname(file_name: &str) -> Option<String> {
 
 /// Whether `path` (normalized, relative) names a Python executable in a `bin/` directory.
 pub fn is_python_path(path: &str) -> bool {
-    let (dir, name) = match path.rsplit_once('/') {
-        Some(x) => x,
-        None => return false,
+    let Some((dir, name)) = path.rsplit_once('/') else {
+        return false;
     };
     if !(dir == "bin" || dir.ends_with("/bin")) || dir.split('/').count() > 4 {
         return false;

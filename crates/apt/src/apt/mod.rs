@@ -115,7 +115,7 @@ pub enum AptError {
          left as it was: check the sources, or accept it with `ocibuild lock --allow-downgrade` (with \
          `--update` to resolve everything again)",
         if .0.len() == 1 { "a package".to_string() } else { format!("{} packages", .0.len()) },
-        .0.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+        .0.iter().map(std::string::ToString::to_string).collect::<Vec<_>>().join(", ")
     )]
     Downgrade(Vec<fresh::Downgrade>),
     #[error("{url}: invalid Release file: {reason}")]

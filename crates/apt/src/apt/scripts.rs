@@ -80,15 +80,15 @@ pub fn read(path: &Path, package: &str) -> Result<DebScripts, AptError> {
         if name == "postinst" {
             postinst = Some(text.clone());
         }
-        if name != "triggers" {
-            out.texts.insert(name.clone(), text);
-        } else {
+        if name == "triggers" {
             out.triggers = text
                 .lines()
                 .map(str::trim)
                 .filter(|l| !l.is_empty() && !l.starts_with('#'))
                 .map(str::to_string)
                 .collect();
+        } else {
+            out.texts.insert(name.clone(), text);
         }
         out.scripts.push(name);
     }

@@ -178,7 +178,7 @@ impl SourceIndex {
                 continue;
             }
             f(&p.name);
-            for d in p.provides.iter() {
+            for d in &p.provides {
                 f(&d.name);
             }
         }
@@ -233,7 +233,7 @@ impl Keys {
     pub(crate) fn push(&mut self, spill: &Spill, p: &Package) -> Result<(), AptError> {
         let key = spill.push(p)?;
         self.names.push(key);
-        for d in p.provides.iter() {
+        for d in &p.provides {
             self.provides.push(Key {
                 hash: name_hash(&d.name),
                 ..key

@@ -111,8 +111,11 @@ mod tests {
     fn deps(rpath: &[&str], runpath: &[&str]) -> Dynamic {
         Dynamic {
             needed: vec!["libcublas.so.12".into()],
-            rpath: rpath.iter().map(|s| s.to_string()).collect(),
-            runpath: runpath.iter().map(|s| s.to_string()).collect(),
+            rpath: rpath.iter().map(std::string::ToString::to_string).collect(),
+            runpath: runpath
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
         }
     }
 

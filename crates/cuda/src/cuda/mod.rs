@@ -175,7 +175,7 @@ pub fn prune(bytes: &mut [u8], t: &Targets) -> Result<Option<Pruned>, CudaError>
         let cs = fatbin::containers(&bytes[r.clone()])?;
         any |= fatbin::any_runs(&cs, t);
         for c in &cs {
-            found.extend(c.entries.iter().map(|e| e.name()));
+            found.extend(c.entries.iter().map(fatbin::Entry::name));
         }
         plans.push((r.clone(), cs));
     }
@@ -195,7 +195,7 @@ pub fn prune(bytes: &mut [u8], t: &Targets) -> Result<Option<Pruned>, CudaError>
         for c in &cs {
             let keep = fatbin::select(c, t);
             let Some(n) = fatbin::rewrite(sec, c, &keep) else {
-                kept.extend(c.entries.iter().map(|e| e.name()));
+                kept.extend(c.entries.iter().map(fatbin::Entry::name));
                 continue;
             };
             out.bytes_removed += n;

@@ -415,7 +415,7 @@ pub fn check(dir: &VendorDir) -> Result<CheckReport, VendorError> {
     }
     if let Ok(rd) = fs_err::read_dir(dir.blob_dir()) {
         let mut extra: Vec<String> = rd
-            .filter_map(|e| e.ok())
+            .filter_map(std::result::Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .filter(|n| !seen.iter().any(|d| d.hex() == *n))
             .collect();

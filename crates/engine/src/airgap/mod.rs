@@ -268,7 +268,7 @@ impl Index {
         };
         let v: serde_json::Value =
             serde_json::from_slice(bytes).map_err(|e| parse(e.to_string()))?;
-        match v.get("schemaVersion").and_then(|s| s.as_u64()) {
+        match v.get("schemaVersion").and_then(serde_json::Value::as_u64) {
             Some(n) if n == u64::from(SCHEMA_VERSION) => {}
             Some(found) => {
                 return Err(VendorError::Version {

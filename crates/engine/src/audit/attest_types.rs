@@ -108,7 +108,7 @@ impl Subject {
                         .contains(&name.as_str())
                         || crate::python::plan::is_wheel_layer(name) =>
                 {
-                    n -= 1
+                    n -= 1;
                 }
                 _ => break,
             }
@@ -234,20 +234,19 @@ pub(crate) fn purl_encode(s: &str, colon: bool) -> String {
 /// `pkg:oci/NAME@sha256:HEX?repository_url=REPO[&tag=TAG]` for an image reference
 /// (`registry/repository[:tag]`, already normalized or not).
 pub(crate) fn oci_purl(reference: &str, digest: &Digest) -> String {
-    let (repo, tag) = match reference.parse::<crate::registry::Reference>() {
-        Ok(r) => (
+    let (repo, tag) = if let Ok(r) = reference.parse::<crate::registry::Reference>() {
+        (
             format!("{}/{}", r.registry(), r.repository()),
             r.tag().map(str::to_string),
-        ),
-        Err(_) => {
-            let slash = reference.rfind('/').map(|i| i + 1).unwrap_or(0);
-            match reference[slash..].rfind(':') {
-                Some(i) => (
-                    reference[..slash + i].to_string(),
-                    Some(reference[slash + i + 1..].to_string()),
-                ),
-                None => (reference.to_string(), None),
-            }
+        )
+    } else {
+        let slash = reference.rfind('/').map(|i| i + 1).unwrap_or(0);
+        match reference[slash..].rfind(':') {
+            Some(i) => (
+                reference[..slash + i].to_string(),
+                Some(reference[slash + i + 1..].to_string()),
+            ),
+            None => (reference.to_string(), None),
         }
     };
     let repo = repo.split('@').next().unwrap_or(&repo).to_string();

@@ -126,24 +126,23 @@ pub fn for_lock(store: &Store, lock: &Lock) -> Result<Licenses, StoreError> {
     );
     for (sha256, name, is_deb) in inputs {
         let key = meta_key(&sha256);
-        let facts = match store.meta(&key)? {
-            Some(bytes) => serde_json::from_slice(&bytes).unwrap_or_default(),
-            None => {
-                // Not in the store (a pruned store, another machine): nothing declared, and
-                // nothing cached (the absence is not a fact about the file).
-                if !store.has_blob(&sha256) {
-                    continue;
-                }
-                // An archive that cannot be read declares nothing, and is not cached (a
-                // read error may pass).
-                let Ok(facts) = read_facts(&store.blob_path(&sha256), name, is_deb) else {
-                    continue;
-                };
-                if let Ok(bytes) = serde_json::to_vec(&facts) {
-                    store.put_meta(&key, &bytes)?;
-                }
-                facts
+        let facts = if let Some(bytes) = store.meta(&key)? {
+            serde_json::from_slice(&bytes).unwrap_or_default()
+        } else {
+            // Not in the store (a pruned store, another machine): nothing declared, and
+            // nothing cached (the absence is not a fact about the file).
+            if !store.has_blob(&sha256) {
+                continue;
             }
+            // An archive that cannot be read declares nothing, and is not cached (a
+            // read error may pass).
+            let Ok(facts) = read_facts(&store.blob_path(&sha256), name, is_deb) else {
+                continue;
+            };
+            if let Ok(bytes) = serde_json::to_vec(&facts) {
+                store.put_meta(&key, &bytes)?;
+            }
+            facts
         };
         if !facts.license.is_empty() {
             out.declared.insert(sha256, facts.license);

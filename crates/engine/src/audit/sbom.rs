@@ -214,14 +214,14 @@ fn spdx_item(it: &Item, parts: &mut SpdxParts) {
                  digest sha256 {})",
                 b.step,
                 b.sha256.hex()
-            ))
+            ));
         }
         (Some(u), Some(b)) => {
             p["sourceInfo"] = json!(format!(
                 "built by ocibuild's step {} from the sdist {u} (sha256 {})",
                 b.step,
                 b.sha256.hex()
-            ))
+            ));
         }
         (Some(u), None) => p["sourceInfo"] = json!(format!("downloaded from {u}")),
         _ => {}
@@ -375,10 +375,10 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
                     "type": "source-distribution", "url": u,
                     "hashes": hashes(&b.sha256),
                     "comment": format!("built by ocibuild's step {}", b.step),
-                }])
+                }]);
             }
             (Some(u), None) => {
-                c["externalReferences"] = json!([{"type": "distribution", "url": u}])
+                c["externalReferences"] = json!([{"type": "distribution", "url": u}]);
             }
             _ => {}
         }
@@ -424,7 +424,7 @@ pub fn cyclonedx(subject: &Subject, inputs: &Inputs<'_>) -> Result<Vec<u8>, Atte
         .iter()
         .filter_map(|c| c["bom-ref"].as_str())
         .collect();
-    depends.sort();
+    depends.sort_unstable();
     let mut image_props = vec![
         json!({"name": "ocibuild:tag", "value": subject.tag}),
         json!({"name": "ocibuild:recipe", "value": inputs.recipe_file}),

@@ -136,7 +136,7 @@ pub fn index_layer(reader: impl Read) -> io::Result<LayerIndex> {
         if !pax_map.contains_key("path") && path_bytes != h.path_bytes().as_ref() {
             encoding.push_str("+longname");
         }
-        let link_bytes = entry.link_name_bytes().map(|b| b.into_owned());
+        let link_bytes = entry.link_name_bytes().map(std::borrow::Cow::into_owned);
         if !pax_map.contains_key("linkpath")
             && link_bytes.as_deref() != h.link_name_bytes().as_deref()
         {
@@ -329,7 +329,7 @@ pub fn first_out_of_order(a: &LayerIndex, b: &LayerIndex) -> Option<String> {
                 .map(|mb| (ma.position, mb.position, p.as_str()))
         })
         .collect();
-    common.sort();
+    common.sort_unstable();
     let mut last = None;
     for (_, pb, p) in common {
         if last.is_some_and(|l| pb < l) {

@@ -212,7 +212,7 @@ pub fn build(
     if let Some(dest) = &req.push {
         push(req, client, session, dest, &assembled, &built, &mut outcome)?;
     }
-    let stats = cache.map(|c| c.stats());
+    let stats = cache.map(super::super::cache_repo::RepoCache::stats);
     match &mut outcome {
         BuildOutcome::Image(o) => o.cache_repo = stats,
         BuildOutcome::Index(o) => o.cache_repo = stats,
@@ -304,7 +304,7 @@ fn outcome(req: &BuildRequest<'_>, assembled: &Assembled, built: &[PlatformBuilt
                         .manifest
                         .platform
                         .as_ref()
-                        .map(|p| p.to_string()),
+                        .map(std::string::ToString::to_string),
                     manifest: manifest(b),
                 })
                 .collect(),

@@ -135,13 +135,14 @@ pub(super) fn accounts(ctx: &Ctx<'_>, raw: Option<RawAccounts>) -> Result<Accoun
             // A gid no declared group has: the image's group of that gid (the base's `users`),
             // else the user's own, named after it; decided when the image's groups are known.
             Some(g) => id(ctx, &what, "gid", g)?,
-            None => match set.names.get(&name) {
-                Some(&gid) => gid,
-                None => {
+            None => {
+                if let Some(&gid) = set.names.get(&name) {
+                    gid
+                } else {
                     set.imply(ctx, &what, &name, uid, uid_v.span())?;
                     uid
                 }
-            },
+            }
         };
         let home = match u.home {
             None => format!("/home/{name}"),

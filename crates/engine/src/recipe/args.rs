@@ -75,9 +75,7 @@ pub(super) fn resolve(
     }
     for o in overrides {
         let Some(slot) = out.get_mut(&o.name) else {
-            let message = if !declared {
-                "the recipe declares no [args]".to_string()
-            } else {
+            let message = if declared {
                 let hint = crate::diag::closest(&o.name, out.keys().map(String::as_str))
                     .map(|c| format!("did you mean `{c}`? "))
                     .unwrap_or_default();
@@ -86,6 +84,8 @@ pub(super) fn resolve(
                     "not declared in [args]: {hint}the recipe declares {}",
                     super::fields::backticked(&names)
                 )
+            } else {
+                "the recipe declares no [args]".to_string()
             };
             return Err(RecipeError::Override {
                 path: ctx.path.to_path_buf(),
@@ -156,15 +156,12 @@ pub(super) fn substitute(
         let name_len = after
             .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
             .unwrap_or(after.len());
-        match args.get(&after[..name_len]) {
-            Some(value) => {
-                out.push_str(value);
-                rest = &after[name_len..];
-            }
-            None => {
-                out.push('$');
-                rest = after;
-            }
+        if let Some(value) = args.get(&after[..name_len]) {
+            out.push_str(value);
+            rest = &after[name_len..];
+        } else {
+            out.push('$');
+            rest = after;
         }
     }
     out.push_str(rest);

@@ -309,7 +309,7 @@ pub(super) fn check_pattern(p: &str) -> std::result::Result<(), String> {
 pub(super) fn class_char(chars: &[char], mut i: usize) -> std::result::Result<usize, String> {
     match chars.get(i) {
         None => return Err("unclosed `[`".into()),
-        Some('-') | Some(']') => {
+        Some('-' | ']') => {
             return Err("`-` or `]` out of place in `[...]` (escape it with `\\`)".into())
         }
         Some('\\') => i += 1,

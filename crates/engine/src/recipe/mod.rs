@@ -109,8 +109,12 @@ impl Recipe {
             for p in list.split(',').map(str::trim) {
                 let parsed = Platform::parse(p).map_err(|m| bad("--platform", p, m))?;
                 if !self.image.platforms.contains(&parsed) {
-                    let known: Vec<String> =
-                        self.image.platforms.iter().map(|x| x.to_string()).collect();
+                    let known: Vec<String> = self
+                        .image
+                        .platforms
+                        .iter()
+                        .map(std::string::ToString::to_string)
+                        .collect();
                     return Err(bad(
                         "--platform",
                         p,
@@ -788,7 +792,7 @@ fn toml_words(message: &str) -> String {
 /// and report the mix-up in terms of Rust types. The first problem in document order wins.
 fn check_shape(ctx: &Ctx<'_>, root: &toml::de::DeTable<'_>) -> Result<(), RecipeError> {
     let mut problems: Vec<(Range<usize>, String)> = Vec::new();
-    for (key, value) in root.iter() {
+    for (key, value) in root {
         let key = key.get_ref().as_ref();
         let v = value.get_ref();
         match key {
@@ -808,7 +812,7 @@ fn check_shape(ctx: &Ctx<'_>, root: &toml::de::DeTable<'_>) -> Result<(), Recipe
             },
             "layer" | "test" | "path" => match v {
                 toml::de::DeValue::Array(items) => {
-                    for item in items.iter() {
+                    for item in items {
                         if !item.get_ref().is_table() {
                             problems.push((
                                 item.span(),

@@ -16,7 +16,7 @@ pub fn debian_arch(p: &Platform) -> Option<&'static str> {
     Some(match (p.architecture.as_str(), p.variant.as_deref()) {
         ("amd64", _) => "amd64",
         ("arm64", _) => "arm64",
-        ("arm", Some("v7")) | ("arm", None) => "armhf",
+        ("arm", Some("v7") | None) => "armhf",
         ("arm", Some("v5")) => "armel",
         ("386", _) => "i386",
         ("ppc64le", _) => "ppc64el",

@@ -100,11 +100,11 @@ pub(super) fn python(
     }
     let archives = match raw.archives {
         Some(a) => {
-            let other = raw.archive.as_ref().map(|x| x.span());
+            let other = raw.archive.as_ref().map(toml::Spanned::span);
             archives(
                 ctx,
                 a,
-                other.or(raw.path.as_ref().map(|x| x.span())),
+                other.or(raw.path.as_ref().map(toml::Spanned::span)),
                 dir,
                 image,
             )?
@@ -119,9 +119,9 @@ pub(super) fn python(
             let other = raw
                 .lock
                 .as_ref()
-                .map(|x| x.span())
-                .or(raw.requirements.as_ref().map(|x| x.span()))
-                .or(raw.index.as_ref().map(|x| x.span()));
+                .map(toml::Spanned::span)
+                .or(raw.requirements.as_ref().map(toml::Spanned::span))
+                .or(raw.index.as_ref().map(toml::Spanned::span));
             locks(ctx, l, other, dir, image)?
         }
         None => BTreeMap::new(),
@@ -142,9 +142,9 @@ pub(super) fn python(
     if let Some(s) = raw_sel
         .extras
         .as_ref()
-        .map(|v| v.span())
-        .or(raw_sel.groups.as_ref().map(|v| v.span()))
-        .or(raw_sel.no_dev.as_ref().map(|v| v.span()))
+        .map(toml::Spanned::span)
+        .or(raw_sel.groups.as_ref().map(toml::Spanned::span))
+        .or(raw_sel.no_dev.as_ref().map(toml::Spanned::span))
     {
         return Err(ctx.err(
             s,
@@ -364,7 +364,7 @@ fn uv_selection(ctx: &Ctx<'_>, raw: &mut UvKeys) -> Result<crate::python::uvlock
             .transpose()?
             .unwrap_or_default(),
         groups: raw.groups.take().map(|v| names(v, "group")).transpose()?,
-        no_dev: raw.no_dev.take().is_some_and(|v| v.into_inner()),
+        no_dev: raw.no_dev.take().is_some_and(toml::Spanned::into_inner),
     })
 }
 

@@ -27,7 +27,7 @@ const DEFAULT_TIMEOUT_SECS: u64 = 300;
 pub(super) fn recipe(ctx: &Ctx<'_>, raw: RawRecipe, dir: &Path) -> Result<Recipe> {
     let image = image(ctx, raw.image)?;
     let base = base(ctx, raw.base.and_then(|b| b.image))?;
-    let layer_spans: Vec<Range<usize>> = raw.layer.iter().map(|l| l.span()).collect();
+    let layer_spans: Vec<Range<usize>> = raw.layer.iter().map(toml::Spanned::span).collect();
     let layers = layers(ctx, raw.layer, dir)?;
     let config = match raw.config {
         Some(c) => config(ctx, c)?,

@@ -154,7 +154,7 @@ fn totals(out: &mut String, k: usize, i: &ImageReport) {
                 " <span class=\"warn\">over it: layers {}</span>",
                 g.layers_over_cap
                     .iter()
-                    .map(|p| p.to_string())
+                    .map(std::string::ToString::to_string)
                     .collect::<Vec<_>>()
                     .join(", ")
             )

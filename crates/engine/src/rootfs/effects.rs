@@ -497,7 +497,10 @@ mod tests {
     fn pkg(name: &str, scripts: &[(&str, &str)], triggers: &[&str]) -> DebScripts {
         let mut s = DebScripts {
             package: name.into(),
-            triggers: triggers.iter().map(|t| t.to_string()).collect(),
+            triggers: triggers
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect(),
             ..DebScripts::default()
         };
         for (n, text) in scripts {
@@ -512,7 +515,7 @@ mod tests {
 
     fn effects_of(scripts: &[DebScripts], paths: &[&str]) -> BTreeMap<String, Vec<Effect>> {
         let installed = Installed {
-            paths: paths.iter().map(|p| p.to_string()).collect(),
+            paths: paths.iter().map(std::string::ToString::to_string).collect(),
             ..Installed::default()
         };
         let (none, base, alts, usr) = (

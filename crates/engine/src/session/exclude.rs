@@ -51,7 +51,7 @@ fn only_holder(src: &Path, path: &Path) -> PathBuf {
         let entries: Vec<_> = match fs_err::read_dir(parent) {
             Ok(e) => e
                 .take(2)
-                .filter_map(|e| e.ok())
+                .filter_map(std::result::Result::ok)
                 .map(|e| e.file_name())
                 .collect(),
             Err(_) => break,

@@ -78,18 +78,18 @@ pub fn lock_changes(lock: &Lock, recipe: &crate::recipe::Recipe) -> Vec<String> 
         (None, Some(p)) => out.push(format!("python packages ({}) removed", p.file)),
         (Some(pk), None) => out.push(format!("python packages {} added", pk.written())),
         (Some(pk), Some(l)) => {
-            if l.file != pk.written() {
-                out.push(format!(
-                    "python packages file {} → {}",
-                    l.file,
-                    pk.written()
-                ));
-            } else {
+            if l.file == pk.written() {
                 match fs_err::read(pk.path()) {
                     Ok(b) if Digest::of(&b) == l.sha256 => {}
                     Ok(_) => out.push(format!("{} changed", l.file)),
                     Err(e) => out.push(format!("{}: {e}", l.file)),
                 }
+            } else {
+                out.push(format!(
+                    "python packages file {} → {}",
+                    l.file,
+                    pk.written()
+                ));
             }
         }
     }

@@ -35,7 +35,11 @@ pub(super) struct Resolved {
 impl Session<'_> {
     /// The lock file at `path`, read the first time this command asks for it.
     pub(super) fn lock_file(&self, path: &Path) -> Result<LockFile, SessionError> {
-        let mut files = self.locks.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut files = self
+            .locks
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(f) = files.get(path) {
             return Ok(f.clone());
         }
@@ -48,7 +52,11 @@ impl Session<'_> {
     /// platform loop does when it ends (`ops::for_each`), whether it succeeded or not, so a
     /// failed platform keeps what the others pinned.
     pub fn write_locks(&self) -> Result<(), SessionError> {
-        let mut files = self.locks.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut files = self
+            .locks
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         for file in files.values_mut() {
             file.write()?;
         }
@@ -79,7 +87,11 @@ impl Session<'_> {
 
     /// Holds `file` as the lock this command has set.
     fn keep_lock_file(&self, file: LockFile) {
-        let mut files = self.locks.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut files = self
+            .locks
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         files.insert(file.path().to_path_buf(), file);
     }
 

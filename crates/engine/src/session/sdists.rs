@@ -77,15 +77,14 @@ impl SdistSteps<'_, '_> {
         let s = self.session;
         let (container, pin) = {
             let mut cached = self.resolved.borrow_mut();
-            match &*cached {
-                Some(r) => r.clone(),
-                None => {
-                    let mut pinned = Vec::new();
-                    let c = s.builder(self.recipe, step, locked, &mut pinned)?;
-                    let r = (c, pinned.into_iter().next().and_then(|(_, b)| b));
-                    *cached = Some(r.clone());
-                    r
-                }
+            if let Some(r) = &*cached {
+                r.clone()
+            } else {
+                let mut pinned = Vec::new();
+                let c = s.builder(self.recipe, step, locked, &mut pinned)?;
+                let r = (c, pinned.into_iter().next().and_then(|(_, b)| b));
+                *cached = Some(r.clone());
+                r
             }
         };
         let lock_path = crate::lock::Lock::path_for(&self.recipe.path);

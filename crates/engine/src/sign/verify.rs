@@ -221,13 +221,17 @@ pub fn verify_image(
             problem: format!("is not an image index: {e}"),
         })?;
         let images = index.manifests.iter().filter(|m| {
-            m.artifact_type.is_none() && !m.platform.as_ref().is_some_and(|p| p.is_unknown())
+            m.artifact_type.is_none()
+                && !m
+                    .platform
+                    .as_ref()
+                    .is_some_and(ocibuild_apt::image::Platform::is_unknown)
         });
         for m in images {
             let platform = m
                 .platform
                 .as_ref()
-                .map(|p| p.to_string())
+                .map(std::string::ToString::to_string)
                 .unwrap_or_else(|| m.digest.to_string());
             let want = Wanted {
                 digest: &m.digest,
@@ -644,7 +648,7 @@ fn check_cosign_layout(
     let lacking: Vec<String> = verified
         .iter()
         .filter(|d| !readable(d))
-        .map(|d| d.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
     if lacking.is_empty() {
         note(

@@ -272,17 +272,14 @@ pub fn run_steps(
                 Some(_) => cuda::cached_reports(ctx.store, &key).map(|r| (o, r)),
                 None => Some((o, Vec::new())),
             });
-        let (outputs, ran, libraries) = match cached {
-            Some((o, libraries)) => {
-                ctx.reporter
-                    .detail(&format!("step {}: cached (key {key})", step.name));
-                (o, None, libraries)
-            }
-            None => {
-                let started = std::time::Instant::now();
-                let (o, libraries) = run_one(ctx, step, &container, &key)?;
-                (o, Some(started.elapsed()), libraries)
-            }
+        let (outputs, ran, libraries) = if let Some((o, libraries)) = cached {
+            ctx.reporter
+                .detail(&format!("step {}: cached (key {key})", step.name));
+            (o, None, libraries)
+        } else {
+            let started = std::time::Instant::now();
+            let (o, libraries) = run_one(ctx, step, &container, &key)?;
+            (o, Some(started.elapsed()), libraries)
         };
         // Pins of downloads the recipe still has and gives no sha256 for.
         pins.retain(|p| {

@@ -52,7 +52,10 @@ pub fn stale(
     };
     let (arch, requests, sources) = request_of(apt);
     let mut what = Vec::new();
-    if let (Some(was), Some(now)) = (l.base_installed, installed.map(|i| i.digest())) {
+    if let (Some(was), Some(now)) = (
+        l.base_installed,
+        installed.map(ocibuild_apt::apt::Installed::digest),
+    ) {
         if was != now {
             what.push("the base's installed packages changed (another base)".to_string());
         }
@@ -337,8 +340,10 @@ pub fn resolve_locked(
             .collect::<Result<Vec<_>, _>>()?;
         if apt.essential {
             // After the recipe's own: a name both have is the recipe's request.
-            let names: std::collections::BTreeSet<&str> =
-                indices.iter().flat_map(|i| i.essential()).collect();
+            let names: std::collections::BTreeSet<&str> = indices
+                .iter()
+                .flat_map(ocibuild_apt::apt::SourceIndex::essential)
+                .collect();
             for n in names {
                 requests.push(Request::parse(n)?);
             }

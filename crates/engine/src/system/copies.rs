@@ -241,17 +241,14 @@ pub fn apt_drops(
             d.kept = Some("no package's md5sums lists it".into());
             continue;
         };
-        match dependents.get(*pkg).filter(|s| !s.is_empty()) {
-            Some(users) => {
-                d.kept = Some(format!(
-                    "{pkg} is a dependency of {}, whose programs may link it",
-                    users.iter().cloned().collect::<Vec<_>>().join(", ")
-                ));
-            }
-            None => {
-                out.insert(path.to_string());
-                d.dropped = Some("apt".into());
-            }
+        if let Some(users) = dependents.get(*pkg).filter(|s| !s.is_empty()) {
+            d.kept = Some(format!(
+                "{pkg} is a dependency of {}, whose programs may link it",
+                users.iter().cloned().collect::<Vec<_>>().join(", ")
+            ));
+        } else {
+            out.insert(path.to_string());
+            d.dropped = Some("apt".into());
         }
     }
     out

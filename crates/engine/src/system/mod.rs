@@ -648,10 +648,10 @@ pub fn prepare(
                 let _ = store.has_blob(d);
             }
         };
-        let checking = match wheels.is_empty() {
-            true => None,
-            // No thread (out of them): the analysis checks the wheels as before.
-            false => std::thread::Builder::new().spawn_scoped(s, check).ok(),
+        let checking = if wheels.is_empty() {
+            None
+        } else {
+            std::thread::Builder::new().spawn_scoped(s, check).ok()
         };
         prepare_layers(recipe, base, lock, io, opts, checking)
     })

@@ -178,24 +178,25 @@ pub fn prepare(
     }
     // The full version: the archive's file name, else the Debian package's version (the
     // apt layer's, then the base's).
-    let full_version = match &py.source {
-        PythonSource::Archive(a) => crate::python::interpreter::archive_version(&a.written),
-        _ => {
-            let names = [
-                format!("python{version}-minimal"),
-                format!("python{version}"),
-            ];
-            apt_pkgs
-                .iter()
-                .find(|p| names.contains(&p.name))
-                .map(|p| p.version.clone())
-                .or_else(|| {
-                    names
-                        .iter()
-                        .find_map(|n| base.installed.version(n).map(|v| v.to_string()))
+    let full_version = if let PythonSource::Archive(a) = &py.source {
+        crate::python::interpreter::archive_version(&a.written)
+    } else {
+        let names = [
+            format!("python{version}-minimal"),
+            format!("python{version}"),
+        ];
+        apt_pkgs
+            .iter()
+            .find(|p| names.contains(&p.name))
+            .map(|p| p.version.clone())
+            .or_else(|| {
+                names.iter().find_map(|n| {
+                    base.installed
+                        .version(n)
+                        .map(std::string::ToString::to_string)
                 })
-                .and_then(|v| crate::python::interpreter::upstream_version(&v))
-        }
+            })
+            .and_then(|v| crate::python::interpreter::upstream_version(&v))
     };
     Ok((
         Interpreter {

@@ -113,7 +113,7 @@ fn tagged_python(image: &str) -> Option<String> {
         else {
             continue;
         };
-        let digits: String = v.chars().filter(|c| c.is_ascii_digit()).collect();
+        let digits: String = v.chars().filter(char::is_ascii_digit).collect();
         if v.contains('.') {
             let mut it = v.split('.');
             if let (Some(a), Some(b)) = (it.next(), it.next()) {

@@ -308,8 +308,8 @@ fn chmod(args: &[String]) -> Action {
         return Action::Step;
     }
     Action::Chmod {
-        mode: mode.to_string(),
-        paths: paths.iter().map(|p| p.to_string()).collect(),
+        mode: (*mode).clone(),
+        paths: paths.iter().map(|p| (*p).clone()).collect(),
         recursive,
     }
 }
@@ -324,8 +324,8 @@ fn chown(args: &[String]) -> Action {
         return Action::Step;
     }
     Action::Chown {
-        owner: owner.to_string(),
-        paths: paths.iter().map(|p| p.to_string()).collect(),
+        owner: (*owner).clone(),
+        paths: paths.iter().map(|p| (*p).clone()).collect(),
         recursive,
     }
 }
@@ -338,8 +338,8 @@ fn ln(args: &[String]) -> Action {
     match (symbolic, rest.as_slice()) {
         (true, [target, link]) if link.starts_with('/') && !link.ends_with('/') => {
             Action::Symlink {
-                target: target.to_string(),
-                link: link.to_string(),
+                target: (*target).clone(),
+                link: (*link).clone(),
             }
         }
         _ => Action::Step,

@@ -68,13 +68,14 @@ impl Mapper<'_> {
                 .map(|v| expand(v.value.trim_matches(|c| c == '"' || c == '\''), &self.vars))
                 .unwrap_or_default();
             match &*f.name.value {
-                "chown" => match self.numeric_owner(&v) {
-                    Some(o) => owner = Some(o),
-                    None => {
+                "chown" => {
+                    if let Some(o) = self.numeric_owner(&v) {
+                        owner = Some(o);
+                    } else {
                         class = class.max(Class::Approximated);
                         notes.push(format!("--chown={v}: not a declared account: set the layer's owner = \"UID:GID\""));
                     }
-                },
+                }
                 "chmod" => {
                     class = class.max(Class::Approximated);
                     notes.push(format!("--chmod={v}: ocibuild normalizes modes; set them on disk and use mode = \"preserve\""));
@@ -92,15 +93,12 @@ impl Mapper<'_> {
             return self.copy_from(i, st, si, &from, class, notes);
         }
         for s in srcs {
-            let src = match s {
-                Source::Path(p) => expand(&p.value, &self.vars),
-                _ => {
-                    class = class.max(Class::NotTranslated);
-                    notes.push(
-                        "a heredoc source: write the file into the context and COPY it".into(),
-                    );
-                    continue;
-                }
+            let src = if let Source::Path(p) = s {
+                expand(&p.value, &self.vars)
+            } else {
+                class = class.max(Class::NotTranslated);
+                notes.push("a heredoc source: write the file into the context and COPY it".into());
+                continue;
             };
             if !src.contains("://") && outside_context(&src) {
                 class = class.max(Class::NotTranslated);

@@ -767,7 +767,7 @@ impl Mapper<'_> {
             "pylock.toml",
         ]
         .iter()
-        .map(|s| s.to_string())
+        .map(std::string::ToString::to_string)
         .collect();
         if let Some(v) = version {
             cmd.extend(["--python-version".into(), v]);

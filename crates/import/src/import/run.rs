@@ -392,13 +392,14 @@ impl Mapper<'_> {
         let mut unresolved = Vec::new();
         for r in requirements {
             let line = match r.strip_prefix("-r ").or_else(|| r.strip_prefix("-c ")) {
-                Some(f) => match self.image_to_context(&resolve(&self.workdir, f)) {
-                    Some(ctx) => format!("{} {ctx}", &r[..2]),
-                    None => {
+                Some(f) => {
+                    if let Some(ctx) = self.image_to_context(&resolve(&self.workdir, f)) {
+                        format!("{} {ctx}", &r[..2])
+                    } else {
                         unresolved.push(f.to_string());
                         continue;
                     }
-                },
+                }
                 None => r.clone(),
             };
             if !self.requirements.iter().any(|(x, _)| *x == line) {
@@ -460,7 +461,7 @@ impl Mapper<'_> {
         let mut layer = false;
         for path in paths {
             layer |= self.under_layer(path);
-            self.path_entry(path, origin.to_string()).mode = Some(format!("{:0>4}", mode));
+            self.path_entry(path, origin.to_string()).mode = Some(format!("{mode:0>4}"));
         }
         if layer {
             return (Class::Approximated, "a copied file's mode: set it on disk and use mode = \"preserve\" on its layer ([[path]] mode given too)".into());
@@ -571,16 +572,15 @@ impl Mapper<'_> {
 
     fn path_entry(&mut self, path: &str, origin: String) -> &mut PathDraft {
         let path = resolve("/", path);
-        let idx = match self.draft.paths.iter().position(|p| p.path == path) {
-            Some(idx) => idx,
-            None => {
-                self.draft.paths.push(PathDraft {
-                    path,
-                    origin,
-                    ..PathDraft::default()
-                });
-                self.draft.paths.len() - 1
-            }
+        let idx = if let Some(idx) = self.draft.paths.iter().position(|p| p.path == path) {
+            idx
+        } else {
+            self.draft.paths.push(PathDraft {
+                path,
+                origin,
+                ..PathDraft::default()
+            });
+            self.draft.paths.len() - 1
         };
         &mut self.draft.paths[idx]
     }
@@ -646,7 +646,9 @@ fn next_id(taken: impl Iterator<Item = u32>, system: bool) -> u32 {
             .find(|x| !taken.contains(x))
             .unwrap_or(999)
     } else {
-        (1000..).find(|x| !taken.contains(x)).unwrap_or(1000)
+        (1000..=u32::MAX)
+            .find(|x| !taken.contains(x))
+            .unwrap_or(1000)
     }
 }
 

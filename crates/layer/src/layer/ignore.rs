@@ -318,7 +318,7 @@ fn parse_glob(c: &str) -> Result<Vec<Tok>, &'static str> {
 fn class_char(it: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Result<char, &'static str> {
     let bad = "malformed character class";
     let c = match it.next() {
-        None | Some('-') | Some(']') => return Err(bad),
+        None | Some('-' | ']') => return Err(bad),
         Some('\\') => it.next().ok_or(bad)?,
         Some(c) => c,
     };

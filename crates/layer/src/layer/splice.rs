@@ -53,7 +53,7 @@ impl<'r> Splicer<'r> {
         let size = std::mem::size_of::<z::z_stream>() as i32;
         // SAFETY: `strm` is a valid, default-initialised stream (allocator set by Default);
         // the version string is the library's own. Raw deflate: window bits -15.
-        let ret = unsafe { z::inflateInit2_(&mut *strm, -15, z::zlibVersion(), size) };
+        let ret = unsafe { z::inflateInit2_(&raw mut *strm, -15, z::zlibVersion(), size) };
         if ret != z::Z_OK {
             return Err(io::Error::other(format!("inflateInit2 failed: {ret}")));
         }
@@ -216,7 +216,7 @@ impl Read for Splicer<'_> {
             // SAFETY: next_in/avail_in describe live bytes of `self.buf`, next_out/avail_out
             // the caller's buffer; both outlive the call, and the stream was initialised.
             let ret = unsafe { z::inflate(strm, z::Z_BLOCK) };
-            let took = (in_before - strm.avail_in) as u64;
+            let took = u64::from(in_before - strm.avail_in);
             let produced = (out_before - strm.avail_out) as usize;
             let data_type = strm.data_type;
             match ret {
@@ -262,7 +262,7 @@ impl Drop for Splicer<'_> {
     fn drop(&mut self) {
         // SAFETY: the stream was initialised by inflateInit2_ and is ended once.
         unsafe {
-            z::inflateEnd(&mut *self.strm);
+            z::inflateEnd(&raw mut *self.strm);
         }
     }
 }

@@ -197,12 +197,11 @@ impl<W: Write> TarWriter<W> {
     /// Writes the header of one entry, preceded by a PAX header if some field does not fit.
     fn header(&mut self, f: &Fields<'_>) -> Result<(), LayerError> {
         let mut pax: Vec<(&'static str, String)> = Vec::new();
-        let (prefix, name) = match split_ustar_path(f.path) {
-            Some(split) => split,
-            None => {
-                pax.push(("path", f.path.to_string()));
-                ("", truncate(f.path, 100))
-            }
+        let (prefix, name) = if let Some(split) = split_ustar_path(f.path) {
+            split
+        } else {
+            pax.push(("path", f.path.to_string()));
+            ("", truncate(f.path, 100))
         };
         let linkname = if f.linkname.len() > 100 {
             pax.push(("linkpath", f.linkname.to_string()));

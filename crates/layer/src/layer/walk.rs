@@ -587,7 +587,10 @@ mod tests {
         fs_err::write(d.path().join("ok"), "x").unwrap();
         let with = |ignore: &[&str]| {
             let mut s = spec(d.path(), "/x");
-            s.ignore = ignore.iter().map(|p| p.to_string()).collect();
+            s.ignore = ignore
+                .iter()
+                .map(std::string::ToString::to_string)
+                .collect();
             scan(&[s])
         };
         assert_eq!(paths(&with(&["bad*", "d?"]).unwrap()), ["x/", "x/ok"]);

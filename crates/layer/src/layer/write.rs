@@ -275,7 +275,7 @@ fn produce(
                     .get(target.as_str())
                     .copied()
                     .unwrap_or((e.mode, e.uid, e.gid));
-                tar.append_hardlink(&e.path, target, mode, uid, gid)?
+                tar.append_hardlink(&e.path, target, mode, uid, gid)?;
             }
             EntryKind::File { size, .. } => {
                 file_meta.insert(e.path.as_str(), (e.mode, e.uid, e.gid));

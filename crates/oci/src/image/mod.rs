@@ -285,7 +285,7 @@ impl IndexRecord {
 
     /// Every blob of every platform's image, then the index.
     pub fn blobs(&self) -> Vec<(Digest, u64)> {
-        let mut v: Vec<(Digest, u64)> = self.images.iter().flat_map(|i| i.blobs()).collect();
+        let mut v: Vec<(Digest, u64)> = self.images.iter().flat_map(ImageRecord::blobs).collect();
         v.sort();
         v.dedup();
         v.push((self.index.digest, self.index.size));

@@ -115,7 +115,7 @@ pub fn read_metadata(path: &std::path::Path, wheel: &str) -> Result<Option<Strin
     let mut ar = zip::ZipArchive::new(std::io::BufReader::new(file)).map_err(zerr)?;
     let mut names: Vec<String> = ar
         .file_names()
-        .filter_map(|n| n.ok().map(|n| n.into_owned()))
+        .filter_map(|n| n.ok().map(std::borrow::Cow::into_owned))
         .filter(|n| {
             n.split_once('/')
                 .is_some_and(|(d, rest)| d.ends_with(".dist-info") && rest == "METADATA")

@@ -104,8 +104,7 @@ fn plan_pruned<R: Read + io::Seek>(
             size: m.size,
             pruned: None,
             reason: Some(format!(
-                "larger than {} bytes, not read to be pruned",
-                MAX_PRUNED
+                "larger than {MAX_PRUNED} bytes, not read to be pruned"
             )),
         });
         return Ok(());

@@ -171,7 +171,7 @@ impl Version {
         let pre = match (self.pre, self.post, self.dev) {
             (None, None, Some(_)) => (i64::MIN, 0),
             (None, _, _) => (i64::MAX, 0),
-            (Some((k, n)), _, _) => (k as i64, n as i64),
+            (Some((k, n)), _, _) => (i64::from(k), n as i64),
         };
         let post = self.post.map_or(i64::MIN, |p| p as i64);
         let dev = self.dev.map_or(i64::MAX, |d| d as i64);
@@ -633,7 +633,7 @@ impl Parser<'_> {
             let end = r[1..]
                 .find(q)
                 .ok_or_else(|| self.err("unterminated string"))?;
-            let v = r[1..1 + end].to_string();
+            let v = r[1..=end].to_string();
             self.pos += end + 2;
             return Ok(Value::Str(v));
         }

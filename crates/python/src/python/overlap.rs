@@ -210,7 +210,11 @@ mod tests {
                 .to_string();
             assert!(e.contains("a.whl") && e.contains("b.whl") && e.contains("/s/p/x.py"));
             assert!(e.contains(&Digest::of(b"1").hex()), "{e}");
-            let theirs = if std::ptr::eq(other, &b) { b"2" } else { b"1" };
+            let theirs = if std::ptr::eq(other, &raw const b) {
+                b"2"
+            } else {
+                b"1"
+            };
             assert!(
                 e.contains(&format!(
                     "(sha256 {}, mode {:o})",

@@ -184,7 +184,7 @@ pub fn plan_layers(
         groups[a].extend(moved);
         order(&mut groups);
     }
-    for g in groups.iter_mut() {
+    for g in &mut groups {
         g.sort_unstable();
     }
     Ok(groups)

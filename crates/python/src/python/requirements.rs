@@ -78,18 +78,15 @@ fn logical_lines(text: &str) -> Vec<(usize, String)> {
             Some((j, _)) => &line[..j],
             None => line,
         };
-        match line.trim_end().strip_suffix('\\') {
-            Some(l) => {
-                cur.push_str(l);
-                cur.push(' ');
+        if let Some(l) = line.trim_end().strip_suffix('\\') {
+            cur.push_str(l);
+            cur.push(' ');
+        } else {
+            cur.push_str(line);
+            if !cur.trim().is_empty() {
+                out.push((start, cur.trim().to_string()));
             }
-            None => {
-                cur.push_str(line);
-                if !cur.trim().is_empty() {
-                    out.push((start, cur.trim().to_string()));
-                }
-                cur.clear();
-            }
+            cur.clear();
         }
     }
     if !cur.trim().is_empty() {

@@ -204,7 +204,7 @@ pub fn supported_tags(interp: &Interpreter) -> Vec<Tag> {
             interpreter: i.to_string(),
             abi: a.to_string(),
             platform: p.to_string(),
-        })
+        });
     };
     let abi3 = v.major == 3 && v.minor >= 2;
     for p in &plats {
@@ -313,7 +313,7 @@ fn build_key(w: &WheelFile) -> (Option<u64>, String) {
     match &w.build {
         None => (None, String::new()),
         Some(b) => {
-            let digits: String = b.chars().take_while(|c| c.is_ascii_digit()).collect();
+            let digits: String = b.chars().take_while(char::is_ascii_digit).collect();
             (digits.parse().ok(), b[digits.len()..].to_string())
         }
     }
@@ -439,7 +439,10 @@ mod tests {
     #[test]
     fn tag_order_follows_packaging() {
         let i = interp(11, "x86_64", Some((2, 17)));
-        let tags: Vec<String> = supported_tags(&i).iter().map(|t| t.to_string()).collect();
+        let tags: Vec<String> = supported_tags(&i)
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         assert_eq!(tags[0], "cp311-cp311-manylinux_2_17_x86_64");
         assert_eq!(tags[1], "cp311-cp311-manylinux2014_x86_64");
         assert_eq!(tags[2], "cp311-cp311-manylinux_2_16_x86_64");
@@ -494,7 +497,10 @@ mod tests {
     #[test]
     fn trixie_cp313_on_glibc_2_41() {
         let i = interp(13, "x86_64", Some((2, 41)));
-        let tags: Vec<String> = supported_tags(&i).iter().map(|t| t.to_string()).collect();
+        let tags: Vec<String> = supported_tags(&i)
+            .iter()
+            .map(std::string::ToString::to_string)
+            .collect();
         assert_eq!(tags[0], "cp313-cp313-manylinux_2_41_x86_64");
         assert!(tags.contains(&"cp313-abi3-manylinux_2_28_x86_64".to_string()));
         assert!(tags.contains(&"cp313-cp313-manylinux2014_x86_64".to_string()));

@@ -655,14 +655,13 @@ fn lock_req(t: &toml::Value, group: Option<&str>) -> Option<Req> {
                 .collect()
         })
         .unwrap_or_default();
-    let at = match group {
-        Some(g) => format!("group:{}", normalize_name(g)),
-        None => {
-            let marker = t.get("marker").and_then(|v| v.as_str()).unwrap_or("");
-            match marker.split_once("extra == '") {
-                Some((_, e)) => format!("extra:{}", normalize_name(e.split('\'').next()?)),
-                None => String::new(),
-            }
+    let at = if let Some(g) = group {
+        format!("group:{}", normalize_name(g))
+    } else {
+        let marker = t.get("marker").and_then(|v| v.as_str()).unwrap_or("");
+        match marker.split_once("extra == '") {
+            Some((_, e)) => format!("extra:{}", normalize_name(e.split('\'').next()?)),
+            None => String::new(),
         }
     };
     Some((name, spec_parts(spec), extras, at))

@@ -389,13 +389,13 @@ pub(super) fn parse(args: &[String]) -> Vec<Parsed<'_>> {
                 };
                 let after_eq = rest.strip_prefix('=');
                 if f.value {
-                    let (value, inline) = match after_eq.or((!rest.is_empty()).then_some(rest)) {
-                        Some(v) => (Some(v), true),
-                        None => {
+                    let (value, inline) =
+                        if let Some(v) = after_eq.or((!rest.is_empty()).then_some(rest)) {
+                            (Some(v), true)
+                        } else {
                             i += usize::from(next.is_some());
                             (next, false)
-                        }
-                    };
+                        };
                     uses.push(Use {
                         flag,
                         spelled,
@@ -459,7 +459,7 @@ mod tests {
     use super::*;
 
     fn v(args: &[&str]) -> Vec<String> {
-        args.iter().map(|s| s.to_string()).collect()
+        args.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

@@ -76,7 +76,7 @@ impl GpuAccess {
                 .first()
                 .and_then(|(_, c)| c.parent())
                 .map(Path::to_path_buf),
-            _ => None,
+            GpuAccess::None { .. } => None,
         }
     }
 }

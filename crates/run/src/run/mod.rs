@@ -79,7 +79,10 @@ impl TestCommand {
             SMOKE_SUBCOMMAND => Ok(TestCommand::CudaSmoke),
             _ => Err(RunError::UnknownCheck {
                 name: name.to_string(),
-                known: CHECKS.iter().map(|s| s.to_string()).collect(),
+                known: CHECKS
+                    .iter()
+                    .map(std::string::ToString::to_string)
+                    .collect(),
             }),
         }
     }

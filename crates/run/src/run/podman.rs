@@ -402,7 +402,7 @@ mod limit_tests {
     }
 
     fn lines(l: &[&str]) -> Vec<String> {
-        l.iter().map(|s| s.to_string()).collect()
+        l.iter().map(std::string::ToString::to_string).collect()
     }
 
     #[test]

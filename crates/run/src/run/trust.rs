@@ -263,7 +263,7 @@ mod tests {
     const LIMITS: &str = "Limit                     Soft Limit           Hard Limit           Units     \nMax processes             63433                63433                processes \nMax open files            1024                 524288               files     \nMax locked memory         unlimited            unlimited            bytes     \n";
 
     fn check_with(args: &[&str], allow: bool) -> Result<(), Refusal> {
-        let v: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+        let v: Vec<String> = args.iter().map(std::string::ToString::to_string).collect();
         check_recipe_args(&v, allow, &HostLimits::parse(LIMITS))
     }
 
@@ -372,7 +372,10 @@ mod tests {
                 };
                 for form in forms {
                     for before in [&[][..], &["-e", "A=1"], &["--label", "x"], &["--rm"]] {
-                        let mut args: Vec<String> = before.iter().map(|s| s.to_string()).collect();
+                        let mut args: Vec<String> = before
+                            .iter()
+                            .map(std::string::ToString::to_string)
+                            .collect();
                         args.extend(form.iter().cloned());
                         for allow in [false, true] {
                             let r = check_recipe_args(&args, allow, &HostLimits::parse(LIMITS));

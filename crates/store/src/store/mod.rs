@@ -539,7 +539,10 @@ impl BlobWriter {
     /// Finish the blob. With `expected`, a different digest is an error and nothing is kept;
     /// a prehashed writer takes `expected` as the digest and cannot do without it.
     pub fn commit(self, expected: Option<Digest>) -> Result<Digest, StoreError> {
-        let tmp = self.file.into_inner().map_err(|e| e.into_error())?;
+        let tmp = self
+            .file
+            .into_inner()
+            .map_err(std::io::IntoInnerError::into_error)?;
         let digest = match (self.hasher, expected) {
             (Some(h), expected) => {
                 let (digest, _) = h.finish();

@@ -170,7 +170,10 @@ pub fn classify(e: &(dyn std::error::Error + 'static)) -> Failure {
 impl Peers {
     /// The wait `host` is still allowed, or why it is given up on (its first decisive failure).
     pub fn check(&self, host: &str) -> Result<Duration, Down> {
-        let hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let hosts = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         match hosts.get(host) {
             Some(HostState {
                 down: Some(why), ..
@@ -202,7 +205,10 @@ impl Peers {
         message: &str,
         now: Instant,
     ) -> Duration {
-        let mut hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut hosts = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let state = hosts.entry(host.to_string()).or_default();
         if failure == Failure::Timeout {
             let start = now.checked_sub(waited).unwrap_or(now);
@@ -229,7 +235,10 @@ impl Peers {
     /// host stays silent in a row, so a probe that timed out before the host answered costs the
     /// later requests nothing.
     pub fn answered(&self, host: &str) {
-        let mut hosts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let mut hosts = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(state) = hosts.get_mut(host) {
             state.silent = None;
         }
@@ -282,13 +291,13 @@ mod tests {
         let t0 = Instant::now() + budget();
         assert_eq!(
             peers.record_at(silent, Failure::Timeout, half, "silent", t0),
-            budget() - half
+            budget().checked_sub(half).unwrap()
         );
-        assert_eq!(peers.check(silent), Ok(budget() - half));
+        assert_eq!(peers.check(silent), Ok(budget().checked_sub(half).unwrap()));
         // Waits that overlap (parallel requests timing out together) count once.
         assert_eq!(
             peers.record_at(silent, Failure::Timeout, half, "silent", t0),
-            budget() - half
+            budget().checked_sub(half).unwrap()
         );
         // One after the other, they add up.
         assert_eq!(

@@ -144,7 +144,7 @@ fn write_archive(
     for (name, member) in members {
         match member {
             Member::Bytes(b) => {
-                tar.append_file(&name, 0o644, 0, 0, b.len() as u64, &mut b.as_slice())?
+                tar.append_file(&name, 0o644, 0, 0, b.len() as u64, &mut b.as_slice())?;
             }
             Member::Blob(d, size) => {
                 let mut f = store.open_blob(&d)?;

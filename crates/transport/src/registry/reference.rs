@@ -53,7 +53,7 @@ impl Reference {
         if login_end(input).is_some() {
             return Err(bad(LOGIN_PROBLEM.into()));
         }
-        if input.trim() != input || input.chars().any(|c| c.is_whitespace()) {
+        if input.trim() != input || input.chars().any(char::is_whitespace) {
             return Err(bad("contains white space".into()));
         }
         if input.contains("://") {

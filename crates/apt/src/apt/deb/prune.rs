@@ -22,7 +22,7 @@ pub(super) fn prune_read(
     use md5::Digest as _;
     let mut reports = Vec::new();
     let mut new_md5: HashMap<String, String> = HashMap::new();
-    for (path, item) in read.own.iter_mut() {
+    for (path, item) in &mut read.own {
         let Kind::File(span, _) = item.kind else {
             continue;
         };

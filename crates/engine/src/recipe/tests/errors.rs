@@ -364,7 +364,11 @@ fn docs_examples_parse() {
         .collect();
     let d0 = fixture();
     let multi = parse_in(&d0, blocks[3]).unwrap();
-    let names: Vec<String> = multi.platforms().iter().map(|p| p.to_string()).collect();
+    let names: Vec<String> = multi
+        .platforms()
+        .iter()
+        .map(std::string::ToString::to_string)
+        .collect();
     assert_eq!(names, ["linux/amd64", "linux/arm64/v8"]);
     assert_eq!(multi.lock_view().as_deref(), Some("linux/amd64"));
     // Each platform's interpreter archive, picked for it.

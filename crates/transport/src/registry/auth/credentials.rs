@@ -153,7 +153,7 @@ impl AuthEnv {
     fn var(&self, key: &str) -> Option<&OsStr> {
         self.vars
             .get(key)
-            .map(|v| v.as_os_str())
+            .map(std::ffi::OsString::as_os_str)
             .filter(|v| !v.is_empty())
     }
 
@@ -545,7 +545,7 @@ mod tests {
             .with("XDG_CONFIG_HOME", d.join("cfg"))
             .with("DOCKER_CONFIG", d.join("docker"));
         let write = |rel: &str, v: serde_json::Value| {
-            fs_err::write(d.join(rel), serde_json::to_vec(&v).unwrap()).unwrap()
+            fs_err::write(d.join(rel), serde_json::to_vec(&v).unwrap()).unwrap();
         };
         // Nothing anywhere: anonymous.
         assert_eq!(lookup_credentials(&env, "ghcr.io", "a/b").unwrap(), None);

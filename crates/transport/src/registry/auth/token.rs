@@ -365,7 +365,7 @@ pub fn fetch_token(
     Ok(Token {
         value: Secret::new(value),
         scopes: scopes.clone(),
-        renew_at: started + lifetime - margin,
+        renew_at: (started + lifetime).checked_sub(margin).unwrap(),
     })
 }
 

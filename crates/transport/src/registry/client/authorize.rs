@@ -89,7 +89,10 @@ impl Client {
         ep: &Endpoint,
         scopes: &Scopes,
     ) -> Result<Option<Secret>, RegistryError> {
-        let mut map = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .auth
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let state = map.entry(ep.registry.clone()).or_default();
         match state.challenge.clone() {
             None => Ok(None),
@@ -124,7 +127,10 @@ impl Client {
             .iter()
             .find(|c| matches!(c, Challenge::Bearer { .. }));
         let chosen = bearer.or_else(|| challenges.first()).cloned();
-        let mut map = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .auth
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let state = map.entry(ep.registry.clone()).or_default();
         match chosen {
             None => Ok(false),

@@ -214,7 +214,10 @@ impl Client {
     }
 
     fn http(&self, registry: &str) -> Result<reqwest::blocking::Client, RegistryError> {
-        let mut map = self.http.lock().unwrap_or_else(|e| e.into_inner());
+        let mut map = self
+            .http
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(c) = map.get(registry) {
             return Ok(c.clone());
         }
@@ -500,7 +503,10 @@ impl Client {
     fn refused(&self, ep: &Endpoint, action: &str, resp: Response) -> RegistryError {
         let status = resp.status().as_u16();
         let cred = {
-            let map = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+            let map = self
+                .auth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             map.get(&ep.registry)
                 .and_then(|s| s.credential.clone().flatten())
         };
@@ -665,7 +671,10 @@ impl Client {
         let mut body = Vec::new();
         let _ = resp.take(MAX_ERROR_BODY).read_to_end(&mut body);
         let secrets: Vec<String> = {
-            let map = self.auth.lock().unwrap_or_else(|e| e.into_inner());
+            let map = self
+                .auth
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             map.get(&ep.registry)
                 .map(|s| {
                     let cred = s.credential.iter().flatten();

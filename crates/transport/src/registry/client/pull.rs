@@ -67,14 +67,19 @@ impl Client {
                         self.pull_blob(reference, &d.digest, Some(d.size), store, progress)
                     {
                         failed.store(true, Ordering::Relaxed);
-                        let mut slot = first_error.lock().unwrap_or_else(|e| e.into_inner());
+                        let mut slot = first_error
+                            .lock()
+                            .unwrap_or_else(std::sync::PoisonError::into_inner);
                         slot.get_or_insert(e);
                         return;
                     }
                 });
             }
         });
-        match first_error.into_inner().unwrap_or_else(|e| e.into_inner()) {
+        match first_error
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        {
             Some(e) => Err(e),
             None => Ok(()),
         }

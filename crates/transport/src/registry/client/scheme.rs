@@ -38,7 +38,7 @@ impl Client {
         let known = self
             .schemes
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .get(registry)
             .copied();
         if let Some(s) = known {
@@ -49,7 +49,7 @@ impl Client {
         let found = self.probe(registry);
         self.schemes
             .lock()
-            .unwrap_or_else(|e| e.into_inner())
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
             .insert(registry.to_string(), found);
         found
     }
