@@ -4,16 +4,24 @@
 //! the workspace's crates, floor by floor, each using only those below it (docs/design.md
 //! draws them):
 //!
-//! - `ocibuild-oci`: The ground floor: digests and canonical JSON, the OCI documents, bounded reads, diagnostics, progress events, and trees and tars read without following a link out of their root.
-//! - `ocibuild-cuda`: CUDA libraries read and pruned: fatbins, ELF dynamic sections, which copy of a library the loader picks.
-//! - `ocibuild-layer`: The deterministic layer writer (the determinism contract) and its compressors.
+//! - `ocibuild-oci`: The ground floor: digests and canonical JSON, the OCI documents, bounded
+//!   reads, diagnostics, progress events, and trees and tars read without following a link out of
+//!   their root.
+//! - `ocibuild-cuda`: CUDA libraries read and pruned: fatbins, ELF dynamic sections, which copy of
+//!   a library the loader picks.
+//! - `ocibuild-layer`: The deterministic layer writer (the determinism contract) and its
+//!   compressors.
 //! - `ocibuild-store`: The content-addressed blob store and the layer cache.
-//! - `ocibuild-transport`: Where images come from and go to: the one HTTP layer, the registry client, the one parser of image references, OCI layouts and archives, partial-pull estimates.
+//! - `ocibuild-transport`: Where images come from and go to: the one HTTP layer, the registry
+//!   client, the one parser of image references, OCI layouts and archives, partial-pull estimates.
 //! - `ocibuild-apt`: Debian packages: signed indices, the resolver, .debs rewritten into a layer.
 //! - `ocibuild-python`: The target Python interpreter, wheels and their locks, and wheel layers.
-//! - `ocibuild-run`: The test stage's machinery: podman, GPU discovery, the sandbox a build step runs in, and the built-in cuda-smoke check (the only cudarc and dlopen code).
+//! - `ocibuild-run`: The test stage's machinery: podman, GPU discovery, the sandbox a build step
+//!   runs in, and the built-in cuda-smoke check (the only cudarc and dlopen code).
 //! - `ocibuild-import`: `ocibuild import`: a Dockerfile read into a recipe.
-//! - `ocibuild-engine`: The engine: the recipe and its lock, the base, the system layers, steps, the build, the commands' pipeline (`ops`), push, mirror, the cache repository, vendoring, signatures and the audits.
+//! - `ocibuild-engine`: The engine: the recipe and its lock, the base, the system layers, steps,
+//!   the build, the commands' pipeline (`ops`), push, mirror, the cache repository, vendoring,
+//!   signatures and the audits.
 //!
 //! Every module of every floor is re-exported here under its name (`ocibuild::digest`,
 //! `ocibuild::ops`), which is how the tests, the examples and the fuzz targets reach them.

@@ -1,6 +1,7 @@
 //! ocibuild-apt: Debian packages: signed indices, the resolver, .debs rewritten into a layer.
 //!
-//! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a layer (driven by [`system`] for the recipe's `[apt]`).
+//! - [`apt`]: Debian/Ubuntu packages: signed indices, a resolver, and .debs rewritten into a layer
+//!   (driven by [`system`] for the recipe's `[apt]`).
 //!
 //! Each crate re-exports the floors below it under their module names, so a path reads the
 //! same in every crate of the workspace (`crate::digest::Digest`).

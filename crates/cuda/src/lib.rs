@@ -1,4 +1,5 @@
-//! ocibuild-cuda: CUDA libraries read and pruned: fatbins, ELF dynamic sections, which copy of a library the loader picks.
+//! ocibuild-cuda: CUDA libraries read and pruned: fatbins, ELF dynamic sections, which copy of a
+//! library the loader picks.
 //!
 //! - [`cuda`]: GPU code for other GPUs pruned from CUDA libraries' fatbins, in place.
 //!

@@ -1,6 +1,7 @@
 //! ocibuild-import: `ocibuild import`: a Dockerfile read into a recipe.
 //!
-//! - [`import`]: `ocibuild import`: a Dockerfile read into a recipe, with a table of what each instruction became.
+//! - [`import`]: `ocibuild import`: a Dockerfile read into a recipe, with a table of what each
+//!   instruction became.
 //!
 //! Each crate re-exports the floors below it under their module names, so a path reads the
 //! same in every crate of the workspace (`crate::digest::Digest`).

@@ -1,6 +1,9 @@
-//! ocibuild-oci: The ground floor: digests and canonical JSON, the OCI documents, bounded reads, diagnostics, progress events, and trees and tars read without following a link out of their root.
+//! ocibuild-oci: The ground floor: digests and canonical JSON, the OCI documents, bounded reads,
+//! diagnostics, progress events, and trees and tars read without following a link out of their
+//! root.
 //!
-//! - [`bounded`]: small input files read as regular files with a bound; long values clipped in messages.
+//! - [`bounded`]: small input files read as regular files with a bound; long values clipped in
+//!   messages.
 //! - [`defaults`]: default index, archive and registry locations.
 //! - [`diag`]: where in a TOML file a problem is, and did-you-mean for misspelt names.
 //! - [`fsat`]: trees read through directory handles, never through a symlink below the root.

@@ -1,7 +1,10 @@
-//! ocibuild-transport: Where images come from and go to: the one HTTP layer, the registry client, the one parser of image references, OCI layouts and archives, partial-pull estimates.
+//! ocibuild-transport: Where images come from and go to: the one HTTP layer, the registry client,
+//! the one parser of image references, OCI layouts and archives, partial-pull estimates.
 //!
-//! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction, [`http::Fetcher`].
-//! - [`imageref`]: the one parser of images named on the command line (`[oci:]DIR[:TAG]`, archives, `docker://REF`, digests, `vendor:DIR`), with what each command takes.
+//! - [`http`]: the one HTTP layer: the client, bounded waits, retries, redaction,
+//!   [`http::Fetcher`].
+//! - [`imageref`]: the one parser of images named on the command line (`[oci:]DIR[:TAG]`, archives,
+//!   `docker://REF`, digests, `vendor:DIR`), with what each command takes.
 //! - [`output`]: OCI layout, oci-archive and docker-archive writers.
 //! - [`registry`]: image references, registry auth and the OCI Distribution client.
 //!
