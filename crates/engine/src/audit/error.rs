@@ -1,7 +1,6 @@
 //! [`AuditError`]: everything `diff` and `verify` can fail with, with the source it concerns.
 
 use std::io;
-use std::path::PathBuf;
 
 use crate::digest::Digest;
 use crate::registry::RegistryError;
@@ -12,8 +11,6 @@ pub enum AuditError {
     /// An image named on the command line that is not one ([`crate::imageref`]'s message).
     #[error(transparent)]
     ImageRef(#[from] crate::imageref::ImageRefError),
-    #[error("{path}")]
-    Io { path: PathBuf, source: io::Error },
     /// An fs-err error: its message already names the path.
     #[error(transparent)]
     Fs(#[from] io::Error),
@@ -22,20 +19,6 @@ pub enum AuditError {
         source_name: String,
         problem: String,
     },
-    #[error("{source_name}: no image tagged `{tag}` (tags: {tags})")]
-    NoSuchTag {
-        source_name: String,
-        tag: String,
-        tags: String,
-    },
-    #[error("{source_name} holds {count} images: say which, as {source_name}:TAG (tags: {tags})")]
-    Ambiguous {
-        source_name: String,
-        count: usize,
-        tags: String,
-    },
-    #[error("{archive}: no member `{member}`")]
-    MissingMember { archive: PathBuf, member: String },
     #[error("{source_name}: blob {digest} is missing")]
     MissingBlob { source_name: String, digest: Digest },
     #[error("{source_name}: layer {layer} ({digest}): {problem}")]
