@@ -27,3 +27,24 @@ pub mod wheel;
 pub mod wheel_types;
 
 pub use self::interpreter::{Interpreter, Scheme};
+
+/// A TOML syntax error in a lock (`pylock.toml`, `uv.lock`), as their errors report it: the
+/// line and column (`diag::syntax_place`), and the parser's message on one line with any
+/// URL's login redacted, clipped to 1000 bytes.
+pub(crate) struct TomlError {
+    pub(crate) line: usize,
+    pub(crate) col: usize,
+    pub(crate) message: String,
+}
+
+impl TomlError {
+    pub(crate) fn of(text: &str, e: &toml::de::Error) -> TomlError {
+        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
+        let message = crate::bounded::clip_to(
+            &crate::http::redact_urls(&crate::diag::one_line(e.message())),
+            1000,
+        )
+        .into_owned();
+        TomlError { line, col, message }
+    }
+}

@@ -237,16 +237,8 @@ pub(crate) fn url_filename(url: &str) -> String {
 /// Parses `pylock.toml` and returns the packages to install for `interp`, in file order.
 pub fn parse(text: &str, interp: &Interpreter) -> Result<Vec<LockedPackage>, PylockError> {
     let raw: RawLock = toml::from_str(text).map_err(|e| {
-        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
-        PylockError::Toml {
-            line,
-            col,
-            message: crate::bounded::clip_to(
-                &crate::http::redact_urls(&crate::diag::one_line(e.message())),
-                1000,
-            )
-            .into_owned(),
-        }
+        let super::TomlError { line, col, message } = super::TomlError::of(text, &e);
+        PylockError::Toml { line, col, message }
     })?;
     if raw.lock_version.split('.').next() != Some("1") {
         return Err(PylockError::LockVersion(raw.lock_version));

@@ -465,16 +465,8 @@ impl Lock<'_> {
 /// The lock read, of the version this module reads.
 fn read(text: &str) -> Result<RawLock, UvLockError> {
     let raw: RawLock = toml::from_str(text).map_err(|e| {
-        let (line, col) = crate::diag::syntax_place(text, e.span(), e.message());
-        UvLockError::Toml {
-            line,
-            col,
-            message: crate::bounded::clip_to(
-                &crate::http::redact_urls(&crate::diag::one_line(e.message())),
-                1000,
-            )
-            .into_owned(),
-        }
+        let super::TomlError { line, col, message } = super::TomlError::of(text, &e);
+        UvLockError::Toml { line, col, message }
     })?;
     if raw.version != VERSION {
         return Err(UvLockError::Version { found: raw.version });
