@@ -12,6 +12,7 @@ use crate::image::annotations;
 use crate::lock::LockPolicy;
 use crate::ops;
 use crate::session::Session;
+use crate::store::image::StoreImage;
 
 pub(super) const AFTER_HELP: &str = "\
 The plan builds nothing a cache has: a layer the store or the cache repository has is taken as
@@ -96,7 +97,11 @@ pub(super) fn run(cli: &Cli, args: &PlanArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     let push_plan = match &target {
-        Some(t) => Some(crate::push::plan(&client, &store, &img.manifest, t)?),
+        Some(t) => {
+            let name = args.recipe.display().to_string();
+            let image = StoreImage::manifest(&name, store.clone(), img.manifest.digest)?;
+            Some(crate::push::plan(&client, &image, t)?)
+        }
         None => None,
     };
     let previous = match &target {

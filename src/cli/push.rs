@@ -1,17 +1,15 @@
 //! `ocibuild push SRC REF` (SRC a layout, an oci-archive or a docker-archive), and
 //! `build --push REF`.
 
-use std::path::Path;
 use std::process::ExitCode;
 
 use clap::Args;
 
 use super::Cli;
-use crate::image::Descriptor;
-use crate::output::Layout;
+use crate::push::source::Pushable;
 use crate::push::{self, PushReport};
 use crate::registry::Client;
-use crate::store::Store;
+use crate::store::image::{StoreImage, StoreIndex};
 
 #[derive(Args, Debug)]
 pub(super) struct PushArgs {
@@ -27,11 +25,6 @@ pub(super) struct PushArgs {
     pub json: bool,
 }
 
-fn find_manifest(dir: &Path, tag: Option<&str>) -> anyhow::Result<Descriptor> {
-    let layout = Layout::open(dir)?;
-    Ok(layout.descriptor(layout.image(tag)?)?)
-}
-
 pub(super) fn client(cli: &Cli) -> anyhow::Result<Client> {
     cli.client(false)
 }
@@ -39,14 +32,13 @@ pub(super) fn client(cli: &Cli) -> anyhow::Result<Client> {
 /// Push and print the outcome.
 pub(super) fn push_and_report(
     cli: &Cli,
-    blobs: &Store,
-    manifest: &Descriptor,
+    image: &StoreImage,
     destination: &str,
     json: bool,
 ) -> anyhow::Result<PushReport> {
     let target = crate::imageref::ImageRef::parse_registry(destination)?;
     let bars = cli.bars(json);
-    let report = push::push(&client(cli)?, blobs, manifest, &target, &bars)?;
+    let report = push::push(&client(cli)?, image, &target, &bars)?;
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
@@ -79,34 +71,31 @@ pub(super) fn run(cli: &Cli, args: &PushArgs) -> anyhow::Result<ExitCode> {
     // Both checked before anything is read.
     let source = ImageRef::parse(&args.source, Role::Push)?;
     ImageRef::parse_registry(&args.destination)?;
-    let imported;
-    let (blobs, manifest) = match &source {
-        ImageRef::Layout { dir, tag } => (Store::view(dir), find_manifest(dir, tag.as_deref())?),
-        archive => {
-            // Copied into a temporary store beside the content store (on its disk).
-            let tmp = cli.store()?.tmp_dir();
-            imported = crate::audit::import::import_archive(archive, Some(&tmp))?;
-            (Store::view(imported.store.root()), imported.image.clone())
-        }
+    // Archives are copied into a temporary store beside the content store (on its disk).
+    let tmp = match &source {
+        ImageRef::Layout { .. } => None,
+        _ => Some(cli.store()?.tmp_dir()),
     };
-    if manifest.media_type == crate::image::MEDIA_TYPE_INDEX {
-        return push_index(cli, &blobs, &manifest, &args.destination, args.json);
+    let opened = push::source::open(&source, tmp.as_deref())?;
+    match &opened.pushable {
+        Pushable::Index(index) => push_index(cli, index, &args.destination, args.json),
+        Pushable::Image(image) => {
+            push_and_report(cli, image, &args.destination, args.json)?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
-    push_and_report(cli, &blobs, &manifest, &args.destination, args.json)?;
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `push` of a layout's multi-platform image, printed.
 pub(super) fn push_index(
     cli: &Cli,
-    blobs: &Store,
-    index: &Descriptor,
+    index: &StoreIndex,
     destination: &str,
     json: bool,
 ) -> anyhow::Result<ExitCode> {
     let target = crate::imageref::ImageRef::parse_registry(destination)?;
     let bars = cli.bars(json);
-    let r = push::push_index(&client(cli)?, blobs, index, &target, &bars)?;
+    let r = push::push_index(&client(cli)?, index, &target, &bars)?;
     if json {
         // Through a Value: its keys sorted, as they always were.
         let doc = serde_json::to_value(&r)?;

@@ -9,17 +9,18 @@
 //!
 //! Nothing here prints; [`MirrorReport`] says what was copied and skipped.
 //!
-//! Not through [`crate::image::source::ImageSource`], for the reasons [`crate::push`] gives:
-//! manifests and indexes go byte for byte with every platform, signatures and referrers, and
-//! blobs by digest from a [`Store`] (a layout's through [`Store::view`]).
+//! Each manifest is read through [`crate::image::source::ImageSource`] as a [`StoreImage`] (a
+//! layout's blobs through [`Store::view`]); its blobs go byte for byte by digest from that
+//! store, as [`crate::push`] sends them. Indexes, signatures and referrers go by digest.
 
 use serde::Serialize;
 
 use crate::digest::Digest;
-use crate::image::ManifestHead;
+use crate::image::source::{ImageSource, SourceError};
 use crate::progress::Reporter;
 use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, ReferenceError, RegistryError};
+use crate::store::image::StoreImage;
 use crate::store::{Store, StoreError};
 
 #[derive(Debug, thiserror::Error)]
@@ -42,6 +43,9 @@ pub enum MirrorError {
     },
     #[error(transparent)]
     Referrers(Box<crate::push::PushError>),
+    /// An image to copy, as read from its store.
+    #[error(transparent)]
+    Source(#[from] SourceError),
     #[error("{image}: the target stored the manifest as {found}, not {expected}")]
     DigestChanged {
         image: String,
@@ -441,8 +445,8 @@ fn subject_of(dir: &std::path::Path, digest: &Digest) -> Option<Digest> {
     m.subject.map(|s| s.digest)
 }
 
-/// Copies the config and layers of the manifest `digest` (from `blobs`) to `dest`, recording
-/// each in `report`; returns the manifest's bytes and media type.
+/// Copies the blobs of the manifest `digest` (from `blobs`, read as an image) to `dest`,
+/// recording each in `report`; returns the manifest's bytes and media type.
 fn copy_blobs(
     client: &Client,
     blobs: &Store,
@@ -452,14 +456,11 @@ fn copy_blobs(
     report: &mut MirrorReport,
     reporter: &dyn Reporter,
 ) -> Result<(Vec<u8>, String), MirrorError> {
-    let bytes = blobs.read_blob(digest)?;
-    let head: ManifestHead =
-        serde_json::from_slice(&bytes).map_err(|e| MirrorError::BadManifest {
-            image: image.name.clone(),
-            digest: *digest,
-            problem: e.to_string(),
-        })?;
-    for d in std::iter::once(&head.config).chain(&head.layers) {
+    let source = StoreImage::manifest(&image.name, blobs.clone(), *digest)?;
+    // The config first, then the layers (the order the report has always listed them in).
+    let mut list = source.blobs();
+    list.rotate_right(1);
+    for d in list {
         let r = client.push_blob(dest, &d.digest, d.size, blobs, None, reporter)?;
         let result = if matches!(r, BlobPush::Existed) {
             report.skipped_bytes += d.size;
@@ -474,8 +475,10 @@ fn copy_blobs(
             result,
         });
     }
-    let media_type = head
+    let manifest = source.stored_manifest();
+    let media_type = manifest
         .media_type
+        .clone()
         .unwrap_or_else(|| crate::image::MEDIA_TYPE_MANIFEST.to_string());
-    Ok((bytes, media_type))
+    Ok((manifest.bytes.clone(), media_type))
 }

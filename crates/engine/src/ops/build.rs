@@ -20,6 +20,7 @@ use crate::registry::{Client, Reference};
 use crate::run::{self, TestEvent, TestResult};
 use crate::session::Session;
 use crate::sign::PrivateKey;
+use crate::store::image::{StoreImage, StoreIndex};
 
 /// What to build and what to do with it: the command line's flags, parsed.
 pub struct BuildRequest<'a> {
@@ -327,18 +328,18 @@ fn push(
     outcome: &mut BuildOutcome,
 ) -> Result<(), OpsError> {
     let store = session.store;
+    // The image as pushed: read back from the store through the image model.
+    let name = req.recipe_path.display().to_string();
     match (assembled, &mut *outcome) {
         (Assembled::Image(img), BuildOutcome::Image(o)) => {
-            o.push = Some(crate::push::push(
-                client,
-                store,
-                &img.manifest,
-                dest,
-                session.reporter,
-            )?);
+            let image = StoreImage::manifest(&name, store.clone(), img.manifest.digest)
+                .map_err(crate::push::PushError::from)?;
+            o.push = Some(crate::push::push(client, &image, dest, session.reporter)?);
         }
         (Assembled::Index(ix), BuildOutcome::Index(o)) => {
-            let r = crate::push::push_index(client, store, &ix.index, dest, session.reporter)?;
+            let index = StoreIndex::open(&name, store.clone(), ix.index.digest)
+                .map_err(crate::push::PushError::from)?;
+            let r = crate::push::push_index(client, &index, dest, session.reporter)?;
             o.push = Some(IndexPush {
                 pushed: r.pushed,
                 uploaded_bytes: r.uploaded_bytes,

@@ -21,11 +21,9 @@ pub enum PushError {
         tag: String,
         problem: String,
     },
-    #[error("image index {digest}")]
-    BadIndex {
-        digest: Digest,
-        source: serde_json::Error,
-    },
+    /// The image or index pushed, as read from its store.
+    #[error(transparent)]
+    Source(#[from] crate::image::source::SourceError),
     #[error(transparent)]
     Json(#[from] crate::json::JsonError),
     #[error("{target} names digest {named}, but the image pushed is {manifest}: push to a tag, or to the digest of this image")]

@@ -1,24 +1,30 @@
 //! Pushing an image to a registry: every blob (skipped when the registry has it, mounted from
 //! the base's repository when that is on the same registry), then the manifest under a tag.
 //!
-//! Not through [`crate::image::source::ImageSource`]: a push sends blobs byte for byte by
-//! digest, mounts them from other repositories, and sends image indexes with every platform's
-//! manifest, signatures and referrers; the trait reads one platform's image. Its source is a
-//! [`Store`] (a layout is one through [`Store::view`]; an archive is imported into one by
-//! [`crate::audit::import`], which reads it through [`crate::output::source::Archive`]).
+//! The image is read through [`crate::image::source::ImageSource`] as a [`StoreImage`] (its
+//! manifest as stored, its config and layers), an image index as a [`StoreIndex`]; the blobs
+//! go byte for byte from the store they are in, which an upload can read again from any
+//! offset (chunked uploads, retries), and into which a lazy cache hit's layer is fetched when
+//! it cannot be mounted. A layout is a store through [`Store::view`]; an archive is imported
+//! into one by [`crate::audit::import`], which reads it through
+//! [`crate::output::source::Archive`]. Signatures and referrers are artifacts, not images:
+//! they go by digest ([`attach`], [`push_referrers`]).
 
 pub mod attach;
 pub mod error;
+pub mod source;
 
 use serde::Serialize;
 
 use crate::digest::Digest;
+use crate::image::source::ImageSource;
 use crate::image::{
     annotations, Descriptor, Index, ManifestHead, MEDIA_TYPE_INDEX, MEDIA_TYPE_MANIFEST,
 };
 use crate::progress::{Reporter, Silent};
 use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, RegistryError};
+use crate::store::image::{StoreImage, StoreIndex};
 use crate::store::Store;
 
 pub use self::attach::{
@@ -65,40 +71,29 @@ pub struct IndexPushReport {
 /// (which must be the index's).
 pub fn push_index(
     client: &Client,
-    blobs: &Store,
-    index: &Descriptor,
+    index: &StoreIndex,
     target: &Reference,
     reporter: &dyn Reporter,
 ) -> Result<IndexPushReport, PushError> {
-    if let Some(named) = target.digest().filter(|d| *d != index.digest) {
+    if let Some(named) = target.digest().filter(|d| *d != index.digest()) {
         return Err(PushError::DigestMismatch {
             target: target.to_string(),
             named,
-            manifest: index.digest,
+            manifest: index.digest(),
         });
     }
-    let bytes = blobs.read_blob(&index.digest)?;
-    let ix: Index = serde_json::from_slice(&bytes).map_err(|source| PushError::BadIndex {
-        digest: index.digest,
-        source,
-    })?;
-    let mut manifests = Vec::with_capacity(ix.manifests.len());
-    for m in &ix.manifests {
+    let mut manifests = Vec::with_capacity(index.manifests().len());
+    for m in index.manifests() {
         // By digest alone: the tag names only the index, never one platform's manifest.
-        manifests.push(push(
-            client,
-            blobs,
-            m,
-            &target.by_digest(m.digest),
-            reporter,
-        )?);
+        let image = index.image(m)?;
+        manifests.push(push(client, &image, &target.by_digest(m.digest), reporter)?);
     }
     let (reference, shown) = match (target.tag(), target.digest()) {
         (_, Some(d)) => (d.to_string(), format!("@{d}")),
         (Some(t), None) => (t.to_string(), format!(":{t}")),
         (None, None) => ("latest".to_string(), ":latest".to_string()),
     };
-    let digest = client.push_manifest(target, &reference, &bytes, MEDIA_TYPE_INDEX)?;
+    let digest = client.push_manifest(target, &reference, index.bytes(), index.media_type())?;
     let repo = format!("{}/{}", target.registry(), target.repository());
     let pushed = if target.digest().is_some() {
         format!("{repo}{shown}")
@@ -113,15 +108,15 @@ pub fn push_index(
     })
 }
 
-/// Push the image whose manifest is `manifest` (all blobs readable from `blobs`) to `target`
-/// (its tag, or its digest when it has no tag). Uploads and retries go to `reporter`.
+/// Push `image` (its blobs in its store) to `target` (its tag, or its digest when it has no
+/// tag). Uploads and retries go to `reporter`.
 pub fn push(
     client: &Client,
-    blobs: &Store,
-    manifest: &Descriptor,
+    image: &StoreImage,
     target: &Reference,
     reporter: &dyn Reporter,
 ) -> Result<PushReport, PushError> {
+    let manifest = image.stored_manifest();
     if let Some(named) = target.digest().filter(|d| *d != manifest.digest) {
         return Err(PushError::DigestMismatch {
             target: target.to_string(),
@@ -129,14 +124,14 @@ pub fn push(
             manifest: manifest.digest,
         });
     }
-    let (bytes, head) = read_head(blobs, manifest)?;
+    let blobs = image.store();
     // A base on the same registry can be mounted instead of uploaded; a layer the store does
     // not have came from a shared cache (a lazy hit): mounted from there (or, on another
     // registry, downloaded from it and uploaded).
-    let (mount_from, cache_from) = mount_sources(&head, blobs, target);
+    let (mount_from, cache_from) = mount_sources(image, target);
     let mut report = Vec::new();
     let mut uploaded_bytes = 0;
-    for d in head.layers.iter().chain(std::iter::once(&head.config)) {
+    for d in image.blobs() {
         let from = blob_source(blobs, &d.digest, mount_from.as_ref(), cache_from.as_ref());
         let r = client.push_blob(target, &d.digest, d.size, blobs, from, reporter)?;
         let result = match r {
@@ -154,14 +149,15 @@ pub fn push(
             result,
         });
     }
-    let media_type = head
-        .media_type
-        .unwrap_or_else(|| manifest.media_type.clone());
     let tag = target
         .tag()
         .map(str::to_string)
         .unwrap_or_else(|| manifest.digest.to_string());
-    let digest = client.push_manifest(target, &tag, &bytes, &media_type)?;
+    let media_type = manifest
+        .media_type
+        .as_deref()
+        .unwrap_or(MEDIA_TYPE_MANIFEST);
+    let digest = client.push_manifest(target, &tag, &manifest.bytes, media_type)?;
     let name = format!("{}/{}", target.registry(), target.repository());
     Ok(PushReport {
         pushed: format!("{name}:{tag}@{digest}"),
@@ -202,20 +198,20 @@ pub struct PushPlan {
     pub refused: Option<String>,
 }
 
-/// What [`push`] of the image `manifest` (blobs in `blobs`) to `target` would do, asked of the
-/// registry (HEAD requests only): each blob existing there, mounted from the repository
-/// [`push`] mounts it from, or uploaded, with the bytes it will upload.
+/// What [`push`] of `image` to `target` would do, asked of the registry (HEAD requests
+/// only): each blob existing there, mounted from the repository [`push`] mounts it from, or
+/// uploaded, with the bytes it will upload.
 pub fn plan(
     client: &Client,
-    blobs: &Store,
-    manifest: &Descriptor,
+    image: &StoreImage,
     target: &Reference,
 ) -> Result<PushPlan, PushError> {
-    let (_, head) = read_head(blobs, manifest)?;
-    let (mount_from, cache_from) = mount_sources(&head, blobs, target);
+    let blobs = image.store();
+    let manifest = image.stored_manifest();
+    let (mount_from, cache_from) = mount_sources(image, target);
     let mut planned = Vec::new();
     let mut upload_bytes = 0;
-    for d in head.layers.iter().chain(std::iter::once(&head.config)) {
+    for d in image.blobs() {
         let from = blob_source(blobs, &d.digest, mount_from.as_ref(), cache_from.as_ref());
         // A blob the build will put into the cache repository (a plan's dry run) is there by
         // the time the push asks.
@@ -268,29 +264,17 @@ pub fn plan(
     })
 }
 
-/// The manifest's bytes in `blobs`, and what a push reads of it.
-fn read_head(blobs: &Store, manifest: &Descriptor) -> Result<(Vec<u8>, ManifestHead), PushError> {
-    let bytes = blobs.read_blob(&manifest.digest)?;
-    let head = serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
-        digest: manifest.digest,
-        source,
-    })?;
-    Ok((bytes, head))
-}
-
 /// Where [`push`] may mount blobs from: a base on the same registry (its `base.name`
 /// annotation), and the shared cache a lazy hit's blob is in.
-fn mount_sources(
-    head: &ManifestHead,
-    blobs: &Store,
-    target: &Reference,
-) -> (Option<Reference>, Option<Reference>) {
-    let base = head
+fn mount_sources(image: &StoreImage, target: &Reference) -> (Option<Reference>, Option<Reference>) {
+    let base = image
+        .stored_manifest()
         .annotations
         .get(annotations::BASE_NAME)
         .and_then(|n| n.parse::<Reference>().ok())
         .filter(|b| b.registry() == target.registry() && b.repository() != target.repository());
-    let cache = blobs
+    let cache = image
+        .store()
         .remote_mount_source()
         .and_then(|s| s.parse::<Reference>().ok());
     (base, cache)

@@ -97,6 +97,13 @@ pub struct LayerInfo {
     pub blob: LayerBlob,
 }
 
+/// A blob an image names: its digest and size.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BlobRef {
+    pub digest: Digest,
+    pub size: u64,
+}
+
 /// Where a layer's blob is, in its transport.
 #[derive(Clone, Debug)]
 pub enum LayerBlob {
@@ -121,6 +128,24 @@ pub trait ImageSource: Sync {
     /// from the blob's first bytes, so a docker-archive's layers need no media type.
     fn open_layer(&self, i: usize) -> Result<Box<dyn Read + Send>, SourceError> {
         Ok(decompress(self.open_raw(i)?)?)
+    }
+
+    /// The blobs a copy by digest sends (a push, a mirror): the layers, then the config. A
+    /// layer with no digest (a docker-archive's, stored decompressed) is not one of them.
+    fn blobs(&self) -> Vec<BlobRef> {
+        let layers = self.layers().iter().filter_map(|l| {
+            Some(BlobRef {
+                digest: l.digest?,
+                size: l.size?,
+            })
+        });
+        let config = self.config();
+        layers
+            .chain(std::iter::once(BlobRef {
+                digest: config.digest,
+                size: config.bytes.len() as u64,
+            }))
+            .collect()
     }
 
     /// The layer's digest or member name, for messages.
@@ -238,7 +263,16 @@ pub fn resolve(
             size: config_desc.size,
         },
     )?;
-    let config = config_doc(name, config_desc.digest, config_bytes)?;
+    // An artifact's config (an `oras` push's, say) need not be JSON: kept as bytes only.
+    let config = if config_desc.media_type.contains("json") {
+        config_doc(name, config_desc.digest, config_bytes)?
+    } else {
+        ConfigDoc {
+            digest: config_desc.digest,
+            bytes: config_bytes,
+            json: serde_json::Value::Null,
+        }
+    };
     let diff_ids = diff_ids(&config.json);
     let layers = manifest
         .layers
@@ -257,13 +291,32 @@ pub fn resolve(
         manifest: ManifestDoc {
             digest,
             bytes,
-            media_type: manifest.media_type,
+            // Absent in the document: what its config says it is (as registries infer it).
+            media_type: Some(
+                manifest
+                    .media_type
+                    .unwrap_or_else(|| manifest_type_for(&config_desc.media_type).to_string()),
+            ),
             annotations: manifest.annotations,
         },
         config,
         layers,
     })
 }
+
+/// The manifest media type that goes with a config of `config_media_type`: Docker's schema 2
+/// for Docker's image config, else OCI's.
+pub fn manifest_type_for(config_media_type: &str) -> &'static str {
+    if config_media_type == DOCKER_CONFIG {
+        DOCKER_MANIFEST
+    } else {
+        super::MEDIA_TYPE_MANIFEST
+    }
+}
+
+/// Docker's image config and manifest media types (schema 2).
+const DOCKER_CONFIG: &str = "application/vnd.docker.container.image.v1+json";
+const DOCKER_MANIFEST: &str = "application/vnd.docker.distribution.manifest.v2+json";
 
 /// The config document: its bytes parsed.
 pub fn config_doc(name: &str, digest: Digest, bytes: Vec<u8>) -> Result<ConfigDoc, SourceError> {
