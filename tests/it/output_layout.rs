@@ -578,3 +578,46 @@ fn a_file_rewritten_while_it_is_read_is_never_cached() {
         "a layer of other bytes than the file's"
     );
 }
+
+/// A crafted `index.json` (a digest that is a path, `../` out of `blobs/sha256/`) makes `push`
+/// and `mirror` stop at the layout, naming the digest, before any registry is asked: neither
+/// reads a file outside the layout.
+#[test]
+fn push_and_mirror_refuse_a_layout_whose_index_names_a_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let layout = dir.path().join("img.oci");
+    fs::create_dir_all(layout.join("blobs/sha256")).unwrap();
+    fs::write(
+        layout.join("oci-layout"),
+        r#"{"imageLayoutVersion":"1.0.0"}"#,
+    )
+    .unwrap();
+    fs::write(dir.path().join("secret"), b"{}").unwrap();
+    fs::write(
+        layout.join("index.json"),
+        r#"{"schemaVersion":2,"manifests":[{"mediaType":"application/vnd.oci.image.manifest.v1+json","digest":"sha256:../../../secret","size":2,"annotations":{"org.opencontainers.image.ref.name":"t"}}]}"#,
+    )
+    .unwrap();
+    let cache = dir.path().join("cache");
+    // Port 9 (discard): nothing there; neither command may get as far as asking.
+    for args in [
+        vec!["push", layout.to_str().unwrap(), "127.0.0.1:9/x/y:t"],
+        vec!["mirror", layout.to_str().unwrap(), "--to", "127.0.0.1:9/x"],
+    ] {
+        let out = common::ocibuild()
+            .env("OCIBUILD_CACHE", &cache)
+            .args(&args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            err.contains("bad digest `sha256:../../../secret`"),
+            "{args:?}: {err}"
+        );
+        assert!(
+            !err.contains("127.0.0.1:9"),
+            "{args:?} asked the registry: {err}"
+        );
+    }
+}

@@ -13,10 +13,15 @@
 //! layout's blobs through [`Store::view`]); its blobs go byte for byte by digest from that
 //! store, as [`crate::push`] sends them. Indexes, signatures and referrers go by digest.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
 use crate::digest::Digest;
+
 use crate::image::source::{ImageSource, SourceError};
+use crate::image::{annotations, Descriptor, MEDIA_TYPE_INDEX};
+use crate::output::{Layout, ReadError};
 use crate::progress::Reporter;
 use crate::registry::client::BlobPush;
 use crate::registry::{Client, Reference, ReferenceError, RegistryError};
@@ -35,6 +40,10 @@ pub enum MirrorError {
         target: String,
         source: ReferenceError,
     },
+    #[error(transparent)]
+    Layout(#[from] ReadError),
+    #[error("OCI layout {}: {problem}", dir.display())]
+    BadLayout { dir: PathBuf, problem: String },
     #[error("{image}: manifest {digest} is not an image manifest: {problem}")]
     BadManifest {
         image: String,
@@ -320,69 +329,65 @@ fn copy_attached(
     Ok(report)
 }
 
-/// The images of an OCI layout (`index.json` at `dir`), optionally only the one tagged `tag`:
-/// named by their `io.containerd.image.name` annotation, else `ref.name` under `fallback`.
+/// The images of an OCI layout (`index.json` at `dir`, read by [`Layout`]: bounded, each
+/// digest checked before it becomes a path), optionally only the one tagged `tag`: named by
+/// their `io.containerd.image.name` annotation, else `ref.name` under `fallback`.
 pub fn layout_images(
     dir: &std::path::Path,
     tag: Option<&str>,
     fallback: &str,
 ) -> Result<Vec<Image>, MirrorError> {
-    let bad = |problem: String| MirrorError::BadManifest {
-        image: dir.display().to_string(),
-        digest: Digest::of(b""),
+    let layout = Layout::open(dir)?;
+    let bad = |problem: String| MirrorError::BadLayout {
+        dir: dir.to_path_buf(),
         problem,
     };
-    let bytes = fs_err::read(dir.join("index.json")).map_err(StoreError::from)?;
-    let ix: crate::image::Index =
-        serde_json::from_slice(&bytes).map_err(|e| bad(format!("index.json: {e}")))?;
-    let mut out = Vec::new();
+    let entries = layout
+        .index()
+        .manifests
+        .iter()
+        .map(|e| layout.descriptor(e))
+        .collect::<Result<Vec<Descriptor>, _>>()?;
     // Signatures and referrers go with their image, not as images of their own (cosign's
     // `.att` manifest too: pushing the referrers makes it again, the same bytes); an artifact
     // of no image in the index (one `oras` put there) is copied like an image.
     // An image index's platform manifests count: their signatures and referrers go too.
     let mut image_digests: Vec<Digest> = Vec::new();
-    for d in ix.manifests.iter().filter(|d| d.artifact_type.is_none()) {
+    for d in entries.iter().filter(|d| d.artifact_type.is_none()) {
         image_digests.push(d.digest);
-        if d.media_type == crate::image::MEDIA_TYPE_INDEX {
-            if let Ok(b) = fs_err::read(dir.join("blobs").join("sha256").join(d.digest.hex())) {
-                if let Ok(nested) = serde_json::from_slice::<crate::image::Index>(&b) {
-                    image_digests.extend(nested.manifests.iter().map(|m| m.digest));
-                }
+        if d.media_type == MEDIA_TYPE_INDEX {
+            if let Ok(nested) = nested_index(&layout, &d.digest) {
+                image_digests.extend(nested.manifests.iter().map(|m| m.digest));
             }
         }
     }
-    let belongs = |e: &crate::image::Descriptor| {
+    let belongs = |e: &Descriptor| {
         e.artifact_type.is_some()
             && image_digests.iter().any(|i| {
-                let tag = e.annotations.get(crate::image::annotations::REF_NAME);
+                let tag = e.annotations.get(annotations::REF_NAME);
                 tag == Some(&crate::push::signature_tag(i))
                     || tag == Some(&crate::sign::cosign::attestation_tag(i))
-                    || subject_of(dir, &e.digest) == Some(*i)
+                    || subject_of(&layout, &e.digest) == Some(*i)
             })
     };
-    let (extras, images): (Vec<_>, Vec<_>) = ix.manifests.iter().partition(|d| belongs(d));
+    let (extras, images): (Vec<_>, Vec<_>) = entries.iter().partition(|d| belongs(d));
+    let mut out = Vec::new();
     for d in images {
-        let ref_name = d
-            .annotations
-            .get(crate::image::annotations::REF_NAME)
-            .cloned();
+        let ref_name = d.annotations.get(annotations::REF_NAME).cloned();
         if tag.is_some() && ref_name.as_deref() != tag {
             continue;
         }
         let name = d
             .annotations
-            .get(crate::image::annotations::CONTAINERD_NAME)
+            .get(annotations::CONTAINERD_NAME)
             .cloned()
             .unwrap_or_else(|| match &ref_name {
                 Some(t) => format!("{fallback}:{t}"),
                 None => fallback.to_string(),
             });
         // A multi-platform image: its index, with every platform's manifest.
-        let (manifest, index, others) = if d.media_type == crate::image::MEDIA_TYPE_INDEX {
-            let path = dir.join("blobs").join("sha256").join(d.digest.hex());
-            let ix_bytes = fs_err::read(&path).map_err(StoreError::from)?;
-            let nested: crate::image::Index = serde_json::from_slice(&ix_bytes)
-                .map_err(|e| bad(format!("{name}: its index: {e}")))?;
+        let (manifest, index, others) = if d.media_type == MEDIA_TYPE_INDEX {
+            let nested = nested_index(&layout, &d.digest)?;
             let mut digests = nested.manifests.iter().map(|m| m.digest);
             let first = digests
                 .next()
@@ -404,11 +409,13 @@ pub fn layout_images(
             let sig_tag = crate::push::signature_tag(&m);
             let signature = extras
                 .iter()
-                .find(|e| e.annotations.get(crate::image::annotations::REF_NAME) == Some(&sig_tag))
+                .find(|e| e.annotations.get(annotations::REF_NAME) == Some(&sig_tag))
                 .map(|e| e.digest);
             let referrers = extras
                 .iter()
-                .filter(|e| Some(e.digest) != signature && subject_of(dir, &e.digest) == Some(m))
+                .filter(|e| {
+                    Some(e.digest) != signature && subject_of(&layout, &e.digest) == Some(m)
+                })
                 .map(|e| (*e).clone())
                 .collect();
             Attached {
@@ -437,11 +444,14 @@ pub fn layout_images(
     Ok(out)
 }
 
-/// The `subject` of the manifest `digest` in the layout at `dir`, if it has one.
-fn subject_of(dir: &std::path::Path, digest: &Digest) -> Option<Digest> {
-    let path = dir.join("blobs").join("sha256").join(digest.hex());
-    let bytes = fs_err::read(path).ok()?;
-    let m: crate::image::Manifest = serde_json::from_slice(&bytes).ok()?;
+/// The image index `digest` of `layout`.
+fn nested_index(layout: &Layout, digest: &Digest) -> Result<crate::image::Index, ReadError> {
+    layout.read_json(&digest.to_string())
+}
+
+/// The `subject` of the manifest `digest` in `layout`, if it has one.
+fn subject_of(layout: &Layout, digest: &Digest) -> Option<Digest> {
+    let m: crate::image::Manifest = layout.read_json(&digest.to_string()).ok()?;
     m.subject.map(|s| s.digest)
 }
 
