@@ -80,6 +80,8 @@ mod script_effects;
 mod sdists;
 mod shell_essential;
 mod signing;
+mod signing_faults;
+mod signing_mirror;
 mod steps;
 mod store;
 mod test_stage_cli;

@@ -1,19 +1,23 @@
 //! Signatures and signed attestations, checked by tools that are not ocibuild: skopeo's
-//! `sigstoreSigned` policy (containers/image, as podman and CRI-O use it) against a real
-//! docker-registry, and openssl over DSSE's pre-authentication encoding. Keys come from
-//! openssl; the faults (a changed signature, a signature moved to another image, a wrong key,
-//! an unsigned image under the signed tag, keys ocibuild does not take) are made by the test.
+//! `sigstoreSigned` policy (containers/image, as podman and CRI-O use it) and cosign against a
+//! real docker-registry, openssl over DSSE's pre-authentication encoding, and ocibuild's own
+//! `verify-signature` (with the release key, another key, an auditor's key). Keys come from
+//! openssl. One registry and one signed push ([`signed`]) serve the tests here and the faults
+//! in signing_faults.rs; keys ocibuild does not take are refused before anything is built.
+//! The helpers (keys, the app, skopeo's policy, the grid's rows) serve the other signing files.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Output};
+use std::sync::OnceLock;
 
 use base64::Engine as _;
 use fs_err as fs;
 
-use crate::common::registry::{auth_file, start_registry, PASS, USER};
+use crate::common::context::TestContext;
+use crate::common::registry::{PASS, USER};
 use crate::common::{ocibuild, run, run_ok, stdout, tempdir};
 
-fn stderr(o: &std::process::Output) -> String {
+fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
@@ -68,7 +72,7 @@ pub(crate) fn skopeo_accepts(
 }
 
 /// [`skopeo_accepts`] with one policy for several scopes, each with its `signedIdentity`.
-fn skopeo_policy_accepts(
+pub(crate) fn skopeo_policy_accepts(
     dir: &Path,
     registries: &[&str],
     scopes: &[(&str, serde_json::Value)],
@@ -155,8 +159,8 @@ pub(crate) fn verified_by(out: &str, item: &str, platform: &str, key_file: &str)
             .is_some_and(|r| r[3].starts_with(&format!("{key_file} (")))
 }
 
-const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
-const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
+pub(crate) const IMAGE_MANIFEST: &str = "application/vnd.oci.image.manifest.v1+json";
+pub(crate) const IMAGE_INDEX: &str = "application/vnd.oci.image.index.v1+json";
 
 /// A manifest GET (`put` None) or PUT of `(bytes, media type)` on the test registry (python3's
 /// urllib, Basic auth): the faults a test makes by hand. Returns what a GET read.
@@ -198,51 +202,171 @@ sys.stdout.buffer.write(urllib.request.urlopen(req).read())
     o.stdout
 }
 
-#[test]
-fn signatures_verify_with_skopeo_and_openssl() {
-    if !crate::common::require_tools_all(&["docker-registry", "openssl", "python3"])
-        || !crate::common::require_sigstore_tools(&["skopeo-sigstore", "cosign"])
-    {
-        return;
-    }
-    let t = tempdir();
-    let (key, public) = keypair(t.path(), "release");
-    let (_, other_public) = keypair(t.path(), "other");
-    let reg = start_registry(None);
-    let auth = auth_file(t.path(), &reg.addr, PASS);
-    let cache = t.path().join("cache");
-    let with_env = |c: &mut Command| {
-        c.env("OCIBUILD_CACHE", &cache)
-            .env("REGISTRY_AUTH_FILE", &auth)
-            .env_remove("OCIBUILD_REGISTRIES")
-            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
-    };
-    let image = format!("{}/sig/app:1", reg.addr);
-    let layout = t.path().join("img");
-    let r = app(&t.path().join("a"), "signed\n");
-    let mut build = ocibuild();
-    with_env(&mut build);
-    build.args(["build", "--attach", "--sign-key"]).arg(&key);
-    build.args(["--push", &image, "-o"]).arg(&layout).arg(&r);
-    let o = run_ok(&mut build);
-    let out = stdout(&o);
-    assert!(out.contains(&format!("as {image} (")), "{out}");
+/// The shared set-up of this file's registry tests and of signing_faults.rs: one
+/// docker-registry, the release, other and auditor keys and the small app's recipe; then,
+/// each made once by the first test that asks, the app built with `--attach --sign-key` and
+/// pushed as `sig/app:1` ([`Signed::pushed`]: the image the tests read and never change), and
+/// pushed again as `sig/audited:1`, to which an auditor's `verify --attest` attached a signed
+/// verification summary ([`Signed::audited`]). A test that changes what the registry holds
+/// pushes a repository of its own ([`Signed::push_signed`]).
+pub(crate) struct Signed {
+    pub cx: TestContext,
+    pub key: PathBuf,
+    pub public: PathBuf,
+    pub other_public: PathBuf,
+    auditor: PathBuf,
+    auditor_public: PathBuf,
+    /// The app's recipe (`signed\n` in its file).
+    recipe: PathBuf,
+    /// A DOCKER_CONFIG directory with the registry's login, for cosign.
+    docker_config: PathBuf,
+    pushed: OnceLock<Pushed>,
+    audited: OnceLock<Audited>,
+}
 
-    // 1. skopeo's policy accepts it with the key, refuses it with another.
-    let scope = format!("{}/sig", reg.addr);
-    let (ok, why) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
-    assert!(ok, "refused with the signing key: {why}");
-    let (ok, why) = skopeo_accepts(t.path(), &reg.addr, &scope, &other_public, &image);
-    assert!(!ok, "accepted with another key");
-    assert!(why.contains("signature"), "{why}");
+/// The app, signed and pushed as `ADDR/sig/app:1`.
+struct Pushed {
+    image: String,
+    /// The OCI layout the build wrote, and what the build printed.
+    layout: PathBuf,
+    build_out: String,
+}
 
-    // cosign, the format's reference implementation, agrees (no transparency log: a key).
-    let docker_config = t.path().join("docker");
+/// The app, signed and pushed as `ADDR/sig/audited:1`, then audited.
+struct Audited {
+    image: String,
+    /// What the auditor's `verify --attest` printed.
+    out: String,
+}
+
+/// docker-registry, openssl, python3, skopeo-sigstore and cosign: whether this machine has
+/// them (a test without prints SKIPPED).
+pub(crate) fn signing_tools() -> bool {
+    crate::common::require_tools_all(&["docker-registry", "openssl", "python3"])
+        && crate::common::require_sigstore_tools(&["skopeo-sigstore", "cosign"])
+}
+
+/// [`Signed`], made once; `None` (the test says SKIPPED) without [`signing_tools`].
+pub(crate) fn signed() -> Option<&'static Signed> {
+    static SIGNED: OnceLock<Signed> = OnceLock::new();
+    signing_tools().then(|| SIGNED.get_or_init(make_signed))
+}
+
+fn make_signed() -> Signed {
+    let cx = TestContext::with_registry().shared();
+    let (key, public) = keypair(cx.path(), "release");
+    let (_, other_public) = keypair(cx.path(), "other");
+    let (auditor, auditor_public) = keypair(cx.path(), "auditor");
+    let docker_config = cx.join("docker");
     fs::create_dir_all(&docker_config).unwrap();
-    fs::copy(&auth, docker_config.join("config.json")).unwrap();
-    let cosign = |public: &Path| {
+    fs::copy(cx.auth_file(), docker_config.join("config.json")).unwrap();
+    Signed {
+        recipe: app(&cx.join("a"), "signed\n"),
+        cx,
+        key,
+        public,
+        other_public,
+        auditor,
+        auditor_public,
+        docker_config,
+        pushed: OnceLock::new(),
+        audited: OnceLock::new(),
+    }
+}
+
+/// The digest of the first image an OCI layout lists.
+pub(crate) fn layout_digest(layout: &Path) -> String {
+    let index: serde_json::Value =
+        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
+    index["manifests"][0]["digest"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+impl Signed {
+    /// `127.0.0.1:PORT` of the registry.
+    pub fn addr(&self) -> &str {
+        self.cx.registry_addr()
+    }
+
+    /// `ADDR/sig/app:1`, pushed once.
+    fn pushed(&self) -> &Pushed {
+        self.pushed.get_or_init(|| {
+            let image = format!("{}/sig/app:1", self.addr());
+            let layout = self.cx.join("img");
+            let (o, _) = self.build_signed(&image, &layout);
+            Pushed {
+                image,
+                layout,
+                build_out: stdout(&o),
+            }
+        })
+    }
+
+    /// `ADDR/sig/audited:1`, pushed and audited once. The auditor's signature on the
+    /// reproducibility: a bit-identical rebuild attaches a signed SLSA verification summary,
+    /// with a key of the auditor's own.
+    fn audited(&self) -> &Audited {
+        self.audited.get_or_init(|| {
+            let (image, _) = self.push_signed("sig/audited");
+            let o = run_ok(
+                self.cx
+                    .ocibuild()
+                    .arg("verify")
+                    .arg(&self.recipe)
+                    .args([
+                        "--against",
+                        &format!("docker://{image}"),
+                        "--attest",
+                        "--sign-key",
+                    ])
+                    .arg(&self.auditor),
+            );
+            Audited {
+                image,
+                out: stdout(&o),
+            }
+        })
+    }
+
+    /// `build --attach --sign-key` (the release key) of the app, pushed as `image`, written
+    /// to `layout`: what it printed, and the image's digest.
+    fn build_signed(&self, image: &str, layout: &Path) -> (Output, String) {
+        let o = run_ok(
+            self.cx
+                .ocibuild()
+                .args(["build", "--attach", "--sign-key"])
+                .arg(&self.key)
+                .args(["--push", image, "-o"])
+                .arg(layout)
+                .arg(&self.recipe),
+        );
+        (o, layout_digest(layout))
+    }
+
+    /// The app signed and pushed as `ADDR/REPO:1`, its layout under `out/REPO`: a repository
+    /// a test may change. Returns the image's name and digest.
+    pub fn push_signed(&self, repo: &str) -> (String, String) {
+        let image = format!("{}/{repo}:1", self.addr());
+        let (_, digest) = self.build_signed(&image, &self.cx.join("out").join(repo));
+        (image, digest)
+    }
+
+    /// `ocibuild verify-signature IMAGE` with a `--key` for each of `keys`.
+    pub fn verify(&self, image: &str, keys: &[&Path]) -> Output {
+        let mut c = self.cx.ocibuild();
+        c.args(["verify-signature", image]);
+        for k in keys {
+            c.arg("--key").arg(k);
+        }
+        run(&mut c)
+    }
+
+    /// `cosign verify --key PUBLIC IMAGE` (no transparency log: a key).
+    fn cosign_verify(&self, public: &Path, image: &str) -> Output {
         run(Command::new("cosign")
-            .env("DOCKER_CONFIG", &docker_config)
+            .env("DOCKER_CONFIG", &self.docker_config)
             .args([
                 "verify",
                 "--insecure-ignore-tlog=true",
@@ -250,32 +374,75 @@ fn signatures_verify_with_skopeo_and_openssl() {
             ])
             .arg("--key")
             .arg(public)
-            .arg(&image))
+            .arg(image))
+    }
+
+    /// [`skopeo_accepts`] for `image` (a repository under `ADDR/sig`, the policy's scope)
+    /// with `public`; its files in `dir`.
+    pub fn skopeo_accepts(&self, dir: &Path, public: &Path, image: &str) -> (bool, String) {
+        let scope = format!("{}/sig", self.addr());
+        skopeo_accepts(dir, self.addr(), &scope, public, image)
+    }
+}
+
+#[test]
+fn a_signed_push_names_the_image_it_pushed() {
+    let Some(s) = signed() else {
+        return;
     };
-    let o = cosign(&public);
+    assert!(
+        s.pushed()
+            .build_out
+            .contains(&format!("as {} (", s.pushed().image)),
+        "{}",
+        s.pushed().build_out
+    );
+}
+
+#[test]
+fn skopeo_accepts_the_signature_with_the_signing_key_only() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let t = tempdir();
+    let (ok, why) = s.skopeo_accepts(t.path(), &s.public, &s.pushed().image);
+    assert!(ok, "refused with the signing key: {why}");
+    let (ok, why) = s.skopeo_accepts(t.path(), &s.other_public, &s.pushed().image);
+    assert!(!ok, "accepted with another key");
+    assert!(why.contains("signature"), "{why}");
+}
+
+/// cosign, the format's reference implementation, agrees with skopeo.
+#[test]
+fn cosign_verifies_the_signature_with_the_signing_key_only() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let o = s.cosign_verify(&s.public, &s.pushed().image);
     assert!(o.status.success(), "cosign: {}{}", stdout(&o), stderr(&o));
     assert!(
-        stdout(&o).contains(&format!("\"docker-reference\":\"{image}\"")),
+        stdout(&o).contains(&format!("\"docker-reference\":\"{}\"", s.pushed().image)),
         "{}",
         stdout(&o)
     );
     assert!(
-        !cosign(&other_public).status.success(),
+        !s.cosign_verify(&s.other_public, &s.pushed().image)
+            .status
+            .success(),
         "cosign accepted another key"
     );
+}
 
-    // ocibuild's own check: the signature and the three attestations.
-    let verify = |image: &str, public: &Path| {
-        let mut c = ocibuild();
-        with_env(&mut c);
-        c.args(["verify-signature", image, "--key"]).arg(public);
-        run(&mut c)
+/// ocibuild's own check: the signature and the three attestations each verified by the
+/// release key; the same documents attached unsigned are shown as such, never as verified.
+#[test]
+fn verify_signature_verifies_the_signature_and_attestations_by_the_key() {
+    let Some(s) = signed() else {
+        return;
     };
-    let o = verify(&image, &public);
+    let o = s.verify(&s.pushed().image, &[&s.public]);
     let out = stdout(&o);
     assert!(o.status.success(), "{out}{}", stderr(&o));
-    // The grid: each item verified by the release key; the same documents attached
-    // unsigned are shown as such, never as verified.
     for item in [
         "signature",
         "SPDX SBOM",
@@ -289,7 +456,14 @@ fn signatures_verify_with_skopeo_and_openssl() {
         assert_eq!(r[3], "-", "{out}");
         assert!(r[4].contains("not verified"), "{out}");
     }
-    let o = verify(&image, &other_public);
+}
+
+#[test]
+fn verify_signature_with_another_key_fails_the_signature_and_the_attestations() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let o = s.verify(&s.pushed().image, &[&s.other_public]);
     assert!(!o.status.success());
     let out = stdout(&o);
     assert!(
@@ -299,12 +473,24 @@ fn signatures_verify_with_skopeo_and_openssl() {
                 && r[4].ends_with("the envelope's signature does not verify with this key")),
         "{out}"
     );
-    // --json: the same grid, structured.
-    let mut c = ocibuild();
-    with_env(&mut c);
-    c.args(["verify-signature", "--json", &image, "--key"])
-        .arg(&public);
-    let v: serde_json::Value = serde_json::from_slice(&run(&mut c).stdout).unwrap();
+}
+
+/// `--json`: the same grid, structured; the key's id is the sha256 of its SPKI DER, as
+/// openssl writes it.
+#[test]
+fn verify_signature_json_names_the_key_by_its_spki_digest() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let v: serde_json::Value = serde_json::from_slice(
+        &run(s
+            .cx
+            .ocibuild()
+            .args(["verify-signature", "--json", &s.pushed().image, "--key"])
+            .arg(&s.public))
+        .stdout,
+    )
+    .unwrap();
     assert_eq!(v["verified"], true, "{v:#}");
     let findings = v["findings"].as_array().unwrap();
     let spdx = findings
@@ -315,11 +501,10 @@ fn signatures_verify_with_skopeo_and_openssl() {
         spdx["key"].as_str().unwrap().ends_with("release.pub"),
         "{spdx:#}"
     );
-    // The key's id is the sha256 of its SPKI DER, as openssl writes it.
     let der = run_ok(
         Command::new("openssl")
             .args(["pkey", "-pubin", "-outform", "DER", "-in"])
-            .arg(&public),
+            .arg(&s.public),
     )
     .stdout;
     let sha = {
@@ -332,31 +517,30 @@ fn signatures_verify_with_skopeo_and_openssl() {
         .iter()
         .filter(|f| f["status"] == "unsigned")
         .all(|f| f["ok"] == false && f["key"].is_null()));
+}
 
-    // The auditor's signature on the reproducibility: a bit-identical rebuild attaches a
-    // signed SLSA verification summary, which verify-signature then checks with the rest.
-    // The auditor has a key of their own; verifying with the release key alone names the
-    // summary as not verifying, with both keys everything verifies.
-    let (auditor, auditor_public) = keypair(t.path(), "auditor");
-    let mut audit = ocibuild();
-    with_env(&mut audit);
-    audit
-        .arg("verify")
-        .arg(&r)
-        .args([
-            "--against",
-            &format!("docker://{image}"),
-            "--attest",
-            "--sign-key",
-        ])
-        .arg(&auditor);
-    let o = run_ok(&mut audit);
+#[test]
+fn verify_attest_with_a_key_attaches_a_signed_verification_summary() {
+    let Some(s) = signed() else {
+        return;
+    };
     assert!(
-        stdout(&o).contains("(SLSA verification summary, signed)"),
+        s.audited()
+            .out
+            .contains("(SLSA verification summary, signed)"),
         "{}",
-        stdout(&o)
+        s.audited().out
     );
-    let o = verify(&image, &public);
+}
+
+/// The auditor has a key of their own: verifying with the release key alone names the
+/// summary as not verifying.
+#[test]
+fn an_auditors_summary_does_not_verify_with_the_release_key() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let o = s.verify(&s.audited().image, &[&s.public]);
     assert!(
         !o.status.success()
             && row(&stdout(&o), "SLSA verification summary", "-", "FAILED")
@@ -364,13 +548,14 @@ fn signatures_verify_with_skopeo_and_openssl() {
         "{}",
         stdout(&o)
     );
-    let mut both = ocibuild();
-    with_env(&mut both);
-    both.args(["verify-signature", &image, "--key"])
-        .arg(&public)
-        .arg("--key")
-        .arg(&auditor_public);
-    let o = run(&mut both);
+}
+
+#[test]
+fn with_the_release_and_the_auditors_keys_everything_verifies() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let o = s.verify(&s.audited().image, &[&s.public, &s.auditor_public]);
     assert!(
         o.status.success()
             && verified_by(&stdout(&o), "SLSA verification summary", "-", "auditor.pub")
@@ -379,15 +564,30 @@ fn signatures_verify_with_skopeo_and_openssl() {
         stdout(&o),
         stderr(&o)
     );
+}
 
-    // Signing again gives the same bytes: the signature is there already.
-    let mut sign = ocibuild();
-    with_env(&mut sign);
-    sign.args(["sign", &image, "--key"]).arg(&key);
-    let o = run_ok(&mut sign);
+/// Signing again gives the same bytes: the signature is there already.
+#[test]
+fn signing_a_signed_image_again_finds_the_signature_there() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let o = run_ok(
+        s.cx.ocibuild()
+            .args(["sign", &s.pushed().image, "--key"])
+            .arg(&s.key),
+    );
     assert!(stdout(&o).contains(", already there)"), "{}", stdout(&o));
+}
 
-    // 2. The DSSE envelopes verify with openssl over the PAE; a changed payload byte fails.
+/// The DSSE envelopes verify with openssl over the PAE; a changed payload byte fails.
+#[test]
+fn the_dsse_envelopes_verify_with_openssl_over_the_pae() {
+    let Some(s) = signed() else {
+        return;
+    };
+    let t = tempdir();
+    let layout = &s.pushed().layout;
     let index: serde_json::Value =
         serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
     let blob = |d: &str| fs::read(layout.join("blobs/sha256").join(&d["sha256:".len()..])).unwrap();
@@ -420,7 +620,7 @@ fn signatures_verify_with_skopeo_and_openssl() {
             fs::write(&pae, bytes).unwrap();
             run(Command::new("openssl")
                 .args(["dgst", "-sha256", "-verify"])
-                .arg(&public)
+                .arg(&s.public)
                 .arg("-signature")
                 .arg(&sig_file)
                 .arg(&pae))
@@ -438,110 +638,6 @@ fn signatures_verify_with_skopeo_and_openssl() {
             "a changed payload still verifies"
         );
     }
-
-    // 4. Faults. A signature whose bytes changed:
-    let digest = index["manifests"][0]["digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let sig_tag = format!("sha256-{}.sig", &digest["sha256:".len()..]);
-    let original = registry_manifest(&reg.addr, "sig/app", &sig_tag, None);
-    let mut m: serde_json::Value = serde_json::from_slice(&original).unwrap();
-    let s = m["layers"][0]["annotations"]["dev.cosignproject.cosign/signature"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let mut raw = b64.decode(&s).unwrap();
-    let n = raw.len();
-    raw[n - 3] ^= 0x10;
-    m["layers"][0]["annotations"]["dev.cosignproject.cosign/signature"] = b64.encode(&raw).into();
-    registry_manifest(
-        &reg.addr,
-        "sig/app",
-        &sig_tag,
-        Some((&serde_json::to_vec(&m).unwrap(), IMAGE_MANIFEST)),
-    );
-    let o = verify(&image, &public);
-    assert!(!o.status.success());
-    assert!(
-        stdout(&o).contains("layer 0: does not verify with this key"),
-        "{}",
-        stdout(&o)
-    );
-    let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
-    assert!(!ok, "skopeo accepted a changed signature");
-    registry_manifest(
-        &reg.addr,
-        "sig/app",
-        &sig_tag,
-        Some((&original, IMAGE_MANIFEST)),
-    );
-
-    // An unsigned image pushed under the signed tag: refused by both.
-    let r2 = app(&t.path().join("b"), "not signed\n");
-    let mut push = ocibuild();
-    with_env(&mut push);
-    push.args(["build", "--push", &image, "-o"])
-        .arg(t.path().join("img2"))
-        .arg(&r2);
-    run_ok(&mut push);
-    let o = verify(&image, &public);
-    assert!(!o.status.success());
-    assert!(
-        row(&stdout(&o), "signature", "-", "MISSING")
-            .is_some_and(|r| r[4].starts_with("missing: no ")),
-        "{}",
-        stdout(&o)
-    );
-    let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
-    assert!(!ok, "skopeo accepted an unsigned image");
-
-    // The first image's signature put under the second's tag: it signs another digest.
-    let index2: serde_json::Value =
-        serde_json::from_slice(&fs::read(t.path().join("img2/index.json")).unwrap()).unwrap();
-    let digest2 = index2["manifests"][0]["digest"].as_str().unwrap();
-    let tag2 = format!("sha256-{}.sig", &digest2["sha256:".len()..]);
-    registry_manifest(
-        &reg.addr,
-        "sig/app",
-        &tag2,
-        Some((&original, IMAGE_MANIFEST)),
-    );
-    let o = verify(&image, &public);
-    assert!(!o.status.success());
-    assert!(
-        stdout(&o).contains(&format!("layer 0: signs {digest}, not this image")),
-        "{}",
-        stdout(&o)
-    );
-    let (ok, _) = skopeo_accepts(t.path(), &reg.addr, &scope, &public, &image);
-    assert!(!ok, "skopeo accepted a signature of another image");
-
-    // The second image signed, but with the first one's attestations (their referrers index
-    // copied under its referrers tag): statements about another image.
-    let mut sign = ocibuild();
-    with_env(&mut sign);
-    sign.args(["sign", &format!("{}/sig/app@{digest2}", reg.addr), "--key"])
-        .arg(&key);
-    run_ok(&mut sign);
-    let first_referrers = format!("sha256-{}", &digest["sha256:".len()..]);
-    let index_bytes = registry_manifest(&reg.addr, "sig/app", &first_referrers, None);
-    let second_referrers = format!("sha256-{}", &digest2["sha256:".len()..]);
-    registry_manifest(
-        &reg.addr,
-        "sig/app",
-        &second_referrers,
-        Some((&index_bytes, IMAGE_INDEX)),
-    );
-    let o = verify(&format!("{}/sig/app@{digest2}", reg.addr), &public);
-    assert!(!o.status.success());
-    assert!(
-        verified_by(&stdout(&o), "signature", "-", "release.pub")
-            && row(&stdout(&o), "SPDX SBOM", "-", "FAILED")
-                .is_some_and(|r| r[4].ends_with(": a statement about another image")),
-        "{}",
-        stdout(&o)
-    );
 }
 
 /// Keys ocibuild does not sign with are refused by name, before anything is built; a key
@@ -628,151 +724,5 @@ fn unsupported_keys_are_refused_and_open_keys_warned_about() {
         stderr(&o).contains("is readable by others (mode 644): `chmod 600` it"),
         "{}",
         stderr(&o)
-    );
-}
-
-/// A key cosign made (its encrypted format, opened with the passphrase from a file) signs; the
-/// layout carries the signature and the attestations, and after `mirror` into a second
-/// registry the same policy file (the mirror's scope remapped to the signed name, as an
-/// air-gapped site writes it) accepts the image there, and `verify-signature` checks it all.
-#[test]
-fn a_cosign_key_signs_and_the_signature_survives_a_mirror() {
-    if !crate::common::require_tool("docker-registry")
-        || !crate::common::require_sigstore_tools(&["skopeo-sigstore", "cosign"])
-    {
-        return;
-    }
-    let t = tempdir();
-    run_ok(
-        Command::new("cosign")
-            .current_dir(t.path())
-            .env("COSIGN_PASSWORD", "correct horse")
-            .args(["generate-key-pair", "--output-key-prefix", "team"]),
-    );
-    let (key, public) = (t.path().join("team.key"), t.path().join("team.pub"));
-    assert!(fs::read_to_string(&key)
-        .unwrap()
-        .contains("ENCRYPTED SIGSTORE PRIVATE KEY"));
-    let pass = t.path().join("pass.txt");
-    fs::write(&pass, "correct horse\n").unwrap();
-    let (a, b) = (start_registry(None), start_registry(None));
-    let auth = crate::common::registry::auth_file_for(t.path(), &[&a.addr, &b.addr], PASS);
-    let cmd = || {
-        let mut c = ocibuild();
-        c.env("OCIBUILD_CACHE", t.path().join("cache"))
-            .env("REGISTRY_AUTH_FILE", &auth)
-            .env_remove("OCIBUILD_REGISTRIES")
-            .env_remove("OCIBUILD_KEY_PASSPHRASE")
-            .env("XDG_CONFIG_HOME", t.path().join("no-config"));
-        c
-    };
-    let r = app(&t.path().join("a"), "mirrored\n");
-    let layout = t.path().join("img");
-    let image = format!("{}/team/app:1", a.addr);
-
-    // Without the passphrase, or with a wrong one: refused before anything is built.
-    let o = run(cmd()
-        .args(["build", "--push", &image, "--sign-key"])
-        .arg(&key)
-        .arg(&r));
-    assert!(
-        stderr(&o).contains("is a cosign key, encrypted: give its passphrase"),
-        "{}",
-        stderr(&o)
-    );
-    let o = run(cmd()
-        .env("OCIBUILD_KEY_PASSPHRASE", "wrong")
-        .args(["build", "--push", &image, "--sign-key"])
-        .arg(&key)
-        .arg(&r));
-    assert!(
-        stderr(&o).contains("does not open with this passphrase"),
-        "{}",
-        stderr(&o)
-    );
-
-    run_ok(
-        cmd()
-            .args(["build", "--attach", "--push", &image, "--sign-key"])
-            .arg(&key)
-            .arg("--passphrase-file")
-            .arg(&pass)
-            .arg("-o")
-            .arg(&layout)
-            .arg(&r),
-    );
-    let index: serde_json::Value =
-        serde_json::from_slice(&fs::read(layout.join("index.json")).unwrap()).unwrap();
-    let digest = index["manifests"][0]["digest"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let tags: Vec<&str> = index["manifests"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["annotations"]["org.opencontainers.image.ref.name"].as_str())
-        .collect();
-    assert!(
-        tags.contains(&format!("sha256-{}.sig", &digest[7..]).as_str()),
-        "{index:#}"
-    );
-
-    // Into the second registry, which never saw the push.
-    let o = run_ok(
-        cmd()
-            .args(["mirror"])
-            .arg(&layout)
-            .args(["--to", &format!("{}/air", b.addr)]),
-    );
-    let out = stdout(&o);
-    assert!(
-        out.contains("  signature ") && out.contains("  referrers tag sha256-"),
-        "{out}"
-    );
-    let mirrored = format!("{}/air/signed@{digest}", b.addr);
-    let policy = [
-        (
-            format!("{}/team", a.addr),
-            serde_json::json!({"type": "matchRepository"}),
-        ),
-        (
-            format!("{}/air", b.addr),
-            serde_json::json!({
-                "type": "remapIdentity",
-                "prefix": format!("{}/air/signed", b.addr),
-                "signedPrefix": format!("{}/team/app", a.addr),
-            }),
-        ),
-    ];
-    let scopes: Vec<(&str, serde_json::Value)> = policy
-        .iter()
-        .map(|(s, v)| (s.as_str(), v.clone()))
-        .collect();
-    let registries = [a.addr.as_str(), b.addr.as_str()];
-    for img in [image.as_str(), mirrored.as_str()] {
-        let (ok, why) = skopeo_policy_accepts(t.path(), &registries, &scopes, &public, img);
-        assert!(ok, "{img}: {why}");
-    }
-    let o = run(cmd()
-        .args(["verify-signature", &mirrored, "--key"])
-        .arg(&public));
-    // Signed as the first registry's repository: named, unless that is what is expected.
-    assert!(!o.status.success());
-    assert!(
-        stdout(&o).contains(&format!("signed as {image}, not as {}/air/signed", b.addr)),
-        "{}",
-        stdout(&o)
-    );
-    let o = run(cmd()
-        .args(["verify-signature", &mirrored, "--key"])
-        .arg(&public)
-        .args(["--signed-identity", &format!("{}/team/app", a.addr)]));
-    let out = stdout(&o);
-    assert!(o.status.success(), "{out}{}", stderr(&o));
-    assert!(
-        row(&out, "signature", "-", "verified").is_some_and(|r| r[4].starts_with("signed as "))
-            && row(&out, "SPDX SBOM", "-", "verified").is_some(),
-        "{out}"
     );
 }
