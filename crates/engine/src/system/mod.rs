@@ -473,11 +473,10 @@ pub fn base_facts_known(store: &Store, base: &BaseImage) -> Result<bool, SystemE
 /// that reads nothing else from the base: cached under its layers' digests, so only the first
 /// build on a base pays for reading it. `None` for a shallow base, whose layers were never
 /// downloaded.
-#[allow(clippy::type_complexity)]
 fn base_libraries(
     store: &Store,
     base: Option<&BaseImage>,
-) -> Result<Option<std::collections::BTreeMap<String, (String, u64)>>, SystemError> {
+) -> Result<Option<wheelset::Libraries>, SystemError> {
     let Some(b) = base else {
         return Ok(Some(Default::default()));
     };

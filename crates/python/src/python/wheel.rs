@@ -443,13 +443,15 @@ fn open_checked(w: &WheelInput, store: Option<&Store>) -> Result<fs_err::File, W
     Ok(f)
 }
 
+/// A layer's entries, and each one's content source where it has one.
+type Listed = (Vec<Entry>, Vec<Option<Source>>);
+
 /// Sorted layer entries with synthesized parent directories, and each entry's content source.
-#[allow(clippy::type_complexity)]
 fn to_entries(
     items: &BTreeMap<String, Item>,
     wheels: &[&WheelInput],
     names: &[String],
-) -> Result<(Vec<Entry>, Vec<Option<Source>>), WheelError> {
+) -> Result<Listed, WheelError> {
     let mut dirs: BTreeMap<String, usize> = BTreeMap::new();
     for (p, it) in items {
         let mut cur = p.as_str();
