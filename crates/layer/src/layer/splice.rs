@@ -10,10 +10,8 @@
 //! member was compressed on its own), so it is valid wherever it is placed.
 //!
 //! [`Splicer`] reads the compressed bytes, yields the inflated bytes through [`Read`] and, when
-//! asked to keep them, hands the patched compressed bytes out through [`Splicer::take_raw`]:
-//! the very buffer they were read into, not a copy (only the few bytes past the decoder move to
-//! a new buffer). Memory stays bounded: without keeping, only the input not yet consumed by the
-//! decoder (one read buffer) is held; when keeping, also what was not taken yet.
+//! asked to keep them, collects the patched compressed bytes for [`Splicer::take_raw`]. Memory
+//! stays bounded: only the input not yet consumed by the decoder (one read buffer) is held.
 // FFI: zlib's C API (inflate with Z_BLOCK), through libz-rs-sys.
 #![allow(unsafe_code)]
 
@@ -29,17 +27,16 @@ pub(crate) struct Splicer<'r> {
     src: &'r mut dyn Read,
     /// Boxed: zlib's state points back at its stream, so the stream must not move.
     strm: Box<z::z_stream>,
-    /// Compressed bytes from absolute offset `base` on; `base` ≤ `emitted`. When keeping, the
-    /// bytes before `emitted` are the patched ones [`take_raw`](Self::take_raw) hands out
-    /// (with the padding after them once the stream is done); they stay until taken.
+    /// Compressed bytes from absolute offset `base` on; `base` ≤ `emitted`.
     buf: Vec<u8>,
     base: u64,
     /// Absolute offset of the first compressed byte the decoder has not taken.
     consumed: u64,
-    /// Absolute offset before which the compressed bytes are final (behind the decoder).
+    /// Absolute offset up to which compressed bytes were moved to `raw`.
     emitted: u64,
     eof: bool,
     keep_raw: bool,
+    raw: Vec<u8>,
     /// The block now being decoded is the stream's last (its last-block bit was cleared).
     final_block: bool,
     started: bool,
@@ -69,6 +66,7 @@ impl<'r> Splicer<'r> {
             emitted: 0,
             eof: false,
             keep_raw,
+            raw: Vec::new(),
             final_block: false,
             started: false,
             done: false,
@@ -76,35 +74,21 @@ impl<'r> Splicer<'r> {
         })
     }
 
-    /// The compressed bytes collected so far (all of them once the stream is done): the read
-    /// buffer itself, cut there; the bytes after the cut go on in a new buffer with room for
-    /// about as many again.
+    /// The compressed bytes collected so far (all of them once the stream is done). Until the
+    /// stream is done, the next collection starts with room for as many again (and a read
+    /// more): grown from nothing, each piece was reallocated and copied about once more.
     pub(crate) fn take_raw(&mut self) -> Vec<u8> {
-        let n = self.raw_len();
-        if n == 0 {
-            return Vec::new();
-        }
-        let rest = &self.buf[n..];
         let room = if self.done {
-            rest.len()
+            0
         } else {
-            n + rest.len() + 2 * READ_SIZE
+            self.raw.len() + 2 * READ_SIZE
         };
-        let mut next = Vec::with_capacity(room);
-        next.extend_from_slice(rest);
-        self.buf.truncate(n);
-        self.base += n as u64;
-        std::mem::replace(&mut self.buf, next)
+        std::mem::replace(&mut self.raw, Vec::with_capacity(room))
     }
 
     /// How many compressed bytes [`take_raw`](Self::take_raw) would return.
     pub(crate) fn raw_len(&self) -> usize {
-        match (self.keep_raw, self.done) {
-            (false, _) => 0,
-            // The stream's bytes end the buffer (with their padding): finish_at cut it there.
-            (true, true) => self.buf.len(),
-            (true, false) => (self.emitted - self.base) as usize,
-        }
+        self.raw.len()
     }
 
     /// Whether the stream has ended (all its compressed bytes are collected).
@@ -122,14 +106,11 @@ impl<'r> Splicer<'r> {
         if self.eof {
             return Ok(false);
         }
-        if !self.keep_raw {
-            // Drop what is both behind the decoder (emitted) and taken by it. (Kept bytes go
-            // when taken.)
-            let keep_from = self.emitted.min(self.consumed);
-            let drop = (keep_from - self.base) as usize;
-            self.buf.drain(..drop);
-            self.base = keep_from;
-        }
+        // Drop what is both behind the decoder (emitted) and taken by it.
+        let keep_from = self.emitted.min(self.consumed);
+        let drop = (keep_from - self.base) as usize;
+        self.buf.drain(..drop);
+        self.base = keep_from;
         let old = self.buf.len();
         self.buf.resize(old + READ_SIZE, 0);
         let n = loop {
@@ -176,14 +157,20 @@ impl<'r> Splicer<'r> {
     }
 
     /// Marks compressed bytes before absolute offset `upto` as final (they are behind the
-    /// decoder, so no last-block bit in them can still change).
+    /// decoder, so no last-block bit in them can still change) and, if kept, moves them to `raw`.
     fn emit(&mut self, upto: u64) {
-        self.emitted = self.emitted.max(upto);
+        if upto > self.emitted {
+            if self.keep_raw {
+                let from = (self.emitted - self.base) as usize;
+                let to = (upto - self.base) as usize;
+                self.raw.extend_from_slice(&self.buf[from..to]);
+            }
+            self.emitted = upto;
+        }
     }
 
     /// The stream ended at absolute bit `end`: emit the rest, zero the spare bits of the last
-    /// byte and pad with empty non-final blocks to the next byte boundary (as gzjoin does). The
-    /// buffer ends there then (anything read past the stream is not part of it).
+    /// byte and pad with empty non-final blocks to the next byte boundary (as gzjoin does).
     fn finish_at(&mut self, end: u64) {
         self.done = true;
         self.end_bit = Some(end);
@@ -192,25 +179,21 @@ impl<'r> Splicer<'r> {
         }
         let full = end / 8;
         self.emit(full);
-        let at = (full - self.base) as usize;
         let used = (end % 8) as u32;
         if used == 0 {
-            self.buf.truncate(at);
             return;
         }
         let spare = 8 - used;
-        let last = self.buf[at] & ((1u16 << used) - 1) as u8;
-        let pad: &[u8] = match spare {
+        let last = self.buf[(full - self.base) as usize] & ((1u16 << used) - 1) as u8;
+        match spare {
             // Odd: an empty stored block (3 header bits, pad, LEN 0, NLEN 0xffff).
-            1 => &[last, 0, 0, 0, 0xff, 0xff],
-            3 | 5 | 7 => &[last, 0, 0, 0xff, 0xff],
+            1 => self.raw.extend_from_slice(&[last, 0, 0, 0, 0xff, 0xff]),
+            3 | 5 | 7 => self.raw.extend_from_slice(&[last, 0, 0, 0xff, 0xff]),
             // Even: empty fixed-Huffman blocks of 10 bits each until aligned.
-            2 => &[last | 0x80, 0],
-            4 => &[last | 0x20, 0x80, 0],
-            _ => &[last | 0x08, 0x20, 0x80, 0],
-        };
-        self.buf.truncate(at);
-        self.buf.extend_from_slice(pad);
+            2 => self.raw.extend_from_slice(&[last | 0x80, 0]),
+            4 => self.raw.extend_from_slice(&[last | 0x20, 0x80, 0]),
+            _ => self.raw.extend_from_slice(&[last | 0x08, 0x20, 0x80, 0]),
+        }
         self.emitted = full + 1;
     }
 }
