@@ -125,7 +125,7 @@ sent = [b for b in p["blobs"] if b["result"].startswith("uploaded")]
 app = json.load(open("push2.json"))
 names = {l["digest"]: l["name"] for l in app["layers"]}
 names[app["config"]] = "config"
-print(f"second push: {len(sent)} blobs uploaded, {p['uploaded_bytes']} bytes: "
+print(f"second push: {len(sent)} blobs uploaded, {p['uploadedBytes']} bytes: "
       + ", ".join(f"{names.get(b['digest'], b['digest'])} {b['size']}" for b in sent)
       + f"; then the manifest ({app['manifestSize']} bytes)")
 PY

@@ -74,9 +74,16 @@ impl<'r> Splicer<'r> {
         })
     }
 
-    /// The compressed bytes collected so far (all of them once the stream is done).
+    /// The compressed bytes collected so far (all of them once the stream is done). Until the
+    /// stream is done, the next collection starts with room for as many again (and a read
+    /// more): grown from nothing, each piece was reallocated and copied about once more.
     pub(crate) fn take_raw(&mut self) -> Vec<u8> {
-        std::mem::take(&mut self.raw)
+        let room = if self.done {
+            0
+        } else {
+            self.raw.len() + 2 * READ_SIZE
+        };
+        std::mem::replace(&mut self.raw, Vec::with_capacity(room))
     }
 
     /// How many compressed bytes [`take_raw`](Self::take_raw) would return.
