@@ -76,6 +76,11 @@ for r in $(seq 1 "$ROUNDS"); do
     && echo 'ocibuild-store 1' > store/ocibuild-store
   OCIBUILD_CACHE=$RUN/store t ours "$r" "layout_bytes img.oci" \
     "$OCB" -q build --no-cache --locked app.toml -o img.oci
+  # uv keys a local wheel's cache entry by the file's ctime, which the `cp -al` above changes
+  # (a new link): every round's install extracts every wheel again, into new cache entries
+  # (7 GB each; three rounds filled the disk). Dropping the old entries first changes nothing
+  # uv does; the peer is an install from the wheel files, extraction included.
+  rm -rf "$UV_CACHE_DIR/archive-v0" "$UV_CACHE_DIR/wheels-v8" peer.tar.gz
   t peer "$r" "stat -c %s peer.tar.gz" sh -c "$UVI && $TAR | pigz -p$JOBS -6 > peer.tar.gz"
 done
 # The image works: import torch, compute.
