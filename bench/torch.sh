@@ -5,8 +5,8 @@
 # interleaved, ROUNDS times:
 #   ours  `ocibuild build --no-cache --locked` from a store holding only the downloads (the
 #         .debs and wheels): every layer built, the wheel set analysed again
-#   peer  `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed first; each round extracts
-#         again all the same: see the comment at the peer step)
+#   peer  `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed
+#         first; each round extracts again all the same: see the comment at the peer step)
 #         + `tar --sort=name` + `pigz -p$(nproc) -6`
 # then, once: `import torch` and a small tensor computation under podman; the rebuild after an
 # app change (median of 5); and a push of the first image, then of the rebuild, to a local
