@@ -84,6 +84,9 @@ for r in $(seq 1 "$ROUNDS"); do
   rm -rf "$UV_CACHE_DIR/archive-v0" "$UV_CACHE_DIR/wheels-v8" peer.tar.gz
   t peer "$r" "stat -c %s peer.tar.gz" sh -c "$UVI && $TAR | pigz -p$JOBS -6 > peer.tar.gz"
 done
+# uv's extracted wheels and the peer's archive are measured; the steps below need the room
+# (podman copies the 4 GB image into its storage under /var/tmp).
+rm -rf "$UV_CACHE_DIR/archive-v0" "$UV_CACHE_DIR/wheels-v8" target peer.tar.gz
 # The image works: import torch, compute.
 if command -v podman > /dev/null; then
   rm -rf /tmp/ocibuild-torch-img && cp -a img.oci /tmp/ocibuild-torch-img

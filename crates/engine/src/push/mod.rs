@@ -264,6 +264,21 @@ pub fn plan(
     })
 }
 
+/// An artifact manifest (a referrer, a signature) in `blobs`: its bytes, and what a copy reads
+/// of it. Artifacts go by digest, not through the image model: their configs need not be
+/// image configs.
+pub(crate) fn artifact_head(
+    blobs: &Store,
+    digest: &Digest,
+) -> Result<(Vec<u8>, ManifestHead), PushError> {
+    let bytes = blobs.read_blob(digest)?;
+    let head = serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
+        digest: *digest,
+        source,
+    })?;
+    Ok((bytes, head))
+}
+
 /// Where [`push`] may mount blobs from: a base on the same registry (its `base.name`
 /// annotation), and the shared cache a lazy hit's blob is in.
 fn mount_sources(image: &StoreImage, target: &Reference) -> (Option<Reference>, Option<Reference>) {
@@ -385,12 +400,7 @@ pub fn push_referrers(
     let mut documents = Vec::new();
     let mut uploaded_bytes = 0;
     for r in referrers {
-        let bytes = blobs.read_blob(&r.digest)?;
-        let head: ManifestHead =
-            serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
-                digest: r.digest,
-                source,
-            })?;
+        let (bytes, head) = artifact_head(blobs, &r.digest)?;
         for d in head.layers.iter().chain(std::iter::once(&head.config)) {
             let res = client.push_blob(target, &d.digest, d.size, blobs, None, &Silent)?;
             if matches!(res, BlobPush::Uploaded | BlobPush::UploadedChunked) {

@@ -13,7 +13,7 @@
 //! byte, in a layout and in a registry.
 
 use crate::digest::Digest;
-use crate::image::{self, Descriptor, ManifestHead, MEDIA_TYPE_MANIFEST};
+use crate::image::{self, Descriptor, MEDIA_TYPE_MANIFEST};
 use crate::push::error::PushError;
 use crate::registry::{Client, Reference};
 use crate::store::{Store, StoreError};
@@ -41,12 +41,7 @@ pub fn attestation_tag(subject: &Digest) -> String {
 pub fn layers_of(blobs: &Store, referrers: &[Descriptor]) -> Result<Vec<Descriptor>, PushError> {
     let mut out = Vec::new();
     for r in referrers {
-        let bytes = blobs.read_blob(&r.digest)?;
-        let head: ManifestHead =
-            serde_json::from_slice(&bytes).map_err(|source| PushError::BadManifest {
-                digest: r.digest,
-                source,
-            })?;
+        let (_, head) = crate::push::artifact_head(blobs, &r.digest)?;
         for l in &head.layers {
             if l.media_type != DSSE_MEDIA_TYPE || l.size > MAX_ENVELOPE {
                 continue;
