@@ -7,7 +7,10 @@
 //! into the tar ([`layer::write_layer_with`]): nothing is extracted to disk.
 //!
 //! Checks: every member's sha256 and size must match RECORD (verified while streaming; a
-//! mismatch fails the layer and nothing is committed); a member missing from RECORD (other
+//! mismatch fails the layer and nothing is committed). That is done once per wheel file: once
+//! every member of a store blob's wheel was found as RECORD says, its seal records it
+//! ([`RECORD_CHECK`]), and later layers of that wheel (another interpreter, a `--no-cache`
+//! build) check the sizes only, as long as the seal holds (see `store::seal`). A member missing from RECORD (other
 //! than RECORD and its signatures) or a RECORD line without its member is an error; member
 //! paths with `..`, a leading `/` or a backslash are errors; two members of one wheel
 //! installing one path is an error. Several wheels installing one path with the same bytes and
@@ -40,6 +43,10 @@ pub use super::dist_info::record_hash;
 pub use super::plan::{plan_layers, LayerLimits};
 pub(super) use super::wheel_types::{scheme_json, INSTALL_VERSION};
 pub use super::wheel_types::{ContentConflict, WheelError, WheelFileAt, WheelInput};
+
+/// The check a wheel blob's seal records once its members were all found as its RECORD says:
+/// what that check finds depends only on the wheel's bytes, which the seal says are unchanged.
+pub const RECORD_CHECK: &str = "wheel-record";
 
 /// The layer cache key of installing `wheels` for `interp` with `opts` (sha256 of canonical
 /// JSON: the contract version, compressor, epoch, the wheels' names and sha256, the
@@ -140,8 +147,18 @@ pub fn build_wheel_layer_with(
     let mut items: BTreeMap<String, Item> = BTreeMap::new();
     let mut unwritten: Vec<Source> = Vec::new();
     let mut reports: Vec<LibraryReport> = Vec::new();
+    // Per wheel: whether its members are checked against RECORD here, and if so, the metadata
+    // of the blob that is checked, to record the check in its seal once the layer is committed.
+    let mut verify: Vec<bool> = Vec::new();
+    let mut to_note: Vec<Option<std::fs::Metadata>> = Vec::new();
     for (wi, w) in wheels.iter().enumerate() {
         let f = open_checked(w, Some(store))?;
+        let in_store = store.blob_path(&w.sha256) == w.path;
+        let checked = in_store && store.sealed_check(&w.sha256, f.file(), RECORD_CHECK);
+        verify.push(!checked);
+        // Only a check of every member counts: an excluded one is not read.
+        let whole = in_store && !checked && w.exclude.is_empty();
+        to_note.push(whole.then(|| f.file().metadata().ok()).flatten());
         // A small buffer: the zip reader seeks to each member at least twice (its local header,
         // then its data), and a seek empties the buffer, so a large one is refilled, mostly for
         // nothing, each time (bench/wheels.sh's 121 MB of wheels, under strace: 1.67 GB
@@ -196,6 +213,7 @@ pub fn build_wheel_layer_with(
         let at = Archives {
             sources: &sources,
             names: &names,
+            verify: &verify,
             cuda,
         };
         stream(i, e, sink, &at, &mut archives, &mut failure)
@@ -206,9 +224,14 @@ pub fn build_wheel_layer_with(
         (Ok(s), None) => s,
     };
     for src in &unwritten {
-        check_unwritten(src, &mut archives, &names)?;
+        check_unwritten(src, &mut archives, &names, &verify)?;
     }
     w.commit(Some(stats.digest))?;
+    for (w, m) in wheels.iter().zip(&to_note) {
+        if let Some(m) = m {
+            store.note_check(&w.sha256, m, RECORD_CHECK);
+        }
+    }
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     Ok((stats.cached(opts.compression), reports))
 }
@@ -217,6 +240,8 @@ pub fn build_wheel_layer_with(
 struct Archives<'a> {
     sources: &'a [Option<Source>],
     names: &'a [String],
+    /// Per wheel: whether its members are checked against RECORD (not yet recorded in its seal).
+    verify: &'a [bool],
     cuda: Option<&'a Targets>,
 }
 
@@ -296,18 +321,25 @@ fn stream<R: Read + io::Seek>(
                 expected: format!("{} ({size} bytes)", record_hash(sha256)),
                 found: format!("{} ({n} bytes)", record_hash(found)),
             };
+            // Without the check, the tar writer still holds each member to RECORD's size.
+            let verify = at.verify.get(*wheel).copied().unwrap_or(true);
             if *deflated {
                 // The member's deflate stream itself: the layer writer inflates it (and a gzip
                 // layer reuses its blocks); RECORD is checked on what it inflates.
                 let mut raw = ar
                     .by_index_raw(*index)
                     .map_err(|err| zip_err(err, failure))?;
-                let mut hasher = Hasher::new();
+                let mut hasher = verify.then(Hasher::new);
                 let r = sink(Content::Deflated {
                     raw: &mut raw,
-                    inspect: &mut |b: &[u8]| hasher.update(b),
+                    inspect: &mut |b: &[u8]| {
+                        if let Some(h) = hasher.as_mut() {
+                            h.update(b);
+                        }
+                    },
                 });
-                if matches!(r, Ok(()) | Err(LayerError::SizeMismatch { .. })) {
+                let checked = matches!(r, Ok(()) | Err(LayerError::SizeMismatch { .. }));
+                if let Some(hasher) = hasher.filter(|_| checked) {
                     let (found, n) = hasher.finish();
                     if found != *sha256 || n != *size {
                         *failure = Some(mismatch(&found, n));
@@ -319,7 +351,10 @@ fn stream<R: Read + io::Seek>(
                 }
                 return r;
             }
-            let file = ar.by_index(*index).map_err(|err| zip_err(err, failure))?;
+            let mut file = ar.by_index(*index).map_err(|err| zip_err(err, failure))?;
+            if !verify {
+                return sink(Content::Bytes(&mut file));
+            }
             let mut v = Verify {
                 inner: file,
                 hasher: Hasher::new(),
@@ -341,6 +376,7 @@ fn check_unwritten<R: Read + io::Seek>(
     src: &Source,
     archives: &mut [zip::ZipArchive<R>],
     names: &[String],
+    verify: &[bool],
 ) -> Result<(), WheelError> {
     let (wheel, index, member, sha256, size) = match src {
         Source::Zip {
@@ -362,6 +398,9 @@ fn check_unwritten<R: Read + io::Seek>(
         // Generated content: its sha256 was computed from its bytes.
         Source::Bytes(_) => return Ok(()),
     };
+    if !verify.get(*wheel).copied().unwrap_or(true) {
+        return Ok(());
+    }
     let name = names.get(*wheel).cloned().unwrap_or_default();
     let zerr = |source| WheelError::Zip {
         wheel: name.clone(),

@@ -270,6 +270,25 @@ impl Store {
                 .is_ok_and(|m| seal::matches(&self.root, digest, &m))
     }
 
+    /// Whether `file`, opened as `digest`'s blob, is sealed ([`Store::sealed_file`]) and its
+    /// seal records `check`: a check of the blob's content done since it last changed.
+    pub fn sealed_check(&self, digest: &Digest, file: &std::fs::File, check: &str) -> bool {
+        self.sealed
+            && file
+                .metadata()
+                .is_ok_and(|m| seal::has_check(&self.root, digest, &m, check))
+    }
+
+    /// Records in `digest`'s seal that `check` passed on the content of the blob whose
+    /// metadata, when it was opened for the check, was `m`; nothing if the seal no longer
+    /// matches `m` (the blob changed or was hashed again meanwhile). Best effort: a check not
+    /// recorded is done again next time.
+    pub fn note_check(&self, digest: &Digest, m: &std::fs::Metadata, check: &str) {
+        if self.sealed {
+            seal::add_check(&self.root, digest, m, check);
+        }
+    }
+
     /// Open a stored blob for reading. In a view (a layout or a directory others wrote), the
     /// blob and `blobs/sha256` are opened without following a symlink ([`crate::fsat`]): a
     /// planted link is an error naming it, never a read of what it points at.

@@ -16,6 +16,12 @@
 //! A wheel file opened for its listing or its layer is a blob reused the same way: its seal is
 //! compared with the file opened ([`Store::sealed_file`]) instead of hashing it once more.
 //!
+//! A seal also records the checks done on the blob's content while it held, one
+//! `checked NAME` line each after the first ([`Store::note_check`]): a wheel's members against
+//! its RECORD, for one. What such a check found depends only on the bytes, and the seal says the
+//! bytes have not changed since, so it is not done again ([`Store::sealed_check`]). A blob
+//! hashed anew gets a fresh seal without them: each check is then done once more.
+//!
 //! What this guards against is a mistake: an editor, `dd`, a script or a tool rewriting a
 //! layout's blob in place. It does not stop someone who sets the mtime back on purpose (whoever
 //! can write the store can rewrite its seals too: the store's permissions are that guard), nor
@@ -48,24 +54,62 @@ fn seal_path(root: &Path, digest: &Digest) -> std::path::PathBuf {
     root.join("seals").join(digest.hex())
 }
 
-/// Records the seal of a blob just put in place. Best effort: a seal that is missing or lost
-/// only means the blob is hashed once more before it is next reused.
-pub(super) fn write(root: &Path, digest: &Digest, m: &std::fs::Metadata) {
+/// Puts `text` in place as `digest`'s seal file.
+fn put(root: &Path, digest: &Digest, text: &str) {
     let Ok(mut tmp) = tempfile::Builder::new()
         .prefix("seal-")
         .tempfile_in(root.join("tmp"))
     else {
         return;
     };
-    if io::Write::write_all(&mut tmp, seal_of(m).as_bytes()).is_ok() {
+    if io::Write::write_all(&mut tmp, text.as_bytes()).is_ok() {
         let _ = tmp.persist(seal_path(root, digest));
     }
+}
+
+/// Records the seal of a blob just put in place (or hashed again), with no check recorded.
+/// Best effort: a seal that is missing or lost only means the blob is hashed once more before
+/// it is next reused.
+pub(super) fn write(root: &Path, digest: &Digest, m: &std::fs::Metadata) {
+    put(root, digest, &seal_of(m));
+}
+
+/// `digest`'s seal file, when its first line is the seal of `m`, a blob's metadata.
+fn read_matching(root: &Path, digest: &Digest, m: &std::fs::Metadata) -> Option<String> {
+    let text = fs::read_to_string(seal_path(root, digest)).ok()?;
+    (m.is_file() && text.split_inclusive('\n').next() == Some(seal_of(m).as_str())).then_some(text)
 }
 
 /// Whether `m`, a blob's metadata, is what `digest`'s seal recorded: the blob is as it was
 /// when last hashed (or written).
 pub(super) fn matches(root: &Path, digest: &Digest, m: &std::fs::Metadata) -> bool {
-    m.is_file() && fs::read_to_string(seal_path(root, digest)).is_ok_and(|s| s == seal_of(m))
+    read_matching(root, digest, m).is_some()
+}
+
+/// A check's line in a seal file.
+fn check_line(check: &str) -> String {
+    format!("checked {check}")
+}
+
+/// Whether `digest`'s seal matches `m` and records `check` (see the module doc).
+pub(super) fn has_check(root: &Path, digest: &Digest, m: &std::fs::Metadata, check: &str) -> bool {
+    let line = check_line(check);
+    read_matching(root, digest, m).is_some_and(|t| t.lines().skip(1).any(|l| l == line))
+}
+
+/// Adds `check` to `digest`'s seal, if the seal still matches `m` (the metadata of the file the
+/// check read). Best effort, as [`write`]: a check not recorded is only done again.
+pub(super) fn add_check(root: &Path, digest: &Digest, m: &std::fs::Metadata, check: &str) {
+    let line = check_line(check);
+    let Some(mut text) = read_matching(root, digest, m) else {
+        return;
+    };
+    if check.contains('\n') || text.lines().skip(1).any(|l| l == line) {
+        return;
+    }
+    text.push_str(&line);
+    text.push('\n');
+    put(root, digest, &text);
 }
 
 /// The sha256 of the file at `path`.
