@@ -4,7 +4,13 @@
 # which ship the same nvidia/__init__.py) + a small app layer. Measured in the same run,
 # interleaved, ROUNDS times:
 #   ours  `ocibuild build --no-cache --locked` from a store holding only the downloads (the
-#         .debs and wheels): every layer built, the wheel set analysed again
+#         .debs and wheels) as the build that fetched them leaves them: each blob sealed, and
+#         each wheel's seal saying its members were checked against its RECORD (done once per
+#         wheel file: see crates/store/src/store/seal.rs); every layer built, the wheel set
+#         analysed again
+#   bare  the same from the downloads alone, no seals: each wheel hashed against the lock and
+#         its members against RECORD during the build (what a store copied without its seals,
+#         or a first build from a vendor directory, does)
 #   peer  `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed
 #         first; each round extracts again all the same: see the comment at the peer step)
 #         + `tar --sort=name` + `pigz -p$(nproc) -6`
@@ -50,17 +56,33 @@ python3 - <<'PY'
 import tomllib, pathlib, os, shutil
 lock = tomllib.loads(pathlib.Path("app.lock").read_text())
 blobs = pathlib.Path("cache/blobs/sha256")
-for sec in ("deb", "wheel"):
-    for x in lock.get(sec, []):
+debs = lock["apt"]["package"]
+for sec, xs in (("deb", debs), ("wheel", lock["wheel"])):
+    for x in xs:
         h = x["sha256"].split(":")[1]
         os.link(blobs / h, pathlib.Path("downloads/blobs/sha256") / h)
         if sec == "wheel" and not (pathlib.Path("whl") / x["filename"]).exists():
             os.link(blobs / h, pathlib.Path("whl") / x["filename"])
-print(len(lock["wheel"]), "wheels,", sum(x["size"] for x in lock["wheel"]), "bytes")
+print(len(debs), "debs,", len(lock["wheel"]), "wheels,", sum(x["size"] for x in lock["wheel"]),
+      "bytes of wheels")
 PY
+# A fresh store of the downloads. The marker makes the directory a store (builds refuse an
+# unmarked one since 38d5701).
+fresh_store() {
+  rm -rf store img.oci && cp -al downloads store && mkdir -p store/tmp \
+    && echo 'ocibuild-store 1' > store/ocibuild-store
+}
+# The downloads' seals as a build leaves them, from one untimed --no-cache build (hard links
+# keep the inodes the seals name; a build replaces a seal by renaming, never in place).
+fresh_store
+OCIBUILD_CACHE=$RUN/store "$OCB" -q build --no-cache --locked app.toml -o img.oci > /dev/null
+mkdir -p downloads/seals
+for f in downloads/blobs/sha256/*; do cp "store/seals/${f##*/}" downloads/seals/; done
+echo "wheel seals with their RECORD check: $(grep -l '^checked wheel-record$' downloads/seals/* | wc -l)" >&2
 "$UV" pip install -q --no-deps --target warm-uv --python-version 3.11 \
   --python-platform x86_64-manylinux_2_36 whl/*.whl
 echo "installed by uv: $(du -sb warm-uv | cut -f1) bytes" >&2
+rm -rf warm-uv
 TAR="tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=@0 -cf - -C target ."
 UVI="rm -rf target && $UV pip install -q --no-deps --target target --python-version 3.11 --python-platform x86_64-manylinux_2_36 whl/*.whl"
 printf 'name\tround\twall\tuser\tsys\trss_kib\tbytes\tload1\n' > results.tsv
@@ -72,10 +94,11 @@ t() { # NAME ROUND BYTES-CMD CMD...
 }
 layout_bytes() { find "$1/blobs" -type f -printf '%s\n' | awk '{s+=$1} END {printf "%.0f\n", s}'; }
 for r in $(seq 1 "$ROUNDS"); do
-  # The marker makes the directory a store (builds refuse an unmarked one since 38d5701).
-  rm -rf store img.oci && cp -al downloads store && mkdir -p store/tmp \
-    && echo 'ocibuild-store 1' > store/ocibuild-store
+  fresh_store
   OCIBUILD_CACHE=$RUN/store t ours "$r" "layout_bytes img.oci" \
+    "$OCB" -q build --no-cache --locked app.toml -o img.oci
+  fresh_store && rm -rf store/seals
+  OCIBUILD_CACHE=$RUN/store t bare "$r" "layout_bytes img.oci" \
     "$OCB" -q build --no-cache --locked app.toml -o img.oci
   # uv keys a local wheel's cache entry by the file's ctime, which the `cp -al` above changes
   # (a new link): every round's install extracts every wheel again, into new cache entries
@@ -120,13 +143,17 @@ rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 by = {}
 for r in rows: by.setdefault(r["name"], []).append(r)
 m = lambda n, f: st.median(float(r[f]) for r in by[n])
+cpu = lambda n: st.median(float(r["user"]) + float(r["sys"]) for r in by[n])
 print(f"rounds: {len(by['ours'])}; load1 during: {', '.join(r['load1'] for r in rows)}")
-for n in ("ours", "peer"):
+for n in ("ours", "bare", "peer"):
     print(f"{n}: wall {m(n, 'wall'):.2f} s (runs {', '.join(r['wall'] for r in by[n])}), "
           f"user {m(n, 'user'):.1f} s, sys {m(n, 'sys'):.1f} s, peak RSS {m(n, 'rss_kib') / 1024:.0f} MiB, "
           f"{m(n, 'bytes') / 1e9:.3f} GB")
 print(f"ours / peer: wall {m('ours', 'wall') / m('peer', 'wall'):.3f}x (target <= 0.08x, issue 38), "
+      f"CPU {cpu('ours'):.1f} s (target <= 40), "
       f"size {m('ours', 'bytes') / m('peer', 'bytes'):.4f}x (target <= 1.01x)")
+print(f"bare / peer: wall {m('bare', 'wall') / m('peer', 'wall'):.3f}x, "
+      f"CPU {cpu('bare'):.1f} s")
 rb = sorted(float(x) for x in open("rebuild.txt").read().split())
 print(f"rebuild after an app change: median {st.median(rb) * 1000:.0f} ms (runs {rb})")
 p = json.load(open("push2.json"))["push"]
