@@ -1,6 +1,6 @@
 //! A wheel's members against its RECORD (crates/python/src/python/wheel.rs): every mismatch
 //! refused, and the check done once per wheel blob, recorded in its seal (`store::seal`) and
-//! done again once the blob changes.
+//! done again once the blob changes; meanwhile each member is held to the zip's CRC-32.
 
 use std::path::{Path, PathBuf};
 
@@ -98,6 +98,14 @@ fn in_store(store: &Store, mut w: WheelInput) -> WheelInput {
     w
 }
 
+/// A store blob (0444) opened for writing, as a stray tool would.
+fn writable(path: &Path) -> fs_err::File {
+    let mut p = fs_err::metadata(path).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o644);
+    fs_err::set_permissions(path, p).unwrap();
+    fs_err::OpenOptions::new().write(true).open(path).unwrap()
+}
+
 fn seal(store: &Store, w: &WheelInput) -> PathBuf {
     store.root().join("seals").join(w.sha256.hex())
 }
@@ -141,7 +149,7 @@ fn a_wheel_blob_is_checked_against_record_once_and_again_when_it_changes() {
     assert!(!recorded(&store, &good));
     let first = layer(&good).unwrap();
     assert!(recorded(&store, &good));
-    // Building it again gives the same layer (now without the member hashes).
+    // Building it again gives the same layer (its members now held to the zip's CRC-32).
     assert_eq!(layer(&good).unwrap().digest, first.digest);
 
     // A lying RECORD: refused, and nothing recorded.
@@ -157,45 +165,62 @@ fn a_wheel_blob_is_checked_against_record_once_and_again_when_it_changes() {
     layer(&bad).unwrap();
     // The blob changes (here only its mtime, the bytes stay): the seal no longer holds, the
     // wheel is hashed again and its members are checked again.
-    let f = std::fs::OpenOptions::new().write(true).open(&bad.path);
-    let f = f.unwrap_or_else(|_| {
-        let mut p = fs_err::metadata(&bad.path).unwrap().permissions();
-        std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o644);
-        fs_err::set_permissions(&bad.path, p).unwrap();
-        std::fs::OpenOptions::new()
-            .write(true)
-            .open(&bad.path)
-            .unwrap()
-    });
     let later = std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(1_000_000_000);
-    f.set_modified(later).unwrap();
+    writable(&bad.path).file().set_modified(later).unwrap();
     let e = layer(&bad).unwrap_err();
     assert!(matches!(e, WheelError::RecordMismatch { .. }), "{e}");
 }
 
 #[test]
-fn a_recorded_check_still_holds_each_member_to_its_size() {
-    // (From the zip's directory; the tar writer then holds the content to that size.)
+fn a_changed_byte_under_an_unchanged_seal_fails_the_zips_crc_check() {
     let tmp = common::tempdir();
     let store = Store::open(tmp.path().join("store")).unwrap();
-    let files: &[(&str, &[u8], u32)] = &[("m/__init__.py", b"", 0o644), ("m/x.py", b"x\n", 0o644)];
-    let w = make_wheel(tmp.path(), "m-1-py3-none-any.whl", files, true, &|rec| {
-        for r in rec.iter_mut().filter(|r| r.starts_with("m/x.py,")) {
-            *r = format!("m/x.py,{},3", record_hash(&Digest::of(b"x\n\n")));
-        }
-    });
-    let w = in_store(&store, w);
-    let s = seal(&store, &w);
-    let text = fs_err::read_to_string(&s).unwrap();
-    fs_err::write(&s, format!("{text}checked {RECORD_CHECK}\n")).unwrap();
-    let before = store_files(&store);
-    let e = build_wheel_layer(&store, &[w], &interp(), &opts(Compression::None, 1)).unwrap_err();
-    assert!(
-        e.to_string()
-            .contains("`m/x.py` does not match RECORD: expected size 3, found size 2"),
-        "{e}"
+    // Bytes deflate cannot shrink: the zip keeps them verbatim (stored deflate blocks), so a
+    // changed byte still inflates, to other content.
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let noise: Vec<u8> = (0..40_000)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            (x >> 24) as u8
+        })
+        .collect();
+    let files: &[(&str, &[u8], u32)] = &[
+        ("n/__init__.py", b"", 0o644),
+        ("n/noise.bin", &noise, 0o644),
+    ];
+    let w = in_store(
+        &store,
+        make_wheel(tmp.path(), "n-1-py3-none-any.whl", files, true, &no_tweak),
     );
-    assert_eq!(store_files(&store), before, "nothing committed");
+    let layer = |c| build_wheel_layer(&store, std::slice::from_ref(&w), &interp(), &opts(c, 1));
+    layer(Compression::GZIP).unwrap();
+    assert!(recorded(&store, &w));
+    // One byte of the member changed in place and the mtime put back: the seal still holds.
+    let mtime = fs_err::metadata(&w.path).unwrap().modified().unwrap();
+    let bytes = fs_err::read(&w.path).unwrap();
+    let at = bytes
+        .windows(64)
+        .position(|win| win == &noise[20_000..20_064])
+        .unwrap();
+    let f = writable(&w.path);
+    std::os::unix::fs::FileExt::write_all_at(f.file(), &[bytes[at] ^ 1], at as u64).unwrap();
+    f.file().set_modified(mtime).unwrap();
+    drop(f);
+    assert!(recorded(&store, &w));
+    for c in [Compression::GZIP, Compression::None] {
+        let before = store_files(&store);
+        let e = layer(c).unwrap_err();
+        assert!(matches!(e, WheelError::CrcMismatch { .. }), "{e}");
+        assert!(
+            e.to_string().contains(
+                "n-1-py3-none-any.whl: member `n/noise.bin` does not match the zip's CRC-32"
+            ),
+            "{e}"
+        );
+        assert_eq!(store_files(&store), before, "nothing committed");
+    }
 }
 
 #[test]

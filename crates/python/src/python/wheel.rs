@@ -10,11 +10,13 @@
 //! mismatch fails the layer and nothing is committed). That is done once per wheel file: once
 //! every member of a store blob's wheel was found as RECORD says, its seal records it
 //! ([`RECORD_CHECK`]), and later layers of that wheel (another interpreter, a `--no-cache`
-//! build) check the sizes only, as long as the seal holds (see `store::seal`). A member missing from RECORD (other
-//! than RECORD and its signatures) or a RECORD line without its member is an error; member
-//! paths with `..`, a leading `/` or a backslash are errors; two members of one wheel
-//! installing one path is an error. Several wheels installing one path with the same bytes and
-//! mode get it written once (the other copies are still checked against their RECORD);
+//! build) check each member against the zip's own CRC-32 and RECORD's size only (as every
+//! layer does besides), as long as the seal holds (see `store::seal`); a pruned CUDA library is
+//! always hashed. A member missing from RECORD (other than RECORD and its signatures) or a
+//! RECORD line without its member is an error; member paths with `..`, a leading `/` or a
+//! backslash are errors; two members of one wheel installing one path is an error. Several
+//! wheels installing one path with the same bytes and mode get it written once (the other
+//! copies are still checked against their RECORD, unless their wheel's check is recorded);
 //! anything else was decided for the whole image beforehand ([`super::overlap`]) and is an
 //! error here.
 //!
@@ -183,7 +185,7 @@ pub fn build_wheel_layer_with(
                 // The same bytes and mode from several wheels: written once (the first
                 // wheel's, in file name order); every wheel's RECORD lists it. The other
                 // copies are still checked against their RECORD before the layer is committed,
-                // as they would be in layers of their own.
+                // as they would be in layers of their own (unless their check is recorded).
                 if (prev.sha256, prev.mode) == (item.sha256, item.mode) {
                     unwritten.push(item.source);
                     continue;
@@ -321,7 +323,9 @@ fn stream<R: Read + io::Seek>(
                 expected: format!("{} ({size} bytes)", record_hash(sha256)),
                 found: format!("{} ({n} bytes)", record_hash(found)),
             };
-            // Without the check, the tar writer still holds each member to RECORD's size.
+            // Every member is held to the zip's CRC-32 (the zip reader checks a stored one's; a
+            // deflated one's is checked here) and to RECORD's size (the tar writer); its sha256
+            // against RECORD unless its wheel's check is recorded.
             let verify = at.verify.get(*wheel).copied().unwrap_or(true);
             if *deflated {
                 // The member's deflate stream itself: the layer writer inflates it (and a gzip
@@ -329,13 +333,16 @@ fn stream<R: Read + io::Seek>(
                 let mut raw = ar
                     .by_index_raw(*index)
                     .map_err(|err| zip_err(err, failure))?;
+                let zip_crc = raw.crc32();
                 let mut hasher = verify.then(Hasher::new);
+                let mut crc = crc32fast::Hasher::new();
                 let r = sink(Content::Deflated {
                     raw: &mut raw,
                     inspect: &mut |b: &[u8]| {
                         if let Some(h) = hasher.as_mut() {
                             h.update(b);
                         }
+                        crc.update(b);
                     },
                 });
                 let checked = matches!(r, Ok(()) | Err(LayerError::SizeMismatch { .. }));
@@ -348,6 +355,19 @@ fn stream<R: Read + io::Seek>(
                             "the content does not match RECORD",
                         )));
                     }
+                }
+                let found = crc.finalize();
+                if r.is_ok() && found != zip_crc {
+                    *failure = Some(WheelError::CrcMismatch {
+                        wheel: names[*wheel].clone(),
+                        member: member.clone(),
+                        expected: zip_crc,
+                        found,
+                    });
+                    return Err(read_err(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        "the content does not match the zip's CRC-32",
+                    )));
                 }
                 return r;
             }

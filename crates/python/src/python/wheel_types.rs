@@ -62,6 +62,17 @@ pub enum WheelError {
         expected: String,
         found: String,
     },
+    /// A member that inflates to other bytes than the zip's CRC-32 says: a damaged wheel, or
+    /// a store blob changed under an unchanged seal (its RECORD check recorded).
+    #[error(
+        "{wheel}: member `{member}` does not match the zip's CRC-32 (expected {expected:08x}, found {found:08x})"
+    )]
+    CrcMismatch {
+        wheel: String,
+        member: String,
+        expected: u32,
+        found: u32,
+    },
     #[error("`/{path}` is installed twice: by {first} and by {second}")]
     Conflict {
         path: String,

@@ -280,9 +280,9 @@ impl Store {
     }
 
     /// Records in `digest`'s seal that `check` passed on the content of the blob whose
-    /// metadata, when it was opened for the check, was `m`; nothing if the seal no longer
-    /// matches `m` (the blob changed or was hashed again meanwhile). Best effort: a check not
-    /// recorded is done again next time.
+    /// metadata, when it was opened for the check, was `m`; nothing if the blob or its seal no
+    /// longer match `m` (the blob changed, or its seal was replaced or removed meanwhile). Best
+    /// effort: a check not recorded is done again next time.
     pub fn note_check(&self, digest: &Digest, m: &std::fs::Metadata, check: &str) {
         if self.sealed {
             seal::add_check(&self.root, digest, m, check);

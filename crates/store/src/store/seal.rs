@@ -107,6 +107,12 @@ pub(super) fn add_check(root: &Path, digest: &Digest, m: &std::fs::Metadata, che
     if check.contains('\n') || text.lines().skip(1).any(|l| l == line) {
         return;
     }
+    // The blob itself still the inode `m` describes, just before the seal is replaced: a blob
+    // and seal removed meanwhile (found changed) do not get the seal back.
+    let blob = root.join("blobs/sha256").join(digest.hex());
+    if !fs::symlink_metadata(blob).is_ok_and(|now| seal_of(&now) == seal_of(m)) {
+        return;
+    }
     text.push_str(&line);
     text.push('\n');
     put(root, digest, &text);
