@@ -117,6 +117,10 @@ if command -v podman > /dev/null; then
     oci:/tmp/ocibuild-torch-img:3.11 python3 -c \
     "import torch; a = torch.arange(12.0).reshape(3, 4); print('torch', torch.__version__, float((a @ a.T).trace()), torch.cuda.is_available())" \
     | tee podman.txt
+  # podman's copy of the image (4 GB in its storage) and the layout it was read from.
+  podman rmi --ignore localhost/tmp/ocibuild-torch-img:latest localhost/tmp/ocibuild-torch-img:3.11 \
+    > /dev/null
+  rm -rf /tmp/ocibuild-torch-img
 fi
 # Rebuild after an app change (layer cache warm from the last round's store).
 # Timed around the process (perf_counter in a parent Python), to the millisecond.
