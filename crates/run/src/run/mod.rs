@@ -412,9 +412,14 @@ pub fn run_tests(
         reporter(TestEvent::Finished(&result));
         results.push(result);
     }
-    // podman named the image after the (staged) layout's path: one name per layout
-    // (`localhost/tmp/…`), which would pile up in podman's storage.
-    podman::remove_layout_image(&podman, &global, &staged.path, tag);
+    // podman named the image after the (staged) layout's path: untag it so such names
+    // (`localhost/tmp/…`, one per layout) do not pile up in podman's storage (best effort;
+    // the layers stay shared with the next run's).
+    podman::remove_image(
+        &podman,
+        &global,
+        &format!("localhost{}:latest", staged.path.display()),
+    );
     drop(staged);
     Ok(results)
 }

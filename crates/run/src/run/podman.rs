@@ -212,21 +212,11 @@ fn podman_quiet(inv: &Invocation, args: &[&str]) {
         .status();
 }
 
-/// Removes the image podman made of the OCI layout at `layout` (run as `oci:LAYOUT:TAG`) from
-/// its storage, errors ignored: podman names it after the layout's path, `localhost<LAYOUT>`,
-/// tagged `latest` (podman 4.3) or, by other versions, `TAG`; both names are given (`--ignore`
-/// skips the one that is not there). Without this, every run leaves an image behind (the
-/// layers stay shared with the next run's).
-pub(super) fn remove_layout_image(podman: &Path, global: &[String], layout: &Path, tag: &str) {
-    let name = format!("localhost{}", layout.display());
+/// `podman rmi --ignore NAME`, errors ignored.
+pub(super) fn remove_image(podman: &Path, global: &[String], name: &str) {
     let _ = Command::new(podman)
         .args(global)
-        .args([
-            "rmi",
-            "--ignore",
-            &format!("{name}:latest"),
-            &format!("{name}:{tag}"),
-        ])
+        .args(["rmi", "--ignore", name])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())

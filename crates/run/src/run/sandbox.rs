@@ -133,7 +133,11 @@ pub fn run_sandboxed(
         report(&command_line(&again.podman, &again.argv()));
         out = podman::execute(&again)?;
     }
-    podman::remove_layout_image(&inv.podman, &inv.global, run.layout, run.tag);
+    podman::remove_image(
+        &inv.podman,
+        &inv.global,
+        &format!("localhost{}:{}", run.layout.display(), run.tag),
+    );
     Ok(SandboxOutcome {
         exit_code: out.exit_code,
         timed_out: out.timed_out,
