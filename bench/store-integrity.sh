@@ -13,14 +13,19 @@ NEW=$(realpath "$2")
 ROUNDS=${ROUNDS:-3}
 cd "$(dirname "$0")/.data/torch"
 [ -d downloads ] && [ -f app.toml ] || { echo "run bench/torch.sh first" >&2; exit 1; }
-# Seal the downloads once (cp -al keeps the inode, so the seals stay valid in each copy): the
-# cold build then measures sealing as a store that has always had seals would see it.
-OCIBUILD_CACHE=$PWD/downloads "$NEW" -q cache verify > /dev/null
+# Seal the downloads once, in a store of their own (cp -al keeps the inodes, so the seals stay
+# valid in each copy): the cold build then measures sealing as a store that has always had
+# seals would see it. Only the blobs are taken: the seals bench/torch.sh leaves also record
+# each wheel's RECORD check, which a binary from before that change reads as not matching.
+# The marker makes the directory a store (cache verify and builds refuse an unmarked one).
+rm -rf sealed && mkdir -p sealed/blobs sealed/tmp && cp -al downloads/blobs/sha256 sealed/blobs/ \
+  && echo 'ocibuild-store 1' > sealed/ocibuild-store
+OCIBUILD_CACHE=$PWD/sealed "$NEW" -q cache verify > /dev/null
 printf 'bin\tround\tcold_s\tnoop_median_ms\tblobs\tload1\n' > integrity.tsv
 for r in $(seq 1 "$ROUNDS"); do
   for which in old new; do
     bin=$OLD; [ "$which" = new ] && bin=$NEW
-    rm -rf "store-$which" "img-$which.oci" && cp -al downloads "store-$which" && mkdir -p "store-$which/tmp"
+    rm -rf "store-$which" "img-$which.oci" && cp -al sealed "store-$which"
     export OCIBUILD_CACHE=$PWD/store-$which
     t0=$(date +%s.%N)
     "$bin" -q build --no-cache --locked app.toml -o "img-$which.oci" > /dev/null
@@ -42,7 +47,7 @@ PY
       "$(cut -d' ' -f1 /proc/loadavg)" | tee -a integrity.tsv
   done
 done
-rm -rf store-old store-new img-old.oci img-new.oci
+rm -rf store-old store-new img-old.oci img-new.oci sealed
 python3 - <<'PY'
 import csv, statistics as st
 rows = list(csv.DictReader(open("integrity.tsv"), delimiter="\t"))
