@@ -155,6 +155,66 @@ fn a_cache_hit_runs_nothing_and_a_changed_input_reruns_the_steps_after_it() {
     assert!(!step_cached(&only_c, "c"));
 }
 
+/// podman copies each layout a step runs into its storage, named after the layout's path
+/// (`localhost/tmp/ocibuild-step-…/layout:latest` with podman 4.3). Four builds of the same steps
+/// run at once against one podman storage (a private one, `--root`), so they copy images with the
+/// same layers at the same moments. Removing a build's copy as soon as its step ended broke the
+/// others' copies (`layer not known`, `image not known`): each build succeeds, and afterwards
+/// none of those images is left in the storage.
+#[test]
+fn concurrent_builds_share_podmans_storage_and_leave_no_image_in_it() {
+    let storage = common::tempdir();
+    let (root, runroot) = (storage.path().join("root"), storage.path().join("run"));
+    let podman_args = [
+        format!("--root={}", root.display()),
+        format!("--runroot={}", runroot.display()),
+    ];
+    let projects: Vec<_> = (0..4).map(|_| common::tempdir()).collect();
+    let mut apps = Vec::new();
+    for p in &projects {
+        let Some(app) = project(p.path(), THREE) else {
+            return;
+        };
+        apps.push(app);
+    }
+    let outs: Vec<std::process::Output> = std::thread::scope(|s| {
+        let running: Vec<_> = projects
+            .iter()
+            .zip(&apps)
+            .map(|(p, app)| {
+                let args = &podman_args;
+                s.spawn(move || {
+                    common::run(
+                        common::ocibuild()
+                            .arg("build")
+                            .arg(app)
+                            .arg("-o")
+                            .arg(p.path().join("img"))
+                            .arg(format!("--podman-arg={}", args[0]))
+                            .arg(format!("--podman-arg={}", args[1])),
+                    )
+                })
+            })
+            .collect();
+        running.into_iter().map(|h| h.join().unwrap()).collect()
+    });
+    for out in &outs {
+        common::assert_success(out, "a build beside three others in one podman storage");
+    }
+    let podman = common::which("podman").unwrap();
+    let images = common::run(
+        std::process::Command::new(&podman)
+            .args(&podman_args)
+            .args(["images", "--format", "{{.Repository}}:{{.Tag}}"]),
+    );
+    common::assert_success(&images, "podman images");
+    let left = common::stdout(&images);
+    assert!(
+        !left.contains("ocibuild-step"),
+        "step images left in podman's storage:\n{left}"
+    );
+}
+
 /// The same recipe built in two empty stores gives the same image, owners and times
 /// normalized; `verify` reruns the steps in an empty store and finds it reproduced.
 #[test]

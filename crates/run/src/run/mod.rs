@@ -10,6 +10,7 @@ mod args;
 mod capture;
 mod gpu;
 mod image;
+mod janitor;
 mod podman;
 mod sandbox;
 mod show;
@@ -373,55 +374,57 @@ pub fn run_tests(
     let staged = stage_layout(layout)?;
     let image_ref = format!("oci:{}:{tag}", staged.path.display());
     let (global, user_run) = split_global_args(&opts.podman_args);
+    // podman copies the layout into its storage: that copy goes once no run needs its layers.
+    let janitor = janitor::Janitor::new(&podman, &global);
+    let running = janitor.running();
     let gpu: OnceCell<GpuAccess> = OnceCell::new();
     let glibc: OnceCell<Result<bool, String>> = OnceCell::new();
     let self_exe: OnceCell<Result<PathBuf, String>> = OnceCell::new();
 
     let mut results = Vec::with_capacity(tests.len());
-    for t in tests {
-        let ctx = TestContext {
-            podman: &podman,
-            global: &global,
-            user_run: &user_run,
-            image_ref: &image_ref,
-            info: &info,
-            opts,
-            reporter,
-        };
-        let result = run_one(
-            t,
-            &ctx,
-            || gpu.get_or_init(|| discover_gpu_for(&HostProbe::system(), &opts.host_libraries)),
-            || {
-                glibc.get_or_init(|| {
-                    image_has_glibc(layout, tag).map_err(|e| crate::diag::chain(&e))
-                })
-            },
-            || {
-                self_exe.get_or_init(|| {
-                    fs_err::canonicalize(&opts.self_exe).map_err(|e| {
-                        RunError::SelfExe {
-                            path: opts.self_exe.clone(),
-                            source: e,
-                        }
-                        .to_string()
+    let mut run_all = || -> Result<(), RunError> {
+        for t in tests {
+            let ctx = TestContext {
+                podman: &podman,
+                global: &global,
+                user_run: &user_run,
+                image_ref: &image_ref,
+                info: &info,
+                opts,
+                reporter,
+            };
+            let result = run_one(
+                t,
+                &ctx,
+                || gpu.get_or_init(|| discover_gpu_for(&HostProbe::system(), &opts.host_libraries)),
+                || {
+                    glibc.get_or_init(|| {
+                        image_has_glibc(layout, tag).map_err(|e| crate::diag::chain(&e))
                     })
-                })
-            },
-        )?;
-        reporter(TestEvent::Finished(&result));
-        results.push(result);
-    }
-    // podman named the image after the (staged) layout's path: untag it so such names
-    // (`localhost/tmp/…`, one per layout) do not pile up in podman's storage (best effort;
-    // the layers stay shared with the next run's).
-    podman::remove_image(
-        &podman,
-        &global,
-        &format!("localhost{}:latest", staged.path.display()),
-    );
+                },
+                || {
+                    self_exe.get_or_init(|| {
+                        fs_err::canonicalize(&opts.self_exe).map_err(|e| {
+                            RunError::SelfExe {
+                                path: opts.self_exe.clone(),
+                                source: e,
+                            }
+                            .to_string()
+                        })
+                    })
+                },
+            )?;
+            reporter(TestEvent::Finished(&result));
+            results.push(result);
+        }
+        Ok(())
+    };
+    let ran = run_all();
+    // podman named its copy after the (staged) layout's path: removed once no run needs its
+    // layers, so such names (`localhost/tmp/…`, one per layout) do not pile up.
+    janitor.release(running, &janitor::layout_image_names(&staged.path, tag));
     drop(staged);
-    Ok(results)
+    ran.map(|()| results)
 }
 
 struct TestContext<'a> {

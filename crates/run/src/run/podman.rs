@@ -212,17 +212,6 @@ fn podman_quiet(inv: &Invocation, args: &[&str]) {
         .status();
 }
 
-/// `podman rmi --ignore NAME`, errors ignored.
-pub(super) fn remove_image(podman: &Path, global: &[String], name: &str) {
-    let _ = Command::new(podman)
-        .args(global)
-        .args(["rmi", "--ignore", name])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status();
-}
-
 fn kill_container(inv: &Invocation) {
     podman_quiet(inv, &["kill", "--signal", "KILL", &inv.name]);
     remove_container(inv);

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::janitor::{layout_image_names, Janitor};
 use super::podman::{self, Invocation};
 use super::{command_line, split_global_args, RunError};
 
@@ -109,8 +110,28 @@ pub fn run_sandboxed(
         expect_output: None,
     };
     report(&command_line(&inv.podman, &inv.argv()));
-    let mut out = podman::execute(&inv)?;
-    let ours = podman::ulimit_flags(&user_run);
+    // podman copies the layout into its storage: that copy goes once no run needs its layers.
+    let janitor = Janitor::new(&inv.podman, &inv.global);
+    let running = janitor.running();
+    let result = execute_retrying(&inv, &user_run, report);
+    janitor.release(running, &layout_image_names(run.layout, run.tag));
+    let out = result?;
+    Ok(SandboxOutcome {
+        exit_code: out.exit_code,
+        timed_out: out.timed_out,
+        duration: out.duration,
+        tail: out.tail,
+    })
+}
+
+/// Runs `inv`; once more with small limits when the sandbox refuses even this process's own.
+fn execute_retrying(
+    inv: &Invocation,
+    user_run: &[String],
+    report: &dyn Fn(&str),
+) -> Result<podman::RunOutcome, RunError> {
+    let mut out = podman::execute(inv)?;
+    let ours = podman::ulimit_flags(user_run);
     if !ours.is_empty() && podman::rlimit_refused(out.exit_code, &out.tail) {
         // A sandbox that refuses even this process's own limits in the container's user
         // namespace: once more with small ones, as the test stage does.
@@ -133,15 +154,5 @@ pub fn run_sandboxed(
         report(&command_line(&again.podman, &again.argv()));
         out = podman::execute(&again)?;
     }
-    podman::remove_image(
-        &inv.podman,
-        &inv.global,
-        &format!("localhost{}:{}", run.layout.display(), run.tag),
-    );
-    Ok(SandboxOutcome {
-        exit_code: out.exit_code,
-        timed_out: out.timed_out,
-        duration: out.duration,
-        tail: out.tail,
-    })
+    Ok(out)
 }
