@@ -35,7 +35,7 @@ pub use ocibuild_engine::{
 pub use ocibuild_import::import;
 pub use ocibuild_layer::layer;
 pub use ocibuild_oci::{
-    bounded, defaults, diag, digest, fsat, image, json, progress, tarbound, unpack,
+    bounded, defaults, diag, digest, fsat, image, json, par, progress, tarbound, unpack,
 };
 pub use ocibuild_python::python;
 pub use ocibuild_run::run;

@@ -9,7 +9,7 @@
 pub use ocibuild_cuda::cuda;
 pub use ocibuild_layer::layer;
 pub use ocibuild_oci::{
-    bounded, defaults, diag, digest, fsat, image, json, progress, tarbound, unpack,
+    bounded, defaults, diag, digest, fsat, image, json, par, progress, tarbound, unpack,
 };
 pub use ocibuild_store::store;
 pub use ocibuild_transport::{http, imageref, output, partial, registry};

@@ -6,7 +6,7 @@
 //! same in every crate of the workspace (`crate::digest::Digest`).
 
 pub use ocibuild_oci::{
-    bounded, defaults, diag, digest, fsat, image, json, progress, tarbound, unpack,
+    bounded, defaults, diag, digest, fsat, image, json, par, progress, tarbound, unpack,
 };
 
 pub mod layer;

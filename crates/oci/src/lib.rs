@@ -8,6 +8,7 @@
 //! - [`diag`]: where in a TOML file a problem is, and did-you-mean for misspelt names.
 //! - [`fsat`]: trees read through directory handles, never through a symlink below the root.
 //! - [`image`]: OCI config, manifest and index documents.
+//! - [`par`]: work spread over a few threads, results in input order.
 //! - [`progress`]: the one trait progress events go through.
 //! - [`unpack`]: unpacking an untrusted tar beneath a root, never following a link.
 //!
@@ -21,6 +22,7 @@ pub mod digest;
 pub mod fsat;
 pub mod image;
 pub mod json;
+pub mod par;
 pub mod progress;
 pub mod tarbound;
 pub mod unpack;

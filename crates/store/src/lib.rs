@@ -7,7 +7,7 @@
 
 pub use ocibuild_layer::layer;
 pub use ocibuild_oci::{
-    bounded, defaults, diag, digest, fsat, image, json, progress, tarbound, unpack,
+    bounded, defaults, diag, digest, fsat, image, json, par, progress, tarbound, unpack,
 };
 
 pub mod store;

@@ -99,7 +99,7 @@ pub fn build_layer(
     store: &Store,
     debs: &[DebInput],
     req: &LayerRequest,
-    progress: &dyn Fn(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<AptLayer, AptError> {
     Ok(build_layer_reported(store, debs, req, progress)?.0)
 }
@@ -109,25 +109,37 @@ pub fn build_layer_reported(
     store: &Store,
     debs: &[DebInput],
     req: &LayerRequest,
-    progress: &dyn Fn(u64),
+    progress: &(dyn Fn(u64) + Sync),
 ) -> Result<(AptLayer, Vec<crate::cuda::LibraryReport>), AptError> {
     let mut debs: Vec<&DebInput> = debs.iter().collect();
     debs.sort_by(|a, b| a.locked.cmp(&b.locked));
-    let mut spool = Spool::new(&store.root().join("tmp"))?;
+    let tmp = store.root().join("tmp");
+    let mut spool = Spool::new(&tmp)?;
     let mut items: BTreeMap<String, Item> = BTreeMap::new();
     let names: Vec<String> = debs
         .iter()
         .map(|d| format!("{} {}", d.locked.name, d.locked.version))
         .collect();
+    // Each .deb is checked, decompressed and hashed into a spool of its own on the layer's
+    // threads (xz is single-threaded per stream), then appended to the one spool in package
+    // order: the same bytes at the same offsets as one thread reading them in turn.
+    let numbered: Vec<(usize, &DebInput)> = debs.iter().copied().enumerate().collect();
+    let read_alone = crate::par::map_in_order(&numbered, req.layer.threads, |&(i, deb)| {
+        let mut own = Spool::new(&tmp)?;
+        let read = read_deb(deb, i, &mut own)?;
+        progress(deb.locked.size);
+        Ok::<_, AptError>((read, own))
+    });
     let mut reads = Vec::with_capacity(debs.len());
     let mut reports = Vec::new();
-    for (i, deb) in debs.iter().enumerate() {
-        let mut read = read_deb(deb, i, &mut spool)?;
+    for (i, alone) in read_alone.into_iter().enumerate() {
+        let (mut read, mut own) = alone?;
+        let at = spool.append_spool(&mut own)?;
+        read.shift(at);
         if let Some(t) = &req.cuda {
             reports.extend(prune::prune_read(&mut read, &mut spool, t, &names[i])?);
         }
         reads.push(read);
-        progress(deb.locked.size);
     }
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     // On scratch the packages say whether the system is merged-/usr (trixie's are).
@@ -300,7 +312,17 @@ struct DebRead {
     md5sums: Option<String>,
 }
 
-/// Reads one .deb: verified against the lock, its control and md5sums, its data tar spooled.
+impl DebRead {
+    /// Its files' spans moved `by` bytes on (its spool appended at `by` to another).
+    fn shift(&mut self, by: u64) {
+        for item in self.own.values_mut() {
+            if let Kind::File(span, _) = &mut item.kind {
+                span.offset += by;
+            }
+        }
+    }
+}
+
 /// The .deb file against the lock (sha256 and size), before anything in it is believed.
 fn check_whole(deb: &DebInput) -> Result<(), AptError> {
     let l = &deb.locked;
@@ -320,6 +342,7 @@ fn check_whole(deb: &DebInput) -> Result<(), AptError> {
     Ok(())
 }
 
+/// Reads one .deb: verified against the lock, its control and md5sums, its data tar spooled.
 fn read_deb(deb: &DebInput, pkg: usize, spool: &mut Spool) -> Result<DebRead, AptError> {
     let l = &deb.locked;
     let package = l.name.as_str();

@@ -66,6 +66,19 @@ impl Spool {
         self.append(&mut data).map_err(|source| self.io(source))
     }
 
+    /// Appends all of `other` (flushed first); returns the offset its spans now start at.
+    pub(super) fn append_spool(&mut self, other: &mut Spool) -> Result<u64, AptError> {
+        let at = self.len;
+        let len = other.len;
+        let mut whole = other.reader()?.at(Span {
+            offset: 0,
+            size: len,
+        });
+        let copied = io::copy(&mut whole, &mut self.out).map_err(|source| self.io(source))?;
+        self.len += copied;
+        Ok(at)
+    }
+
     /// The bytes of `span`.
     pub(super) fn read(&mut self, span: Span) -> Result<Vec<u8>, AptError> {
         let mut buf = Vec::new();
