@@ -28,8 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// How long one `podman rmi` may take before it is killed (it holds the exclusive lock, which
-/// every run waits for).
+/// How long one sweep's `podman rmi` calls may take in all before the one running is killed
+/// (a sweep holds the exclusive lock, which every run waits for).
 const RMI_LIMIT: Duration = Duration::from_secs(120);
 
 /// The lock and pending names of one podman storage.
@@ -55,7 +55,7 @@ impl Janitor {
         }
     }
 
-    /// Takes the shared lock (waiting while a removal runs, at most [`RMI_LIMIT`] and a bit).
+    /// Takes the shared lock (waiting while a sweep runs: at most [`RMI_LIMIT`] and a bit).
     pub(super) fn running(&self) -> Running {
         let lock = self.dir.as_ref().and_then(|d| {
             let f = lock_file(d)?;
@@ -106,10 +106,12 @@ impl Janitor {
             return;
         }
         let names: Vec<&str> = found.iter().map(|(_, n)| n.as_str()).collect();
-        if !self.rmi(&names) {
+        let end = std::time::Instant::now() + RMI_LIMIT;
+        if !self.rmi(&names, end) {
             // One at a time, so one name podman will not remove (an image a container of the
-            // user's still uses) does not keep the others: it stays pending.
-            found.retain(|(_, n)| self.rmi(&[n]));
+            // user's still uses) does not keep the others: it stays pending. Within the same
+            // time bound: what is left when it is over stays pending too.
+            found.retain(|(_, n)| self.rmi(&[n], end));
         }
         for (path, _) in found {
             let _ = fs_err::remove_file(path);
@@ -117,8 +119,11 @@ impl Janitor {
         drop(lock);
     }
 
-    /// `podman rmi --ignore NAMES…`: whether it succeeded in time.
-    fn rmi(&self, names: &[&str]) -> bool {
+    /// `podman rmi --ignore NAMES…`: whether it succeeded before `end`.
+    fn rmi(&self, names: &[&str], end: std::time::Instant) -> bool {
+        if std::time::Instant::now() >= end {
+            return false;
+        }
         let Ok(mut child) = Command::new(&self.podman)
             .args(&self.global)
             .args(["rmi", "--ignore"])
@@ -130,7 +135,6 @@ impl Janitor {
         else {
             return false;
         };
-        let end = std::time::Instant::now() + RMI_LIMIT;
         loop {
             match child.try_wait() {
                 Ok(Some(s)) => return s.success(),
