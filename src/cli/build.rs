@@ -169,6 +169,7 @@ pub(super) fn run(cli: &Cli, args: &BuildArgs) -> anyhow::Result<ExitCode> {
     session.sandbox = crate::run::SandboxOptions {
         podman: stage.podman.clone(),
         podman_args: stage.podman_args.clone(),
+        copies: Default::default(),
     };
     let request = BuildRequest {
         recipe_path: &args.recipe,

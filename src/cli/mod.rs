@@ -405,6 +405,7 @@ impl Cli {
                 podman_args: std::env::var("OCIBUILD_PODMAN_ARGS")
                     .map(|a| a.split_whitespace().map(String::from).collect())
                     .unwrap_or_default(),
+                copies: Default::default(),
             },
             ..crate::session::Session::new(store, client, reporter)
         }

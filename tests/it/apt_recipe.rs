@@ -132,6 +132,9 @@ fn apt_layer_lock_interpreter_and_ca_bundle() {
     let v3 = build_json(&r, &t.path().join("img3"), &["--no-cache", "-j", "1"]);
     assert_eq!(v3["layers"][0]["cached"], false);
     assert_eq!(v3["manifest"], v["manifest"]);
+    // The .debs read on three threads: the same layer.
+    let v4 = build_json(&r, &t.path().join("img3j"), &["--no-cache", "-j", "3"]);
+    assert_eq!(v4["manifest"], v["manifest"]);
     fs::rename(f.repo.root.with_extension("gone"), &f.repo.root).unwrap();
 
     // A recipe edit: --locked refuses and names the change; a plain build re-resolves.

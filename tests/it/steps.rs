@@ -177,29 +177,34 @@ fn concurrent_builds_share_podmans_storage_and_leave_no_image_in_it() {
         };
         apps.push(app);
     }
+    // Each build with a store of its own (so no step is a cache hit) and a podman that counts
+    // the containers it starts; the commands are made here, in the test's thread.
+    let mut commands: Vec<std::process::Command> = projects
+        .iter()
+        .zip(&apps)
+        .map(|(p, app)| {
+            let mut c = common::ocibuild();
+            c.env("OCIBUILD_CACHE", p.path().join("store"))
+                .env("OCIBUILD_PODMAN", counting_podman(p.path()))
+                .arg("build")
+                .arg(app)
+                .arg("-o")
+                .arg(p.path().join("img"))
+                .arg(format!("--podman-arg={}", podman_args[0]))
+                .arg(format!("--podman-arg={}", podman_args[1]));
+            c
+        })
+        .collect();
     let outs: Vec<std::process::Output> = std::thread::scope(|s| {
-        let running: Vec<_> = projects
-            .iter()
-            .zip(&apps)
-            .map(|(p, app)| {
-                let args = &podman_args;
-                s.spawn(move || {
-                    common::run(
-                        common::ocibuild()
-                            .arg("build")
-                            .arg(app)
-                            .arg("-o")
-                            .arg(p.path().join("img"))
-                            .arg(format!("--podman-arg={}", args[0]))
-                            .arg(format!("--podman-arg={}", args[1])),
-                    )
-                })
-            })
+        let running: Vec<_> = commands
+            .iter_mut()
+            .map(|c| s.spawn(move || common::run(c)))
             .collect();
         running.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    for out in &outs {
+    for (out, p) in outs.iter().zip(&projects) {
         common::assert_success(out, "a build beside three others in one podman storage");
+        assert_eq!(runs(p.path()), 3, "each build ran its three steps");
     }
     let podman = common::which("podman").unwrap();
     let images = common::run(

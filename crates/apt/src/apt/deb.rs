@@ -7,9 +7,10 @@
 //!   `md5sums` from `control.tar.*`, and streams `data.tar.{xz,zst,gz}` entries.
 //!
 //! **Bounded memory.** Entries must be written sorted, but a data tar is in any order. Each
-//! regular file's content is appended, while the data tar streams by, to one unnamed spool
+//! regular file's content is appended, while the data tar streams by, to an unnamed spool
 //! file in the store's `tmp/` directory ([`Spool`]: gone when done, also on error or a crash);
-//! only the metadata of the entries stays in memory. Then the sorted entries, their contents
+//! only the metadata of the entries stays in memory. The .debs are read a few per thread at a
+//! time, each into a spool of its own, appended in package order to the layer's one spool. Then the sorted entries, their contents
 //! read back from the spool by offset, go through [`layer::write_layer_with`], the same writer
 //! and compressors as every other layer, straight into a store blob. This reads each
 //! data tar once (the alternative, reading it twice, decompresses twice and still needs random
@@ -104,6 +105,10 @@ pub fn build_layer(
     Ok(build_layer_reported(store, debs, req, progress)?.0)
 }
 
+/// How many .debs each thread reads per batch (each held in a spool of its own until the batch
+/// is appended in order).
+const DEBS_PER_THREAD: usize = 4;
+
 /// [`build_layer`], with the report of each CUDA library pruned (`req.cuda`), in path order.
 pub fn build_layer_reported(
     store: &Store,
@@ -122,24 +127,29 @@ pub fn build_layer_reported(
         .collect();
     // Each .deb is checked, decompressed and hashed into a spool of its own on the layer's
     // threads (xz is single-threaded per stream), then appended to the one spool in package
-    // order: the same bytes at the same offsets as one thread reading them in turn.
+    // order: the same bytes at the same offsets as one thread reading them in turn. A few
+    // .debs per thread at a time, so the spools open at once stay few whatever the count of
+    // packages, and a failure stops the reading at the end of its batch.
     let numbered: Vec<(usize, &DebInput)> = debs.iter().copied().enumerate().collect();
-    let read_alone = crate::par::map_in_order(&numbered, req.layer.threads, |&(i, deb)| {
-        let mut own = Spool::new(&tmp)?;
-        let read = read_deb(deb, i, &mut own)?;
-        progress(deb.locked.size);
-        Ok::<_, AptError>((read, own))
-    });
+    let threads = req.layer.threads.max(1);
     let mut reads = Vec::with_capacity(debs.len());
     let mut reports = Vec::new();
-    for (i, alone) in read_alone.into_iter().enumerate() {
-        let (mut read, mut own) = alone?;
-        let at = spool.append_spool(&mut own)?;
-        read.shift(at);
-        if let Some(t) = &req.cuda {
-            reports.extend(prune::prune_read(&mut read, &mut spool, t, &names[i])?);
+    for batch in numbered.chunks(threads * DEBS_PER_THREAD) {
+        let read_alone = crate::par::map_in_order(batch, threads, |&(i, deb)| {
+            let mut own = Spool::new(&tmp)?;
+            let read = read_deb(deb, i, &mut own)?;
+            progress(deb.locked.size);
+            Ok::<_, AptError>((read, own))
+        });
+        for (&(i, _), alone) in batch.iter().zip(read_alone) {
+            let (mut read, mut own) = alone?;
+            let at = spool.append_spool(&mut own)?;
+            read.shift(at);
+            if let Some(t) = &req.cuda {
+                reports.extend(prune::prune_read(&mut read, &mut spool, t, &names[i])?);
+            }
+            reads.push(read);
         }
-        reads.push(read);
     }
     reports.sort_by(|a, b| a.path.cmp(&b.path));
     // On scratch the packages say whether the system is merged-/usr (trixie's are).

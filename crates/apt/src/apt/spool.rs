@@ -1,6 +1,8 @@
 //! The apt layer's spool: the content of every regular file of every .deb, appended to one
 //! unnamed temporary file in the store's `tmp/` while the data tars stream by, and read back by
-//! offset when the sorted layer is written.
+//! offset when the sorted layer is written. The .debs read at once on several threads each
+//! fill a spool of their own, appended whole to the layer's in package order
+//! ([`Spool::append_spool`]).
 //!
 //! One file instead of one temporary file per member: a Debian image has thousands of small
 //! files, and creating, reopening and removing a file each cost more than its bytes (measured on
@@ -173,6 +175,42 @@ mod tests {
         assert_eq!(s.read(e).unwrap(), b"");
         // The file has no name: the directory stays empty.
         assert_eq!(fs_err::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    /// A spool appended to another: its spans, moved by the offset returned, read the same
+    /// bytes, and the whole is what one spool written in that order would hold.
+    #[test]
+    fn an_appended_spool_reads_back_at_its_offset() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut main = Spool::new(dir.path()).unwrap();
+        let mut serial = Spool::new(dir.path()).unwrap();
+        main.append_bytes(b"head").unwrap();
+        serial.append_bytes(b"head").unwrap();
+        let mut other = Spool::new(dir.path()).unwrap();
+        let big: Vec<u8> = (0..600_000u32).map(|i| (i % 241) as u8).collect();
+        let (x, _) = other.append_bytes(b"x").unwrap();
+        let (b, _) = other.append(&mut big.as_slice()).unwrap();
+        serial.append_bytes(b"x").unwrap();
+        serial.append(&mut big.as_slice()).unwrap();
+        let at = main.append_spool(&mut other).unwrap();
+        assert_eq!(at, 4);
+        let moved = |s: Span| Span {
+            offset: s.offset + at,
+            size: s.size,
+        };
+        assert_eq!(main.read(moved(x)).unwrap(), b"x");
+        assert_eq!(main.read(moved(b)).unwrap(), big);
+        let (after, _) = main.append_bytes(b"tail").unwrap();
+        assert_eq!(after.offset, 4 + 1 + 600_000);
+        serial.append_bytes(b"tail").unwrap();
+        let whole = |s: &mut Spool, len| {
+            s.read(Span {
+                offset: 0,
+                size: len,
+            })
+            .unwrap()
+        };
+        assert_eq!(whole(&mut main, 600_009), whole(&mut serial, 600_009));
     }
 
     #[test]

@@ -286,6 +286,7 @@ impl<'a> Session<'a> {
             sandbox: crate::run::SandboxOptions {
                 podman: PathBuf::from("podman"),
                 podman_args: Vec::new(),
+                copies: Default::default(),
             },
             allow_network: false,
             locks: Default::default(),

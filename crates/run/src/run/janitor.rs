@@ -8,17 +8,21 @@
 //! not known` or `image not known`.
 //!
 //! So:
-//! - a run holds a shared lock for as long as its copy and container live ([`Janitor::running`]);
-//! - after it, the names podman may have given its copy are recorded as pending
-//!   ([`Janitor::release`]);
-//! - then whoever takes the exclusive lock without waiting (no run in progress anywhere) removes
-//!   every pending name of this storage with one `podman rmi --ignore`. The last run of a busy
-//!   period removes what the others left.
+//! - a run holds a shared lock for as long as its copy and container live ([`Janitor::running`]),
+//!   and records the names podman may give its copy before it starts ([`Janitor::record`]), so
+//!   that a run killed midway leaves them recorded;
+//! - a command that runs build steps holds the lock from its first step to its end
+//!   ([`LayoutCopies`]): the builder's layers stay for its next step instead of being copied in
+//!   again;
+//! - when a run (or such a command) ends, it gives back the lock and tries the exclusive lock
+//!   without waiting ([`Janitor::release`]); whoever gets it (no run in progress anywhere)
+//!   removes every recorded name of this storage with one `podman rmi --ignore`. The last run of
+//!   a busy period removes what the others left.
 //!
-//! The lock and the pending names live in a directory of this user's
-//! (`$XDG_RUNTIME_DIR/ocibuild-podman`, else `ocibuild-podman-UID` in the temporary directory),
-//! one subdirectory per podman storage named by the command line (`--root`, `--runroot`). A
-//! directory that is not this user's own (another user made it first, or it is a link) is not
+//! The lock and the recorded names live in `/tmp/ocibuild-podman-UID` (a fixed place, so that
+//! every shell of a user finds the same lock whatever its `TMPDIR` or `XDG_RUNTIME_DIR`), one
+//! subdirectory per podman storage named on the command line (`--root`, `--runroot`, resolved).
+//! A directory that is not this user's own (another user made it first, or it is a link) is not
 //! used: nothing is then removed, which is safe, only untidy. Everything here is best effort: a
 //! failure never fails a build, it leaves an image behind.
 
@@ -26,6 +30,7 @@ use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
 
 /// How long one sweep's `podman rmi` calls may take in all before the one running is killed
@@ -40,9 +45,9 @@ pub(super) struct Janitor {
     dir: Option<PathBuf>,
 }
 
-/// A run in progress: the shared lock, given back on drop.
+/// A run in progress: the shared lock, given back by [`Janitor::release`] (or on drop).
 pub(super) struct Running {
-    _lock: Option<fs_err::File>,
+    lock: Option<fs_err::File>,
 }
 
 impl Janitor {
@@ -59,16 +64,22 @@ impl Janitor {
     pub(super) fn running(&self) -> Running {
         let lock = self.dir.as_ref().and_then(|d| {
             let f = lock_file(d)?;
-            f.lock_shared().ok()?;
-            Some(f)
+            loop {
+                match f.lock_shared() {
+                    Ok(()) => return Some(f),
+                    Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                    Err(_) => return None,
+                }
+            }
         });
-        Running { _lock: lock }
+        Running { lock }
     }
 
-    /// Records `names` (what podman may have called a run's copy) as pending, gives back the
-    /// run's shared lock, and removes every pending name if no run is in progress.
-    pub(super) fn release(&self, running: Running, names: &[String]) {
-        let Some(dir) = &self.dir else {
+    /// Records `names` (what podman may call a run's copy) for removal. Done while `running`
+    /// holds the lock, before the run: no sweep can remove them until every run has ended, and
+    /// a run that is killed leaves them recorded. Nothing is recorded without the lock.
+    pub(super) fn record(&self, running: &Running, names: &[String]) {
+        let (Some(dir), Some(_)) = (&self.dir, &running.lock) else {
             return;
         };
         let pending = dir.join("pending");
@@ -77,8 +88,18 @@ impl Janitor {
                 let _ = write_pending(&pending, name);
             }
         }
-        drop(running);
-        self.sweep(dir);
+    }
+
+    /// Gives back a run's shared lock and removes every recorded name if no run is in progress.
+    pub(super) fn release(&self, running: Running) {
+        if let Some(f) = running.lock {
+            // Unlocked by hand: a child being spawned by another thread may hold a copy of the
+            // descriptor until its exec, and closing ours alone would keep the lock that long.
+            let _ = f.unlock();
+        }
+        if let Some(dir) = &self.dir {
+            self.sweep(dir);
+        }
     }
 
     /// Removes every pending name, under the exclusive lock, when it is free right now.
@@ -151,6 +172,55 @@ impl Janitor {
     }
 }
 
+/// The copies of the layouts one command's build steps run (carried by
+/// [`super::SandboxOptions`], whose clones share it): the lock is taken at the first step and
+/// given back, with a sweep, when the last clone is dropped at the command's end. Between its
+/// steps the builder's layers stay in podman's storage for the next one.
+#[derive(Default)]
+pub struct LayoutCopies {
+    held: Mutex<Option<(Janitor, Running)>>,
+}
+
+impl std::fmt::Debug for LayoutCopies {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("LayoutCopies")
+    }
+}
+
+impl LayoutCopies {
+    /// Records `names` under this command's hold on the storage `global` names, taking the
+    /// hold first if this is its first step. `false`: the hold is on another storage (the
+    /// caller then holds the lock for this run alone).
+    pub(super) fn record(&self, podman: &Path, global: &[String], names: &[String]) -> bool {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.is_none() {
+            let janitor = Janitor::new(podman, global);
+            let running = janitor.running();
+            *held = Some((janitor, running));
+        }
+        match &*held {
+            Some((j, running)) if j.podman == podman && j.global == global => {
+                j.record(running, names);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl Drop for LayoutCopies {
+    fn drop(&mut self) {
+        let held = self
+            .held
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+        if let Some((janitor, running)) = held {
+            janitor.release(running);
+        }
+    }
+}
+
 /// The names podman may give the copy of `oci:LAYOUT:TAG`: podman 4.3 says `latest` whatever
 /// the tag; later versions keep it.
 pub(super) fn layout_image_names(layout: &Path, tag: &str) -> Vec<String> {
@@ -161,17 +231,24 @@ pub(super) fn layout_image_names(layout: &Path, tag: &str) -> Vec<String> {
     v
 }
 
-/// What names the storage on podman's command line: `--root` and `--runroot` (anything else
-/// shares the default storage's lock, which is only more careful).
+/// What names the storage on podman's command line: `--root` and `--runroot`, resolved. Any
+/// other flag shares the default storage's lock, which is only more careful; an explicit
+/// `--root` naming the default storage's own directory gets a lock of its own.
 fn storage_key(global: &[String]) -> String {
     let mut named = Vec::new();
     let mut it = global.iter();
     while let Some(a) = it.next() {
         for flag in ["--root", "--runroot"] {
-            if a == flag {
-                named.push(format!("{flag}={}", it.clone().next().map_or("", |v| v)));
-            } else if a.starts_with(&format!("{flag}=")) {
-                named.push(a.clone());
+            let value = if a == flag {
+                it.clone().next().map(String::as_str)
+            } else {
+                a.strip_prefix(flag).and_then(|v| v.strip_prefix('='))
+            };
+            if let Some(v) = value {
+                // The directory itself, however it was spelled (`/s/`, a link to it).
+                let resolved = fs_err::canonicalize(v)
+                    .map_or_else(|_| v.to_string(), |p| p.display().to_string());
+                named.push(format!("{flag}={resolved}"));
             }
         }
     }
@@ -182,15 +259,9 @@ fn storage_key(global: &[String]) -> String {
     format!("storage-{}", &digest.hex()[..16])
 }
 
-/// `$XDG_RUNTIME_DIR/ocibuild-podman` when that is this user's, else
-/// `$TMPDIR/ocibuild-podman-UID`.
+/// `/tmp/ocibuild-podman-UID`.
 fn base_dir() -> Option<PathBuf> {
-    if let Some(x) = std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from) {
-        if x.is_absolute() && is_own(&x) {
-            return own_dir(&x.join("ocibuild-podman"));
-        }
-    }
-    own_dir(&std::env::temp_dir().join(format!("ocibuild-podman-{}", euid()?)))
+    own_dir(&PathBuf::from(format!("/tmp/ocibuild-podman-{}", euid()?)))
 }
 
 /// `dir`, made if missing (mode 0700), when it is a directory (not a link) of this user's that
@@ -296,60 +367,141 @@ mod tests {
         assert_eq!(own_dir(&link), None);
     }
 
-    /// A name released while another run holds the shared lock stays pending; the last run out
-    /// removes it (with a podman that records what it was asked).
+    /// A podman script in `dir` that appends its arguments to `dir/log`, after `body`.
+    fn podman(dir: &Path, body: &str) -> PathBuf {
+        let p = dir.join("podman");
+        fs_err::write(
+            &p,
+            format!(
+                "#!/bin/sh\n{body}\necho \"$*\" >> '{}'\n",
+                dir.join("log").display()
+            ),
+        )
+        .unwrap();
+        fs_err::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        p
+    }
+
+    fn janitor(dir: &Path, podman: PathBuf, global: &[&str]) -> (Janitor, PathBuf) {
+        let d = own_dir(&dir.join("j")).unwrap();
+        let j = Janitor {
+            podman,
+            global: v(global),
+            dir: Some(d.clone()),
+        };
+        (j, d.join("pending"))
+    }
+
+    fn pending(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = fs_err::read_dir(dir)
+            .map(|d| {
+                d.map(|e| fs_err::read_to_string(e.unwrap().path()).unwrap())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    /// Names are recorded before the run, while its lock is held; a sweep tried then (another
+    /// run ending) removes nothing. The last run out removes every name in one call.
     #[test]
     fn the_last_run_out_removes_what_is_pending() {
         let t = tempfile::tempdir().unwrap();
+        let (j, pend) = janitor(t.path(), podman(t.path(), ""), &["--root", "/s"]);
         let log = t.path().join("log");
-        let podman = t.path().join("podman");
-        fs_err::write(
-            &podman,
-            format!("#!/bin/sh\necho \"$*\" >> '{}'\n", log.display()),
-        )
-        .unwrap();
-        fs_err::set_permissions(&podman, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let dir = own_dir(&t.path().join("j")).unwrap();
-        let j = Janitor {
-            podman: podman.clone(),
-            global: v(&["--root", "/s"]),
-            dir: Some(dir.clone()),
-        };
         let a = j.running();
+        j.record(&a, &layout_image_names(Path::new("/tmp/a"), "step"));
+        assert_eq!(pending(&pend).len(), 2, "recorded before the run");
         let b = j.running();
-        j.release(a, &layout_image_names(Path::new("/tmp/a"), "step"));
+        j.record(&b, &layout_image_names(Path::new("/tmp/b"), "latest"));
+        j.release(a);
         assert!(!log.exists(), "removed while b runs");
-        assert_eq!(fs_err::read_dir(dir.join("pending")).unwrap().count(), 2);
-        j.release(b, &layout_image_names(Path::new("/tmp/b"), "latest"));
+        assert_eq!(pending(&pend).len(), 3);
+        j.release(b);
         assert_eq!(
             fs_err::read_to_string(&log).unwrap(),
             "--root /s rmi --ignore localhost/tmp/a:latest localhost/tmp/a:step localhost/tmp/b:latest\n"
         );
-        assert_eq!(fs_err::read_dir(dir.join("pending")).unwrap().count(), 0);
+        assert!(pending(&pend).is_empty());
     }
 
     /// A name podman will not remove stays pending; the others go.
     #[test]
     fn a_name_podman_keeps_stays_pending() {
         let t = tempfile::tempdir().unwrap();
-        let podman = t.path().join("podman");
-        fs_err::write(&podman, "#!/bin/sh\ncase \"$*\" in *keep*) exit 2;; esac\n").unwrap();
-        fs_err::set_permissions(&podman, std::fs::Permissions::from_mode(0o755)).unwrap();
-        let dir = own_dir(&t.path().join("j")).unwrap();
-        let j = Janitor {
-            podman,
-            global: Vec::new(),
-            dir: Some(dir.clone()),
-        };
+        let (j, pend) = janitor(
+            t.path(),
+            podman(t.path(), "case \"$*\" in *keep*) exit 2;; esac"),
+            &[],
+        );
         let r = j.running();
-        j.release(
-            r,
+        j.record(
+            &r,
             &v(&["localhost/tmp/keep:latest", "localhost/tmp/go:latest"]),
         );
-        let left: Vec<String> = fs_err::read_dir(dir.join("pending"))
-            .unwrap()
-            .map(|e| fs_err::read_to_string(e.unwrap().path()).unwrap())
-            .collect();
-        assert_eq!(left, ["localhost/tmp/keep:latest"]);
+        j.release(r);
+        assert_eq!(pending(&pend), ["localhost/tmp/keep:latest"]);
+    }
+
+    /// A command's steps share one hold: nothing is removed between them (the builder's layers
+    /// stay for the next step), everything when the command's options are dropped.
+    #[test]
+    fn a_commands_steps_are_removed_when_it_ends() {
+        let t = tempfile::tempdir().unwrap();
+        let script = podman(t.path(), "");
+        let (j, pend) = janitor(t.path(), script.clone(), &[]);
+        let copies = LayoutCopies::default();
+        let held = j.running();
+        *copies.held.lock().unwrap() = Some((j, held));
+        for step in ["a", "b"] {
+            let names = layout_image_names(&PathBuf::from(format!("/tmp/{step}")), "step");
+            assert!(copies.record(&script, &[], &names));
+            // A run of the test stage ending meanwhile in the same process sweeps nothing.
+            let (other, _) = janitor(t.path(), script.clone(), &[]);
+            let r = other.running();
+            other.release(r);
+        }
+        assert!(
+            !t.path().join("log").exists(),
+            "nothing removed between steps"
+        );
+        assert_eq!(pending(&pend).len(), 4);
+        assert!(!copies.record(&script, &v(&["--root", "/elsewhere"]), &[]));
+        drop(copies);
+        assert!(pending(&pend).is_empty(), "{:?}", pending(&pend));
+        assert_eq!(
+            fs_err::read_to_string(t.path().join("log"))
+                .unwrap()
+                .lines()
+                .count(),
+            1
+        );
+    }
+
+    /// A podman that hangs is killed at the sweep's bound, and its names stay pending.
+    #[test]
+    fn a_hanging_rmi_is_bounded() {
+        let t = tempfile::tempdir().unwrap();
+        let (j, _) = janitor(t.path(), podman(t.path(), "exec sleep 600"), &[]);
+        let start = std::time::Instant::now();
+        assert!(!j.rmi(
+            &["localhost/tmp/x:latest"],
+            start + Duration::from_millis(300)
+        ));
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(
+            !j.rmi(&["localhost/tmp/x:latest"], start),
+            "past the bound: not started"
+        );
+    }
+
+    /// Without the lock (no usable directory) nothing is recorded or removed.
+    #[test]
+    fn without_a_lock_nothing_is_recorded() {
+        let t = tempfile::tempdir().unwrap();
+        let (j, pend) = janitor(t.path(), podman(t.path(), ""), &[]);
+        j.record(&Running { lock: None }, &v(&["localhost/tmp/a:latest"]));
+        assert!(pending(&pend).is_empty());
     }
 }

@@ -32,6 +32,7 @@ pub use gpu::{
     CDI_DIRS, EXTRA_LIBRARIES, LIBCUDA,
 };
 pub use image::{glibc_loader, image_has_glibc, image_info, ImageInfo};
+pub use janitor::LayoutCopies;
 pub use podman::exit_reason;
 pub use sandbox::{run_sandboxed, SandboxOptions, SandboxOutcome, SandboxRun};
 pub use show::{command_line, masked, secret_name, shell_quote};
@@ -377,6 +378,7 @@ pub fn run_tests(
     // podman copies the layout into its storage: that copy goes once no run needs its layers.
     let janitor = janitor::Janitor::new(&podman, &global);
     let running = janitor.running();
+    janitor.record(&running, &janitor::layout_image_names(&staged.path, tag));
     let gpu: OnceCell<GpuAccess> = OnceCell::new();
     let glibc: OnceCell<Result<bool, String>> = OnceCell::new();
     let self_exe: OnceCell<Result<PathBuf, String>> = OnceCell::new();
@@ -422,7 +424,7 @@ pub fn run_tests(
     let ran = run_all();
     // podman named its copy after the (staged) layout's path: removed once no run needs its
     // layers, so such names (`localhost/tmp/…`, one per layout) do not pile up.
-    janitor.release(running, &janitor::layout_image_names(&staged.path, tag));
+    janitor.release(running);
     drop(staged);
     ran.map(|()| results)
 }

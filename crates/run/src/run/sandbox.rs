@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::janitor::{layout_image_names, Janitor};
+use super::janitor::{layout_image_names, Janitor, LayoutCopies};
 use super::podman::{self, Invocation};
 use super::{command_line, split_global_args, RunError};
 
@@ -37,6 +37,9 @@ pub struct SandboxRun<'a> {
 pub struct SandboxOptions {
     pub podman: PathBuf,
     pub podman_args: Vec<String>,
+    /// The copies podman makes of the steps' layouts, removed when the last clone of these
+    /// options is dropped (the command's end) and no other run is in progress.
+    pub copies: std::sync::Arc<LayoutCopies>,
 }
 
 /// How a step's container ended.
@@ -110,12 +113,19 @@ pub fn run_sandboxed(
         expect_output: None,
     };
     report(&command_line(&inv.podman, &inv.argv()));
-    // podman copies the layout into its storage: that copy goes once no run needs its layers.
-    let janitor = Janitor::new(&inv.podman, &inv.global);
-    let running = janitor.running();
-    let result = execute_retrying(&inv, &user_run, report);
-    janitor.release(running, &layout_image_names(run.layout, run.tag));
-    let out = result?;
+    // podman copies the layout into its storage: that copy goes once no run needs its layers
+    // (after the command's last step, see `janitor`).
+    let names = layout_image_names(run.layout, run.tag);
+    let out = if opts.copies.record(&inv.podman, &inv.global, &names) {
+        execute_retrying(&inv, &user_run, report)?
+    } else {
+        let janitor = Janitor::new(&inv.podman, &inv.global);
+        let running = janitor.running();
+        janitor.record(&running, &names);
+        let result = execute_retrying(&inv, &user_run, report);
+        janitor.release(running);
+        result?
+    };
     Ok(SandboxOutcome {
         exit_code: out.exit_code,
         timed_out: out.timed_out,
