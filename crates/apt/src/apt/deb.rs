@@ -3,7 +3,7 @@
 //! - [`download`] fetches a locked .deb into the store, verified by sha256 and size (a missing
 //!   file names the package and says the lock may be out of date).
 //! - [`build_layer`] verifies each .deb against the lock again, parses its `ar` container
-//!   (done here: the format is three fixed fields and a padding rule), reads `control` and
+//!   (`deb::ar`: the format is three fixed fields and a padding rule), reads `control` and
 //!   `md5sums` from `control.tar.*`, and streams `data.tar.{xz,zst,gz}` entries.
 //!
 //! **Bounded memory.** Entries must be written sorted, but a data tar is in any order. Each
@@ -229,57 +229,6 @@ pub(super) fn io_err(path: &Path) -> impl FnOnce(io::Error) -> AptError + '_ {
         path: path.to_path_buf(),
         source,
     }
-}
-
-/// One member of an ar archive: name, data offset, size.
-pub(super) struct Member {
-    pub(super) name: String,
-    pub(super) offset: u64,
-    pub(super) size: u64,
-}
-
-/// Lists the members of an ar archive (`!<arch>\n`, then 60-byte headers, data padded to even).
-pub(super) fn ar_members(f: &mut fs_err::File, package: &str) -> Result<Vec<Member>, AptError> {
-    let bad = |reason: String| AptError::Deb {
-        package: package.to_string(),
-        reason,
-    };
-    let path = f.path().to_path_buf();
-    let len = f.metadata().map_err(io_err(&path))?.len();
-    let mut magic = [0u8; 8];
-    f.read_exact(&mut magic)
-        .map_err(|_| bad("not an ar archive (too short)".into()))?;
-    if &magic != b"!<arch>\n" {
-        return Err(bad("not an ar archive (bad magic)".into()));
-    }
-    let mut pos = 8u64;
-    let mut out = Vec::new();
-    while pos < len {
-        f.seek(SeekFrom::Start(pos)).map_err(io_err(&path))?;
-        let mut h = [0u8; 60];
-        f.read_exact(&mut h)
-            .map_err(|_| bad(format!("truncated ar header at offset {pos}")))?;
-        if &h[58..60] != b"`\n" {
-            return Err(bad(format!("bad ar header at offset {pos}")));
-        }
-        let name = String::from_utf8_lossy(&h[..16])
-            .trim_end()
-            .trim_end_matches('/')
-            .to_string();
-        let size: u64 = std::str::from_utf8(&h[48..58])
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| bad(format!("bad ar member size at offset {pos}")))?;
-        let offset = pos + 60;
-        if offset + size > len {
-            return Err(bad(format!(
-                "ar member `{name}` runs past the end of the file"
-            )));
-        }
-        out.push(Member { name, offset, size });
-        pos = offset + size + (size & 1);
-    }
-    Ok(out)
 }
 
 /// The sha256 and size of a file.
@@ -869,8 +818,11 @@ fn to_entries(
     Ok(out.into_iter().unzip())
 }
 
+mod ar;
 mod drop;
 mod prune;
+
+pub(super) use ar::{ar_members, Member};
 
 #[cfg(test)]
 mod tests;
