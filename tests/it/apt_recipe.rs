@@ -204,6 +204,75 @@ fn apt_bad_input_is_a_clear_error_and_writes_nothing() {
     }
 }
 
+/// Two .debs changed in the store under seals that still hold (a byte flipped in place, the
+/// mtime put back), read on three threads: the layer's own check against the lock names the
+/// first of them in package order, whichever thread read it, and nothing is written.
+#[test]
+fn changed_debs_read_in_parallel_name_the_first_in_package_order() {
+    use std::io::{Read, Seek, SeekFrom, Write};
+    let f = fixture(&universe(), false);
+    let t = tempdir();
+    let store = t.path().join("store");
+    let r = recipe(t.path(), &f, &["python3", "ca-certificates"], &f.key);
+    let build = |out: &str, extra: &[&str]| {
+        run(ocibuild()
+            .env("OCIBUILD_CACHE", &store)
+            .args(["build", "-o"])
+            .arg(t.path().join(out))
+            .arg(&r)
+            .args(extra))
+    };
+    common::assert_success(&build("img", &[]), "first build");
+    let lock: toml::Value =
+        toml::from_str(&fs::read_to_string(t.path().join("app.lock")).unwrap()).unwrap();
+    let mut packages: Vec<(String, String)> = lock["apt"]["package"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["name"].as_str().unwrap().to_string(),
+                p["sha256"]
+                    .as_str()
+                    .unwrap()
+                    .trim_start_matches("sha256:")
+                    .to_string(),
+            )
+        })
+        .collect();
+    packages.sort();
+    let names: Vec<&str> = packages.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(
+        names,
+        ["ca-certificates", "libc6", "python3", "python3.12-minimal"]
+    );
+    // The last package first, then the second: the error must still be the second's.
+    for (_, hex) in [&packages[3], &packages[1]] {
+        let blob = store.join("blobs/sha256").join(hex);
+        let modified = fs::metadata(&blob).unwrap().modified().unwrap();
+        let mut file = fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open(&blob)
+            .unwrap();
+        let mid = file.metadata().unwrap().len() / 2;
+        let mut byte = [0u8];
+        file.seek(SeekFrom::Start(mid)).unwrap();
+        file.read_exact(&mut byte).unwrap();
+        file.seek(SeekFrom::Start(mid)).unwrap();
+        file.write_all(&[byte[0] ^ 0xff]).unwrap();
+        file.set_times(std::fs::FileTimes::new().set_modified(modified))
+            .unwrap();
+    }
+    let o = build("img2", &["--no-cache", "--offline", "-j", "3"]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!o.status.success(), "{err}");
+    assert!(err.contains("package libc6 "), "{err}");
+    assert!(err.contains("expected sha256"), "{err}");
+    assert!(!err.contains("python3.12-minimal"), "{err}");
+    assert!(!t.path().join("img2").exists());
+}
+
 /// `[python] version` that the interpreter found does not have: the error is placed at the
 /// recipe's `version` (file:line:col), names both versions and the interpreter, writes nothing.
 #[test]
