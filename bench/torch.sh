@@ -14,6 +14,13 @@
 #   peer  `uv pip install --no-deps --target` of the same wheel files (uv's cache warmed
 #         first; each round extracts again all the same: see the comment at the peer step)
 #         + `tar --sort=name` + `pigz -p$(nproc) -6`
+#   floor examples/splice_floor.rs: the wheel layers' floor as issue 38 defines it (every
+#         member read and inflated, the inflated bytes and the compressed bytes hashed once
+#         each, the compressed bytes written), split evenly over $(nproc) threads
+#   rest  `ocibuild build --no-cache --locked` of the same recipe without its wheels (the
+#         apt and interpreter layers, the app, the config): work the floor leaves out
+# floor + rest, CPU seconds over $(nproc) cores, is what no build of this image can go below
+# with these libraries on this machine; the summary gives it as a ratio to the peer too.
 # then, once: `import torch` and a small tensor computation under podman; the rebuild after an
 # app change (median of 5); and a push of the first image, then of the rebuild, to a local
 # docker-registry (what the second push uploads).
@@ -36,7 +43,9 @@ if [ "$free_gb" -lt 20 ]; then
   exit 1
 fi
 cargo build --release -q
+cargo build --release -q --example splice_floor
 OCB=$PWD/target/release/ocibuild
+FLOOR=$PWD/target/release/examples/splice_floor
 [ -x "$RUN/venv/bin/uv" ] || { python3 -m venv "$RUN/venv"; "$RUN/venv/bin/pip" install -q uv; }
 UV=$RUN/venv/bin/uv
 export UV_CACHE_DIR=$RUN/uv-cache
@@ -48,6 +57,8 @@ mkdir -p keys app && cp ../../../recipes/keys/debian-bookworm.asc keys/
 echo 'print("app v1")' > app/main.py
 sed 's/^\[python\]$/[python]\nlock = "pylock.toml"/' ../../../recipes/bookworm-python.toml > app.toml
 printf '\n[[layer]]\nname = "app"\nsrc = "app"\ndest = "/app"\n' >> app.toml
+# The same recipe without its wheels (the lock is cut below, after the first build writes it).
+grep -v '^lock = "pylock.toml"$' app.toml > rest.toml
 # Downloads (and the lock) through a first build; then a store with only the downloads.
 export OCIBUILD_CACHE=$RUN/cache
 "$OCB" -q build app.toml -o first.oci > /dev/null
@@ -66,6 +77,8 @@ for sec, xs in (("deb", debs), ("wheel", lock["wheel"])):
 print(len(debs), "debs,", len(lock["wheel"]), "wheels,", sum(x["size"] for x in lock["wheel"]),
       "bytes of wheels")
 PY
+# The lock lists the wheels last, from [python-packages] on.
+sed '/^\[python-packages\]$/,$d' app.lock > rest.lock
 # A fresh store of the downloads. The marker makes the directory a store (builds refuse an
 # unmarked one since 38d5701).
 fresh_store() {
@@ -106,6 +119,11 @@ for r in $(seq 1 "$ROUNDS"); do
   # uv does; the peer is an install from the wheel files, extraction included.
   rm -rf "$UV_CACHE_DIR/archive-v0" "$UV_CACHE_DIR/wheels-v8" peer.tar.gz
   t peer "$r" "stat -c %s peer.tar.gz" sh -c "$UVI && $TAR | pigz -p$JOBS -6 > peer.tar.gz"
+  rm -rf target peer.tar.gz
+  t floor "$r" "echo 0" "$FLOOR" "$JOBS" . whl/*.whl
+  fresh_store
+  OCIBUILD_CACHE=$RUN/store t rest "$r" "layout_bytes rest.oci" \
+    "$OCB" -q build --no-cache --locked rest.toml -o rest.oci
 done
 # uv's extracted wheels and the peer's archive are measured; the steps below need the room
 # (podman copies the 4 GB image into its storage under /var/tmp).
@@ -141,7 +159,7 @@ printf '[[registry]]\nname = "%s"\ninsecure-http = true\n' "$addr" > registries.
 echo 'print("app v9")' > app/main.py
 "$OCB" --registries registries.toml build --locked --json app.toml -o img.oci \
   --push "$addr/bench/torch:2" > push2.json
-python3 - results.tsv <<'PY'
+python3 - results.tsv "$JOBS" <<'PY'
 import csv, json, statistics as st, sys
 rows = list(csv.DictReader(open(sys.argv[1]), delimiter="\t"))
 by = {}
@@ -149,7 +167,7 @@ for r in rows: by.setdefault(r["name"], []).append(r)
 m = lambda n, f: st.median(float(r[f]) for r in by[n])
 cpu = lambda n: st.median(float(r["user"]) + float(r["sys"]) for r in by[n])
 print(f"rounds: {len(by['ours'])}; load1 during: {', '.join(r['load1'] for r in rows)}")
-for n in ("ours", "bare", "peer"):
+for n in ("ours", "bare", "peer", "floor", "rest"):
     print(f"{n}: wall {m(n, 'wall'):.2f} s (runs {', '.join(r['wall'] for r in by[n])}), "
           f"user {m(n, 'user'):.1f} s, sys {m(n, 'sys'):.1f} s, peak RSS {m(n, 'rss_kib') / 1024:.0f} MiB, "
           f"{m(n, 'bytes') / 1e9:.3f} GB")
@@ -158,6 +176,9 @@ print(f"ours / peer: wall {m('ours', 'wall') / m('peer', 'wall'):.3f}x (target <
       f"size {m('ours', 'bytes') / m('peer', 'bytes'):.4f}x (target <= 1.01x)")
 print(f"bare / peer: wall {m('bare', 'wall') / m('peer', 'wall'):.3f}x, "
       f"CPU {cpu('bare'):.1f} s")
+low = (cpu("floor") + cpu("rest")) / int(sys.argv[2])
+print(f"floor + rest: CPU {cpu('floor') + cpu('rest'):.1f} s, over {sys.argv[2]} cores {low:.2f} s: "
+      f"{low / m('peer', 'wall'):.3f}x the peer; ours is {m('ours', 'wall') / low:.2f}x that")
 rb = sorted(float(x) for x in open("rebuild.txt").read().split())
 print(f"rebuild after an app change: median {st.median(rb) * 1000:.0f} ms (runs {rb})")
 p = json.load(open("push2.json"))["push"]
